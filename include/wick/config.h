@@ -1,0 +1,33 @@
+// Version and the environment knobs. Each knob is read once, on first use, and printed by
+// `wick info`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wick {
+
+const char* version();
+
+struct Knobs {
+  // WICK_COMPUTE_PER_BUFFER: ops recorded per GPU command buffer before a commit. Unset or
+  // unparsable -> -1 (the backend's measured default); 0 -> commit at every op.
+  int64_t compute_per_buffer = -1;
+  // WICK_FAST_MATH: 0/false/off disables; default on. Part of every kernel cache key.
+  bool fast_math = true;
+  // WICK_KERNEL_CACHE: folder of the on-disk kernel cache; "off" disables; empty -> default.
+  std::string kernel_cache;
+  // WICK_POOL_LIMIT: bytes (suffixes K, M, G) of unused pooled GPU memory kept; 0 -> default.
+  uint64_t pool_limit = 0;
+  // WICK_DEVICE: default device of the CLI ("cpu", "vulkan[:N]", "cuda[:N]"); empty -> cpu.
+  std::string device;
+};
+
+const Knobs& knobs();
+
+// name = value lines describing every knob and its current value (for `wick info`).
+std::vector<std::pair<std::string, std::string>> describe_knobs();
+
+}  // namespace wick

@@ -1,0 +1,248 @@
+// wick::Tensor: an n-dimensional array on a device. A Tensor is a cheap shared handle: copying it
+// copies a pointer. Tensors are immutable except through the explicit in-place ops (slice_set,
+// zero_set, const_set), which write into the tensor's storage and so are seen by every view of it.
+// Ops on GPU devices are recorded and return at once; reading values (to_vec, to_scalar) waits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wick/device.h"
+#include "wick/dtype.h"
+#include "wick/error.h"
+#include "wick/shape.h"
+
+namespace wick {
+
+namespace backend {
+class Storage;
+}
+
+class Tensor {
+ public:
+  // ---- creation ---------------------------------------------------------------------------
+  // Copies numel(shape) elements of dtype `dt` from `data`.
+  static Tensor from_data(const void* data, DType dt, const Shape& shape,
+                          const Device& dev = Device::cpu());
+  template <typename T>
+  static Tensor from_vec(const std::vector<T>& v, const Shape& shape,
+                         const Device& dev = Device::cpu()) {
+    check_numel(v.size(), shape, "from_vec");
+    return from_data(v.data(), dtype_of<T>::value, shape, dev);
+  }
+  template <typename T>
+  static Tensor scalar(T v, const Device& dev = Device::cpu()) {
+    return from_data(&v, dtype_of<T>::value, Shape{}, dev);
+  }
+  static Tensor zeros(const Shape& shape, DType dt, const Device& dev = Device::cpu());
+  static Tensor ones(const Shape& shape, DType dt, const Device& dev = Device::cpu());
+  static Tensor full(double value, const Shape& shape, DType dt,
+                     const Device& dev = Device::cpu());
+  // [start, end) in steps of `step` (step != 0).
+  static Tensor arange(double start, double end, double step, DType dt,
+                       const Device& dev = Device::cpu());
+  static Tensor arange(int64_t end, DType dt, const Device& dev = Device::cpu()) {
+    return arange(0, static_cast<double>(end), 1, dt, dev);
+  }
+  static Tensor eye(int64_t n, DType dt, const Device& dev = Device::cpu());
+  // Uniform in [lo, hi) / normal(mean, std), from the device's seeded generator. Float dtypes.
+  static Tensor rand(double lo, double hi, const Shape& shape, DType dt,
+                     const Device& dev = Device::cpu());
+  static Tensor randn(double mean, double std, const Shape& shape, DType dt,
+                      const Device& dev = Device::cpu());
+
+  // ---- properties -------------------------------------------------------------------------
+  const Shape& shape() const;
+  const std::vector<int64_t>& dims() const { return shape().dims(); }
+  int64_t dim(int64_t d) const;  // size of dim d (negative counts from the end)
+  size_t rank() const { return shape().rank(); }
+  int64_t numel() const { return shape().numel(); }
+  DType dtype() const;
+  const Device& device() const;
+  const Layout& layout() const;
+  bool is_contiguous() const { return layout().is_contiguous(); }
+  std::string str() const;  // "Tensor[2, 3; f32, cpu]"
+  bool defined() const { return impl_ != nullptr; }
+
+  // ---- reading values (waits for the device) ----------------------------------------------
+  // Elements in row-major order of the view, converted to T.
+  template <typename T>
+  std::vector<T> to_vec() const {
+    std::vector<T> out(static_cast<size_t>(numel()));
+    read_into(out.data(), dtype_of<T>::value);
+    return out;
+  }
+  std::vector<double> to_vec_f64() const { return to_vec<double>(); }
+  template <typename T>
+  T to_scalar() const {
+    if (numel() != 1) fail(ErrorKind::Shape, "to_scalar", "tensor has shape ", shape());
+    return to_vec<T>()[0];
+  }
+  // Writes numel() elements of dtype `dt` (converting) into `dst`.
+  void read_into(void* dst, DType dt) const;
+
+  // ---- views (no copy) --------------------------------------------------------------------
+  Tensor narrow(int64_t dim, int64_t start, int64_t len) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor t() const;  // swaps the last two dims
+  // A view when contiguous, otherwise a contiguous copy. One dim may be -1 (inferred).
+  Tensor reshape(const Shape& shape) const;
+  Tensor broadcast_as(const Shape& shape) const;
+  Tensor broadcast_left(const Shape& left) const;  // prepends dims
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor flatten_all() const { return flatten(0, -1); }
+  Tensor get(int64_t index) const;  // index into dim 0, dropping it
+
+  // ---- copies -----------------------------------------------------------------------------
+  Tensor contiguous() const;  // self when already contiguous
+  Tensor copy() const;        // always new storage
+  Tensor to_dtype(DType dt) const;
+  Tensor to_device(const Device& dev) const;
+
+  // ---- unary ------------------------------------------------------------------------------
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sqrt() const;
+  Tensor sqr() const;
+  Tensor recip() const;
+  Tensor relu() const;
+  Tensor gelu() const;  // tanh approximation
+  Tensor gelu_erf() const;
+  Tensor erf() const;
+  Tensor silu() const;
+  Tensor sigmoid() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;  // half away from zero
+  Tensor sign() const;
+  Tensor affine(double mul, double add) const;  // x * mul + add
+  Tensor powf(double e) const;
+  Tensor elu(double alpha) const;
+  Tensor clamp(double lo, double hi) const;
+
+  // ---- binary (numpy broadcasting; dtypes must match) -------------------------------------
+  Tensor add(const Tensor& o) const;
+  Tensor sub(const Tensor& o) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor pow(const Tensor& o) const;
+  // Tensor-scalar forms: the scalar takes this tensor's dtype.
+  Tensor add(double s) const;
+  Tensor sub(double s) const;
+  Tensor mul(double s) const;
+  Tensor div(double s) const;
+  Tensor maximum(double s) const;
+  Tensor minimum(double s) const;
+  Tensor pow(double s) const;
+
+  // ---- comparison (result u8: 1 where true) -----------------------------------------------
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor eq(double s) const;
+  Tensor ne(double s) const;
+  Tensor lt(double s) const;
+  Tensor le(double s) const;
+  Tensor gt(double s) const;
+  Tensor ge(double s) const;
+  // this (u8/u32/i64 condition) ? on_true : on_false, broadcasting all three.
+  Tensor where_cond(const Tensor& on_true, const Tensor& on_false) const;
+
+  // ---- reductions -------------------------------------------------------------------------
+  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor sum(int64_t dim, bool keepdim = false) const { return sum(std::vector<int64_t>{dim}, keepdim); }
+  Tensor sum_keepdim(int64_t dim) const { return sum(dim, true); }
+  Tensor sum_all() const;
+  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor mean(int64_t dim, bool keepdim = false) const { return mean(std::vector<int64_t>{dim}, keepdim); }
+  Tensor mean_all() const;
+  Tensor max(int64_t dim, bool keepdim = false) const;
+  Tensor min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;  // u32
+  Tensor argmin(int64_t dim, bool keepdim = false) const;  // u32
+  Tensor max_all() const;
+  Tensor min_all() const;
+
+  // ---- normalisation and attention helpers ------------------------------------------------
+  Tensor softmax_last_dim() const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  // x / sqrt(mean(x^2, last) + eps) * alpha, alpha of shape [last dim].
+  Tensor rms_norm(const Tensor& alpha, double eps) const;
+  // (x - mean) / sqrt(var + eps) * alpha + beta over the last dim.
+  Tensor layer_norm(const Tensor& alpha, const Tensor& beta, double eps) const;
+  // Rotary embedding on x of shape (b, h, t, d); cos/sin of shape (t, d/2) or (b, t, d/2).
+  // rope: rotates the pair (i, i + d/2); rope_i: the interleaved pair (2i, 2i + 1).
+  Tensor rope(const Tensor& cos, const Tensor& sin) const;
+  Tensor rope_i(const Tensor& cos, const Tensor& sin) const;
+
+  // ---- matmul -----------------------------------------------------------------------------
+  // (..., m, k) x (..., k, n) -> (..., m, n); batch dims broadcast; any strides.
+  Tensor matmul(const Tensor& o) const;
+
+  // ---- indexing ---------------------------------------------------------------------------
+  // ids: 1-D u8/u32/i64. Picks slices of `dim`.
+  Tensor index_select(const Tensor& ids, int64_t dim) const;
+  // self: (vocab, hidden) table; ids of any shape -> ids.shape + (hidden).
+  Tensor embedding(const Tensor& ids) const;
+  // out[i][j] = self[ids[i][j]][j] (dim 0); ids has self's rank; out has ids' shape.
+  Tensor gather(const Tensor& ids, int64_t dim) const;
+  // self + src scattered: out[ids[i][j]][j] += src[i][j] (dim 0). ids and src share a shape.
+  Tensor scatter_add(const Tensor& ids, const Tensor& src, int64_t dim) const;
+  // self + src added at 1-D ids along dim: out[..., ids[i], ...] += src[..., i, ...].
+  Tensor index_add(const Tensor& ids, const Tensor& src, int64_t dim) const;
+  static Tensor cat(const std::vector<Tensor>& ts, int64_t dim);
+  static Tensor stack(const std::vector<Tensor>& ts, int64_t dim);
+  // Indices (u32) that sort each row of the last dim.
+  Tensor arg_sort_last_dim(bool ascending = true) const;
+
+  // ---- in-place ---------------------------------------------------------------------------
+  // Writes src into self's elements [offset, offset + src.dim(dim)) along dim.
+  void slice_set(const Tensor& src, int64_t dim, int64_t offset) const;
+  void zero_set() const;
+  void const_set(double value) const;
+
+  // ---- operators --------------------------------------------------------------------------
+  friend Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
+  friend Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
+  friend Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
+  friend Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+  friend Tensor operator+(const Tensor& a, double s) { return a.add(s); }
+  friend Tensor operator-(const Tensor& a, double s) { return a.sub(s); }
+  friend Tensor operator*(const Tensor& a, double s) { return a.mul(s); }
+  friend Tensor operator/(const Tensor& a, double s) { return a.div(s); }
+  Tensor operator-() const { return neg(); }
+
+  // ---- internals (used by backends, io, tests) --------------------------------------------
+  Tensor() = default;
+  Tensor(std::shared_ptr<backend::Storage> storage, Layout layout, DType dt, Device dev);
+  const std::shared_ptr<backend::Storage>& storage() const;
+  // True when both tensors use the same storage buffer.
+  bool shares_storage_with(const Tensor& o) const;
+
+ private:
+  static void check_numel(size_t n, const Shape& shape, const char* op);
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace wick

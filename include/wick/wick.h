@@ -1,0 +1,9 @@
+// Umbrella header: everything a user of wick needs.
+#pragma once
+
+#include "wick/config.h"
+#include "wick/device.h"
+#include "wick/dtype.h"
+#include "wick/error.h"
+#include "wick/shape.h"
+#include "wick/tensor.h"

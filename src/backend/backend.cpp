@@ -1,0 +1,40 @@
+#include "backend/backend.h"
+
+#include <atomic>
+
+namespace wick::backend {
+
+namespace {
+std::atomic<uint64_t> g_next_device_id{1};
+std::atomic<bool> g_poison{false};
+}  // namespace
+
+BackendDevice::BackendDevice() : id_(g_next_device_id.fetch_add(1)) {}
+
+void set_poison_allocations(bool on) { g_poison.store(on); }
+bool poison_allocations() { return g_poison.load(std::memory_order_relaxed); }
+
+const char* unary_op_name(UnaryOp op) {
+  static const char* names[] = {"neg",  "abs",     "exp",   "log",     "sin",   "cos",
+                                "tanh", "sqrt",    "sqr",   "recip",   "relu",  "gelu",
+                                "gelu_erf", "erf", "silu",  "sigmoid", "floor", "ceil",
+                                "round", "sign",   "affine", "powf",   "elu",   "clamp"};
+  return names[static_cast<int>(op)];
+}
+
+const char* binary_op_name(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow"};
+  return names[static_cast<int>(op)];
+}
+
+const char* cmp_op_name(CmpOp op) {
+  static const char* names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  return names[static_cast<int>(op)];
+}
+
+const char* reduce_op_name(ReduceOp op) {
+  static const char* names[] = {"sum", "max", "min", "argmax", "argmin"};
+  return names[static_cast<int>(op)];
+}
+
+}  // namespace wick::backend

@@ -1,0 +1,151 @@
+// The narrow waist: the one interface every backend implements (CPU, Vulkan, CUDA).
+//
+// The front end (src/core) validates arguments, resolves broadcasting into strided layouts,
+// computes output shapes and dtypes, allocates the output through `alloc`, and then calls one of
+// the op methods below. A backend only does arithmetic: every input arrives as (storage, layout),
+// every output is a freshly allocated contiguous storage unless the method says otherwise.
+// A backend that lacks an op or a dtype throws Error(Unsupported) naming both; never a fallback.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "wick/device.h"
+#include "wick/dtype.h"
+#include "wick/error.h"
+#include "wick/shape.h"
+
+namespace wick::backend {
+
+class BackendDevice;
+
+// Untyped device memory of `numel` elements of `dtype`. Owned through shared_ptr; views share it.
+class Storage {
+ public:
+  Storage(BackendDevice* device, DType dtype, size_t numel)
+      : device_(device), dtype_(dtype), numel_(numel) {}
+  virtual ~Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  BackendDevice& device() const { return *device_; }
+  DType dtype() const { return dtype_; }
+  size_t numel() const { return numel_; }
+  size_t nbytes() const { return numel_ * dtype_size(dtype_); }
+
+ private:
+  BackendDevice* device_;
+  DType dtype_;
+  size_t numel_;
+};
+using StoragePtr = std::shared_ptr<Storage>;
+
+// An input operand: storage plus the layout to read it through.
+struct View {
+  const Storage& storage;
+  const Layout& layout;
+};
+
+enum class UnaryOp {
+  Neg, Abs, Exp, Log, Sin, Cos, Tanh, Sqrt, Sqr, Recip, Relu, Gelu, GeluErf, Erf, Silu,
+  Sigmoid, Floor, Ceil, Round, Sign,
+  Affine,  // x * p0 + p1
+  Powf,    // x ^ p0
+  Elu,     // alpha = p0
+  Clamp,   // [p0, p1]
+};
+const char* unary_op_name(UnaryOp op);
+struct UnaryParams {
+  double p0 = 0, p1 = 0;
+};
+
+enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
+const char* binary_op_name(BinaryOp op);
+
+enum class CmpOp { Eq, Ne, Lt, Le, Gt, Ge };
+const char* cmp_op_name(CmpOp op);
+
+enum class ReduceOp { Sum, Max, Min, ArgMax, ArgMin };
+const char* reduce_op_name(ReduceOp op);
+
+// Sizes of a batched matmul. Both operands arrive with shape (batch..., m, k) / (batch..., k, n)
+// where the batch dims are already broadcast to the same shape (broadcast dims have stride 0).
+struct MatmulDims {
+  int64_t batch, m, n, k;
+};
+
+class BackendDevice {
+ public:
+  virtual ~BackendDevice() = default;
+
+  virtual DeviceKind kind() const = 0;
+  virtual int ordinal() const = 0;
+  virtual std::string name() const = 0;
+  uint64_t id() const { return id_; }
+
+  // ---- memory -----------------------------------------------------------------------------
+  // Uninitialised storage (poisoned with 0xff bytes when poison_allocations() is on).
+  virtual StoragePtr alloc(DType dt, size_t numel) = 0;
+  virtual StoragePtr from_host(DType dt, const void* data, size_t numel) = 0;
+  // Writes the view's elements, in row-major order, converted to `dst_dt`, into dst.
+  virtual void to_host(View src, void* dst, DType dst_dt) = 0;
+  virtual void synchronize() = 0;
+
+  // ---- element-wise (dst: contiguous, shape = src shape) ----------------------------------
+  virtual void unary(UnaryOp op, UnaryParams p, View x, Storage& dst) = 0;
+  virtual void binary(BinaryOp op, View a, View b, Storage& dst) = 0;
+  virtual void compare(CmpOp op, View a, View b, Storage& dst /* u8 */) = 0;
+  virtual void where_cond(View cond, View on_true, View on_false, Storage& dst) = 0;
+  // dst: any dtype; converts.
+  virtual void cast(View x, Storage& dst) = 0;
+  // Copies src's elements into dst's elements through dst_layout (same shape, same dtype).
+  virtual void copy_strided(View src, Storage& dst, const Layout& dst_layout) = 0;
+  // Sets the elements of dst selected by dst_layout to value.
+  virtual void fill(Storage& dst, const Layout& dst_layout, double value) = 0;
+
+  // ---- reductions -------------------------------------------------------------------------
+  // dims: sorted, unique. dst has x's shape with dims set to 1 (contiguous); dtype x's, or u32
+  // for ArgMax/ArgMin (which take exactly one dim).
+  virtual void reduce(ReduceOp op, View x, const std::vector<size_t>& dims, Storage& dst) = 0;
+  virtual void softmax_last_dim(View x, Storage& dst) = 0;
+  virtual void log_softmax_last_dim(View x, Storage& dst) = 0;
+  virtual void rms_norm(View x, View alpha, double eps, Storage& dst) = 0;
+  virtual void layer_norm(View x, View alpha, View beta, double eps, Storage& dst) = 0;
+  // x: (b, h, t, d); cos/sin: (b, t, d/2) with stride-0 b when shared.
+  virtual void rope(View x, View cos, View sin, bool interleaved, Storage& dst) = 0;
+  // dst: u32 indices, x's shape.
+  virtual void arg_sort_last_dim(View x, bool ascending, Storage& dst) = 0;
+
+  // ---- matmul -----------------------------------------------------------------------------
+  virtual void matmul(View a, View b, const MatmulDims& d, Storage& dst) = 0;
+
+  // ---- indexing ---------------------------------------------------------------------------
+  // Indices are u8/u32/i64 and already checked against the indexed dim's size by the front end
+  // only where cheap; backends must still refuse (OutOfRange) or skip nothing silently.
+  virtual void index_select(View src, View ids, size_t dim, Storage& dst) = 0;
+  virtual void gather(View src, View ids, size_t dim, Storage& dst) = 0;
+  // In place on dst (contiguous, shape dst_shape): dst[.. ids[..] ..] += src[..].
+  virtual void scatter_add(Storage& dst, const Shape& dst_shape, View ids, View src,
+                           size_t dim) = 0;
+  virtual void index_add(Storage& dst, const Shape& dst_shape, View ids, View src,
+                         size_t dim) = 0;
+
+  // ---- random -----------------------------------------------------------------------------
+  virtual void set_seed(uint64_t seed) = 0;
+  virtual void rand_uniform(Storage& dst, double lo, double hi) = 0;
+  virtual void rand_normal(Storage& dst, double mean, double std) = 0;
+
+ protected:
+  BackendDevice();
+
+ private:
+  uint64_t id_;
+};
+
+// Test hook: when on, every alloc fills new storage with 0xff bytes so unwritten outputs show.
+void set_poison_allocations(bool on);
+bool poison_allocations();
+
+}  // namespace wick::backend

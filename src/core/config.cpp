@@ -1,0 +1,80 @@
+#include "wick/config.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <string_view>
+
+namespace wick {
+
+#ifndef WICK_VERSION
+#define WICK_VERSION "0.1.0"
+#endif
+
+const char* version() { return WICK_VERSION; }
+
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+bool parse_int(std::string_view s, int64_t& out) {
+  if (s.empty() || s.size() > 18) return false;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  out = v;
+  return true;
+}
+
+uint64_t parse_bytes(std::string_view s) {
+  if (s.empty()) return 0;
+  uint64_t mul = 1;
+  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
+  if (last == 'K' || last == 'M' || last == 'G') {
+    mul = last == 'K' ? (1ull << 10) : last == 'M' ? (1ull << 20) : (1ull << 30);
+    s.remove_suffix(1);
+  }
+  int64_t v;
+  return parse_int(s, v) ? static_cast<uint64_t>(v) * mul : 0;
+}
+
+Knobs read_knobs() {
+  Knobs k;
+  if (const char* v = env("WICK_COMPUTE_PER_BUFFER")) {
+    int64_t n;
+    k.compute_per_buffer = parse_int(v, n) ? n : -1;
+  }
+  if (const char* v = env("WICK_FAST_MATH")) {
+    std::string_view s(v);
+    k.fast_math = !(s == "0" || s == "false" || s == "off" || s == "no");
+  }
+  if (const char* v = env("WICK_KERNEL_CACHE")) k.kernel_cache = v;
+  if (const char* v = env("WICK_POOL_LIMIT")) k.pool_limit = parse_bytes(v);
+  if (const char* v = env("WICK_DEVICE")) k.device = v;
+  return k;
+}
+
+}  // namespace
+
+const Knobs& knobs() {
+  static const Knobs k = read_knobs();
+  return k;
+}
+
+std::vector<std::pair<std::string, std::string>> describe_knobs() {
+  const Knobs& k = knobs();
+  return {
+      {"WICK_COMPUTE_PER_BUFFER",
+       k.compute_per_buffer < 0 ? "default" : std::to_string(k.compute_per_buffer)},
+      {"WICK_FAST_MATH", k.fast_math ? "on" : "off"},
+      {"WICK_KERNEL_CACHE", k.kernel_cache.empty() ? "default" : k.kernel_cache},
+      {"WICK_POOL_LIMIT", k.pool_limit == 0 ? "default" : std::to_string(k.pool_limit)},
+      {"WICK_DEVICE", k.device.empty() ? "cpu" : k.device},
+  };
+}
+
+}  // namespace wick

@@ -1,0 +1,6 @@
+#pragma once
+#include "wick/config.h"
+
+namespace wick::core {
+inline const Knobs& knobs() { return wick::knobs(); }
+}  // namespace wick::core

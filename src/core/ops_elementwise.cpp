@@ -1,0 +1,139 @@
+// Front end of the element-wise ops: unary, binary (broadcasting), compare, where_cond.
+#include "core/tensor_impl.h"
+
+namespace wick {
+
+using backend::BinaryOp;
+using backend::CmpOp;
+using backend::UnaryOp;
+using backend::UnaryParams;
+
+namespace {
+
+// Integer dtypes are taken by the ops that are exact on integers.
+bool unary_takes_int(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Sqr: case UnaryOp::Relu:
+    case UnaryOp::Sign: case UnaryOp::Affine: case UnaryOp::Clamp:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Tensor unary(const Tensor& x, UnaryOp op, UnaryParams p = {}) {
+  if (!is_float(x.dtype()) && !unary_takes_int(op))
+    fail(ErrorKind::DType, backend::unary_op_name(op), "expects a float tensor, got ",
+         core::describe(x));
+  Tensor out = core::empty(x.shape(), x.dtype(), x.device());
+  if (x.numel()) x.device().backend().unary(op, p, core::view(x), *out.storage());
+  return out;
+}
+
+Tensor binary(const Tensor& a, const Tensor& b, BinaryOp op) {
+  const char* name = backend::binary_op_name(op);
+  core::check_same_device(name, a, b);
+  core::check_same_dtype(name, a, b);
+  if (op == BinaryOp::Pow) core::check_float(name, a);
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor out = core::empty(shape, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  const Layout la = core::broadcast_layout(a.layout(), shape, name);
+  const Layout lb = core::broadcast_layout(b.layout(), shape, name);
+  a.device().backend().binary(op, {*a.storage(), la}, {*b.storage(), lb}, *out.storage());
+  return out;
+}
+
+Tensor compare(const Tensor& a, const Tensor& b, CmpOp op) {
+  const char* name = backend::cmp_op_name(op);
+  core::check_same_device(name, a, b);
+  core::check_same_dtype(name, a, b);
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor out = core::empty(shape, DType::U8, a.device());
+  if (out.numel() == 0) return out;
+  const Layout la = core::broadcast_layout(a.layout(), shape, name);
+  const Layout lb = core::broadcast_layout(b.layout(), shape, name);
+  a.device().backend().compare(op, {*a.storage(), la}, {*b.storage(), lb}, *out.storage());
+  return out;
+}
+
+Tensor scalar_like(const Tensor& t, double s) { return Tensor::full(s, Shape{}, t.dtype(), t.device()); }
+
+}  // namespace
+
+Tensor Tensor::neg() const { return unary(*this, UnaryOp::Neg); }
+Tensor Tensor::abs() const { return unary(*this, UnaryOp::Abs); }
+Tensor Tensor::exp() const { return unary(*this, UnaryOp::Exp); }
+Tensor Tensor::log() const { return unary(*this, UnaryOp::Log); }
+Tensor Tensor::sin() const { return unary(*this, UnaryOp::Sin); }
+Tensor Tensor::cos() const { return unary(*this, UnaryOp::Cos); }
+Tensor Tensor::tanh() const { return unary(*this, UnaryOp::Tanh); }
+Tensor Tensor::sqrt() const { return unary(*this, UnaryOp::Sqrt); }
+Tensor Tensor::sqr() const { return unary(*this, UnaryOp::Sqr); }
+Tensor Tensor::recip() const { return unary(*this, UnaryOp::Recip); }
+Tensor Tensor::relu() const { return unary(*this, UnaryOp::Relu); }
+Tensor Tensor::gelu() const { return unary(*this, UnaryOp::Gelu); }
+Tensor Tensor::gelu_erf() const { return unary(*this, UnaryOp::GeluErf); }
+Tensor Tensor::erf() const { return unary(*this, UnaryOp::Erf); }
+Tensor Tensor::silu() const { return unary(*this, UnaryOp::Silu); }
+Tensor Tensor::sigmoid() const { return unary(*this, UnaryOp::Sigmoid); }
+Tensor Tensor::floor() const { return unary(*this, UnaryOp::Floor); }
+Tensor Tensor::ceil() const { return unary(*this, UnaryOp::Ceil); }
+Tensor Tensor::round() const { return unary(*this, UnaryOp::Round); }
+Tensor Tensor::sign() const { return unary(*this, UnaryOp::Sign); }
+Tensor Tensor::affine(double mul, double add) const { return unary(*this, UnaryOp::Affine, {mul, add}); }
+Tensor Tensor::powf(double e) const { return unary(*this, UnaryOp::Powf, {e, 0}); }
+Tensor Tensor::elu(double alpha) const { return unary(*this, UnaryOp::Elu, {alpha, 0}); }
+Tensor Tensor::clamp(double lo, double hi) const {
+  if (!(lo <= hi)) fail(ErrorKind::OutOfRange, "clamp", "lo ", lo, " > hi ", hi);
+  return unary(*this, UnaryOp::Clamp, {lo, hi});
+}
+
+Tensor Tensor::add(const Tensor& o) const { return binary(*this, o, BinaryOp::Add); }
+Tensor Tensor::sub(const Tensor& o) const { return binary(*this, o, BinaryOp::Sub); }
+Tensor Tensor::mul(const Tensor& o) const { return binary(*this, o, BinaryOp::Mul); }
+Tensor Tensor::div(const Tensor& o) const { return binary(*this, o, BinaryOp::Div); }
+Tensor Tensor::maximum(const Tensor& o) const { return binary(*this, o, BinaryOp::Maximum); }
+Tensor Tensor::minimum(const Tensor& o) const { return binary(*this, o, BinaryOp::Minimum); }
+Tensor Tensor::pow(const Tensor& o) const { return binary(*this, o, BinaryOp::Pow); }
+Tensor Tensor::add(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Add); }
+Tensor Tensor::sub(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Sub); }
+Tensor Tensor::mul(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Mul); }
+Tensor Tensor::div(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Div); }
+Tensor Tensor::maximum(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Maximum); }
+Tensor Tensor::minimum(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Minimum); }
+Tensor Tensor::pow(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Pow); }
+
+Tensor Tensor::eq(const Tensor& o) const { return compare(*this, o, CmpOp::Eq); }
+Tensor Tensor::ne(const Tensor& o) const { return compare(*this, o, CmpOp::Ne); }
+Tensor Tensor::lt(const Tensor& o) const { return compare(*this, o, CmpOp::Lt); }
+Tensor Tensor::le(const Tensor& o) const { return compare(*this, o, CmpOp::Le); }
+Tensor Tensor::gt(const Tensor& o) const { return compare(*this, o, CmpOp::Gt); }
+Tensor Tensor::ge(const Tensor& o) const { return compare(*this, o, CmpOp::Ge); }
+Tensor Tensor::eq(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Eq); }
+Tensor Tensor::ne(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Ne); }
+Tensor Tensor::lt(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Lt); }
+Tensor Tensor::le(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Le); }
+Tensor Tensor::gt(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Gt); }
+Tensor Tensor::ge(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Ge); }
+
+Tensor Tensor::where_cond(const Tensor& on_true, const Tensor& on_false) const {
+  const char* name = "where_cond";
+  core::check_same_device(name, *this, on_true);
+  core::check_same_device(name, *this, on_false);
+  core::check_same_dtype(name, on_true, on_false);
+  if (is_float(dtype()))
+    fail(ErrorKind::DType, name, "condition must be u8, u32 or i64, got ", core::describe(*this));
+  const Shape out_shape =
+      broadcast_shapes(broadcast_shapes(shape(), on_true.shape(), name), on_false.shape(), name);
+  Tensor out = core::empty(out_shape, on_true.dtype(), device());
+  if (out.numel() == 0) return out;
+  const Layout lc = core::broadcast_layout(layout(), out_shape, name);
+  const Layout lt = core::broadcast_layout(on_true.layout(), out_shape, name);
+  const Layout lf = core::broadcast_layout(on_false.layout(), out_shape, name);
+  device().backend().where_cond({*storage(), lc}, {*on_true.storage(), lt},
+                                {*on_false.storage(), lf}, *out.storage());
+  return out;
+}
+
+}  // namespace wick

@@ -1,0 +1,190 @@
+// Front end of reductions, softmax, normalisation, rope and arg-sort.
+#include <algorithm>
+
+#include "core/tensor_impl.h"
+
+namespace wick {
+
+using backend::ReduceOp;
+
+namespace {
+
+std::vector<size_t> resolve_dims(const Tensor& x, const std::vector<int64_t>& dims, const char* op) {
+  std::vector<size_t> out;
+  for (int64_t d : dims) out.push_back(x.shape().dim(d, op));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    fail(ErrorKind::Shape, op, "repeated dim in reduction over shape ", x.shape());
+  return out;
+}
+
+Shape drop_dims(const Shape& keep_shape, const std::vector<size_t>& dims) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < keep_shape.rank(); i++)
+    if (!std::binary_search(dims.begin(), dims.end(), i)) out.push_back(keep_shape[i]);
+  return Shape(std::move(out));
+}
+
+Tensor reduce(const Tensor& x, ReduceOp op, const std::vector<size_t>& dims, bool keepdim) {
+  const char* name = backend::reduce_op_name(op);
+  std::vector<int64_t> kd = x.dims();
+  for (size_t d : dims) {
+    if (kd[d] == 0 && op != ReduceOp::Sum)
+      fail(ErrorKind::Shape, name, "cannot reduce an empty dim of shape ", x.shape());
+    kd[d] = 1;
+  }
+  const Shape keep_shape(kd);
+  const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+  Tensor out = core::empty(keep_shape, arg ? DType::U32 : x.dtype(), x.device());
+  if (out.numel() > 0) {
+    if (x.numel() == 0)
+      x.device().backend().fill(*out.storage(), out.layout(), 0.0);  // empty sums
+    else
+      x.device().backend().reduce(op, core::view(x), dims, *out.storage());
+  }
+  return keepdim ? out : out.reshape(drop_dims(keep_shape, dims));
+}
+
+Tensor last_dim_op(const Tensor& x, const char* name,
+                   void (backend::BackendDevice::*fn)(backend::View, backend::Storage&)) {
+  core::check_float(name, x);
+  if (x.rank() == 0) fail(ErrorKind::Shape, name, "needs rank >= 1, got a scalar");
+  Tensor out = core::empty(x.shape(), x.dtype(), x.device());
+  if (x.numel()) (x.device().backend().*fn)(core::view(x), *out.storage());
+  return out;
+}
+
+// Applies a last-dim op on `dim` by moving it last and back.
+template <typename F>
+Tensor along_dim(const Tensor& x, int64_t dim, const char* name, F&& f) {
+  const size_t d = x.shape().dim(dim, name);
+  const int64_t last = static_cast<int64_t>(x.rank()) - 1;
+  if (static_cast<int64_t>(d) == last) return f(x);
+  return f(x.transpose(static_cast<int64_t>(d), last)).transpose(static_cast<int64_t>(d), last).contiguous();
+}
+
+}  // namespace
+
+Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const {
+  return reduce(*this, ReduceOp::Sum, resolve_dims(*this, dims, "sum"), keepdim);
+}
+
+Tensor Tensor::sum_all() const {
+  std::vector<int64_t> all(rank());
+  for (size_t i = 0; i < rank(); i++) all[i] = static_cast<int64_t>(i);
+  return rank() == 0 ? *this : sum(all, false);
+}
+
+Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
+  core::check_float("mean", *this);
+  const std::vector<size_t> ds = resolve_dims(*this, dims, "mean");
+  int64_t n = 1;
+  for (size_t d : ds) n *= shape()[d];
+  if (n == 0) fail(ErrorKind::Shape, "mean", "mean over an empty dim of shape ", shape());
+  return reduce(*this, ReduceOp::Sum, ds, keepdim).affine(1.0 / static_cast<double>(n), 0.0);
+}
+
+Tensor Tensor::mean_all() const {
+  std::vector<int64_t> all(rank());
+  for (size_t i = 0; i < rank(); i++) all[i] = static_cast<int64_t>(i);
+  return rank() == 0 ? to_dtype(dtype()) : mean(all, false);
+}
+
+Tensor Tensor::max(int64_t dim, bool keepdim) const {
+  return reduce(*this, ReduceOp::Max, {shape().dim(dim, "max")}, keepdim);
+}
+Tensor Tensor::min(int64_t dim, bool keepdim) const {
+  return reduce(*this, ReduceOp::Min, {shape().dim(dim, "min")}, keepdim);
+}
+Tensor Tensor::argmax(int64_t dim, bool keepdim) const {
+  return reduce(*this, ReduceOp::ArgMax, {shape().dim(dim, "argmax")}, keepdim);
+}
+Tensor Tensor::argmin(int64_t dim, bool keepdim) const {
+  return reduce(*this, ReduceOp::ArgMin, {shape().dim(dim, "argmin")}, keepdim);
+}
+Tensor Tensor::max_all() const {
+  if (rank() == 0) return *this;
+  return flatten_all().max(0);
+}
+Tensor Tensor::min_all() const {
+  if (rank() == 0) return *this;
+  return flatten_all().min(0);
+}
+
+Tensor Tensor::softmax_last_dim() const {
+  return last_dim_op(*this, "softmax_last_dim", &backend::BackendDevice::softmax_last_dim);
+}
+Tensor Tensor::softmax(int64_t dim) const {
+  return along_dim(*this, dim, "softmax", [](const Tensor& t) { return t.softmax_last_dim(); });
+}
+Tensor Tensor::log_softmax(int64_t dim) const {
+  return along_dim(*this, dim, "log_softmax", [](const Tensor& t) {
+    return last_dim_op(t, "log_softmax", &backend::BackendDevice::log_softmax_last_dim);
+  });
+}
+
+static void check_norm_param(const char* op, const Tensor& x, const Tensor& p, const char* what) {
+  core::check_same_device(op, x, p);
+  core::check_same_dtype(op, x, p);
+  if (p.rank() != 1 || p.dim(0) != x.dim(-1))
+    fail(ErrorKind::Shape, op, what, " must have shape [", x.dim(-1), "], got ", p.shape(),
+         " for input ", x.shape());
+}
+
+Tensor Tensor::rms_norm(const Tensor& alpha, double eps) const {
+  core::check_float("rms_norm", *this);
+  if (rank() == 0) fail(ErrorKind::Shape, "rms_norm", "needs rank >= 1, got a scalar");
+  check_norm_param("rms_norm", *this, alpha, "alpha");
+  Tensor out = core::empty(shape(), dtype(), device());
+  if (numel()) device().backend().rms_norm(core::view(*this), core::view(alpha), eps, *out.storage());
+  return out;
+}
+
+Tensor Tensor::layer_norm(const Tensor& alpha, const Tensor& beta, double eps) const {
+  core::check_float("layer_norm", *this);
+  if (rank() == 0) fail(ErrorKind::Shape, "layer_norm", "needs rank >= 1, got a scalar");
+  check_norm_param("layer_norm", *this, alpha, "alpha");
+  check_norm_param("layer_norm", *this, beta, "beta");
+  Tensor out = core::empty(shape(), dtype(), device());
+  if (numel())
+    device().backend().layer_norm(core::view(*this), core::view(alpha), core::view(beta), eps,
+                                  *out.storage());
+  return out;
+}
+
+static Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, bool interleaved) {
+  const char* name = interleaved ? "rope_i" : "rope";
+  core::check_float(name, x);
+  core::check_same_device(name, x, cos);
+  core::check_same_device(name, x, sin);
+  core::check_same_dtype(name, x, cos);
+  core::check_same_dtype(name, x, sin);
+  if (x.rank() != 4) fail(ErrorKind::Shape, name, "x must be (b, h, t, d), got ", x.shape());
+  const int64_t b = x.dim(0), t = x.dim(2), d = x.dim(3);
+  if (d % 2 != 0) fail(ErrorKind::Shape, name, "last dim must be even, got ", x.shape());
+  if (cos.shape() != sin.shape())
+    fail(ErrorKind::Shape, name, "cos ", cos.shape(), " and sin ", sin.shape(), " differ");
+  const Shape want2{t, d / 2}, want3{b, t, d / 2};
+  if (cos.shape() != want2 && cos.shape() != want3)
+    fail(ErrorKind::Shape, name, "cos/sin must be ", want2, " or ", want3, " for x ", x.shape(),
+         ", got ", cos.shape());
+  const Layout lc = core::broadcast_layout(cos.layout(), want3, name);
+  const Layout ls = core::broadcast_layout(sin.layout(), want3, name);
+  Tensor out = core::empty(x.shape(), x.dtype(), x.device());
+  if (x.numel())
+    x.device().backend().rope(core::view(x), {*cos.storage(), lc}, {*sin.storage(), ls},
+                              interleaved, *out.storage());
+  return out;
+}
+
+Tensor Tensor::rope(const Tensor& cos, const Tensor& sin) const { return rope_impl(*this, cos, sin, false); }
+Tensor Tensor::rope_i(const Tensor& cos, const Tensor& sin) const { return rope_impl(*this, cos, sin, true); }
+
+Tensor Tensor::arg_sort_last_dim(bool ascending) const {
+  if (rank() == 0) fail(ErrorKind::Shape, "arg_sort_last_dim", "needs rank >= 1, got a scalar");
+  Tensor out = core::empty(shape(), DType::U32, device());
+  if (numel()) device().backend().arg_sort_last_dim(core::view(*this), ascending, *out.storage());
+  return out;
+}
+
+}  // namespace wick

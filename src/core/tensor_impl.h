@@ -1,0 +1,42 @@
+// Internals shared by the op front ends in src/core.
+#pragma once
+
+#include "backend/backend.h"
+#include "wick/tensor.h"
+
+namespace wick {
+
+struct Tensor::Impl {
+  std::shared_ptr<backend::Storage> storage;
+  Layout layout;
+  DType dtype;
+  Device device;
+};
+
+namespace core {
+
+inline backend::View view(const Tensor& t) { return {*t.storage(), t.layout()}; }
+
+// A new contiguous tensor of `shape`/`dt` on `dev` with uninitialised storage.
+Tensor empty(const Shape& shape, DType dt, const Device& dev);
+
+// Wraps a storage as a contiguous tensor.
+inline Tensor wrap(std::shared_ptr<backend::Storage> s, const Shape& shape, DType dt,
+                   const Device& dev) {
+  return Tensor(std::move(s), Layout::contiguous(shape), dt, dev);
+}
+
+// Throws Device/DType errors naming `op` unless all tensors share a device (and dtype).
+void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
+void check_float(const char* op, const Tensor& t);
+void check_index_dtype(const char* op, const Tensor& ids);
+
+// A view of t with stride-0 dims so that it has shape `to` (numpy rules); throws Shape.
+Layout broadcast_layout(const Layout& l, const Shape& to, const char* op);
+
+// "[2, 3] f32" for messages.
+std::string describe(const Tensor& t);
+
+}  // namespace core
+}  // namespace wick

@@ -1,0 +1,3 @@
+#include <cstdio>
+#include "wick/wick.h"
+int main() { std::printf("wick %s\n", wick::version()); }
