@@ -3,7 +3,7 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config python3
-  libopenblas-dev libgtest-dev
+  libopenblas-dev libgtest-dev nlohmann-json3-dev
   # Vulkan backend: headers, loader, lavapipe (Mesa's CPU driver), shaderc + glslang + SPIRV-Tools
   libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-dev glslang-tools spirv-tools
 )
