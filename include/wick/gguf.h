@@ -1,9 +1,9 @@
 // GGUF model files: reading (versions 2 and 3, little-endian) through a memory mapping, and
 // writing (version 3). The format is ggml's (docs/gguf.md in ggml):
 //
-//   "GGUF" | u32 version | u64 tensor_count | u64 kv_count | kv_count x (string key, u32 type, value)
-//   | tensor_count x (string name, u32 n_dims, u64 ne[n_dims], u32 ggml type, u64 offset)
-//   | zero padding to `alignment` | tensor data
+//   "GGUF" | u32 version | u64 tensor_count | u64 kv_count | kv_count x (string key, u32 type,
+//   value) | tensor_count x (string name, u32 n_dims, u64 ne[n_dims], u32 ggml type, u64 offset) |
+//   zero padding to `alignment` | tensor data
 //
 // Strings are a u64 byte length then the bytes. Tensor offsets count from the start of the data
 // section (the aligned end of the tensor infos) and are multiples of the alignment, which is the
@@ -42,8 +42,19 @@ namespace wick {
 
 // Metadata value types; the numbers are the ids GGUF stores.
 enum class GgufValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7,
-  String = 8, Array = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  Bool = 7,
+  String = 8,
+  Array = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 const char* gguf_value_type_name(GgufValueType t);  // "u8", ..., "string", "array", "f64"
 
@@ -82,15 +93,14 @@ class GgufValue {
 
   GgufValue() = default;  // u8 0
   template <typename T>
-    requires holds_type<std::remove_cvref_t<T>>
-  GgufValue(T&& v) : v_(std::forward<T>(v)) {}
+  requires holds_type<std::remove_cvref_t<T>> GgufValue(T&& v) : v_(std::forward<T>(v)) {}
   GgufValue(const char* s) : v_(std::string(s)) {}
   GgufValue(std::string_view s) : v_(std::string(s)) {}
 
   // An array of `elem`-typed items; throws Error(DType) when an item has another type.
   static GgufValue array(GgufValueType elem, std::vector<GgufValue> items);
   template <typename T>
-    requires holds_type<T>
+  requires holds_type<T>
   static GgufValue array(const std::vector<T>& items) {
     GgufArray a{type_of<T>(), {}};
     a.items.reserve(items.size());
@@ -132,7 +142,7 @@ class GgufValue {
   bool operator==(const GgufValue& o) const;
 
   template <typename T>
-    requires holds_type<T>
+  requires holds_type<T>
   static constexpr GgufValueType type_of() {
     return static_cast<GgufValueType>(detail::VariantIndex<T, Variant>::value);
   }

@@ -62,7 +62,9 @@ class Cursor {
   uint64_t pos_ = 0;
 };
 
-bool add_overflows(uint64_t a, uint64_t b, uint64_t& out) { return __builtin_add_overflow(a, b, &out); }
+bool add_overflows(uint64_t a, uint64_t b, uint64_t& out) {
+  return __builtin_add_overflow(a, b, &out);
+}
 
 }  // namespace
 
@@ -132,23 +134,35 @@ class GgufParser {
 
   GgufValue read_value(GgufValueType type, int depth, const std::string& ctx) {
     switch (type) {
-      case GgufValueType::U8: return c_.read<uint8_t>(ctx);
-      case GgufValueType::I8: return c_.read<int8_t>(ctx);
-      case GgufValueType::U16: return c_.read<uint16_t>(ctx);
-      case GgufValueType::I16: return c_.read<int16_t>(ctx);
-      case GgufValueType::U32: return c_.read<uint32_t>(ctx);
-      case GgufValueType::I32: return c_.read<int32_t>(ctx);
-      case GgufValueType::F32: return c_.read<float>(ctx);
-      case GgufValueType::U64: return c_.read<uint64_t>(ctx);
-      case GgufValueType::I64: return c_.read<int64_t>(ctx);
-      case GgufValueType::F64: return c_.read<double>(ctx);
+      case GgufValueType::U8:
+        return c_.read<uint8_t>(ctx);
+      case GgufValueType::I8:
+        return c_.read<int8_t>(ctx);
+      case GgufValueType::U16:
+        return c_.read<uint16_t>(ctx);
+      case GgufValueType::I16:
+        return c_.read<int16_t>(ctx);
+      case GgufValueType::U32:
+        return c_.read<uint32_t>(ctx);
+      case GgufValueType::I32:
+        return c_.read<int32_t>(ctx);
+      case GgufValueType::F32:
+        return c_.read<float>(ctx);
+      case GgufValueType::U64:
+        return c_.read<uint64_t>(ctx);
+      case GgufValueType::I64:
+        return c_.read<int64_t>(ctx);
+      case GgufValueType::F64:
+        return c_.read<double>(ctx);
       case GgufValueType::Bool: {
         const uint8_t b = c_.read<uint8_t>(ctx);
         if (b > 1) c_.error(ctx, ": bool value ", static_cast<int>(b), " is neither 0 nor 1");
         return b == 1;
       }
-      case GgufValueType::String: return c_.read_string(ctx);
-      case GgufValueType::Array: return read_array(depth, ctx);
+      case GgufValueType::String:
+        return c_.read_string(ctx);
+      case GgufValueType::Array:
+        return read_array(depth, ctx);
     }
     c_.error(ctx, ": unknown value type id ", static_cast<uint32_t>(type));
   }
@@ -171,11 +185,9 @@ class GgufParser {
   void read_alignment() {
     const GgufValue* v = f_.find(gguf::kAlignmentKey);
     if (!v) return;
-    if (!v->is<uint32_t>())
-      c_.error("general.alignment must be a u32, got ", v->str(2));
+    if (!v->is<uint32_t>()) c_.error("general.alignment must be a u32, got ", v->str(2));
     const uint32_t a = v->as<uint32_t>();
-    if (!gguf::is_power_of_two(a))
-      c_.error("general.alignment ", a, " is not a power of two");
+    if (!gguf::is_power_of_two(a)) c_.error("general.alignment ", a, " is not a power of two");
     f_.alignment_ = a;
   }
 
@@ -298,7 +310,8 @@ GgufFile GgufFile::open(const std::string& path) {
   void* addr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   const int err = errno;
   ::close(fd);
-  if (addr == MAP_FAILED) fail(ErrorKind::Io, "gguf", "cannot map ", path, ": ", std::strerror(err));
+  if (addr == MAP_FAILED)
+    fail(ErrorKind::Io, "gguf", "cannot map ", path, ": ", std::strerror(err));
   std::shared_ptr<void> mapping(addr, [size](void* p) { munmap(p, size); });
   GgufFile f = parse({static_cast<const std::byte*>(addr), size}, mapping, path);
   f.writable_ = true;

@@ -9,19 +9,32 @@ namespace wick {
 
 const char* gguf_value_type_name(GgufValueType t) {
   switch (t) {
-    case GgufValueType::U8: return "u8";
-    case GgufValueType::I8: return "i8";
-    case GgufValueType::U16: return "u16";
-    case GgufValueType::I16: return "i16";
-    case GgufValueType::U32: return "u32";
-    case GgufValueType::I32: return "i32";
-    case GgufValueType::F32: return "f32";
-    case GgufValueType::Bool: return "bool";
-    case GgufValueType::String: return "string";
-    case GgufValueType::Array: return "array";
-    case GgufValueType::U64: return "u64";
-    case GgufValueType::I64: return "i64";
-    case GgufValueType::F64: return "f64";
+    case GgufValueType::U8:
+      return "u8";
+    case GgufValueType::I8:
+      return "i8";
+    case GgufValueType::U16:
+      return "u16";
+    case GgufValueType::I16:
+      return "i16";
+    case GgufValueType::U32:
+      return "u32";
+    case GgufValueType::I32:
+      return "i32";
+    case GgufValueType::F32:
+      return "f32";
+    case GgufValueType::Bool:
+      return "bool";
+    case GgufValueType::String:
+      return "string";
+    case GgufValueType::Array:
+      return "array";
+    case GgufValueType::U64:
+      return "u64";
+    case GgufValueType::I64:
+      return "i64";
+    case GgufValueType::F64:
+      return "f64";
   }
   return "unknown";
 }

@@ -77,7 +77,9 @@ void pad_to(Sink& s, uint64_t alignment) {
   }
 }
 
-uint64_t align_up(uint64_t v, uint64_t alignment) { return (v + alignment - 1) / alignment * alignment; }
+uint64_t align_up(uint64_t v, uint64_t alignment) {
+  return (v + alignment - 1) / alignment * alignment;
+}
 
 // Arrays built by hand (GgufArray is a plain struct) must still be well-formed to be written.
 void check_value(const GgufValue& v, const std::string& key, int depth) {
@@ -139,8 +141,8 @@ void GgufWriter::add_raw_tensor(std::string name, QuantType type, const Shape& s
   if (inner % info->block_elems != 0)
     fail(ErrorKind::Shape, op, "tensor '", name, "': innermost dim ", inner, " of shape ", shape,
          " is not a multiple of the ", info->name, " block of ", info->block_elems);
-  const uint64_t want = numel / static_cast<uint64_t>(info->block_elems) *
-                        static_cast<uint64_t>(info->block_bytes);
+  const uint64_t want =
+      numel / static_cast<uint64_t>(info->block_elems) * static_cast<uint64_t>(info->block_bytes);
   if (bytes.size() != want)
     fail(ErrorKind::Shape, op, "tensor '", name, "': ", bytes.size(), " bytes given, ", info->name,
          " shape ", shape, " takes ", want);
@@ -193,10 +195,10 @@ std::vector<std::byte> GgufWriter::to_bytes() const {
 
 void GgufWriter::write(const std::string& path) const {
   static std::atomic<uint64_t> counter{0};
-  const std::string tmp =
-      detail::concat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  const std::string tmp = detail::concat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail(ErrorKind::Io, "GgufWriter::write", "cannot create ", tmp, ": ", std::strerror(errno));
+  if (!f)
+    fail(ErrorKind::Io, "GgufWriter::write", "cannot create ", tmp, ": ", std::strerror(errno));
   FileSink sink{f};
   emit(sink);
   int err = sink.error;
