@@ -1,6 +1,7 @@
 // Writes the seed corpora for the fuzz targets: small valid files that reach every part of each
-// parser. Usage: make_fuzz_seeds <folder>  (writes <folder>/gguf/*.gguf).
+// parser. Usage: make_fuzz_seeds <folder>  (writes <folder>/gguf/, <folder>/safetensors/).
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -88,6 +89,37 @@ void gguf_seeds(const std::filesystem::path& dir) {
   }
 }
 
+// A safetensors file: u64 header length, the JSON header padded with spaces to 8 bytes, data.
+std::vector<std::byte> safetensors_file(std::string header, size_t data_bytes) {
+  header.resize((header.size() + 7) / 8 * 8, ' ');
+  std::vector<std::byte> out(8);
+  const uint64_t n = header.size();
+  std::memcpy(out.data(), &n, 8);
+  for (char c : header) out.push_back(static_cast<std::byte>(c));
+  const std::vector<std::byte> data = random_bytes(data_bytes);
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+void safetensors_seeds(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  save(dir / "empty.safetensors", safetensors_file("{}", 0));
+  save(dir / "one.safetensors",
+       safetensors_file(R"({"__metadata__":{"format":"pt"},)"
+                        R"("w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})",
+                        24));
+  save(dir / "mixed.safetensors",
+       safetensors_file(R"({"b":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]},)"
+                        R"("i":{"dtype":"I64","shape":[],"data_offsets":[8,16]},)"
+                        R"("d":{"dtype":"F64","shape":[1],"data_offsets":[16,24]},)"
+                        R"("u":{"dtype":"U32","shape":[1,1],"data_offsets":[24,28]},)"
+                        R"("h":{"dtype":"F16","shape":[1,2,1],"data_offsets":[28,32]},)"
+                        R"("z":{"dtype":"U8","shape":[3,0],"data_offsets":[32,32]},)"
+                        R"("c":{"dtype":"U8","shape":[5],"data_offsets":[32,37]},)"
+                        R"("x":{"dtype":"I8","shape":[3],"data_offsets":[37,40]}})",
+                        40));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,5 +128,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   gguf_seeds(std::filesystem::path(argv[1]) / "gguf");
+  safetensors_seeds(std::filesystem::path(argv[1]) / "safetensors");
   return 0;
 }
