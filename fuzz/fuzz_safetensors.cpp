@@ -78,8 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } catch (const Error& e) {
     check(e.kind() == ErrorKind::Parse || e.kind() == ErrorKind::Io, "unexpected error:", e.what());
-    check(std::string(e.what()).find(scratch_path()) != std::string::npos, "file not named:",
-          e.what());
+    check(std::string(e.what()).find(scratch_path()) != std::string::npos,
+          "file not named:", e.what());
   }
   return 0;
 }

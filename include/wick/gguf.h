@@ -248,13 +248,15 @@ class GgufWriter {
   // `alignment` must be a power of two; other than 32 it is written as "general.alignment".
   explicit GgufWriter(uint32_t alignment = 32);
 
-  // Adds a key; a duplicate key or "general.alignment" (set by the constructor) throws.
+  // Adds a key. A duplicate or empty key, or "general.alignment" (set by the constructor), throws
+  // Error(Parse); an array whose items do not all have its element type throws Error(DType).
   void set(std::string key, GgufValue value);
   // A plain tensor (any layout; written row-major): F32, F16, BF16, F64 and I64. GGUF has no
   // unsigned tensor types, so U8 and U32 throw Error(DType). Dims must be > 0, rank <= 4.
   void add_tensor(std::string name, const Tensor& t);
   // Raw bytes of any GGML type with the row-major `shape` (rank <= 4, dims > 0); the innermost
-  // dim must be a multiple of the type's block and `bytes` exactly the tensor's size.
+  // dim must be a multiple of the type's block and `bytes` exactly the tensor's size (else
+  // Error(Shape)). A duplicate tensor name throws Error(Parse).
   void add_raw_tensor(std::string name, QuantType type, const Shape& shape,
                       std::span<const std::byte> bytes);
 
