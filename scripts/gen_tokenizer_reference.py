@@ -196,6 +196,13 @@ def main():
     for _ in range(200):
         add("".join(rng.choice(POOL) for _ in range(rng.randint(1, 40))))
 
+    # The same vocabulary under the plain GPT-2 split (llama.cpp "gpt2"): digits are no longer isolated.
+    gpt2_json = dict(tj, pre_tokenizer={"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                                        "use_regex": True})
+    gpt2 = Tokenizer.from_str(json.dumps(gpt2_json))
+    gpt2_cases = [{"text": c["text"], "ids": gpt2.encode(c["text"], add_special_tokens=False).ids}
+                  for c in encode_cases[::3]]
+
     # Invalid UTF-8 input: the reference is HF on Python's lossy decoding (maximal subparts -> U+FFFD).
     invalid_cases = []
     raw_pool = [b"a", b" ", b"1", b"\xe4\xbd\xa0", b"\xf0\x9f\x98\x80", b"\x80", b"\xbf", b"\xc0", b"\xc1",
@@ -231,7 +238,7 @@ def main():
         "bos_id": g["bos"], "eos_id": g["eos"], "pad_id": g["pad"], "unk_id": g["unk"],
         "vocab_size": len(names),
         "byte_to_unicode": [ord(bytes_to_unicode()[b]) for b in range(256)],
-        "encode": encode_cases, "invalid_utf8": invalid_cases, "decode": decode_cases, "chat": chat_cases,
+        "encode": encode_cases, "encode_gpt2": gpt2_cases, "invalid_utf8": invalid_cases, "decode": decode_cases, "chat": chat_cases,
     }
     (OUT / "reference.json").write_text(dump_one_case_per_line(ref))
     print(f"wrote {OUT}: {len(encode_cases)} encode, {len(invalid_cases)} invalid, "
