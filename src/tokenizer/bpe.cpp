@@ -32,10 +32,6 @@ bool MergeTable::insert(int32_t left, int32_t right, int32_t rank, int32_t merge
   }
 }
 
-// std heap functions build a max-heap: "greater" puts the lowest rank, then leftmost, on top.
-bool BpeMerger::after(const Candidate& a, const Candidate& b) {
-  return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
-}
 
 void BpeMerger::push_candidate(int32_t left, const MergeTable& merges) {
   const int32_t right = symbols_[left].next;
@@ -44,7 +40,7 @@ void BpeMerger::push_candidate(int32_t left, const MergeTable& merges) {
   const MergeTable::Entry* e = merges.find(left_id, right_id);
   if (!e) return;
   heap_.push_back({e->rank, left, left_id, right_id, e->merged});
-  std::push_heap(heap_.begin(), heap_.end(), after);
+  std::push_heap(heap_.begin(), heap_.end(), CandidateAfter{});
 }
 
 void BpeMerger::merge(std::string_view piece, const std::array<int32_t, 256>& byte_ids,
@@ -60,7 +56,7 @@ void BpeMerger::merge(std::string_view piece, const std::array<int32_t, 256>& by
   }
   for (int32_t i = 0; i + 1 < int32_t(symbols_.size()); ++i) push_candidate(i, merges);
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), after);
+    std::pop_heap(heap_.begin(), heap_.end(), CandidateAfter{});
     const Candidate c = heap_.back();
     heap_.pop_back();
     Symbol& left = symbols_[c.left];

@@ -60,7 +60,12 @@ class BpeMerger {
     int32_t left;  // symbol index; also the tie-break
     int32_t left_id, right_id, merged;
   };
-  static bool after(const Candidate& a, const Candidate& b);
+  // std heap functions build a max-heap: "after" puts the lowest rank, then leftmost, on top.
+  struct CandidateAfter {
+    bool operator()(const Candidate& a, const Candidate& b) const {
+      return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
+    }
+  };
   void push_candidate(int32_t left, const MergeTable& merges);
 
   std::vector<Symbol> symbols_;
