@@ -95,6 +95,7 @@ def main():
         "",
         "namespace wick::tokenizer_detail {",
         "",
+        "// clang-format off",
         "const CodepointRange kCodepointRanges[] = {",
     ]
     row = []
@@ -111,6 +112,7 @@ def main():
         "",
         "const char32_t kDigitsOnlyNumbers[] = {"
         + ", ".join(f"0x{cp:X}" for cp in DIGITS_EXTRA) + "};",
+        "// clang-format on",
         "const size_t kDigitsOnlyNumberCount = sizeof(kDigitsOnlyNumbers) / sizeof(kDigitsOnlyNumbers[0]);",
         "",
         "}  // namespace wick::tokenizer_detail",

@@ -1,13 +1,13 @@
-// Tokenizer tests: (1) a small hand-built vocabulary against a naive reference BPE and the UTF-8 rules,
-// (2) the real SmolLM2 tokenizer against encodings made by HF tokenizers
+// Tokenizer tests: (1) a small hand-built vocabulary against a naive reference BPE and the UTF-8
+// rules, (2) the real SmolLM2 tokenizer against encodings made by HF tokenizers
 // (tests/data/tokenizer/smollm2, scripts/gen_tokenizer_reference.py), (3) streaming decode.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "harness.h"
@@ -36,7 +36,8 @@ std::string read_text(const std::filesystem::path& path) {
 
 std::string from_hex(const std::string& hex) {
   std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += char(std::stoi(hex.substr(i, 2), nullptr, 16));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += char(std::stoi(hex.substr(i, 2), nullptr, 16));
   return out;
 }
 
@@ -79,7 +80,8 @@ struct TinyVocab {
 
 // The textbook definition: merge the lowest-ranked adjacent pair (leftmost on ties) until none is
 // left; quadratic, obviously right.
-std::vector<std::string> naive_bpe(const std::string& word, const std::vector<std::string>& merges) {
+std::vector<std::string> naive_bpe(const std::string& word,
+                                   const std::vector<std::string>& merges) {
   std::vector<std::string> symbols;
   for (unsigned char b : word) symbols.push_back(td::byte_level_encode(std::string(1, char(b))));
   while (symbols.size() > 1) {
@@ -193,8 +195,9 @@ TEST(TokenizerUnit, SpecialTokensAreNeverSplit) {
     return out;
   };
   // Leftmost-longest: "<|s|>x" wins over "<|s|>" at the same place.
-  EXPECT_EQ(tok.encode("hi<|s|>hi<|s|>x<ud>hi", true),
-            cat({tok.encode("hi"), {start}, tok.encode("hi"), {start_long, user}, tok.encode("hi")}));
+  EXPECT_EQ(
+      tok.encode("hi<|s|>hi<|s|>x<ud>hi", true),
+      cat({tok.encode("hi"), {start}, tok.encode("hi"), {start_long, user}, tok.encode("hi")}));
   // Without allow_special, control tokens are text; user-defined ones are still whole tokens.
   const std::vector<int32_t> as_text = tok.encode("hi<|s|>hi<ud>", false);
   EXPECT_EQ(std::count(as_text.begin(), as_text.end(), start), 0);
@@ -220,10 +223,11 @@ TEST(TokenizerUnit, EmptyInput) {
 }
 
 std::string random_utf8(Rng& rng, int max_len, bool allow_invalid) {
-  static const char32_t kPool[] = {'a', 'Z', ' ', ' ', '\n', '\t', '7', '\'', '!', 0xE9, 0x3B1, 0x4E2D,
-                                   0x1F600, 0x1F3FD, 0x200D, 0xA0, 0x3000, 0xFFFD, 0x10FFFF, 0xBD};
-  static const char* kBad[] = {"\x80", "\xC0", "\xC3", "\xE4\xBD", "\xF0\x9F", "\xF0\x9F\x98",
-                               "\xED\xA0\x80", "\xF5", "\xFF", "\xE0\x80"};
+  static const char32_t kPool[] = {'a',    'Z',  ' ',    ' ',    '\n',     '\t',    '7',
+                                   '\'',   '!',  0xE9,   0x3B1,  0x4E2D,   0x1F600, 0x1F3FD,
+                                   0x200D, 0xA0, 0x3000, 0xFFFD, 0x10FFFF, 0xBD};
+  static const char* kBad[] = {"\x80",         "\xC0",         "\xC3", "\xE4\xBD", "\xF0\x9F",
+                               "\xF0\x9F\x98", "\xED\xA0\x80", "\xF5", "\xFF",     "\xE0\x80"};
   std::string s;
   const int len = int(rng.integer(0, max_len));
   for (int i = 0; i < len; ++i) {
@@ -275,8 +279,10 @@ TEST(TokenizerUnit, PreTokenizerNames) {
 
 TEST(TokenizerUnit, ChatTemplateFromJinja) {
   const ChatTemplate plain = ChatTemplate::from_jinja(
-      "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-      "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
+      "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+      "message['content'] + "
+      "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
+      "'<|im_start|>assistant\\n' "
       "}}{% endif %}");
   EXPECT_EQ(plain.default_system_prompt(), "");
   const std::vector<ChatMessage> msgs{{"user", "hi"}};
@@ -284,7 +290,8 @@ TEST(TokenizerUnit, ChatTemplateFromJinja) {
   EXPECT_EQ(plain.apply({}, false), "");
   // Escaped newline and quote inside the literal default system turn.
   const ChatTemplate with_default = ChatTemplate::from_jinja(
-      "{{ '<|im_start|>system\\nBe \\'brief\\'.<|im_end|>\\n' }}{{'<|im_start|>' + message['role']}}");
+      "{{ '<|im_start|>system\\nBe \\'brief\\'.<|im_end|>\\n' }}{{'<|im_start|>' + "
+      "message['role']}}");
   EXPECT_EQ(with_default.default_system_prompt(), "Be 'brief'.");
 }
 
@@ -329,7 +336,8 @@ TEST(TokenizerUnit, ErrorsOnBadJson) {
   const char* op = "Tokenizer::from_hf_json";
   const auto load = [](std::string text) { return [=] { Tokenizer::from_hf_json(text); }; };
   const std::string pre = R"("pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false})";
-  const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
+  const std::string model =
+      R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
   EXPECT_EQ(Tokenizer::from_hf_json("{" + pre + "," + model + "}").encode("ab"),
             std::vector<int32_t>{2});
   expect_error(load("{not json"), ErrorKind::Parse, {op, "not valid JSON"});
@@ -340,12 +348,14 @@ TEST(TokenizerUnit, ErrorsOnBadJson) {
                ErrorKind::Unsupported, {op, "normalizer", "NFC"});
   expect_error(load(R"({"pre_tokenizer": {"type": "Metaspace"}, )" + model + "}"),
                ErrorKind::Unsupported, {op, "pre_tokenizer", "Metaspace"});
-  expect_error(load(R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": true}, )" + model + "}"),
-               ErrorKind::Unsupported, {op, "add_prefix_space"});
+  expect_error(
+      load(R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": true}, )" + model + "}"),
+      ErrorKind::Unsupported, {op, "add_prefix_space"});
   expect_error(load("{" + pre + R"(, "model": {"type": "WordPiece", "vocab": {}}})"),
                ErrorKind::Unsupported, {op, "WordPiece"});
-  expect_error(load("{" + pre + R"(, "model": {"byte_fallback": true, "vocab": {"a": 0}, "merges": []}})"),
-               ErrorKind::Unsupported, {op, "byte_fallback"});
+  expect_error(
+      load("{" + pre + R"(, "model": {"byte_fallback": true, "vocab": {"a": 0}, "merges": []}})"),
+      ErrorKind::Unsupported, {op, "byte_fallback"});
   expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": "zero"}, "merges": []}})"),
                ErrorKind::Parse, {op, "vocab id of 'a'"});
   expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": 0, "b": 0}, "merges": []}})"),
@@ -354,16 +364,22 @@ TEST(TokenizerUnit, ErrorsOnBadJson) {
                ErrorKind::Parse, {op, "merge 0"});
   expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": 0}, "merges": ["a q"]}})"),
                ErrorKind::Parse, {op, "'q'"});
-  expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": 5})"),
-               ErrorKind::Parse, {op, "added_tokens"});
-  expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": [{"id": 1, "content": "<m>", "lstrip": true}]})"),
-               ErrorKind::Unsupported, {op, "lstrip"});
+  expect_error(
+      load("{" + pre + R"(, "model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": 5})"),
+      ErrorKind::Parse, {op, "added_tokens"});
+  expect_error(
+      load(
+          "{" + pre +
+          R"(, "model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": [{"id": 1, "content": "<m>", "lstrip": true}]})"),
+      ErrorKind::Unsupported, {op, "lstrip"});
   expect_error(load("{" + pre + R"(, "model": {"vocab": 3, "merges": []}})"), ErrorKind::Parse,
                {op, "model.vocab"});
-  expect_error(load(R"({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [1, 2]}, )" + model + "}"),
-               ErrorKind::Parse, {op});
-  expect_error([&] { Tokenizer::from_hf_json("{" + pre + "," + model + "}", R"({"eos_token": "zz"})"); },
-               ErrorKind::Parse, {op, "eos_token", "'zz'"});
+  expect_error(
+      load(R"({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [1, 2]}, )" + model + "}"),
+      ErrorKind::Parse, {op});
+  expect_error(
+      [&] { Tokenizer::from_hf_json("{" + pre + "," + model + "}", R"({"eos_token": "zz"})"); },
+      ErrorKind::Parse, {op, "eos_token", "'zz'"});
   expect_error([] { Tokenizer::from_hf_json_file("/nonexistent/tokenizer.json"); }, ErrorKind::Io,
                {op, "/nonexistent/tokenizer.json"});
   expect_error([] { ChatTemplate::from_jinja("{{ bos_token }}[INST] {{ m }} [/INST]"); },
@@ -421,11 +437,13 @@ TEST_F(TokenizerSmolLM2, EncodesLikeHf) {
     ASSERT_EQ(ids, c.at("ids").get<std::vector<int32_t>>());
     ASSERT_EQ(tok().encode(text, false), c.at("ids_no_special").get<std::vector<int32_t>>());
     ASSERT_EQ(tok().decode(ids), c.at("decoded").get<std::string>());
-    ASSERT_EQ(tok().decode(ids, /*skip_special=*/true), c.at("decoded_skip_special").get<std::string>());
+    ASSERT_EQ(tok().decode(ids, /*skip_special=*/true),
+              c.at("decoded_skip_special").get<std::string>());
   }
 }
 
-// The GGUF path: token strings by id, merges as "a b", GGUF type numbers, a llama.cpp pre-tokenizer name.
+// The GGUF path: token strings by id, merges as "a b", GGUF type numbers, a llama.cpp pre-tokenizer
+// name.
 struct GgufShapedVocab {
   std::vector<std::string> tokens;
   std::vector<std::string> merges;
@@ -438,19 +456,23 @@ GgufShapedVocab gguf_shaped(const Tokenizer& tok, const std::string& tokenizer_j
     v.tokens.push_back(tok.token(id));
     v.types.push_back(int32_t(tok.token_type(id)));
   }
-  // Parse only the merges array (the file keeps it last in "model"): a tenth of the whole file's cost.
+  // Parse only the merges array (the file keeps it last in "model"): a tenth of the whole file's
+  // cost.
   const size_t begin = tokenizer_json.find('[', tokenizer_json.find("\"merges\":"));
   const size_t end = tokenizer_json.find("\n]", begin);
-  v.merges = json::parse(tokenizer_json.substr(begin, end + 2 - begin)).get<std::vector<std::string>>();
+  v.merges =
+      json::parse(tokenizer_json.substr(begin, end + 2 - begin)).get<std::vector<std::string>>();
   EXPECT_EQ(v.merges.size(), 48900u);
   return v;
 }
 
 TEST_F(TokenizerSmolLM2, FromVocabMatchesFromHfJson) {
   const GgufShapedVocab v = gguf_shaped(tok(), *tokenizer_json_);
-  const Tokenizer gguf = Tokenizer::from_vocab(v.tokens, v.merges, v.types, tok().special_tokens(), "smollm");
+  const Tokenizer gguf =
+      Tokenizer::from_vocab(v.tokens, v.merges, v.types, tok().special_tokens(), "smollm");
   for (const json& c : ref().at("encode")) {
-    ASSERT_EQ(gguf.encode(c.at("text").get<std::string>(), true), c.at("ids").get<std::vector<int32_t>>());
+    ASSERT_EQ(gguf.encode(c.at("text").get<std::string>(), true),
+              c.at("ids").get<std::vector<int32_t>>());
     ASSERT_EQ(gguf.encode(c.at("text").get<std::string>(), false),
               c.at("ids_no_special").get<std::vector<int32_t>>());
   }
@@ -461,7 +483,8 @@ TEST_F(TokenizerSmolLM2, PlainGpt2SplitLikeHf) {
   const GgufShapedVocab v = gguf_shaped(tok(), *tokenizer_json_);
   const Tokenizer gpt2 = Tokenizer::from_vocab(v.tokens, v.merges, v.types, {}, "gpt2");
   for (const json& c : ref().at("encode_gpt2")) {
-    ASSERT_EQ(gpt2.encode(c.at("text").get<std::string>(), true), c.at("ids").get<std::vector<int32_t>>())
+    ASSERT_EQ(gpt2.encode(c.at("text").get<std::string>(), true),
+              c.at("ids").get<std::vector<int32_t>>())
         << c.at("text");
   }
 }
@@ -528,7 +551,8 @@ std::vector<std::string> stream(const Tokenizer& tok, const std::vector<int32_t>
 }
 
 TEST_F(TokenizerSmolLM2, StreamingSplitsNoCharacter) {
-  const std::string text = "Family: 👨‍👩‍👧‍👦, flag 🇺🇸, thumbs 👍🏽 and 中文 done";
+  const std::string text =
+      "Family: 👨‍👩‍👧‍👦, flag 🇺🇸, thumbs 👍🏽 and 中文 done";
   const auto ids = tok().encode(text);
   // The test means something only if some token holds part of a character.
   bool some_token_is_partial = false;

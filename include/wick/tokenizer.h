@@ -1,6 +1,6 @@
-// Byte-level BPE tokenizer (GPT-2 / HF ByteLevel family, e.g. SmolLM2), its streaming decoder and the
-// ChatML chat template. Built from plain data (GGUF tokenizer.ggml.* arrays) or an HF tokenizer.json;
-// nothing here reads model files or the network.
+// Byte-level BPE tokenizer (GPT-2 / HF ByteLevel family, e.g. SmolLM2), its streaming decoder and
+// the ChatML chat template. Built from plain data (GGUF tokenizer.ggml.* arrays) or an HF
+// tokenizer.json; nothing here reads model files or the network.
 #pragma once
 
 #include <cstdint>
@@ -36,23 +36,23 @@ struct Model;
 
 class Tokenizer {
  public:
-  // tokens[id] in byte-level form ("Ġthe"), merges by rank ("Ġ t"), token_types[id] as GGUF numbers (empty:
-  // all Normal). pre_tokenizer is llama.cpp's name: "gpt2" (GPT-2 regex) or "smollm"/"starcoder"/...
-  // (each digit alone, then the GPT-2 regex). Throws Error(Parse) on malformed data and
-  // Error(Unsupported) on an unknown pre-tokenizer.
+  // tokens[id] in byte-level form ("Ġthe"), merges by rank ("Ġ t"), token_types[id] as GGUF numbers
+  // (empty: all Normal). pre_tokenizer is llama.cpp's name: "gpt2" (GPT-2 regex) or
+  // "smollm"/"starcoder"/... (each digit alone, then the GPT-2 regex). Throws Error(Parse) on
+  // malformed data and Error(Unsupported) on an unknown pre-tokenizer.
   static Tokenizer from_vocab(std::vector<std::string> tokens, std::vector<std::string> merges,
                               std::vector<int32_t> token_types, SpecialTokens special,
                               std::string_view pre_tokenizer);
-  // HF tokenizer.json text (BPE model, ByteLevel pre-tokenizer, optionally after Digits). The optional
-  // tokenizer_config.json text names bos/eos/pad/unk; without it they stay -1.
+  // HF tokenizer.json text (BPE model, ByteLevel pre-tokenizer, optionally after Digits). The
+  // optional tokenizer_config.json text names bos/eos/pad/unk; without it they stay -1.
   static Tokenizer from_hf_json(std::string_view tokenizer_json,
                                 std::string_view tokenizer_config_json = {});
   static Tokenizer from_hf_json_file(const std::string& tokenizer_json_path,
                                      const std::string& tokenizer_config_path = {});
 
   // Text -> ids. Invalid UTF-8 is first replaced by U+FFFD (one per maximal ill-formed subpart, as
-  // Python's and Rust's lossy decoders do). Control tokens written in the text become their ids only
-  // when allow_special; otherwise they are tokenized as plain text.
+  // Python's and Rust's lossy decoders do). Control tokens written in the text become their ids
+  // only when allow_special; otherwise they are tokenized as plain text.
   std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const;
   // Ids -> UTF-8 text; byte sequences that are not valid UTF-8 become U+FFFD. Control tokens are
   // rendered as their text unless skip_special. Throws Error(OutOfRange) on an unknown id.
@@ -79,9 +79,9 @@ class Tokenizer {
   friend class TokenStreamer;
 };
 
-// Decodes ids one at a time, returning only text that is complete: a character whose bytes are split
-// across tokens comes out whole with the token that completes it. The concatenation of every push()
-// and finish() equals decode() of all the ids.
+// Decodes ids one at a time, returning only text that is complete: a character whose bytes are
+// split across tokens comes out whole with the token that completes it. The concatenation of every
+// push() and finish() equals decode() of all the ids.
 class TokenStreamer {
  public:
   explicit TokenStreamer(const Tokenizer& tokenizer, bool skip_special = false);
@@ -100,13 +100,13 @@ struct ChatMessage {
   std::string content;
 };
 
-// The ChatML template family (SmolLM2, Qwen...): <|im_start|>role\ncontent<|im_end|>\n per message, an
-// optional default system message when the conversation has none, and "<|im_start|>assistant\n" as
-// the generation prompt.
+// The ChatML template family (SmolLM2, Qwen...): <|im_start|>role\ncontent<|im_end|>\n per message,
+// an optional default system message when the conversation has none, and "<|im_start|>assistant\n"
+// as the generation prompt.
 class ChatTemplate {
  public:
-  // Recognises a ChatML Jinja template (e.g. GGUF tokenizer.chat_template) and reads its default system
-  // prompt; Error(Unsupported) for any other template.
+  // Recognises a ChatML Jinja template (e.g. GGUF tokenizer.chat_template) and reads its default
+  // system prompt; Error(Unsupported) for any other template.
   static ChatTemplate from_jinja(std::string_view source);
   explicit ChatTemplate(std::string default_system_prompt = {});
 

@@ -32,7 +32,6 @@ bool MergeTable::insert(int32_t left, int32_t right, int32_t rank, int32_t merge
   }
 }
 
-
 void BpeMerger::push_candidate(int32_t left, const MergeTable& merges) {
   const int32_t right = symbols_[left].next;
   if (right < 0) return;

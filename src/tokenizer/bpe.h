@@ -1,6 +1,7 @@
-// BPE merging over token ids: a piece starts as one symbol per byte and the adjacent pair whose merge
-// has the lowest rank (leftmost on ties) is merged until none applies, as HF's BPE model does.
-// Symbols form a linked list and candidate pairs a min-heap, so a piece of n bytes costs O(n log n).
+// BPE merging over token ids: a piece starts as one symbol per byte and the adjacent pair whose
+// merge has the lowest rank (leftmost on ties) is merged until none applies, as HF's BPE model
+// does. Symbols form a linked list and candidate pairs a min-heap, so a piece of n bytes costs O(n
+// log n).
 #pragma once
 
 #include <array>
@@ -45,8 +46,8 @@ class MergeTable {
 // Reusable scratch for merging one piece after another.
 class BpeMerger {
  public:
-  // Appends the ids of `piece` (raw bytes) to out. byte_ids[b] is the single-byte token of b, or -1:
-  // such bytes are dropped, as HF does without an unk token.
+  // Appends the ids of `piece` (raw bytes) to out. byte_ids[b] is the single-byte token of b, or
+  // -1: such bytes are dropped, as HF does without an unk token.
   void merge(std::string_view piece, const std::array<int32_t, 256>& byte_ids,
              const MergeTable& merges, std::vector<int32_t>& out);
 

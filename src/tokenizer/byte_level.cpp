@@ -31,7 +31,9 @@ const Alphabet& alphabet() {
 
 }  // namespace
 
-char32_t byte_to_codepoint(uint8_t byte) { return alphabet().to_cp[byte]; }
+char32_t byte_to_codepoint(uint8_t byte) {
+  return alphabet().to_cp[byte];
+}
 
 int codepoint_to_byte(char32_t cp) {
   return cp < alphabet().to_byte.size() ? alphabet().to_byte[cp] : -1;

@@ -12,7 +12,8 @@ namespace wick::tokenizer_detail {
 char32_t byte_to_codepoint(uint8_t byte);
 // The byte a code point stands for, or -1 if it is not in the alphabet.
 int codepoint_to_byte(char32_t cp);
-// "Ġthe" -> " the". False (out untouched) if some character is outside the alphabet or s is not UTF-8.
+// "Ġthe" -> " the". False (out untouched) if some character is outside the alphabet or s is not
+// UTF-8.
 bool byte_level_decode(std::string_view s, std::string& out);
 // " the" -> "Ġthe".
 std::string byte_level_encode(std::string_view bytes);

@@ -1,6 +1,6 @@
-// Tokenizer::from_hf_json: reads HF's tokenizer.json (and optionally tokenizer_config.json) into the
-// GGUF-shaped data build_model takes. Only what byte-level BPE tokenizers use is accepted; anything
-// that would change the output and is not implemented is refused rather than ignored.
+// Tokenizer::from_hf_json: reads HF's tokenizer.json (and optionally tokenizer_config.json) into
+// the GGUF-shaped data build_model takes. Only what byte-level BPE tokenizers use is accepted;
+// anything that would change the output and is not implemented is refused rather than ignored.
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -68,7 +68,8 @@ std::vector<std::pair<std::string, std::string>> read_merges(const json& merges)
       const std::string& s = m.get_ref<const std::string&>();
       const size_t space = s.find(' ');
       if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        fail(ErrorKind::Parse, kOp, "merge ", rank, " '", s, "' is not two tokens split by a space");
+        fail(ErrorKind::Parse, kOp, "merge ", rank, " '", s,
+             "' is not two tokens split by a space");
       out.emplace_back(s.substr(0, space), s.substr(space + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       out.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
@@ -151,12 +152,14 @@ Tokenizer Tokenizer::from_parsed_hf_json(std::string_view tokenizer_json,
   std::vector<std::string> tokens;
   tokens.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer()) fail(ErrorKind::Parse, kOp, "vocab id of '", token, "' is ", describe(id));
+    if (!id.is_number_integer())
+      fail(ErrorKind::Parse, kOp, "vocab id of '", token, "' is ", describe(id));
     place(tokens, id.get<int64_t>(), token);
   }
   std::vector<int32_t> types(tokens.size(), int32_t(TokenType::Normal));
   if (root.contains("added_tokens")) {
-    if (!root.at("added_tokens").is_array()) fail(ErrorKind::Parse, kOp, "added_tokens is not an array");
+    if (!root.at("added_tokens").is_array())
+      fail(ErrorKind::Parse, kOp, "added_tokens is not an array");
     for (const json& added : root.at("added_tokens")) {
       const json& content = member(added, "content", "added token");
       const json& id = member(added, "id", "added token");

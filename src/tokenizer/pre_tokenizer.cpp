@@ -57,7 +57,8 @@ size_t PreTokenizer::match_gpt2(size_t i, size_t end) const {
   if (c == '\'') {  // 's|'t|'re|'ve|'m|'ll|'d  (case-sensitive)
     const char32_t c1 = cp_at(i + 1), c2 = cp_at(i + 2);
     if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return i + 2;
-    if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return i + 3;
+    if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
+      return i + 3;
   }
   size_t start = i;
   // " ?X+": a single U+0020 joins the letter / number / other run that follows it.
@@ -69,8 +70,9 @@ size_t PreTokenizer::match_gpt2(size_t i, size_t end) const {
     return j;
   }
   while (j < end && codepoints_[j].cls == kSpace) ++j;
-  // \s+(?!\S): a run that reaches the end is taken whole; one followed by a non-space gives its last
-  // character to the next piece (" ?\p{L}+" etc.), unless that would leave it empty (then \s+).
+  // \s+(?!\S): a run that reaches the end is taken whole; one followed by a non-space gives its
+  // last character to the next piece (" ?\p{L}+" etc.), unless that would leave it empty (then
+  // \s+).
   if (j == end || j - i == 1) return j;
   return j - 1;
 }

@@ -1,5 +1,5 @@
-// Splits text into the pieces BPE runs on, exactly as HF's ByteLevel pre-tokenizer does with its GPT-2
-// regex  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// Splits text into the pieces BPE runs on, exactly as HF's ByteLevel pre-tokenizer does with its
+// GPT-2 regex  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // optionally after HF's Digits(individual_digits) step, which isolates every numeric character and
 // makes the regex run on each stretch between them separately (lookahead stops at a stretch's end).
 // Written by hand: std::regex knows no \p{L}, and a direct scanner is many times faster.
@@ -36,7 +36,8 @@ class PreTokenizer {
     CodepointClass cls;
   };
   // Splits codepoints_[begin, end) by the GPT-2 regex.
-  void split_gpt2(size_t begin, size_t end, std::vector<std::pair<uint32_t, uint32_t>>& pieces) const;
+  void split_gpt2(size_t begin, size_t end,
+                  std::vector<std::pair<uint32_t, uint32_t>>& pieces) const;
   size_t match_gpt2(size_t i, size_t end) const;
 
   PreTokenizerKind kind_;

@@ -17,7 +17,8 @@ std::shared_ptr<const Model> build_model(
   Model& m = *model;
   const size_t n = tokens.size();
   if (n == 0) fail(ErrorKind::Parse, op, "empty vocabulary");
-  if (n > size_t(INT32_MAX)) fail(ErrorKind::Parse, op, "vocabulary of ", n, " tokens is too large");
+  if (n > size_t(INT32_MAX))
+    fail(ErrorKind::Parse, op, "vocabulary of ", n, " tokens is too large");
   if (!token_types.empty() && token_types.size() != n)
     fail(ErrorKind::Parse, op, token_types.size(), " token types for ", n, " tokens");
 
@@ -34,8 +35,8 @@ std::shared_ptr<const Model> build_model(
     if (t.empty()) continue;  // a hole in the id space: never produced by encode
     if (!m.token_to_id.emplace(t, int32_t(i)).second)
       fail(ErrorKind::Parse, op, "token ", i, " '", t, "' duplicates token ", m.token_to_id[t]);
-    // HF's ByteLevel decoder: map every character back to its byte, or keep the text as is when some
-    // character is outside the alphabet (added tokens such as "<|im_start|>" are plain text).
+    // HF's ByteLevel decoder: map every character back to its byte, or keep the text as is when
+    // some character is outside the alphabet (added tokens such as "<|im_start|>" are plain text).
     if (!byte_level_decode(t, m.token_bytes[i])) m.token_bytes[i] = t;
   }
 
@@ -146,8 +147,8 @@ Tokenizer Tokenizer::from_vocab(std::vector<std::string> tokens, std::vector<std
     pairs.emplace_back(s.substr(0, space), s.substr(space + 1));
   }
   merges.clear();
-  return Tokenizer(tokenizer_detail::build_model(std::move(tokens), pairs, token_types, special,
-                                                 *kind, op));
+  return Tokenizer(
+      tokenizer_detail::build_model(std::move(tokens), pairs, token_types, special, *kind, op));
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool allow_special) const {
@@ -189,8 +190,8 @@ std::string Tokenizer::decode_bytes(std::span<const int32_t> ids, bool skip_spec
   std::string out;
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size())
-      fail(ErrorKind::OutOfRange, "Tokenizer::decode", "token id ", id, " outside the vocabulary of ",
-           vocab_size());
+      fail(ErrorKind::OutOfRange, "Tokenizer::decode", "token id ", id,
+           " outside the vocabulary of ", vocab_size());
     if (skip_special && model_->types[id] == TokenType::Control) continue;
     out += model_->token_bytes[id];
   }
@@ -203,9 +204,13 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) c
   return tokenizer_detail::utf8_make_valid(bytes);
 }
 
-int32_t Tokenizer::vocab_size() const { return int32_t(model_->tokens.size()); }
+int32_t Tokenizer::vocab_size() const {
+  return int32_t(model_->tokens.size());
+}
 
-const SpecialTokens& Tokenizer::special_tokens() const { return model_->special; }
+const SpecialTokens& Tokenizer::special_tokens() const {
+  return model_->special;
+}
 
 const std::string& Tokenizer::token(int32_t id) const {
   if (id < 0 || id >= vocab_size())

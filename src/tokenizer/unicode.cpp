@@ -31,7 +31,9 @@ bool is_digits_numeric(char32_t cp, CodepointClass cls) {
 }
 
 namespace {
-inline bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+inline bool is_continuation(unsigned char b) {
+  return (b & 0xC0) == 0x80;
+}
 }  // namespace
 
 size_t utf8_sequence_length(std::string_view s, size_t i, size_t* subpart) {

@@ -17,7 +17,8 @@ struct CodepointRange {
 };
 extern const CodepointRange kCodepointRanges[];
 extern const size_t kCodepointRangeCount;
-// Numbers that HF's Digits step (Rust char::is_numeric, a newer Unicode) knows but the regex does not.
+// Numbers that HF's Digits step (Rust char::is_numeric, a newer Unicode) knows but the regex does
+// not.
 extern const char32_t kDigitsOnlyNumbers[];
 extern const size_t kDigitsOnlyNumberCount;
 
@@ -27,8 +28,8 @@ bool is_digits_numeric(char32_t cp, CodepointClass cls);
 
 inline constexpr char32_t kReplacementChar = 0xFFFD;
 
-// Length of the valid UTF-8 sequence at s[i], or 0 if the bytes there are not one. `subpart` gets the
-// length of the maximal ill-formed subpart (>= 1) when invalid: the bytes one U+FFFD replaces.
+// Length of the valid UTF-8 sequence at s[i], or 0 if the bytes there are not one. `subpart` gets
+// the length of the maximal ill-formed subpart (>= 1) when invalid: the bytes one U+FFFD replaces.
 size_t utf8_sequence_length(std::string_view s, size_t i, size_t* subpart);
 // Decodes the valid sequence of length len at s[i].
 char32_t utf8_decode(std::string_view s, size_t i, size_t len);

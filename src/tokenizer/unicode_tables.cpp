@@ -3,6 +3,7 @@
 
 namespace wick::tokenizer_detail {
 
+// clang-format off
 const CodepointRange kCodepointRanges[] = {
     {0x0, kOther}, {0x9, kSpace}, {0xE, kOther}, {0x20, kSpace},
     {0x21, kOther}, {0x30, kNumber}, {0x3A, kOther}, {0x41, kLetter},
@@ -411,6 +412,7 @@ const CodepointRange kCodepointRanges[] = {
 const size_t kCodepointRangeCount = sizeof(kCodepointRanges) / sizeof(kCodepointRanges[0]);
 
 const char32_t kDigitsOnlyNumbers[] = {0x11DE0, 0x11DE1, 0x11DE2, 0x11DE3, 0x11DE4, 0x11DE5, 0x11DE6, 0x11DE7, 0x11DE8, 0x11DE9, 0x16FF4, 0x16FF5, 0x16FF6};
+// clang-format on
 const size_t kDigitsOnlyNumberCount = sizeof(kDigitsOnlyNumbers) / sizeof(kDigitsOnlyNumbers[0]);
 
 }  // namespace wick::tokenizer_detail
