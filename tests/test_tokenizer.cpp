@@ -264,7 +264,7 @@ TEST(TokenizerUnit, RandomTextRoundTrips) {
 TEST(TokenizerUnit, PreTokenizerNames) {
   // "a 12": the smollm family isolates digits; plain GPT-2 keeps " 12" as one piece.
   const auto pieces = [](td::PreTokenizerKind kind, std::string_view text) {
-    std::vector<std::pair<uint32_t, uint32_t>> p;
+    std::vector<std::pair<size_t, size_t>> p;
     td::PreTokenizer(kind).split(text, p);
     std::vector<std::string> out;
     for (auto [b, e] : p) out.emplace_back(text.substr(b, e - b));

@@ -13,19 +13,18 @@ std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-void PreTokenizer::split(std::string_view text,
-                         std::vector<std::pair<uint32_t, uint32_t>>& pieces) {
+void PreTokenizer::split(std::string_view text, std::vector<std::pair<size_t, size_t>>& pieces) {
   codepoints_.clear();
   size_t subpart;
   for (size_t i = 0; i < text.size();) {
     const size_t len = utf8_sequence_length(text, i, &subpart);
     WICK_ASSERT(len != 0);  // the caller made the text valid
     const char32_t cp = utf8_decode(text, i, len);
-    codepoints_.push_back({uint32_t(i), cp, codepoint_class(cp)});
+    codepoints_.push_back({i, cp, codepoint_class(cp)});
     i += len;
   }
   const size_t n = codepoints_.size();
-  codepoints_.push_back({uint32_t(text.size()), 0, kOther});  // sentinel: offset of the end
+  codepoints_.push_back({text.size(), 0, kOther});  // sentinel: offset of the end
   if (kind_ == PreTokenizerKind::Gpt2) {
     split_gpt2(0, n, pieces);
     return;
@@ -41,7 +40,7 @@ void PreTokenizer::split(std::string_view text,
 }
 
 void PreTokenizer::split_gpt2(size_t begin, size_t end,
-                              std::vector<std::pair<uint32_t, uint32_t>>& pieces) const {
+                              std::vector<std::pair<size_t, size_t>>& pieces) const {
   for (size_t i = begin; i < end;) {
     const size_t j = match_gpt2(i, end);
     pieces.emplace_back(codepoints_[i].offset, codepoints_[j].offset);

@@ -27,17 +27,16 @@ std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name);
 class PreTokenizer {
  public:
   explicit PreTokenizer(PreTokenizerKind kind) : kind_(kind) {}
-  void split(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>>& pieces);
+  void split(std::string_view text, std::vector<std::pair<size_t, size_t>>& pieces);
 
  private:
   struct Codepoint {
-    uint32_t offset;  // byte offset in the text
+    size_t offset;  // byte offset in the text
     char32_t cp;
     CodepointClass cls;
   };
   // Splits codepoints_[begin, end) by the GPT-2 regex.
-  void split_gpt2(size_t begin, size_t end,
-                  std::vector<std::pair<uint32_t, uint32_t>>& pieces) const;
+  void split_gpt2(size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const;
   size_t match_gpt2(size_t i, size_t end) const;
 
   PreTokenizerKind kind_;

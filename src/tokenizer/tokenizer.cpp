@@ -106,12 +106,12 @@ class PieceCache {
     }
     const size_t begin = ids_.size();
     merger.merge(piece, m.byte_ids, m.merges, ids_);
-    it->second = {uint32_t(begin), uint32_t(ids_.size() - begin)};
+    it->second = {begin, ids_.size() - begin};
     out.insert(out.end(), ids_.begin() + begin, ids_.end());
   }
 
  private:
-  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> spans_;
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> spans_;
   std::vector<int32_t> ids_;
 };
 
@@ -164,7 +164,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool allow_special
   PreTokenizer pre(m.pre_tokenizer);
   BpeMerger merger;
   PieceCache cache;
-  std::vector<std::pair<uint32_t, uint32_t>> pieces;
+  std::vector<std::pair<size_t, size_t>> pieces;
   const auto encode_plain = [&](std::string_view segment) {
     pieces.clear();
     pre.split(segment, pieces);
