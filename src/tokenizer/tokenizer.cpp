@@ -146,7 +146,6 @@ Tokenizer Tokenizer::from_vocab(std::vector<std::string> tokens, std::vector<std
       fail(ErrorKind::Parse, op, "merge ", rank, " '", s, "' is not two tokens split by one space");
     pairs.emplace_back(s.substr(0, space), s.substr(space + 1));
   }
-  merges.clear();
   return Tokenizer(
       tokenizer_detail::build_model(std::move(tokens), pairs, token_types, special, *kind, op));
 }
