@@ -21,8 +21,12 @@ const std::vector<QuantType> kBlockTypes = {QuantType::Q4_0, QuantType::Q4_1, Qu
                                             QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K,
                                             QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_K};
 
-const char* type_name(QuantType t) { return quant_type_info(t)->name; }
-int64_t block_elems(QuantType t) { return quant_type_info(t)->block_elems; }
+const char* type_name(QuantType t) {
+  return quant_type_info(t)->name;
+}
+int64_t block_elems(QuantType t) {
+  return quant_type_info(t)->block_elems;
+}
 
 uint32_t float_bits(float v) {
   uint32_t u;
@@ -40,7 +44,8 @@ struct RefVector {
 };
 
 RefVector load_vector(const std::string& name) {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "data" / "quantized" / (name + ".bin");
+  const auto path =
+      std::filesystem::path(__FILE__).parent_path() / "data" / "quantized" / (name + ".bin");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("missing reference vector " + path.string());
   auto u32 = [&] {
@@ -67,7 +72,8 @@ RefVector load_vector(const std::string& name) {
 }
 
 TEST(QuantizedGgml, QuantizeAndDequantizeMatchReferenceBitForBit) {
-  for (const char* name : {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}) {
+  for (const char* name :
+       {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}) {
     SCOPED_TRACE(name);
     const RefVector r = load_vector(name);
     const int64_t n = static_cast<int64_t>(r.dequantized.size());
@@ -103,13 +109,16 @@ std::vector<float> block_test_data(Rng& rng, int64_t rows, int64_t k, int64_t bl
     if (kind == 1) std::fill(x, x + block, 0.0f);
     if (kind == 2)
       for (int64_t j = 0; j < block; j++) x[j] = -std::fabs(x[j]) - 0.1f * scale;
-    if (kind == 3) x[rng.integer(0, block - 1)] = 100.0f * scale * (rng.uniform(0, 1) < 0.5 ? -1 : 1);
+    if (kind == 3)
+      x[rng.integer(0, block - 1)] = 100.0f * scale * (rng.uniform(0, 1) < 0.5 ? -1 : 1);
   }
   return v;
 }
 
 // f32 slack for a dequantized value of magnitude about `mag`.
-double fp_slack(double mag) { return 4e-7 * mag + 1e-30; }
+double fp_slack(double mag) {
+  return 4e-7 * mag + 1e-30;
+}
 
 // The 32-element formats: d (and m) are computed in f32, then stored as f16, so the bound is
 // the rounding half-step plus the stored-scale error times the largest code:
@@ -210,13 +219,15 @@ KGroups k_groups(QuantType t, const uint8_t* blk) {
   return g;
 }
 
-void check_round_trip_k(QuantType t, const float* x, const uint8_t* blk, const float* y, bool check_rms) {
+void check_round_trip_k(QuantType t, const float* x, const uint8_t* blk, const float* y,
+                        bool check_rms) {
   const KGroups g = k_groups(t, blk);
   for (int gi = 0; gi < g.count; gi++) {
     const float* xg = x + gi * g.size;
     const float* yg = y + gi * g.size;
     const double d = std::fabs(g.d[gi]);
-    double lo = static_cast<double>(g.d[gi]) * g.lo - g.m[gi], hi = static_cast<double>(g.d[gi]) * g.hi - g.m[gi];
+    double lo = static_cast<double>(g.d[gi]) * g.lo - g.m[gi],
+           hi = static_cast<double>(g.d[gi]) * g.hi - g.m[gi];
     if (lo > hi) std::swap(lo, hi);
     double amax = 0, xmin = INFINITY, xmax = -INFINITY, sq = 0;
     for (int j = 0; j < g.size; j++) {
@@ -229,11 +240,14 @@ void check_round_trip_k(QuantType t, const float* x, const uint8_t* blk, const f
       const double e = std::fabs(static_cast<double>(xg[j]) - yg[j]);
       sq += e * e;
       ASSERT_LE(e, d / 2 + clip + fp_slack(amax) + 1e-6 * d)
-          << type_name(t) << " group " << gi << " element " << j << " x=" << xg[j] << " y=" << yg[j];
+          << type_name(t) << " group " << gi << " element " << j << " x=" << xg[j]
+          << " y=" << yg[j];
     }
-    // Plain min/max grid with the format's level count (symmetric formats: amax over half the levels).
+    // Plain min/max grid with the format's level count (symmetric formats: amax over half the
+    // levels).
     const bool symmetric = g.lo < 0;
-    const double step = symmetric ? amax / -g.lo : (std::max(xmax, 0.0) - std::min(xmin, 0.0)) / g.hi;
+    const double step =
+        symmetric ? amax / -g.lo : (std::max(xmax, 0.0) - std::min(xmin, 0.0)) / g.hi;
     const double rms = std::sqrt(sq / g.size);
     // 2-3 bit grids: the 4-bit group scales dominate; an outlier makes the scale grid coarse.
     if (check_rms && t != QuantType::Q2_K && t != QuantType::Q3_K) {
@@ -301,7 +315,8 @@ TEST(QuantizedRoundTrip, DequantizeToHalfTypesRoundsF32) {
   SCOPED_TRACE(rng.seed());
   for (QuantType t : {QuantType::Q4_1, QuantType::Q6_K, QuantType::Q8_0}) {
     const int64_t k = 256;
-    const QTensor qt = quantize(Tensor::from_vec(block_test_data(rng, 3, k, block_elems(t)), {3, k}), t);
+    const QTensor qt =
+        quantize(Tensor::from_vec(block_test_data(rng, 3, k, block_elems(t)), {3, k}), t);
     const std::vector<float> f32 = dequantize(qt, DType::F32).to_vec<float>();
     const Tensor h = dequantize(qt, DType::F16);
     const Tensor b = dequantize(qt, DType::BF16);
@@ -323,7 +338,9 @@ TEST(QuantizedRoundTrip, PlainTypesAndInputDtypes) {
   const Ref r = random_ref(rng, {4, 6});
   for (QuantType t : {QuantType::F32, QuantType::F16, QuantType::BF16}) {
     const QTensor qt = quantize(make_tensor(r, DType::F64, Device::cpu(), Variant::Transposed), t);
-    const DType dt = t == QuantType::F32 ? DType::F32 : t == QuantType::F16 ? DType::F16 : DType::BF16;
+    const DType dt = t == QuantType::F32   ? DType::F32
+                     : t == QuantType::F16 ? DType::F16
+                                           : DType::BF16;
     // Values come back as the input rounded to the plain type (f64 -> f32 -> f16/bf16).
     const Ref want = round_ref(round_ref(r, DType::F32), dt);
     WICK_EXPECT_CLOSE(dequantize(qt, DType::F32), want, Tol{0, 0});
@@ -345,7 +362,7 @@ TEST(QuantizedTensor, ViewsExternalMemoryAndCopiesMisalignedData) {
   EXPECT_EQ(view.data(), buffer->data() + 4);  // aligned: read in place
   std::memcpy(buffer->data() + 1, owned.data(), owned.nbytes());
   const QTensor copied(QuantType::Q4_1, Shape{2, 64}, buffer, buffer->data() + 1, owned.nbytes());
-  EXPECT_NE(copied.data(), buffer->data() + 1);  // misaligned: copied
+  EXPECT_NE(copied.data(), buffer->data() + 1);    // misaligned: copied
   std::memset(buffer->data(), 0, buffer->size());  // the copy does not see later writes
   EXPECT_EQ(dequantize(copied).to_vec<float>(), dequantize(owned).to_vec<float>());
   EXPECT_EQ(view.rows(), 2);
@@ -375,15 +392,17 @@ struct Expected {
   std::vector<double> y, tol;
 };
 
-Expected expected_qmatmul(const std::vector<float>& w, const std::vector<double>& x, int64_t m, int64_t n,
-                          int64_t k, int64_t act_block) {
-  Expected e{std::vector<double>(static_cast<size_t>(m * n)), std::vector<double>(static_cast<size_t>(m * n))};
+Expected expected_qmatmul(const std::vector<float>& w, const std::vector<double>& x, int64_t m,
+                          int64_t n, int64_t k, int64_t act_block) {
+  Expected e{std::vector<double>(static_cast<size_t>(m * n)),
+             std::vector<double>(static_cast<size_t>(m * n))};
   std::vector<double> half_step(static_cast<size_t>(k));
   for (int64_t r = 0; r < m; r++) {
     const double* xr = x.data() + r * k;
     for (int64_t b = 0; b < k / act_block; b++) {
       double amax = 0;
-      for (int64_t j = 0; j < act_block; j++) amax = std::max(amax, std::fabs(xr[b * act_block + j]));
+      for (int64_t j = 0; j < act_block; j++)
+        amax = std::max(amax, std::fabs(xr[b * act_block + j]));
       std::fill_n(half_step.begin() + b * act_block, act_block, amax / 127 / 2 * (1 + 1e-6));
     }
     for (int64_t o = 0; o < n; o++) {
@@ -414,13 +433,14 @@ TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   SimdLevelGuard guard;
-  const std::vector<QuantType> types = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                                        QuantType::Q8_0, QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K,
-                                        QuantType::Q5_K, QuantType::Q6_K};
+  const std::vector<QuantType> types = {
+      QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q8_0,
+      QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
   for (QuantType t : types) {
     const int64_t block = block_elems(t);
-    // An odd block count (3 or 1) exercises the pairwise AVX-512 loop's tail.
-    for (int64_t k : {3 * block, block == 32 ? 32 * 18 : 2 * block}) {
+    // Odd block counts exercise the SIMD tails: 7 blocks of 32 = a run of 4 + a pair + a single in
+    // the packed Q4_1 layout; 18 = SmolLM2's 576, past one 16-block scale chunk; 3 K blocks.
+    for (int64_t k : {block == 32 ? 7 * block : 3 * block, block == 32 ? 18 * block : 2 * block}) {
       for (int64_t n : {1, 5, 67}) {
         const std::vector<float> wf = block_test_data(rng, n, k, block);
         const QTensor qw = quantize(Tensor::from_vec(wf, {n, k}), t);
@@ -437,8 +457,9 @@ TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel) {
           for (q::SimdLevel level : levels_to_test()) {
             q::set_simd_level(level);
             ASSERT_EQ(q::active_simd_level(), level);
-            const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) + " n=" +
-                                     std::to_string(n) + " x=" + xs.str() + " " + q::simd_level_name(level);
+            const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) +
+                                     " n=" + std::to_string(n) + " x=" + xs.str() + " " +
+                                     q::simd_level_name(level);
             const Tensor y = mm.forward(x);
             std::vector<int64_t> want_dims = xs.dims();
             want_dims.back() = n;
@@ -455,10 +476,12 @@ TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel) {
 TEST(QMatMul, ScalarSwitchChangesTheKernel) {
   SimdLevelGuard guard;
   q::set_simd_level(q::SimdLevel::Scalar);
-  EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()), q::dot_kernel_scalar(QuantType::Q4_1));
+  EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()),
+            q::dot_kernel_scalar(QuantType::Q4_1));
   if (q::detected_simd_level() >= q::SimdLevel::Avx2) {
     q::set_simd_level(q::SimdLevel::Avx2);
-    EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()), q::dot_kernel_avx2(QuantType::Q4_1));
+    EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()),
+              q::dot_kernel_avx2(QuantType::Q4_1));
     EXPECT_NE(q::dot_kernel_avx2(QuantType::Q4_1), q::dot_kernel_scalar(QuantType::Q4_1));
   }
   // A level above the CPU's is lowered to what it runs.
@@ -472,7 +495,8 @@ TEST(QMatMul, ManyRowsUseDequantizedTilesAndMatch) {
   SCOPED_TRACE(rng.seed());
   for (QuantType t : {QuantType::Q4_1, QuantType::Q6_K}) {
     const int64_t k = 512, n = 45, m = 40;
-    const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
+    const QTensor qw =
+        quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
     const std::vector<float> w = dequantize(qw).to_vec<float>();
     const Ref xr = random_ref(rng, {m, k});
     const Tensor y = QMatMul(qw).forward(make_tensor(xr, DType::F32, Device::cpu()));
@@ -482,7 +506,8 @@ TEST(QMatMul, ManyRowsUseDequantizedTilesAndMatch) {
         double want = 0, mag = 0;
         for (int64_t i = 0; i < k; i++) {
           want += w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)];
-          mag += std::fabs(w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)]);
+          mag +=
+              std::fabs(w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)]);
         }
         ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30) << type_name(t);
       }
@@ -493,7 +518,8 @@ TEST(QMatMul, StridedAndHalfInputs) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   const int64_t k = 64, n = 9;
-  const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), QuantType::Q4_0);
+  const QTensor qw =
+      quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), QuantType::Q4_0);
   const std::vector<float> w = dequantize(qw).to_vec<float>();
   const QMatMul mm(qw);
   const Ref xr = random_ref(rng, {3, k});
@@ -510,21 +536,26 @@ TEST(QMatMul, PlainAndUnkernelledWeightTypes) {
   // f32/f16/bf16 (norms, embeddings) and q8_1/q8_k go through f32 BLAS: only f32 rounding.
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  for (QuantType t : {QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_1, QuantType::Q8_K}) {
+  for (QuantType t :
+       {QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_1, QuantType::Q8_K}) {
     const int64_t k = 256, n = 7;
-    const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
+    const QTensor qw =
+        quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
     const std::vector<float> w = dequantize(qw).to_vec<float>();
     for (int64_t m : {1, 4}) {
       const Ref xr = random_ref(rng, {m, k});
-      const std::vector<float> got = QMatMul(qw).forward(make_tensor(xr, DType::F32, Device::cpu())).to_vec<float>();
+      const std::vector<float> got =
+          QMatMul(qw).forward(make_tensor(xr, DType::F32, Device::cpu())).to_vec<float>();
       for (int64_t r = 0; r < m; r++)
         for (int64_t o = 0; o < n; o++) {
           double want = 0, mag = 0;
           for (int64_t i = 0; i < k; i++) {
             want += w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)];
-            mag += std::fabs(w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)]);
+            mag +=
+                std::fabs(w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)]);
           }
-          ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30) << type_name(t);
+          ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30)
+              << type_name(t);
         }
     }
   }
@@ -535,7 +566,8 @@ TEST(QMatMul, EmptyDims) {
   const Tensor y = QMatMul(qw).forward(Tensor::zeros({0, 32}, DType::F32));
   EXPECT_EQ(y.shape(), (Shape{0, 3}));
   const QTensor empty_k = quantize(Tensor::zeros({3, 0}, DType::F32), QuantType::Q4_1);
-  const std::vector<float> z = QMatMul(empty_k).forward(Tensor::zeros({2, 0}, DType::F32)).to_vec<float>();
+  const std::vector<float> z =
+      QMatMul(empty_k).forward(Tensor::zeros({2, 0}, DType::F32)).to_vec<float>();
   EXPECT_EQ(z, std::vector<float>(6, 0.0f));
 }
 
@@ -543,38 +575,64 @@ TEST(QMatMul, EmptyDims) {
 
 TEST(QuantizedErrors, ReportKindOpAndShapes) {
   const Tensor x = Tensor::ones({2, 40}, DType::F32);
-  expect_error([&] { quantize(x, QuantType::Q4_1); }, ErrorKind::Shape, {"quantize", "[2, 40]", "q4_1", "32"});
-  expect_error([&] { quantize(Tensor::ones({2, 256}, DType::U8), QuantType::Q8_0); }, ErrorKind::DType,
-               {"quantize", "u8", "[2, 256]"});
-  expect_error([&] { quantize(Tensor::scalar(1.0f), QuantType::Q8_0); }, ErrorKind::Shape, {"quantize", "scalar"});
-  expect_error([&] { quantize(Tensor::ones({2, 32}, DType::F32), QuantType::I8); }, ErrorKind::Unsupported,
-               {"quantize", "i8"});
+  expect_error([&] { quantize(x, QuantType::Q4_1); }, ErrorKind::Shape,
+               {"quantize", "[2, 40]", "q4_1", "32"});
+  expect_error(
+      [&] {
+        quantize(Tensor::ones({2, 256}, DType::U8), QuantType::Q8_0);
+      },
+      ErrorKind::DType, {"quantize", "u8", "[2, 256]"});
+  expect_error([&] { quantize(Tensor::scalar(1.0f), QuantType::Q8_0); }, ErrorKind::Shape,
+               {"quantize", "scalar"});
+  expect_error(
+      [&] {
+        quantize(Tensor::ones({2, 32}, DType::F32), QuantType::I8);
+      },
+      ErrorKind::Unsupported, {"quantize", "i8"});
   expect_error([&] { quantize(Tensor::ones({32}, DType::F32), static_cast<QuantType>(99)); },
                ErrorKind::Unsupported, {"quantize", "99"});
 
   const QTensor qw = quantize(Tensor::ones({4, 64}, DType::F32), QuantType::Q4_1);
-  expect_error([&] { dequantize(qw, DType::F64); }, ErrorKind::DType, {"dequantize", "f64", "QTensor[4, 64; q4_1]"});
+  expect_error([&] { dequantize(qw, DType::F64); }, ErrorKind::DType,
+               {"dequantize", "f64", "QTensor[4, 64; q4_1]"});
   expect_error([&] { dequantize(QTensor(QuantType::I32, Shape{2}, std::vector<uint8_t>(8))); },
                ErrorKind::Unsupported, {"dequantize", "i32"});
   expect_error([&] { dequantize_row(QuantType::Q4_K, qw.data(), nullptr, 100); }, ErrorKind::Shape,
                {"dequantize_row", "100", "q4_k", "256"});
 
   const QMatMul mm(qw);
-  expect_error([&] { mm.forward(Tensor::ones({3, 32}, DType::F32)); }, ErrorKind::Shape,
-               {"QMatMul::forward", "[3, 32]", "64", "QTensor[4, 64; q4_1]"});
-  expect_error([&] { mm.forward(Tensor::scalar(1.0f)); }, ErrorKind::Shape, {"QMatMul::forward", "[]"});
-  expect_error([&] { mm.forward(Tensor::ones({3, 64}, DType::F64)); }, ErrorKind::DType,
-               {"QMatMul::forward", "f64", "[3, 64]"});
-  expect_error([&] { mm.forward(Tensor::ones({3, 64}, DType::U32)); }, ErrorKind::DType, {"QMatMul::forward", "u32"});
-  expect_error([&] { QMatMul(quantize(Tensor::ones({64}, DType::F32), QuantType::Q4_1)); }, ErrorKind::Shape,
-               {"QMatMul", "2-D", "QTensor[64; q4_1]"});
-  expect_error([&] { QMatMul(QTensor(QuantType::I8, Shape{2, 3}, std::vector<uint8_t>(6))); },
-               ErrorKind::Unsupported, {"QMatMul", "QTensor[2, 3; i8]"});
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 32}, DType::F32));
+      },
+      ErrorKind::Shape, {"QMatMul::forward", "[3, 32]", "64", "QTensor[4, 64; q4_1]"});
+  expect_error([&] { mm.forward(Tensor::scalar(1.0f)); }, ErrorKind::Shape,
+               {"QMatMul::forward", "[]"});
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 64}, DType::F64));
+      },
+      ErrorKind::DType, {"QMatMul::forward", "f64", "[3, 64]"});
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 64}, DType::U32));
+      },
+      ErrorKind::DType, {"QMatMul::forward", "u32"});
+  expect_error([&] { QMatMul(quantize(Tensor::ones({64}, DType::F32), QuantType::Q4_1)); },
+               ErrorKind::Shape, {"QMatMul", "2-D", "QTensor[64; q4_1]"});
+  expect_error(
+      [&] {
+        QMatMul(QTensor(QuantType::I8, Shape{2, 3}, std::vector<uint8_t>(6)));
+      },
+      ErrorKind::Unsupported, {"QMatMul", "QTensor[2, 3; i8]"});
 
-  expect_error([&] { QTensor(QuantType::Q4_0, Shape{2, 32}, std::vector<uint8_t>(35)); }, ErrorKind::Shape,
-               {"QTensor", "[2, 32]", "q4_0", "36 bytes", "35"});
-  expect_error([&] { QTensor(QuantType::Q6_K, Shape{100}, std::vector<uint8_t>(210)); }, ErrorKind::Shape,
-               {"QTensor", "[100]", "q6_k", "256"});
+  expect_error(
+      [&] {
+        QTensor(QuantType::Q4_0, Shape{2, 32}, std::vector<uint8_t>(35));
+      },
+      ErrorKind::Shape, {"QTensor", "[2, 32]", "q4_0", "36 bytes", "35"});
+  expect_error([&] { QTensor(QuantType::Q6_K, Shape{100}, std::vector<uint8_t>(210)); },
+               ErrorKind::Shape, {"QTensor", "[100]", "q6_k", "256"});
   expect_error([&] { QTensor(QuantType::Q8_0, Shape{}, std::vector<uint8_t>()); }, ErrorKind::Shape,
                {"QTensor", "one dim"});
 }

@@ -39,9 +39,9 @@ class QTensor {
   const Shape& shape() const { return shape_; }
   const uint8_t* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
-  int64_t rows() const;       // product of all dims but the last
-  size_t row_bytes() const;   // bytes of one row of the last dim
-  std::string str() const;    // "QTensor[1536, 576; q4_1]"
+  int64_t rows() const;      // product of all dims but the last
+  size_t row_bytes() const;  // bytes of one row of the last dim
+  std::string str() const;   // "QTensor[1536, 576; q4_1]"
   bool defined() const { return shape_.rank() > 0; }
 
  private:

@@ -92,11 +92,17 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 
-inline float f16_to_f32(uint16_t h) { return f16::to_float(h); }
-inline uint16_t f32_to_f16(float v) { return f16::from_float(v); }
+inline float f16_to_f32(uint16_t h) {
+  return f16::to_float(h);
+}
+inline uint16_t f32_to_f16(float v) {
+  return f16::from_float(v);
+}
 
 // Round to nearest, ties to even (what ggml's nearest_int computes for the values it sees).
-inline int nearest_int(float v) { return static_cast<int>(std::lrintf(v)); }
+inline int nearest_int(float v) {
+  return static_cast<int>(std::lrintf(v));
+}
 
 // Scale and min (6 bits each) of group j of a Q4_K/Q5_K super-block: groups 0-3 keep them in the
 // low 6 bits of bytes j and j+4; groups 4-7 put their low 4 bits in byte j+4 and the top 2 bits in

@@ -83,8 +83,7 @@ void dequantize_row_q2_k(const void* src, float* y, int64_t n) {
         const uint8_t sc = b[i].scales[8 * half + g];
         const float dl = d * static_cast<float>(sc & 0xF), ml = dmin * static_cast<float>(sc >> 4);
         const int shift = 2 * (g / 2), off = 16 * (g % 2);
-        for (int l = 0; l < 16; l++)
-          *y++ = dl * static_cast<float>((q[off + l] >> shift) & 3) - ml;
+        for (int l = 0; l < 16; l++) *y++ = dl * static_cast<float>((q[off + l] >> shift) & 3) - ml;
       }
     }
   }

@@ -22,7 +22,9 @@ WICK_AVX2 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-WICK_AVX2 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+WICK_AVX2 inline float half_to_float(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 // 16 bytes of nibbles -> 32 codes in element order (low nibbles first, then high nibbles).
 WICK_AVX2 inline __m256i unpack_nibbles(const uint8_t* qs) {
@@ -138,13 +140,17 @@ WICK_AVX2 void dot_rows_k4(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
         if constexpr (kFifthBit) {
           const __m256i one = _mm256_set1_epi8(1);
-          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+          lo = _mm256_or_si256(
+              lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+          hi = _mm256_or_si256(
+              hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
         }
         const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c));
         const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c + 32));
-        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_set1_epi16(sc[2 * c]));
-        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), _mm256_set1_epi16(sc[2 * c + 1]));
+        const __m256i p0 =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_set1_epi16(sc[2 * c]));
+        const __m256i p1 =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), _mm256_set1_epi16(sc[2 * c + 1]));
         isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
       }
       const float dx = x.ds[i];
@@ -172,16 +178,21 @@ WICK_AVX2 void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows,
       __m256i isum = _mm256_setzero_si256();
       for (int half = 0; half < 2; half++) {
         const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * half));
-        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * half + 32));
+        const __m256i ql1 =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * half + 32));
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * half));
         for (int s = 0; s < 4; s++) {
           const __m256i src = s % 2 ? ql1 : ql0;
-          const __m256i lo = s < 2 ? _mm256_and_si256(src, m4) : _mm256_and_si256(_mm256_srli_epi16(src, 4), m4);
-          const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2), 4);
+          const __m256i lo =
+              s < 2 ? _mm256_and_si256(src, m4) : _mm256_and_si256(_mm256_srli_epi16(src, 4), m4);
+          const __m256i high =
+              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2), 4);
           const __m256i codes = _mm256_or_si256(lo, high);
-          const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * half + 32 * s));
+          const __m256i xq =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * half + 32 * s));
           const int g = 8 * half + 2 * s;  // elements 0..15 use scale g, 16..31 scale g + 1
-          const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(b.scales[g + 1]), _mm_set1_epi16(b.scales[g]));
+          const __m256i scales =
+              _mm256_set_m128i(_mm_set1_epi16(b.scales[g + 1]), _mm_set1_epi16(b.scales[g]));
           isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), scales));
         }
       }
@@ -197,15 +208,24 @@ WICK_AVX2 void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows,
 
 DotRowsFn dot_kernel_avx2(QuantType t) {
   switch (t) {
-    case QuantType::Q4_0: return dot_rows_32<BlockQ4_0>;
-    case QuantType::Q4_1: return dot_rows_32<BlockQ4_1>;
-    case QuantType::Q5_0: return dot_rows_32<BlockQ5_0>;
-    case QuantType::Q5_1: return dot_rows_32<BlockQ5_1>;
-    case QuantType::Q8_0: return dot_rows_q8_0;
-    case QuantType::Q4_K: return dot_rows_k4<BlockQ4_K, false>;
-    case QuantType::Q5_K: return dot_rows_k4<BlockQ5_K, true>;
-    case QuantType::Q6_K: return dot_rows_q6_k;
-    default: return nullptr;
+    case QuantType::Q4_0:
+      return dot_rows_32<BlockQ4_0>;
+    case QuantType::Q4_1:
+      return dot_rows_32<BlockQ4_1>;
+    case QuantType::Q5_0:
+      return dot_rows_32<BlockQ5_0>;
+    case QuantType::Q5_1:
+      return dot_rows_32<BlockQ5_1>;
+    case QuantType::Q8_0:
+      return dot_rows_q8_0;
+    case QuantType::Q4_K:
+      return dot_rows_k4<BlockQ4_K, false>;
+    case QuantType::Q5_K:
+      return dot_rows_k4<BlockQ5_K, true>;
+    case QuantType::Q6_K:
+      return dot_rows_q6_k;
+    default:
+      return nullptr;
   }
 }
 
@@ -213,6 +233,8 @@ DotRowsFn dot_kernel_avx2(QuantType t) {
 
 #else
 namespace wick::quantized {
-DotRowsFn dot_kernel_avx2(QuantType) { return nullptr; }
+DotRowsFn dot_kernel_avx2(QuantType) {
+  return nullptr;
+}
 }  // namespace wick::quantized
 #endif

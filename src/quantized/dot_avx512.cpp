@@ -1,6 +1,8 @@
 // AVX-512 kernels with VNNI (vpdpbusd: u8 x s8 -> i32 in one instruction), two 32-element blocks
 // per 512-bit register. Compiled per function with target attributes; picked at run time only.
 // K formats have no kernel here yet: they run the AVX2 ones.
+#include <algorithm>
+
 #include "quantized/kernels.h"
 
 #if defined(__x86_64__)
@@ -10,9 +12,9 @@
 #include <immintrin.h>
 
 #include "quantized/blocks.h"
+#include "quantized/packed.h"
 
-#define WICK_AVX512 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define WICK_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
 namespace wick::quantized {
 
@@ -80,13 +82,15 @@ WICK_AVX512 inline PairCodes unpack_pair(const BlockQ4_1& b0, const BlockQ4_1& b
 }
 WICK_AVX512 inline PairCodes unpack_pair(const BlockQ5_0& b0, const BlockQ5_0& b1) {
   const __m512i low = unpack_nibble_pair(b0.qs, b1.qs);
-  const __m512i codes = _mm512_mask_add_epi8(low, fifth_bit_mask(b0.qh, b1.qh), low, _mm512_set1_epi8(0x10));
+  const __m512i codes =
+      _mm512_mask_add_epi8(low, fifth_bit_mask(b0.qh, b1.qh), low, _mm512_set1_epi8(0x10));
   const __m128 dd = halves_to_floats(b0.d * 0x10001u, b1.d * 0x10001u);
   return {codes, _mm_mul_ps(dd, _mm_setr_ps(1, -16, 1, -16))};
 }
 WICK_AVX512 inline PairCodes unpack_pair(const BlockQ5_1& b0, const BlockQ5_1& b1) {
   const __m512i low = unpack_nibble_pair(b0.qs, b1.qs);
-  const __m512i codes = _mm512_mask_add_epi8(low, fifth_bit_mask(b0.qh, b1.qh), low, _mm512_set1_epi8(0x10));
+  const __m512i codes =
+      _mm512_mask_add_epi8(low, fifth_bit_mask(b0.qh, b1.qh), low, _mm512_set1_epi8(0x10));
   return {codes, halves_to_floats(load_u32(b0), load_u32(b1))};
 }
 
@@ -102,7 +106,8 @@ WICK_AVX512 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows,
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
       const PairCodes p = unpack_pair(blocks[i], blocks[i + 1]);
-      const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), p.codes, pair_order(x.qs + i * kQK));
+      const __m512i dot =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), p.codes, pair_order(x.qs + i * kQK));
       // [d_w0 * d_x0, c0 * s_x0, d_w1 * d_x1, c1 * s_x1]
       const __m128 prod = _mm_mul_ps(p.coef, _mm_loadu_ps(x.ds + 2 * i));
       acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), spread_pair(prod), acc);
@@ -112,9 +117,10 @@ WICK_AVX512 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows,
                 _mm_cvtss_f32(_mm_shuffle_ps(macc, macc, 3));
     if (i < nb) {  // odd block count: pair the last block with itself and keep half
       const PairCodes p = unpack_pair(blocks[i], blocks[i]);
-      const __m512i xv = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + i * kQK)));
-      const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), p.codes,
-                                              _mm512_shuffle_i64x2(xv, xv, _MM_SHUFFLE(3, 1, 2, 0)));
+      const __m512i xv = _mm512_zextsi256_si512(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + i * kQK)));
+      const __m512i dot = _mm512_dpbusd_epi32(
+          _mm512_setzero_si512(), p.codes, _mm512_shuffle_i64x2(xv, xv, _MM_SHUFFLE(3, 1, 2, 0)));
       // The upper activation half is zero, so all lanes together are block i's dot product.
       const __m128 coef = p.coef;
       const float dx = x.ds[2 * i], sx = x.ds[2 * i + 1];
@@ -156,16 +162,96 @@ WICK_AVX512 void dot_rows_q8_0(const uint8_t* w, size_t row_bytes, int64_t n_row
   }
 }
 
+// Q4_1 over packed rows (packed.h): per 16 blocks, one masked load each of d, m and the
+// activation scales gives all 16 scale products; per 4 blocks, one 64-byte load gives the codes.
+WICK_AVX512 void dot_rows_q4_1_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                                      const ActRow& x, float* out) {
+  const int64_t nb = k / kQK;
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  // Lanes of a two-block dpbusd result: 0-7 block j, 8-15 block j + 1.
+  const __m512i first_pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i two = _mm512_set1_epi32(2);
+  for (int64_t r = 0; r < n_rows; r++) {
+    const uint8_t* nib = w + static_cast<size_t>(r) * row_bytes;
+    const uint8_t* dw_ptr = nib + 16 * nb;
+    const uint8_t* mw_ptr = nib + 18 * nb;
+    __m512 acc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
+    for (int64_t c0 = 0; c0 < nb; c0 += 16) {
+      const int64_t n = std::min<int64_t>(16, nb - c0);
+      const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1);
+      const __mmask16 lo8 = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1);
+      const __mmask16 hi8 = static_cast<__mmask16>(n <= 8 ? 0u : (1u << (2 * (n - 8))) - 1);
+      const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, dw_ptr + 2 * c0));
+      const __m512 mw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, mw_ptr + 2 * c0));
+      const __m512 a = _mm512_maskz_loadu_ps(lo8, x.ds + 2 * c0);
+      const __m512 b = _mm512_maskz_loadu_ps(hi8, x.ds + 2 * c0 + 16);
+      const __m512 sc = _mm512_mul_ps(dw, _mm512_permutex2var_ps(a, even, b));
+      macc = _mm512_fmadd_ps(mw, _mm512_permutex2var_ps(a, odd, b), macc);
+      __m512i idx = first_pair;
+      int64_t j = 0;
+      for (; j + 4 <= n; j += 4) {
+        const int64_t blk = c0 + j;
+        const __m512i q = _mm512_loadu_si512(nib + 16 * blk);
+        const __m512i lo = _mm512_and_si512(q, m4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+        const __m512i p0 =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(x.qs + kQK * blk));
+        const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
+                                               _mm512_loadu_si512(x.qs + kQK * blk + 64));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_permutexvar_ps(idx, sc), acc);
+        idx = _mm512_add_epi32(idx, two);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_permutexvar_ps(idx, sc), acc);
+        idx = _mm512_add_epi32(idx, two);
+      }
+      if (j + 2 <= n) {  // the row's trailing pair
+        const int64_t blk = c0 + j;
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(nib + 16 * blk));
+        const __m512i codes = _mm512_and_si512(
+            _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1), m4);
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes,
+                                              _mm512_loadu_si512(x.qs + kQK * blk));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
+        idx = _mm512_add_epi32(idx, two);
+        j += 2;
+      }
+      if (j < n) {  // the row's trailing single block; upper lanes multiply zeros
+        const int64_t blk = c0 + j;
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nib + 16 * blk));
+        const __m256i codes = _mm256_and_si256(
+            _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
+            _mm256_set1_epi8(0x0F));
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + kQK * blk));
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(codes),
+                                              _mm512_zextsi256_si512(xq));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
+      }
+    }
+    out[r] = _mm512_reduce_add_ps(acc) + _mm512_reduce_add_ps(macc);
+  }
+}
+
 }  // namespace
+
+DotRowsFn packed_q4_1_kernel_avx512() {
+  return dot_rows_q4_1_packed;
+}
 
 DotRowsFn dot_kernel_avx512(QuantType t) {
   switch (t) {
-    case QuantType::Q4_0: return dot_rows_32<BlockQ4_0>;
-    case QuantType::Q4_1: return dot_rows_32<BlockQ4_1>;
-    case QuantType::Q5_0: return dot_rows_32<BlockQ5_0>;
-    case QuantType::Q5_1: return dot_rows_32<BlockQ5_1>;
-    case QuantType::Q8_0: return dot_rows_q8_0;
-    default: return nullptr;
+    case QuantType::Q4_0:
+      return dot_rows_32<BlockQ4_0>;
+    case QuantType::Q4_1:
+      return dot_rows_32<BlockQ4_1>;
+    case QuantType::Q5_0:
+      return dot_rows_32<BlockQ5_0>;
+    case QuantType::Q5_1:
+      return dot_rows_32<BlockQ5_1>;
+    case QuantType::Q8_0:
+      return dot_rows_q8_0;
+    default:
+      return nullptr;
   }
 }
 
@@ -173,6 +259,11 @@ DotRowsFn dot_kernel_avx512(QuantType t) {
 
 #else
 namespace wick::quantized {
-DotRowsFn dot_kernel_avx512(QuantType) { return nullptr; }
+DotRowsFn dot_kernel_avx512(QuantType) {
+  return nullptr;
+}
+DotRowsFn packed_q4_1_kernel_avx512() {
+  return nullptr;
+}
 }  // namespace wick::quantized
 #endif

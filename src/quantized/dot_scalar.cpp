@@ -11,7 +11,10 @@ namespace wick::quantized {
 
 ActKind act_kind(QuantType t) {
   switch (t) {
-    case QuantType::Q2_K: case QuantType::Q3_K: case QuantType::Q4_K: case QuantType::Q5_K:
+    case QuantType::Q2_K:
+    case QuantType::Q3_K:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K:
     case QuantType::Q6_K:
       return ActKind::Block256;
     default:
@@ -256,25 +259,39 @@ SimdLevel detect() {
 
 DotRowsFn dot_kernel_scalar(QuantType t) {
   switch (t) {
-    case QuantType::Q4_0: return dot_rows_32<BlockQ4_0>;
-    case QuantType::Q4_1: return dot_rows_32<BlockQ4_1>;
-    case QuantType::Q5_0: return dot_rows_32<BlockQ5_0>;
-    case QuantType::Q5_1: return dot_rows_32<BlockQ5_1>;
-    case QuantType::Q8_0: return dot_rows_32<BlockQ8_0>;
-    case QuantType::Q2_K: return dot_rows_q2_k;
-    case QuantType::Q3_K: return dot_rows_q3_k;
-    case QuantType::Q4_K: return dot_rows_k4<BlockQ4_K, false>;
-    case QuantType::Q5_K: return dot_rows_k4<BlockQ5_K, true>;
-    case QuantType::Q6_K: return dot_rows_q6_k;
-    default: return nullptr;
+    case QuantType::Q4_0:
+      return dot_rows_32<BlockQ4_0>;
+    case QuantType::Q4_1:
+      return dot_rows_32<BlockQ4_1>;
+    case QuantType::Q5_0:
+      return dot_rows_32<BlockQ5_0>;
+    case QuantType::Q5_1:
+      return dot_rows_32<BlockQ5_1>;
+    case QuantType::Q8_0:
+      return dot_rows_32<BlockQ8_0>;
+    case QuantType::Q2_K:
+      return dot_rows_q2_k;
+    case QuantType::Q3_K:
+      return dot_rows_q3_k;
+    case QuantType::Q4_K:
+      return dot_rows_k4<BlockQ4_K, false>;
+    case QuantType::Q5_K:
+      return dot_rows_k4<BlockQ5_K, true>;
+    case QuantType::Q6_K:
+      return dot_rows_q6_k;
+    default:
+      return nullptr;
   }
 }
 
 const char* simd_level_name(SimdLevel level) {
   switch (level) {
-    case SimdLevel::Scalar: return "scalar";
-    case SimdLevel::Avx2: return "avx2";
-    case SimdLevel::Avx512: return "avx512-vnni";
+    case SimdLevel::Scalar:
+      return "scalar";
+    case SimdLevel::Avx2:
+      return "avx2";
+    case SimdLevel::Avx512:
+      return "avx512-vnni";
   }
   return "?";
 }
@@ -290,7 +307,8 @@ SimdLevel active_simd_level() {
 }
 
 void set_simd_level(SimdLevel level) {
-  g_level.store(static_cast<int>(std::min(level, detected_simd_level())), std::memory_order_relaxed);
+  g_level.store(static_cast<int>(std::min(level, detected_simd_level())),
+                std::memory_order_relaxed);
 }
 
 DotRowsFn dot_kernel(QuantType t, SimdLevel level) {

@@ -14,6 +14,7 @@
 #include "cpu/cpu_device.h"
 #include "cpu/parallel.h"
 #include "quantized/kernels.h"
+#include "quantized/packed.h"
 #include "wick/quantized.h"
 
 namespace wick {
@@ -41,6 +42,7 @@ struct QMatMul::Impl {
   QuantType type = QuantType::F32;
   std::vector<float> dense;  // W as f32 for types without an integer kernel
   const float* dense_ptr = nullptr;
+  std::vector<uint8_t> packed;  // Q4_1 on AVX-512 CPUs: W in the layout of packed.h
 };
 
 QMatMul::QMatMul(QTensor weight) {
@@ -58,22 +60,34 @@ QMatMul::QMatMul(QTensor weight) {
       impl->dense_ptr = reinterpret_cast<const float*>(weight.data());
     } else {
       impl->dense.resize(static_cast<size_t>(impl->n_out * impl->k));
-      if (!impl->dense.empty()) dequantize_row(weight.type(), weight.data(), impl->dense.data(), impl->n_out * impl->k);
+      if (!impl->dense.empty())
+        dequantize_row(weight.type(), weight.data(), impl->dense.data(), impl->n_out * impl->k);
       impl->dense_ptr = impl->dense.data();
     }
   }
+  if (weight.type() == QuantType::Q4_1 &&
+      quantized::detected_simd_level() >= quantized::SimdLevel::Avx512 &&
+      quantized::packed_q4_1_kernel_avx512())
+    impl->packed = quantized::pack_q4_1(weight.data(), impl->n_out, impl->k);
   impl->weight = std::move(weight);
   impl_ = std::move(impl);
 }
 
-const QTensor& QMatMul::weight() const { return impl_->weight; }
-int64_t QMatMul::in_features() const { return impl_->k; }
-int64_t QMatMul::out_features() const { return impl_->n_out; }
+const QTensor& QMatMul::weight() const {
+  return impl_->weight;
+}
+int64_t QMatMul::in_features() const {
+  return impl_->k;
+}
+int64_t QMatMul::out_features() const {
+  return impl_->n_out;
+}
 
 namespace {
 
 // y (m, n) = x (m, k) @ W (n, k)^T with BLAS.
-void blas_xwt(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, int64_t ldy) {
+void blas_xwt(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k,
+              int64_t ldy) {
   if (m == 1)
     cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.0f, w,
                 static_cast<int>(k), x, 1, 0.0f, y, 1);
@@ -93,9 +107,9 @@ void gemm_dequantized_tiles(const QMatMul::Impl& w, const float* x, float* y, in
       dequantize_row(w.type, w.weight.data() + static_cast<size_t>(o0 + r0) * row_bytes,
                      buf.data() + r0 * w.k, (r1 - r0) * w.k);
     });
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(rows),
-                static_cast<int>(w.k), 1.0f, x, static_cast<int>(w.k), buf.data(),
-                static_cast<int>(w.k), 0.0f, y + o0, static_cast<int>(w.n_out));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m),
+                static_cast<int>(rows), static_cast<int>(w.k), 1.0f, x, static_cast<int>(w.k),
+                buf.data(), static_cast<int>(w.k), 0.0f, y + o0, static_cast<int>(w.n_out));
   }
 }
 
@@ -112,15 +126,21 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
       quantized::quantize_act_row(kind, x + r * k, k, qs.data() + r * k, ds.data() + r * ds_per_row,
                                   bsums.data() + r * bsums_per_row);
   });
-  const DotRowsFn dot = quantized::dot_kernel(w.type, quantized::active_simd_level());
+  const bool use_packed =
+      !w.packed.empty() && quantized::active_simd_level() >= quantized::SimdLevel::Avx512;
+  const DotRowsFn dot = use_packed ? quantized::packed_q4_1_kernel_avx512()
+                                   : quantized::dot_kernel(w.type, quantized::active_simd_level());
+  const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
   const size_t row_bytes = w.weight.row_bytes();
-  const int64_t grain = std::max<int64_t>(1, kBytesPerTask / static_cast<int64_t>(std::max<size_t>(row_bytes * m, 1)));
+  const int64_t grain = std::max<int64_t>(
+      1, kBytesPerTask / static_cast<int64_t>(std::max<size_t>(row_bytes * m, 1)));
   cpu::parallel_for(w.n_out, grain, [&](int64_t o_begin, int64_t o_end) {
     for (int64_t o0 = o_begin; o0 < o_end; o0 += kTileRows) {
       const int64_t rows = std::min(kTileRows, o_end - o0);
-      const uint8_t* wt = w.weight.data() + static_cast<size_t>(o0) * row_bytes;
+      const uint8_t* wt = wdata + static_cast<size_t>(o0) * row_bytes;
       for (int64_t r = 0; r < m; r++) {
-        const ActRow act{qs.data() + r * k, ds.data() + r * ds_per_row, bsums.data() + r * bsums_per_row};
+        const ActRow act{qs.data() + r * k, ds.data() + r * ds_per_row,
+                         bsums.data() + r * bsums_per_row};
         dot(wt, row_bytes, rows, k, act, y + r * w.n_out + o0);
       }
     }
@@ -133,8 +153,8 @@ Tensor QMatMul::forward(const Tensor& x) const {
   const char* op = "QMatMul::forward";
   const Impl& w = *impl_;
   if (x.dtype() != DType::F32 && x.dtype() != DType::F16 && x.dtype() != DType::BF16)
-    fail(ErrorKind::DType, op, "x must be f32, f16 or bf16, got ", x.dtype(), " of shape ", x.shape(),
-         " (weight ", w.weight.str(), ")");
+    fail(ErrorKind::DType, op, "x must be f32, f16 or bf16, got ", x.dtype(), " of shape ",
+         x.shape(), " (weight ", w.weight.str(), ")");
   if (x.rank() == 0 || x.dim(-1) != w.k)
     fail(ErrorKind::Shape, op, "x of shape ", x.shape(), " must end in k = ", w.k, " (weight ",
          w.weight.str(), ")");
@@ -154,7 +174,8 @@ Tensor QMatMul::forward(const Tensor& x) const {
   }
 
   const Device cpu_dev = Device::cpu();
-  backend::StoragePtr storage = cpu_dev.backend().alloc(DType::F32, static_cast<size_t>(m * w.n_out));
+  backend::StoragePtr storage =
+      cpu_dev.backend().alloc(DType::F32, static_cast<size_t>(m * w.n_out));
   float* y = cpu::cpu_storage(*storage).as<float>();
   if (m > 0 && w.n_out > 0) {
     if (w.k == 0)

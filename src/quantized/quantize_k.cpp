@@ -1,7 +1,8 @@
-// f32 -> K-quant super-blocks (and Q8_K), following ggml's reference quantizers (quantize_row_*_K_ref,
-// no importance matrix): per group, a scale (and min) is searched to minimise a weighted error,
-// then the group scales are themselves quantized to 4, 6 or 8 bits and the values requantized
-// against the stored scales. Same f32 operations in the same order, so results match llama.cpp.
+// f32 -> K-quant super-blocks (and Q8_K), following ggml's reference quantizers
+// (quantize_row_*_K_ref, no importance matrix): per group, a scale (and min) is searched to
+// minimise a weighted error, then the group scales are themselves quantized to 4, 6 or 8 bits and
+// the values requantized against the stored scales. Same f32 operations in the same order, so
+// results match llama.cpp.
 #include <algorithm>
 
 #include "quantized/blocks.h"
@@ -28,7 +29,9 @@ float fit_symmetric(int n, int nmax, const float* x, int8_t* L) {
     std::fill(L, L + n, 0);
     return 0.f;
   }
-  auto level = [&](float iscale, int i) { return std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i]))); };
+  auto level = [&](float iscale, int i) {
+    return std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+  };
   float iscale = static_cast<float>(-nmax) / max;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; i++) {
@@ -221,7 +224,8 @@ void quantize_k4_groups(const float* x, Block& b, uint8_t* L, int nmax, float rm
     if (d == 0) continue;
     const float dm = f16_to_f32(b.dmin) * static_cast<float>(m);
     for (int ii = 0; ii < 32; ii++)
-      L[32 * j + ii] = static_cast<uint8_t>(std::max(0, std::min(nmax, nearest_int((x[32 * j + ii] + dm) / d))));
+      L[32 * j + ii] =
+          static_cast<uint8_t>(std::max(0, std::min(nmax, nearest_int((x[32 * j + ii] + dm) / d))));
   }
 }
 
@@ -244,13 +248,15 @@ void quantize_row_q2_k(const float* x, void* dst, int64_t n) {
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 16; j++) {
       for (int l = 0; l < 16; l++) weights[l] = std::fabs(x[16 * j + l]);
-      scales[j] = fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
+      scales[j] =
+          fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }
     if (max_scale > 0) {
       const float iscale = 15.f / max_scale;
-      for (int j = 0; j < 16; j++) b.scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
+      for (int j = 0; j < 16; j++)
+        b.scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
       b.d = f32_to_f16(max_scale / 15.f);
     } else {
       std::memset(b.scales, 0, 16);
@@ -269,7 +275,8 @@ void quantize_row_q2_k(const float* x, void* dst, int64_t n) {
       if (d == 0) continue;
       const float dm = f16_to_f32(b.dmin) * static_cast<float>(b.scales[j] >> 4);
       for (int ii = 0; ii < 16; ii++)
-        L[16 * j + ii] = static_cast<uint8_t>(std::max(0, std::min(3, nearest_int((x[16 * j + ii] + dm) / d))));
+        L[16 * j + ii] =
+            static_cast<uint8_t>(std::max(0, std::min(3, nearest_int((x[16 * j + ii] + dm) / d))));
     }
     pack_crumbs(L, b.qs);
   }
@@ -293,7 +300,9 @@ void quantize_row_q3_k(const float* x, void* dst, int64_t n) {
     if (max_scale != 0) {
       const float iscale = -32.f / max_scale;
       for (int j = 0; j < 16; j++) {
-        int l = std::max(-32, std::min(31, static_cast<int>(static_cast<int8_t>(nearest_int(iscale * scales[j]))))) + 32;
+        int l = std::max(-32, std::min(31, static_cast<int>(static_cast<int8_t>(
+                                               nearest_int(iscale * scales[j]))))) +
+                32;
         if (j < 8)
           b.scales[j] = static_cast<uint8_t>(l & 0xF);
         else
@@ -311,7 +320,8 @@ void quantize_row_q3_k(const float* x, void* dst, int64_t n) {
       const float d = f16_to_f32(b.d) * static_cast<float>(sc[j]);
       if (d == 0) continue;
       for (int ii = 0; ii < 16; ii++)
-        L[16 * j + ii] = static_cast<int8_t>(std::max(-4, std::min(3, nearest_int(x[16 * j + ii] / d))) + 4);
+        L[16 * j + ii] =
+            static_cast<int8_t>(std::max(-4, std::min(3, nearest_int(x[16 * j + ii] / d))) + 4);
     }
     // High bit of element j goes to bit j / 32 of hmask[j % 32]; qs keeps the low 2 bits.
     std::memset(b.hmask, 0, sizeof(b.hmask));
@@ -346,7 +356,8 @@ void quantize_row_q5_k(const float* x, void* dst, int64_t n) {
     for (int c = 0; c < 4; c++, ql += 32) {
       for (int j = 0; j < 32; j++) {
         const int l1 = L[64 * c + j], l2 = L[64 * c + j + 32];
-        b.qh[j] = static_cast<uint8_t>(b.qh[j] | ((l1 >> 4) << (2 * c)) | ((l2 >> 4) << (2 * c + 1)));
+        b.qh[j] =
+            static_cast<uint8_t>(b.qh[j] | ((l1 >> 4) << (2 * c)) | ((l2 >> 4) << (2 * c + 1)));
         ql[j] = static_cast<uint8_t>((l1 & 0xF) | ((l2 & 0xF) << 4));
       }
     }
@@ -379,7 +390,8 @@ void quantize_row_q6_k(const float* x, void* dst, int64_t n) {
       const float d = f16_to_f32(b.d) * static_cast<float>(b.scales[j]);
       if (d == 0) continue;
       for (int ii = 0; ii < 16; ii++)
-        L[16 * j + ii] = static_cast<int8_t>(std::max(-32, std::min(31, nearest_int(x[16 * j + ii] / d))) + 32);
+        L[16 * j + ii] =
+            static_cast<int8_t>(std::max(-32, std::min(31, nearest_int(x[16 * j + ii] / d))) + 32);
     }
     for (int half = 0; half < 2; half++) {
       uint8_t* ql = b.ql + 64 * half;
@@ -389,7 +401,8 @@ void quantize_row_q6_k(const float* x, void* dst, int64_t n) {
         const int q1 = Lh[l], q2 = Lh[l + 32], q3 = Lh[l + 64], q4 = Lh[l + 96];
         ql[l] = static_cast<uint8_t>((q1 & 0xF) | ((q3 & 0xF) << 4));
         ql[l + 32] = static_cast<uint8_t>((q2 & 0xF) | ((q4 & 0xF) << 4));
-        qh[l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+        qh[l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) |
+                                     ((q4 >> 4) << 6));
       }
     }
   }
@@ -412,7 +425,8 @@ void quantize_row_q8_k(const float* x, void* dst, int64_t n) {
       continue;
     }
     const float iscale = -127.f / max;
-    for (int j = 0; j < kQKK; j++) b.qs[j] = static_cast<int8_t>(std::min(127, nearest_int(iscale * x[j])));
+    for (int j = 0; j < kQKK; j++)
+      b.qs[j] = static_cast<int8_t>(std::min(127, nearest_int(iscale * x[j])));
     for (int j = 0; j < 16; j++) {
       int sum = 0;
       for (int ii = 0; ii < 16; ii++) sum += b.qs[16 * j + ii];

@@ -63,7 +63,8 @@ void quantize_affine(const float* x, float* d_out, float* m_out, uint8_t* q) {
 }
 
 void pack_nibbles(const uint8_t* q, uint8_t* qs) {
-  for (int j = 0; j < kQK / 2; j++) qs[j] = static_cast<uint8_t>((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+  for (int j = 0; j < kQK / 2; j++)
+    qs[j] = static_cast<uint8_t>((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
 }
 
 void pack_fifth_bits(const uint8_t* q, uint8_t* qh) {
