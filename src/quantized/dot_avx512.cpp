@@ -232,8 +232,63 @@ WICK_AVX512 void dot_rows_q4_1_packed(const uint8_t* w, size_t row_bytes, int64_
   }
 }
 
+// Activation rows: per 32 values (Block32) d = amax/127 and q = round(x/d); per 256 (Block256,
+// ggml's Q8_K) q = round(x * -127/max) with the signed extreme max, and sums per 16.
+WICK_AVX512 void quantize_act_avx512(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
+                                     int16_t* bsums) {
+  if (kind == ActKind::Block32) {
+    for (int64_t i = 0; i < k / kQK; i++) {
+      const __m512 a = _mm512_loadu_ps(x + kQK * i), b = _mm512_loadu_ps(x + kQK * i + 16);
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+      const float d = amax / 127.0f;
+      const __m512 id = _mm512_set1_ps(d != 0 ? 1.0f / d : 0.0f);
+      const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, id)),
+                    qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, id));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + kQK * i), _mm512_cvtsepi32_epi8(qa));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + kQK * i + 16), _mm512_cvtsepi32_epi8(qb));
+      ds[2 * i] = d;
+      ds[2 * i + 1] = d * static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb)));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < k / kQKK; i++) {
+    const float* xb = x + kQKK * i;
+    __m512 vmax = _mm512_setzero_ps();
+    for (int j = 0; j < kQKK; j += 16)
+      vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(xb + j)));
+    const float amax = _mm512_reduce_max_ps(vmax);
+    float max = 0;
+    for (int j = 0; j < kQKK; j++) {  // the first element of largest magnitude, with its sign
+      if (std::fabs(xb[j]) == amax) {
+        max = xb[j];
+        break;
+      }
+    }
+    if (amax == 0) {
+      std::memset(qs + kQKK * i, 0, kQKK);
+      std::memset(bsums + 16 * i, 0, 32);
+      ds[i] = 0;
+      continue;
+    }
+    const float iscale = -127.f / max;
+    const __m512 is = _mm512_set1_ps(iscale);
+    for (int g = 0; g < 16; g++) {
+      const __m512i v =
+          _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * g), is)),
+                           _mm512_set1_epi32(127));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + kQKK * i + 16 * g),
+                       _mm512_cvtsepi32_epi8(v));
+      bsums[16 * i + g] = static_cast<int16_t>(_mm512_reduce_add_epi32(v));
+    }
+    ds[i] = 1 / iscale;
+  }
+}
+
 }  // namespace
 
+QuantizeActFn act_quantizer_avx512() {
+  return quantize_act_avx512;
+}
 DotRowsFn packed_q4_1_kernel_avx512() {
   return dot_rows_q4_1_packed;
 }

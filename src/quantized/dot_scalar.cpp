@@ -22,8 +22,8 @@ ActKind act_kind(QuantType t) {
   }
 }
 
-void quantize_act_row(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
-                      int16_t* bsums) {
+void quantize_act_row_scalar(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
+                             int16_t* bsums) {
   if (kind == ActKind::Block256) {
     // ggml's Q8_K (quantize_row_q8_k), scattered into the struct-of-arrays layout.
     BlockQ8_K b;
@@ -309,6 +309,11 @@ SimdLevel active_simd_level() {
 void set_simd_level(SimdLevel level) {
   g_level.store(static_cast<int>(std::min(level, detected_simd_level())),
                 std::memory_order_relaxed);
+}
+
+QuantizeActFn act_quantizer(SimdLevel level) {
+  QuantizeActFn fn = level >= SimdLevel::Avx512 ? act_quantizer_avx512() : nullptr;
+  return fn ? fn : quantize_act_row_scalar;
 }
 
 DotRowsFn dot_kernel(QuantType t, SimdLevel level) {

@@ -20,19 +20,25 @@ struct ActRow {
   const int16_t* bsums;  // K only: sums of each 16 values
 };
 
+enum class SimdLevel { Scalar, Avx2, Avx512 };
 enum class ActKind { Block32, Block256 };
 // nullptr-free: only call for types with a kernel (has_dot_kernel).
 ActKind act_kind(QuantType t);
 // Quantizes k values of x (k a multiple of the block). ds needs 2 floats per 32 (Block32) or
-// 1 per 256 (Block256); bsums 16 per 256 (Block256 only).
-void quantize_act_row(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
-                      int16_t* bsums);
+// 1 per 256 (Block256); bsums 16 per 256 (Block256 only). The scalar version rounds ties away
+// from zero as ggml does; SIMD versions round ties to even (both within half a step).
+using QuantizeActFn = void (*)(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
+                               int16_t* bsums);
+void quantize_act_row_scalar(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
+                             int16_t* bsums);
+QuantizeActFn act_quantizer_avx512();  // nullptr where not compiled
+// The best activation quantizer at or below `level`.
+QuantizeActFn act_quantizer(SimdLevel level);
 
 // out[r] = dot(weight row r, x) for r in [0, n_rows); rows are row_bytes apart; k elements each.
 using DotRowsFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
                            const ActRow& x, float* out);
 
-enum class SimdLevel { Scalar, Avx2, Avx512 };
 const char* simd_level_name(SimdLevel level);
 // The best level this CPU runs (AVX2 = avx2+fma+f16c; AVX-512 = f/bw/vl/vnni on top).
 SimdLevel detected_simd_level();

@@ -118,19 +118,27 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
   const int64_t k = w.k;
   const int64_t ds_per_row = kind == ActKind::Block32 ? 2 * (k / 32) : k / 256;
   const int64_t bsums_per_row = kind == ActKind::Block256 ? k / 16 : 0;
-  std::vector<int8_t> qs(static_cast<size_t>(m * k));
-  std::vector<float> ds(static_cast<size_t>(m * ds_per_row));
-  std::vector<int16_t> bsums(static_cast<size_t>(m * bsums_per_row));
-  cpu::parallel_for(m, 64, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++)
-      quantized::quantize_act_row(kind, x + r * k, k, qs.data() + r * k, ds.data() + r * ds_per_row,
-                                  bsums.data() + r * bsums_per_row);
-  });
+  // Scratch reused across calls: decode runs hundreds of these per token.
+  thread_local std::vector<int8_t> qs;
+  thread_local std::vector<float> ds;
+  thread_local std::vector<int16_t> bsums;
+  qs.resize(static_cast<size_t>(m * k));
+  ds.resize(static_cast<size_t>(m * ds_per_row));
+  bsums.resize(static_cast<size_t>(m * bsums_per_row));
+  const quantized::QuantizeActFn quantize_act =
+      quantized::act_quantizer(quantized::active_simd_level());
+  for (int64_t r = 0; r < m; r++)
+    quantize_act(kind, x + r * k, k, qs.data() + r * k, ds.data() + r * ds_per_row,
+                 bsums.data() + r * bsums_per_row);
   const bool use_packed =
       !w.packed.empty() && quantized::active_simd_level() >= quantized::SimdLevel::Avx512;
   const DotRowsFn dot = use_packed ? quantized::packed_q4_1_kernel_avx512()
                                    : quantized::dot_kernel(w.type, quantized::active_simd_level());
   const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
+  // Worker threads see their own thread_local vectors: pass the caller's by pointer.
+  const int8_t* qs_p = qs.data();
+  const float* ds_p = ds.data();
+  const int16_t* bsums_p = bsums.data();
   const size_t row_bytes = w.weight.row_bytes();
   const int64_t grain = std::max<int64_t>(
       1, kBytesPerTask / static_cast<int64_t>(std::max<size_t>(row_bytes * m, 1)));
@@ -139,8 +147,7 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
       const int64_t rows = std::min(kTileRows, o_end - o0);
       const uint8_t* wt = wdata + static_cast<size_t>(o0) * row_bytes;
       for (int64_t r = 0; r < m; r++) {
-        const ActRow act{qs.data() + r * k, ds.data() + r * ds_per_row,
-                         bsums.data() + r * bsums_per_row};
+        const ActRow act{qs_p + r * k, ds_p + r * ds_per_row, bsums_p + r * bsums_per_row};
         dot(wt, row_bytes, rows, k, act, y + r * w.n_out + o0);
       }
     }
