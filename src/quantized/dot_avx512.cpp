@@ -1,6 +1,7 @@
 // AVX-512 kernels with VNNI (vpdpbusd: u8 x s8 -> i32 in one instruction), two 32-element blocks
 // per 512-bit register. Compiled per function with target attributes; picked at run time only.
-// K formats have no kernel here yet: they run the AVX2 ones.
+// q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 on ggml's blocks; the K formats
+// have no kernel here yet and run the AVX2 ones.
 #include <algorithm>
 
 #include "quantized/kernels.h"
@@ -72,14 +73,6 @@ struct PairCodes {
   __m128 coef;
 };
 
-WICK_AVX512 inline PairCodes unpack_pair(const BlockQ4_0& b0, const BlockQ4_0& b1) {
-  // d in the low half of both words -> [d0, d0, d1, d1] * [1, -8, 1, -8].
-  const __m128 dd = halves_to_floats(b0.d * 0x10001u, b1.d * 0x10001u);
-  return {unpack_nibble_pair(b0.qs, b1.qs), _mm_mul_ps(dd, _mm_setr_ps(1, -8, 1, -8))};
-}
-WICK_AVX512 inline PairCodes unpack_pair(const BlockQ4_1& b0, const BlockQ4_1& b1) {
-  return {unpack_nibble_pair(b0.qs, b1.qs), halves_to_floats(load_u32(b0), load_u32(b1))};
-}
 WICK_AVX512 inline PairCodes unpack_pair(const BlockQ5_0& b0, const BlockQ5_0& b1) {
   const __m512i low = unpack_nibble_pair(b0.qs, b1.qs);
   const __m512i codes =
@@ -131,99 +124,124 @@ WICK_AVX512 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows,
   }
 }
 
-// Q8_0: signed codes; |w| and x with w's sign keep vpdpbusd's u8 x s8 form.
-WICK_AVX512 void dot_rows_q8_0(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                               const ActRow& x, float* out) {
-  const int64_t nb = k / kQK;
-  for (int64_t r = 0; r < n_rows; r++) {
-    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w + static_cast<size_t>(r) * row_bytes);
-    __m512 acc = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[i].qs));
-      const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[i + 1].qs));
-      const __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
-      const __m512i xq = _mm512_loadu_si512(x.qs + i * kQK);
-      const __mmask64 neg = _mm512_movepi8_mask(wq);
-      const __m512i xs = _mm512_mask_sub_epi8(xq, neg, _mm512_setzero_si512(), xq);
-      const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(wq), xs);
-      const float s0 = _cvtsh_ss(blocks[i].d) * x.ds[2 * i];
-      const float s1 = _cvtsh_ss(blocks[i + 1].d) * x.ds[2 * i + 2];
-      const __m512 scale = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc);
-    }
-    float sum = _mm512_reduce_add_ps(acc);
-    if (i < nb) {
-      int isum = 0;
-      for (int j = 0; j < kQK; j++) isum += blocks[i].qs[j] * x.qs[i * kQK + j];
-      sum += _cvtsh_ss(blocks[i].d) * x.ds[2 * i] * static_cast<float>(isum);
-    }
-    out[r] = sum;
+// Packed formats (packed.h). Codes enter vpdpbusd as unsigned bytes: q4 codes are 0..15 already,
+// q8_0's signed codes are flipped to q + 128 (xor 0x80). Per block the product is then
+// d_w * d_x * sum(code * q_x) + c * s_x with s_x = d_x * sum(q_x) and c = m (q4_1), -8 d (q4_0)
+// or -128 d (q8_0).
+struct PackedQ4_0 {
+  static constexpr int kCodeBytes = 16, kOffset = -8;
+  static constexpr bool kHasMin = false;
+};
+struct PackedQ4_1 {
+  static constexpr int kCodeBytes = 16, kOffset = 0;
+  static constexpr bool kHasMin = true;
+};
+struct PackedQ8_0 {
+  static constexpr int kCodeBytes = 32, kOffset = -128;
+  static constexpr bool kHasMin = false;
+};
+
+// Codes of 4 blocks starting at codes (2 registers of 2 blocks each, element order).
+template <typename F>
+WICK_AVX512 inline void load_codes4(const uint8_t* codes, __m512i* lo, __m512i* hi) {
+  if constexpr (F::kCodeBytes == 16) {
+    const __m512i q = _mm512_loadu_si512(codes);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    *lo = _mm512_and_si512(q, m4);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+  } else {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    *lo = _mm512_xor_si512(_mm512_loadu_si512(codes), flip);
+    *hi = _mm512_xor_si512(_mm512_loadu_si512(codes + 64), flip);
   }
 }
 
-// Q4_1 over packed rows (packed.h): per 16 blocks, one masked load each of d, m and the
-// activation scales gives all 16 scale products; per 4 blocks, one 64-byte load gives the codes.
-WICK_AVX512 void dot_rows_q4_1_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                                      const ActRow& x, float* out) {
+// Codes of 2 blocks (a row-end pair in nibble formats).
+template <typename F>
+WICK_AVX512 inline __m512i load_codes2(const uint8_t* codes) {
+  if constexpr (F::kCodeBytes == 16) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
+    return _mm512_and_si512(
+        _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1),
+        _mm512_set1_epi8(0x0F));
+  } else {
+    return _mm512_xor_si512(_mm512_loadu_si512(codes), _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+}
+
+// Codes of 1 block in the low 256 bits, zeros above.
+template <typename F>
+WICK_AVX512 inline __m512i load_codes1(const uint8_t* codes) {
+  __m256i c;
+  if constexpr (F::kCodeBytes == 16) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
+    c = _mm256_and_si256(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
+        _mm256_set1_epi8(0x0F));
+  } else {
+    c = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)),
+                         _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+  return _mm512_zextsi256_si512(c);
+}
+
+// Per 16 blocks, one masked load each of d (and m) and of the activation scales gives all 16
+// scale products; the codes of 2 blocks fill one register, whose dpbusd lanes 0-7 belong to the
+// first block and 8-15 to the second.
+template <typename F>
+WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                                 const ActRow& x, float* out) {
   const int64_t nb = k / kQK;
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  // Lanes of a two-block dpbusd result: 0-7 block j, 8-15 block j + 1.
   const __m512i first_pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i two = _mm512_set1_epi32(2);
+  const __m512i zero = _mm512_setzero_si512();
   for (int64_t r = 0; r < n_rows; r++) {
-    const uint8_t* nib = w + static_cast<size_t>(r) * row_bytes;
-    const uint8_t* dw_ptr = nib + 16 * nb;
-    const uint8_t* mw_ptr = nib + 18 * nb;
+    const uint8_t* codes = w + static_cast<size_t>(r) * row_bytes;
+    const uint8_t* d_ptr = codes + F::kCodeBytes * nb;
+    const uint8_t* m_ptr = d_ptr + 2 * nb;
     __m512 acc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < nb; c0 += 16) {
       const int64_t n = std::min<int64_t>(16, nb - c0);
       const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1);
       const __mmask16 lo8 = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1);
       const __mmask16 hi8 = static_cast<__mmask16>(n <= 8 ? 0u : (1u << (2 * (n - 8))) - 1);
-      const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, dw_ptr + 2 * c0));
-      const __m512 mw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, mw_ptr + 2 * c0));
+      const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, d_ptr + 2 * c0));
       const __m512 a = _mm512_maskz_loadu_ps(lo8, x.ds + 2 * c0);
       const __m512 b = _mm512_maskz_loadu_ps(hi8, x.ds + 2 * c0 + 16);
       const __m512 sc = _mm512_mul_ps(dw, _mm512_permutex2var_ps(a, even, b));
-      macc = _mm512_fmadd_ps(mw, _mm512_permutex2var_ps(a, odd, b), macc);
+      const __m512 sx = _mm512_permutex2var_ps(a, odd, b);
+      if constexpr (F::kHasMin)
+        macc = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, m_ptr + 2 * c0)), sx,
+                               macc);
+      else
+        macc = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(F::kOffset)), sx, macc);
       __m512i idx = first_pair;
       int64_t j = 0;
       for (; j + 4 <= n; j += 4) {
         const int64_t blk = c0 + j;
-        const __m512i q = _mm512_loadu_si512(nib + 16 * blk);
-        const __m512i lo = _mm512_and_si512(q, m4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-        const __m512i p0 =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(x.qs + kQK * blk));
-        const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
-                                               _mm512_loadu_si512(x.qs + kQK * blk + 64));
+        __m512i lo, hi;
+        load_codes4<F>(codes + F::kCodeBytes * blk, &lo, &hi);
+        const __m512i p0 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(x.qs + kQK * blk));
+        const __m512i p1 = _mm512_dpbusd_epi32(zero, hi, _mm512_loadu_si512(x.qs + kQK * blk + 64));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_permutexvar_ps(idx, sc), acc);
         idx = _mm512_add_epi32(idx, two);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_permutexvar_ps(idx, sc), acc);
         idx = _mm512_add_epi32(idx, two);
       }
-      if (j + 2 <= n) {  // the row's trailing pair
+      if (j + 2 <= n) {
         const int64_t blk = c0 + j;
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(nib + 16 * blk));
-        const __m512i codes = _mm512_and_si512(
-            _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1), m4);
-        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes,
+        const __m512i p = _mm512_dpbusd_epi32(zero, load_codes2<F>(codes + F::kCodeBytes * blk),
                                               _mm512_loadu_si512(x.qs + kQK * blk));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
         idx = _mm512_add_epi32(idx, two);
         j += 2;
       }
-      if (j < n) {  // the row's trailing single block; upper lanes multiply zeros
+      if (j < n) {  // upper lanes multiply zero codes with zero activations
         const int64_t blk = c0 + j;
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(nib + 16 * blk));
-        const __m256i codes = _mm256_and_si256(
-            _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
-            _mm256_set1_epi8(0x0F));
         const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + kQK * blk));
-        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(codes),
+        const __m512i p = _mm512_dpbusd_epi32(zero, load_codes1<F>(codes + F::kCodeBytes * blk),
                                               _mm512_zextsi256_si512(xq));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
       }
@@ -289,22 +307,25 @@ WICK_AVX512 void quantize_act_avx512(ActKind kind, const float* x, int64_t k, in
 QuantizeActFn act_quantizer_avx512() {
   return quantize_act_avx512;
 }
-DotRowsFn packed_q4_1_kernel_avx512() {
-  return dot_rows_q4_1_packed;
+DotRowsFn packed_kernel_avx512(QuantType t) {
+  switch (t) {
+    case QuantType::Q4_0:
+      return dot_rows_packed<PackedQ4_0>;
+    case QuantType::Q4_1:
+      return dot_rows_packed<PackedQ4_1>;
+    case QuantType::Q8_0:
+      return dot_rows_packed<PackedQ8_0>;
+    default:
+      return nullptr;
+  }
 }
 
 DotRowsFn dot_kernel_avx512(QuantType t) {
   switch (t) {
-    case QuantType::Q4_0:
-      return dot_rows_32<BlockQ4_0>;
-    case QuantType::Q4_1:
-      return dot_rows_32<BlockQ4_1>;
     case QuantType::Q5_0:
       return dot_rows_32<BlockQ5_0>;
     case QuantType::Q5_1:
       return dot_rows_32<BlockQ5_1>;
-    case QuantType::Q8_0:
-      return dot_rows_q8_0;
     default:
       return nullptr;
   }
@@ -317,7 +338,10 @@ namespace wick::quantized {
 DotRowsFn dot_kernel_avx512(QuantType) {
   return nullptr;
 }
-DotRowsFn packed_q4_1_kernel_avx512() {
+DotRowsFn packed_kernel_avx512(QuantType) {
+  return nullptr;
+}
+QuantizeActFn act_quantizer_avx512() {
   return nullptr;
 }
 }  // namespace wick::quantized

@@ -42,7 +42,7 @@ struct QMatMul::Impl {
   QuantType type = QuantType::F32;
   std::vector<float> dense;  // W as f32 for types without an integer kernel
   const float* dense_ptr = nullptr;
-  std::vector<uint8_t> packed;  // Q4_1 on AVX-512 CPUs: W in the layout of packed.h
+  std::vector<uint8_t> packed;  // q4_0/q4_1/q8_0 on AVX-512 CPUs: packed.h layout
 };
 
 QMatMul::QMatMul(QTensor weight) {
@@ -65,10 +65,10 @@ QMatMul::QMatMul(QTensor weight) {
       impl->dense_ptr = impl->dense.data();
     }
   }
-  if (weight.type() == QuantType::Q4_1 &&
+  if (quantized::packable(weight.type()) &&
       quantized::detected_simd_level() >= quantized::SimdLevel::Avx512 &&
-      quantized::packed_q4_1_kernel_avx512())
-    impl->packed = quantized::pack_q4_1(weight.data(), impl->n_out, impl->k);
+      quantized::packed_kernel_avx512(weight.type()))
+    impl->packed = quantized::pack_rows(weight.type(), weight.data(), impl->n_out, impl->k);
   impl->weight = std::move(weight);
   impl_ = std::move(impl);
 }
@@ -132,7 +132,7 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
                  bsums.data() + r * bsums_per_row);
   const bool use_packed =
       !w.packed.empty() && quantized::active_simd_level() >= quantized::SimdLevel::Avx512;
-  const DotRowsFn dot = use_packed ? quantized::packed_q4_1_kernel_avx512()
+  const DotRowsFn dot = use_packed ? quantized::packed_kernel_avx512(w.type)
                                    : quantized::dot_kernel(w.type, quantized::active_simd_level());
   const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
   // Worker threads see their own thread_local vectors: pass the caller's by pointer.
