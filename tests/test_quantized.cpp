@@ -462,8 +462,8 @@ TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel) {
   for (QuantType t : types) {
     const int64_t block = block_elems(t);
     // Odd block counts exercise the SIMD tails: 7 blocks of 32 = a run of 4 + a pair + a single in
-    // the packed Q4_1 layout; 18 = SmolLM2's 576, past one 16-block scale chunk; 3 K blocks.
-    for (int64_t k : {block == 32 ? 7 * block : 3 * block, block == 32 ? 18 * block : 2 * block}) {
+    // the packed layouts, 39 = two 16-block chunks + the same tail; 3 K blocks.
+    for (int64_t k : {block == 32 ? 7 * block : 3 * block, block == 32 ? 39 * block : 2 * block}) {
       for (int64_t n : {1, 5, 67}) {
         const std::vector<float> wf = block_test_data(rng, n, k, block);
         const QTensor qw = quantize(Tensor::from_vec(wf, {n, k}), t);

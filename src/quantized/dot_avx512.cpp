@@ -124,10 +124,9 @@ WICK_AVX512 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows,
   }
 }
 
-// Packed formats (packed.h). Codes enter vpdpbusd as unsigned bytes: q4 codes are 0..15 already,
-// q8_0's signed codes are flipped to q + 128 (xor 0x80). Per block the product is then
-// d_w * d_x * sum(code * q_x) + c * s_x with s_x = d_x * sum(q_x) and c = m (q4_1), -8 d (q4_0)
-// or -128 d (q8_0).
+// Packed formats (packed.h). Codes enter vpdpbusd as unsigned bytes: q4 codes are 0..15, q8_0's
+// are stored as q + 128. Per block the product is then d_w * d_x * sum(code * q_x) + c * s_x with
+// s_x = d_x * sum(q_x) and c = m (q4_1), -8 d (q4_0) or -128 d (q8_0).
 struct PackedQ4_0 {
   static constexpr int kCodeBytes = 16, kOffset = -8;
   static constexpr bool kHasMin = false;
@@ -141,53 +140,65 @@ struct PackedQ8_0 {
   static constexpr bool kHasMin = false;
 };
 
-// Codes of 4 blocks starting at codes (2 registers of 2 blocks each, element order).
+// A full chunk of 16 blocks in slice order: lane b of the result is block b's integer dot product.
 template <typename F>
-WICK_AVX512 inline void load_codes4(const uint8_t* codes, __m512i* lo, __m512i* hi) {
+WICK_AVX512 inline __m512i chunk_dot(const uint8_t* codes, const int8_t* xq) {
+  __m512i acc = _mm512_setzero_si512();
+  if constexpr (F::kCodeBytes == 16) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int s = 0; s < 4; s++) {
+      const __m512i q = _mm512_loadu_si512(codes + 64 * s);
+      acc = _mm512_dpbusd_epi32(acc, _mm512_and_si512(q, m4), _mm512_loadu_si512(xq + 64 * s));
+      acc = _mm512_dpbusd_epi32(acc, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4),
+                                _mm512_loadu_si512(xq + 64 * (s + 4)));
+    }
+  } else {
+    for (int s = 0; s < 8; s++)
+      acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(codes + 64 * s),
+                                _mm512_loadu_si512(xq + 64 * s));
+  }
+  return acc;
+}
+
+// Tail codes in element order: 4 blocks (2 registers of 2 blocks), 2 blocks, 1 block (zeros above).
+template <typename F>
+WICK_AVX512 inline void tail_codes4(const uint8_t* codes, __m512i* lo, __m512i* hi) {
   if constexpr (F::kCodeBytes == 16) {
     const __m512i q = _mm512_loadu_si512(codes);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     *lo = _mm512_and_si512(q, m4);
     *hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
   } else {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    *lo = _mm512_xor_si512(_mm512_loadu_si512(codes), flip);
-    *hi = _mm512_xor_si512(_mm512_loadu_si512(codes + 64), flip);
+    *lo = _mm512_loadu_si512(codes);
+    *hi = _mm512_loadu_si512(codes + 64);
   }
 }
-
-// Codes of 2 blocks (a row-end pair in nibble formats).
 template <typename F>
-WICK_AVX512 inline __m512i load_codes2(const uint8_t* codes) {
+WICK_AVX512 inline __m512i tail_codes2(const uint8_t* codes) {
   if constexpr (F::kCodeBytes == 16) {
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
     return _mm512_and_si512(
         _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1),
         _mm512_set1_epi8(0x0F));
   } else {
-    return _mm512_xor_si512(_mm512_loadu_si512(codes), _mm512_set1_epi8(static_cast<char>(0x80)));
+    return _mm512_loadu_si512(codes);
   }
 }
-
-// Codes of 1 block in the low 256 bits, zeros above.
 template <typename F>
-WICK_AVX512 inline __m512i load_codes1(const uint8_t* codes) {
-  __m256i c;
+WICK_AVX512 inline __m512i tail_codes1(const uint8_t* codes) {
   if constexpr (F::kCodeBytes == 16) {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
-    c = _mm256_and_si256(
+    return _mm512_zextsi256_si512(_mm256_and_si256(
         _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
-        _mm256_set1_epi8(0x0F));
+        _mm256_set1_epi8(0x0F)));
   } else {
-    c = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)),
-                         _mm256_set1_epi8(static_cast<char>(0x80)));
+    return _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)));
   }
-  return _mm512_zextsi256_si512(c);
 }
 
-// Per 16 blocks, one masked load each of d (and m) and of the activation scales gives all 16
-// scale products; the codes of 2 blocks fill one register, whose dpbusd lanes 0-7 belong to the
-// first block and 8-15 to the second.
+// Per 16 blocks, one (masked) load each of d (and m) and of the activation scales gives all 16
+// scale products. Full chunks need one multiply-add for 16 blocks; tail blocks go two per
+// register (dpbusd lanes 0-7: first block, 8-15: second), each pair with its scales spread.
 template <typename F>
 WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
                                  const ActRow& x, float* out) {
@@ -202,8 +213,8 @@ WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_r
     const uint8_t* d_ptr = codes + F::kCodeBytes * nb;
     const uint8_t* m_ptr = d_ptr + 2 * nb;
     __m512 acc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
-    for (int64_t c0 = 0; c0 < nb; c0 += 16) {
-      const int64_t n = std::min<int64_t>(16, nb - c0);
+    for (int64_t c0 = 0; c0 < nb; c0 += kChunkBlocks) {
+      const int64_t n = std::min<int64_t>(kChunkBlocks, nb - c0);
       const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1);
       const __mmask16 lo8 = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1);
       const __mmask16 hi8 = static_cast<__mmask16>(n <= 8 ? 0u : (1u << (2 * (n - 8))) - 1);
@@ -217,36 +228,39 @@ WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_r
                                macc);
       else
         macc = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(F::kOffset)), sx, macc);
+      const uint8_t* cc = codes + F::kCodeBytes * c0;
+      const int8_t* xq = x.qs + kQK * c0;
+      if (n == kChunkBlocks) {
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(chunk_dot<F>(cc, xq)), sc, acc);
+        continue;
+      }
       __m512i idx = first_pair;
       int64_t j = 0;
       for (; j + 4 <= n; j += 4) {
-        const int64_t blk = c0 + j;
         __m512i lo, hi;
-        load_codes4<F>(codes + F::kCodeBytes * blk, &lo, &hi);
-        const __m512i p0 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(x.qs + kQK * blk));
-        const __m512i p1 = _mm512_dpbusd_epi32(zero, hi, _mm512_loadu_si512(x.qs + kQK * blk + 64));
+        tail_codes4<F>(cc + F::kCodeBytes * j, &lo, &hi);
+        const __m512i p0 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(xq + kQK * j));
+        const __m512i p1 = _mm512_dpbusd_epi32(zero, hi, _mm512_loadu_si512(xq + kQK * j + 64));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_permutexvar_ps(idx, sc), acc);
         idx = _mm512_add_epi32(idx, two);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_permutexvar_ps(idx, sc), acc);
         idx = _mm512_add_epi32(idx, two);
       }
       if (j + 2 <= n) {
-        const int64_t blk = c0 + j;
-        const __m512i p = _mm512_dpbusd_epi32(zero, load_codes2<F>(codes + F::kCodeBytes * blk),
-                                              _mm512_loadu_si512(x.qs + kQK * blk));
+        const __m512i p = _mm512_dpbusd_epi32(zero, tail_codes2<F>(cc + F::kCodeBytes * j),
+                                              _mm512_loadu_si512(xq + kQK * j));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
         idx = _mm512_add_epi32(idx, two);
         j += 2;
       }
       if (j < n) {  // upper lanes multiply zero codes with zero activations
-        const int64_t blk = c0 + j;
-        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + kQK * blk));
-        const __m512i p = _mm512_dpbusd_epi32(zero, load_codes1<F>(codes + F::kCodeBytes * blk),
-                                              _mm512_zextsi256_si512(xq));
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + kQK * j));
+        const __m512i p = _mm512_dpbusd_epi32(zero, tail_codes1<F>(cc + F::kCodeBytes * j),
+                                              _mm512_zextsi256_si512(xv));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
       }
     }
-    out[r] = _mm512_reduce_add_ps(acc) + _mm512_reduce_add_ps(macc);
+    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc, macc));
   }
 }
 

@@ -132,6 +132,12 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
                  bsums.data() + r * bsums_per_row);
   const bool use_packed =
       !w.packed.empty() && quantized::active_simd_level() >= quantized::SimdLevel::Avx512;
+  if (use_packed) {  // packed kernels read activations in slice order (packed.h)
+    thread_local std::vector<int8_t> natural;
+    natural.assign(qs.begin(), qs.end());
+    for (int64_t r = 0; r < m; r++)
+      quantized::interleave_activations(natural.data() + r * k, k, qs.data() + r * k);
+  }
   const DotRowsFn dot = use_packed ? quantized::packed_kernel_avx512(w.type)
                                    : quantized::dot_kernel(w.type, quantized::active_simd_level());
   const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
