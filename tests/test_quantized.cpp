@@ -501,7 +501,7 @@ TEST(QMatMul, ThreadsSplitRowsWithIdenticalResults) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   SimdLevelGuard guard;
-  const int64_t k = 768, n = 512;  // ~250 KB of weights: several tasks
+  const int64_t k = 768, n = 256;  // ~120 KB of weights: several tasks
   for (QuantType t : {QuantType::Q4_1, QuantType::Q4_K}) {
     const QMatMul mm(quantize(Tensor::from_vec(block_test_data(rng, n, k, 256), {n, k}), t));
     const Tensor x = make_tensor(random_ref(rng, {3, k}), DType::F32, Device::cpu());
@@ -537,27 +537,40 @@ TEST(QMatMul, ScalarSwitchChangesTheKernel) {
   EXPECT_LE(q::active_simd_level(), q::detected_simd_level());
 }
 
-TEST(QMatMul, ManyRowsUseDequantizedTilesAndMatch) {
-  // 40 x rows take the dequantize + sgemm path: only f32 rounding, no activation quantization.
+TEST(QMatMul, ManyRowsMatchOnBothPaths) {
+  // 40 x rows: integer dots (several x rows per weight load), then dequantized tiles + sgemm
+  // (forced), where only f32 rounding remains.
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  for (QuantType t : {QuantType::Q4_1, QuantType::Q6_K}) {
+  struct GemmRowsGuard {
+    ~GemmRowsGuard() { q::set_gemm_min_rows(0); }
+  } guard;
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q8_0, QuantType::Q6_K}) {
     const int64_t k = 512, n = 45, m = 40;
     const QTensor qw =
         quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
     const std::vector<float> w = dequantize(qw).to_vec<float>();
     const Ref xr = random_ref(rng, {m, k});
-    const Tensor y = QMatMul(qw).forward(make_tensor(xr, DType::F32, Device::cpu()));
-    const std::vector<float> got = y.to_vec<float>();
+    const QMatMul mm(qw);
+    const Tensor x = make_tensor(xr, DType::F32, Device::cpu());
+    const std::vector<double> xv = round_ref(xr, DType::F32).v;
+    q::set_gemm_min_rows(0);
+    ASSERT_GT(q::gemm_min_rows(), m);
+    check_qmatmul(
+        mm.forward(x),
+        expected_qmatmul(w, xv, m, n, k, q::act_kind(t) == q::ActKind::Block32 ? 32 : 256),
+        std::string(type_name(t)) + " integer");
+    q::set_gemm_min_rows(1);
+    const std::vector<float> got = mm.forward(x).to_vec<float>();
     for (int64_t r = 0; r < m; r++)
       for (int64_t o = 0; o < n; o++) {
         double want = 0, mag = 0;
         for (int64_t i = 0; i < k; i++) {
-          want += w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)];
-          mag +=
-              std::fabs(w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)]);
+          want += w[static_cast<size_t>(o * k + i)] * xv[static_cast<size_t>(r * k + i)];
+          mag += std::fabs(w[static_cast<size_t>(o * k + i)] * xv[static_cast<size_t>(r * k + i)]);
         }
-        ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30) << type_name(t);
+        ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30)
+            << type_name(t) << " sgemm";
       }
   }
 }

@@ -196,71 +196,127 @@ WICK_AVX512 inline __m512i tail_codes1(const uint8_t* codes) {
   }
 }
 
-// Per 16 blocks, one (masked) load each of d (and m) and of the activation scales gives all 16
-// scale products. Full chunks need one multiply-add for 16 blocks; tail blocks go two per
-// register (dpbusd lanes 0-7: first block, 8-15: second), each pair with its scales spread.
+// Tail blocks (fewer than 16 at the row end) go two per register (dpbusd lanes 0-7: first block,
+// 8-15: second), each pair with its two scales spread over the lanes.
 template <typename F>
+WICK_AVX512 inline __m512 tail_dot(const uint8_t* cc, const int8_t* xq, int64_t n, __m512 sc,
+                                   __m512 acc) {
+  const __m512i two = _mm512_set1_epi32(2), zero = _mm512_setzero_si512();
+  __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    __m512i lo, hi;
+    tail_codes4<F>(cc + F::kCodeBytes * j, &lo, &hi);
+    const __m512i p0 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(xq + kQK * j));
+    const __m512i p1 = _mm512_dpbusd_epi32(zero, hi, _mm512_loadu_si512(xq + kQK * j + 64));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_permutexvar_ps(idx, sc), acc);
+    idx = _mm512_add_epi32(idx, two);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_permutexvar_ps(idx, sc), acc);
+    idx = _mm512_add_epi32(idx, two);
+  }
+  if (j + 2 <= n) {
+    const __m512i p = _mm512_dpbusd_epi32(zero, tail_codes2<F>(cc + F::kCodeBytes * j),
+                                          _mm512_loadu_si512(xq + kQK * j));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
+    idx = _mm512_add_epi32(idx, two);
+    j += 2;
+  }
+  if (j < n) {  // upper lanes multiply zero codes with zero activations
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + kQK * j));
+    const __m512i p = _mm512_dpbusd_epi32(zero, tail_codes1<F>(cc + F::kCodeBytes * j),
+                                          _mm512_zextsi256_si512(xv));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
+  }
+  return acc;
+}
+
+// R x rows against n_rows packed weight rows. Per 16 blocks, one (masked) load each of d (and m)
+// and of each x row's scales gives all 16 scale products; a full chunk's codes are loaded once
+// for the R x rows and need one multiply-add per x row.
+template <typename F, int R>
 WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                                 const ActRow& x, float* out) {
+                                 const ActRow* xs, size_t ldo, float* out) {
   const int64_t nb = k / kQK;
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  const __m512i first_pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  const __m512i two = _mm512_set1_epi32(2);
-  const __m512i zero = _mm512_setzero_si512();
   for (int64_t r = 0; r < n_rows; r++) {
     const uint8_t* codes = w + static_cast<size_t>(r) * row_bytes;
     const uint8_t* d_ptr = codes + F::kCodeBytes * nb;
     const uint8_t* m_ptr = d_ptr + 2 * nb;
-    __m512 acc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
+    __m512 acc[R], macc[R];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; i++) acc[i] = macc[i] = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < nb; c0 += kChunkBlocks) {
       const int64_t n = std::min<int64_t>(kChunkBlocks, nb - c0);
       const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1);
       const __mmask16 lo8 = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1);
       const __mmask16 hi8 = static_cast<__mmask16>(n <= 8 ? 0u : (1u << (2 * (n - 8))) - 1);
       const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, d_ptr + 2 * c0));
-      const __m512 a = _mm512_maskz_loadu_ps(lo8, x.ds + 2 * c0);
-      const __m512 b = _mm512_maskz_loadu_ps(hi8, x.ds + 2 * c0 + 16);
-      const __m512 sc = _mm512_mul_ps(dw, _mm512_permutex2var_ps(a, even, b));
-      const __m512 sx = _mm512_permutex2var_ps(a, odd, b);
-      if constexpr (F::kHasMin)
-        macc = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, m_ptr + 2 * c0)), sx,
-                               macc);
-      else
-        macc = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(F::kOffset)), sx, macc);
+      const __m512 coef = F::kHasMin
+                              ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, m_ptr + 2 * c0))
+                              : _mm512_mul_ps(dw, _mm512_set1_ps(F::kOffset));
+      __m512 sc[R];
+#pragma GCC unroll 4
+      for (int i = 0; i < R; i++) {
+        const __m512 a = _mm512_maskz_loadu_ps(lo8, xs[i].ds + 2 * c0);
+        const __m512 b = _mm512_maskz_loadu_ps(hi8, xs[i].ds + 2 * c0 + 16);
+        sc[i] = _mm512_mul_ps(dw, _mm512_permutex2var_ps(a, even, b));
+        macc[i] = _mm512_fmadd_ps(coef, _mm512_permutex2var_ps(a, odd, b), macc[i]);
+      }
       const uint8_t* cc = codes + F::kCodeBytes * c0;
-      const int8_t* xq = x.qs + kQK * c0;
-      if (n == kChunkBlocks) {
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(chunk_dot<F>(cc, xq)), sc, acc);
+      if (n < kChunkBlocks) {
+#pragma GCC unroll 4
+        for (int i = 0; i < R; i++) acc[i] = tail_dot<F>(cc, xs[i].qs + kQK * c0, n, sc[i], acc[i]);
         continue;
       }
-      __m512i idx = first_pair;
-      int64_t j = 0;
-      for (; j + 4 <= n; j += 4) {
-        __m512i lo, hi;
-        tail_codes4<F>(cc + F::kCodeBytes * j, &lo, &hi);
-        const __m512i p0 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(xq + kQK * j));
-        const __m512i p1 = _mm512_dpbusd_epi32(zero, hi, _mm512_loadu_si512(xq + kQK * j + 64));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_permutexvar_ps(idx, sc), acc);
-        idx = _mm512_add_epi32(idx, two);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_permutexvar_ps(idx, sc), acc);
-        idx = _mm512_add_epi32(idx, two);
+      // Slice s of the codes against slice s of every x row: lane b sums block b.
+      __m512i dot[R];
+#pragma GCC unroll 4
+      for (int i = 0; i < R; i++) dot[i] = _mm512_setzero_si512();
+      if constexpr (F::kCodeBytes == 16) {
+        const __m512i m4 = _mm512_set1_epi8(0x0F);
+        for (int s = 0; s < 4; s++) {
+          const __m512i q = _mm512_loadu_si512(cc + 64 * s);
+          const __m512i lo = _mm512_and_si512(q, m4),
+                        hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+#pragma GCC unroll 4
+          for (int i = 0; i < R; i++) {
+            const int8_t* xq = xs[i].qs + kQK * c0;
+            dot[i] = _mm512_dpbusd_epi32(dot[i], lo, _mm512_loadu_si512(xq + 64 * s));
+            dot[i] = _mm512_dpbusd_epi32(dot[i], hi, _mm512_loadu_si512(xq + 64 * (s + 4)));
+          }
+        }
+      } else {
+        for (int s = 0; s < 8; s++) {
+          const __m512i q = _mm512_loadu_si512(cc + 64 * s);
+#pragma GCC unroll 4
+          for (int i = 0; i < R; i++)
+            dot[i] =
+                _mm512_dpbusd_epi32(dot[i], q, _mm512_loadu_si512(xs[i].qs + kQK * c0 + 64 * s));
+        }
       }
-      if (j + 2 <= n) {
-        const __m512i p = _mm512_dpbusd_epi32(zero, tail_codes2<F>(cc + F::kCodeBytes * j),
-                                              _mm512_loadu_si512(xq + kQK * j));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
-        idx = _mm512_add_epi32(idx, two);
-        j += 2;
-      }
-      if (j < n) {  // upper lanes multiply zero codes with zero activations
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + kQK * j));
-        const __m512i p = _mm512_dpbusd_epi32(zero, tail_codes1<F>(cc + F::kCodeBytes * j),
-                                              _mm512_zextsi256_si512(xv));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
-      }
+#pragma GCC unroll 4
+      for (int i = 0; i < R; i++)
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), sc[i], acc[i]);
     }
-    out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc, macc));
+#pragma GCC unroll 4
+    for (int i = 0; i < R; i++)
+      out[ldo * i + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i], macc[i]));
+  }
+}
+
+template <typename F>
+WICK_AVX512 void dot_rows_packed_any(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                                     const ActRow* xs, int n_x, size_t ldo, float* out) {
+  switch (n_x) {
+    case 1:
+      return dot_rows_packed<F, 1>(w, row_bytes, n_rows, k, xs, ldo, out);
+    case 2:
+      return dot_rows_packed<F, 2>(w, row_bytes, n_rows, k, xs, ldo, out);
+    case 3:
+      return dot_rows_packed<F, 3>(w, row_bytes, n_rows, k, xs, ldo, out);
+    default:
+      return dot_rows_packed<F, 4>(w, row_bytes, n_rows, k, xs, ldo, out);
   }
 }
 
@@ -321,14 +377,14 @@ WICK_AVX512 void quantize_act_avx512(ActKind kind, const float* x, int64_t k, in
 QuantizeActFn act_quantizer_avx512() {
   return quantize_act_avx512;
 }
-DotRowsFn packed_kernel_avx512(QuantType t) {
+PackedRowsFn packed_kernel_avx512(QuantType t) {
   switch (t) {
     case QuantType::Q4_0:
-      return dot_rows_packed<PackedQ4_0>;
+      return dot_rows_packed_any<PackedQ4_0>;
     case QuantType::Q4_1:
-      return dot_rows_packed<PackedQ4_1>;
+      return dot_rows_packed_any<PackedQ4_1>;
     case QuantType::Q8_0:
-      return dot_rows_packed<PackedQ8_0>;
+      return dot_rows_packed_any<PackedQ8_0>;
     default:
       return nullptr;
   }

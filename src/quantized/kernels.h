@@ -47,6 +47,11 @@ SimdLevel active_simd_level();
 // Caps the level (tests force the scalar path with it); levels above the CPU's are lowered to it.
 void set_simd_level(SimdLevel level);
 
+// x rows from which QMatMul switches from integer dots to dequantized tiles + sgemm; settable for
+// tests and benchmarks (0 restores the measured default).
+int64_t gemm_min_rows();
+void set_gemm_min_rows(int64_t rows);
+
 // The best kernel for `t` at or below `level`; nullptr when `t` has no integer kernel.
 DotRowsFn dot_kernel(QuantType t, SimdLevel level);
 

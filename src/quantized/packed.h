@@ -35,8 +35,13 @@ std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, 
 // Activation codes (k, element order) -> the slice order of full chunks (the tail is copied).
 void interleave_activations(const int8_t* qs, int64_t k, int8_t* out);
 
-// The AVX-512 kernel over packed rows of t and interleaved activations (nullptr where not
-// compiled or not packable).
-DotRowsFn packed_kernel_avx512(QuantType t);
+// out[i * ldo + r] = dot(packed weight row r, xs[i]) for r < n_rows, i < n_x; xs in slice order.
+// Up to kMaxPackedX x rows share each load of the weight codes.
+constexpr int kMaxPackedX = 4;
+using PackedRowsFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                              const ActRow* xs, int n_x, size_t ldo, float* out);
+
+// The AVX-512 kernel over packed rows of t (nullptr where not compiled or not packable).
+PackedRowsFn packed_kernel_avx512(QuantType t);
 
 }  // namespace wick::quantized

@@ -2,13 +2,14 @@
 //
 // Few x rows (decode): x rows are quantized to 8 bits per block and every output is an integer
 // SIMD dot product over W's blocks (kernels.h), threads splitting the output rows. Many x rows
-// (prompts): W is dequantized one tile of rows at a time and multiplied with sgemm, which beats
-// per-row integer dots once the tile is reused across enough x rows (kGemmMinRows, measured).
+// (long prompts): W is dequantized one tile of rows at a time and multiplied with sgemm
+// (kGemmMinRows, measured). Packed q4_0/q4_1/q8_0 kernels take up to 4 x rows per weight load.
 // Plain weights (f32/f16/bf16) and formats without an integer kernel (q8_1, q8_k) are kept as f32
 // and go straight to BLAS.
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "cpu/cpu_device.h"
@@ -25,8 +26,12 @@ using quantized::DotRowsFn;
 
 namespace {
 
-// x rows from which dequantized tiles + sgemm beat integer dots (measured on SmolLM2 shapes).
-constexpr int64_t kGemmMinRows = 16;
+// x rows from which dequantized tiles + sgemm may beat integer dots. Measured on SmolLM2 shapes
+// (q4_1 and q8_0, 1536x576 and 576x1536, one thread, the 2-core build machine): integer dots won
+// at every m up to 128 (3-20x; OpenBLAS reached ~9 GFLOP/s there), so BLAS is left for the
+// longest prompts, where a fast BLAS can pay for the dequantization.
+constexpr int64_t kGemmMinRows = 256;
+std::atomic<int64_t> g_gemm_min_rows{kGemmMinRows};
 // Weight bytes a thread should get before another one is woken (fork/join costs a few µs).
 constexpr int64_t kBytesPerTask = 32 * 1024;
 // Output rows handled together across all x rows, so that they stay in L1.
@@ -35,6 +40,13 @@ constexpr int64_t kTileRows = 16;
 constexpr int64_t kGemmTileElems = 1 << 18;
 
 }  // namespace
+
+int64_t quantized::gemm_min_rows() {
+  return g_gemm_min_rows.load(std::memory_order_relaxed);
+}
+void quantized::set_gemm_min_rows(int64_t rows) {
+  g_gemm_min_rows.store(rows > 0 ? rows : kGemmMinRows, std::memory_order_relaxed);
+}
 
 struct QMatMul::Impl {
   QTensor weight;
@@ -138,13 +150,17 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
     for (int64_t r = 0; r < m; r++)
       quantized::interleave_activations(natural.data() + r * k, k, qs.data() + r * k);
   }
-  const DotRowsFn dot = use_packed ? quantized::packed_kernel_avx512(w.type)
-                                   : quantized::dot_kernel(w.type, quantized::active_simd_level());
+  const DotRowsFn dot = quantized::dot_kernel(w.type, quantized::active_simd_level());
+  const quantized::PackedRowsFn packed_dot =
+      use_packed ? quantized::packed_kernel_avx512(w.type) : nullptr;
   const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
   // Worker threads see their own thread_local vectors: pass the caller's by pointer.
   const int8_t* qs_p = qs.data();
   const float* ds_p = ds.data();
   const int16_t* bsums_p = bsums.data();
+  auto act_row = [&](int64_t r) {
+    return ActRow{qs_p + r * k, ds_p + r * ds_per_row, bsums_p + r * bsums_per_row};
+  };
   const size_t row_bytes = w.weight.row_bytes();
   const int64_t grain = std::max<int64_t>(
       1, kBytesPerTask / static_cast<int64_t>(std::max<size_t>(row_bytes * m, 1)));
@@ -152,9 +168,17 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
     for (int64_t o0 = o_begin; o0 < o_end; o0 += kTileRows) {
       const int64_t rows = std::min(kTileRows, o_end - o0);
       const uint8_t* wt = wdata + static_cast<size_t>(o0) * row_bytes;
-      for (int64_t r = 0; r < m; r++) {
-        const ActRow act{qs_p + r * k, ds_p + r * ds_per_row, bsums_p + r * bsums_per_row};
-        dot(wt, row_bytes, rows, k, act, y + r * w.n_out + o0);
+      if (packed_dot) {  // up to kMaxPackedX x rows per pass over the tile
+        for (int64_t r0 = 0; r0 < m; r0 += quantized::kMaxPackedX) {
+          const int n_x = static_cast<int>(std::min<int64_t>(quantized::kMaxPackedX, m - r0));
+          ActRow xs[quantized::kMaxPackedX];
+          for (int i = 0; i < n_x; i++) xs[i] = act_row(r0 + i);
+          packed_dot(wt, row_bytes, rows, k, xs, n_x, static_cast<size_t>(w.n_out),
+                     y + r0 * w.n_out + o0);
+        }
+      } else {
+        for (int64_t r = 0; r < m; r++)
+          dot(wt, row_bytes, rows, k, act_row(r), y + r * w.n_out + o0);
       }
     }
   });
@@ -195,7 +219,7 @@ Tensor QMatMul::forward(const Tensor& x) const {
       std::fill(y, y + m * w.n_out, 0.0f);
     else if (w.dense_ptr)
       blas_xwt(xp, w.dense_ptr, y, m, w.n_out, w.k, w.n_out);
-    else if (m >= kGemmMinRows)
+    else if (m >= quantized::gemm_min_rows())
       gemm_dequantized_tiles(w, xp, y, m);
     else
       integer_dots(w, xp, y, m);
