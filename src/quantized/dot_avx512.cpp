@@ -8,9 +8,11 @@
 
 #if defined(__x86_64__)
 // GCC 12 reports its own _mm512_undefined_* placeholders (inside the intrinsics) as possibly
-// uninitialized once they are inlined; the pragma must precede the header to cover its lines.
+// uninitialized once they are inlined; silenced for the header's lines only.
+#pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include "quantized/blocks.h"
 #include "quantized/packed.h"

@@ -3,6 +3,7 @@
 
 #include <type_traits>
 
+#include "cpu/parallel.h"
 #include "quantized/blocks.h"
 
 namespace wick::quantized {
@@ -77,17 +78,20 @@ std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, 
   const int64_t nb = k / kQK;
   const size_t row_bytes = static_cast<size_t>(nb * quant_type_info(t)->block_bytes);
   std::vector<uint8_t> out(row_bytes * static_cast<size_t>(n_rows));
-  std::vector<uint8_t> codes(static_cast<size_t>(k));
-  for (int64_t r = 0; r < n_rows; r++) {
-    const uint8_t* row = src + static_cast<size_t>(r) * row_bytes;
-    uint8_t* dst = out.data() + static_cast<size_t>(r) * row_bytes;
-    if (t == QuantType::Q4_0)
-      pack_nibble_row(reinterpret_cast<const BlockQ4_0*>(row), nb, dst, codes.data());
-    else if (t == QuantType::Q4_1)
-      pack_nibble_row(reinterpret_cast<const BlockQ4_1*>(row), nb, dst, codes.data());
-    else
-      pack_q8_0_row(reinterpret_cast<const BlockQ8_0*>(row), nb, dst, codes.data());
-  }
+  // A model's worth of weights is packed at load time: split the rows across threads.
+  cpu::parallel_for(n_rows, 64, [&](int64_t r0, int64_t r1) {
+    std::vector<uint8_t> codes(static_cast<size_t>(k));
+    for (int64_t r = r0; r < r1; r++) {
+      const uint8_t* row = src + static_cast<size_t>(r) * row_bytes;
+      uint8_t* dst = out.data() + static_cast<size_t>(r) * row_bytes;
+      if (t == QuantType::Q4_0)
+        pack_nibble_row(reinterpret_cast<const BlockQ4_0*>(row), nb, dst, codes.data());
+      else if (t == QuantType::Q4_1)
+        pack_nibble_row(reinterpret_cast<const BlockQ4_1*>(row), nb, dst, codes.data());
+      else
+        pack_q8_0_row(reinterpret_cast<const BlockQ8_0*>(row), nb, dst, codes.data());
+    }
+  });
   return out;
 }
 

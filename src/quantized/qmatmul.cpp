@@ -1,9 +1,10 @@
 // QMatMul: y = x @ W^T on the CPU for a quantized W.
 //
-// Few x rows (decode): x rows are quantized to 8 bits per block and every output is an integer
-// SIMD dot product over W's blocks (kernels.h), threads splitting the output rows. Many x rows
-// (long prompts): W is dequantized one tile of rows at a time and multiplied with sgemm
-// (kGemmMinRows, measured). Packed q4_0/q4_1/q8_0 kernels take up to 4 x rows per weight load.
+// Up to kGemmMinRows x rows (decode, prompts): x rows are quantized to 8 bits per block and every
+// output is an integer SIMD dot product over W's blocks (kernels.h), threads splitting the output
+// rows; on AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and each load of their
+// codes serves up to 4 x rows. Longer inputs: W is dequantized one tile of rows at a time and
+// multiplied with sgemm.
 // Plain weights (f32/f16/bf16) and formats without an integer kernel (q8_1, q8_k) are kept as f32
 // and go straight to BLAS.
 #include <cblas.h>
