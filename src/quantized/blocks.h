@@ -117,6 +117,18 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* mn) {
   }
 }
 
+// All 8 scales and 8 mins of a Q4_K/Q5_K block at once (same values as k4_scale_min), working on
+// 32-bit words of the 12 packed bytes: 4 groups per word.
+inline void k4_scales_mins(const uint8_t* q, uint8_t* sc, uint8_t* mn) {
+  uint32_t w[3];
+  std::memcpy(w, q, 12);
+  const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, top2 = 0x30303030u;
+  const uint32_t out[4] = {w[0] & low6, (w[2] & low4) | ((w[0] >> 2) & top2), w[1] & low6,
+                           ((w[2] >> 4) & low4) | ((w[1] >> 2) & top2)};
+  std::memcpy(sc, out, 8);
+  std::memcpy(mn, out + 2, 8);
+}
+
 // The 16 signed 6-bit scales of a Q3_K block (already minus 32).
 inline void q3k_scales(const uint8_t* packed, int8_t* out) {
   for (int j = 0; j < 16; j++) {

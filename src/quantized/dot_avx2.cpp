@@ -126,11 +126,9 @@ WICK_AVX2 void dot_rows_k4(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
       const int8_t* q = x.qs + i * kQKK;
       const int16_t* bs = x.bsums + i * 16;
       uint8_t sc[8], mn[8];
+      k4_scales_mins(b.scales, sc, mn);
       int msum = 0;
-      for (int g = 0; g < 8; g++) {
-        k4_scale_min(g, b.scales, &sc[g], &mn[g]);
-        msum += mn[g] * (bs[2 * g] + bs[2 * g + 1]);
-      }
+      for (int g = 0; g < 8; g++) msum += mn[g] * (bs[2 * g] + bs[2 * g + 1]);
       __m256i qh = _mm256_setzero_si256();
       if constexpr (kFifthBit) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
       __m256i isum = _mm256_setzero_si256();

@@ -221,16 +221,18 @@ void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k
       const int8_t* q = x.qs + i * kQKK;
       int isum = 0;
       for (int half = 0; half < 2; half++) {
-        const uint8_t* ql = b.ql + 64 * half;
         const uint8_t* qh = b.qh + 32 * half;
-        for (int s = 0; s < 4; s++) {
-          int gsum[2] = {0, 0};
-          for (int l = 0; l < 32; l++) {
-            const uint8_t lo = ql[l + 32 * (s % 2)];
-            const int v = ((s < 2 ? lo & 0xF : lo >> 4) | (((qh[l] >> (2 * s)) & 3) << 4)) - 32;
-            gsum[l / 16] += v * q[128 * half + 32 * s + l];
-          }
-          isum += b.scales[8 * half + 2 * s] * gsum[0] + b.scales[8 * half + 2 * s + 1] * gsum[1];
+        for (int s = 0; s < 4; s++) {  // 32 values: nibble of ql, two bits of qh
+          const uint8_t* ql = b.ql + 64 * half + 32 * (s % 2);
+          const int lo_shift = s < 2 ? 0 : 4, hi_shift = 2 * s;
+          const int8_t* qx = q + 128 * half + 32 * s;
+          int v[32];
+          for (int l = 0; l < 32; l++)
+            v[l] = (((ql[l] >> lo_shift) & 0xF) | (((qh[l] >> hi_shift) & 3) << 4)) - 32;
+          int g0 = 0, g1 = 0;
+          for (int l = 0; l < 16; l++) g0 += v[l] * qx[l];
+          for (int l = 16; l < 32; l++) g1 += v[l] * qx[l];
+          isum += b.scales[8 * half + 2 * s] * g0 + b.scales[8 * half + 2 * s + 1] * g1;
         }
       }
       sum += x.ds[i] * f16_to_f32(b.d) * static_cast<float>(isum);
