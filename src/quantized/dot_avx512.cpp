@@ -1,7 +1,7 @@
 // AVX-512 kernels with VNNI (vpdpbusd: u8 x s8 -> i32 in one instruction), two 32-element blocks
 // per 512-bit register. Compiled per function with target attributes; picked at run time only.
-// q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 on ggml's blocks; the K formats
-// have no kernel here yet and run the AVX2 ones.
+// q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 / q4_k / q5_k / q6_k on ggml's
+// blocks; q2_k / q3_k have scalar kernels only.
 #include <algorithm>
 
 #include "quantized/kernels.h"
@@ -11,6 +11,7 @@
 // uninitialized once they are inlined; silenced for the header's lines only.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
@@ -374,6 +375,132 @@ WICK_AVX512 void quantize_act_avx512(ActKind kind, const float* x, int64_t k, in
   }
 }
 
+// ---- K formats: 512-bit versions of the AVX2 kernels (maddubs -> i16 pairs, madd with the group
+// scales -> i32). Two groups share a register, so their scales are spread with vpermw. -----------
+
+// x for two 32-value groups 64 apart: [x[0..31] | x[64..95]].
+WICK_AVX512 inline __m512i two_groups(const int8_t* x) {
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))),
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64)), 1);
+}
+
+// i16 lanes 0-15 take scale a, 16-31 scale b (indices into 8 or 16 i16 scales).
+WICK_AVX512 inline __m512i spread_idx2(int a, int b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<int16_t>(a))),
+                            _mm256_set1_epi16(static_cast<int16_t>(b)), 1);
+}
+
+// Q4_K / Q5_K: a 64-byte load of qs holds groups [2c | 2c+2] in its low nibbles and
+// [2c+1 | 2c+3] in its high nibbles (c = 0 or 2).
+template <typename Block, bool kFifthBit>
+WICK_AVX512 void dot_rows_k4(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                             const ActRow& x, float* out) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+  const __m512i idx[4] = {spread_idx2(0, 2), spread_idx2(1, 3), spread_idx2(4, 6),
+                          spread_idx2(5, 7)};
+  for (int64_t r = 0; r < n_rows; r++) {
+    const auto* blocks = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * row_bytes);
+    __m512 acc = _mm512_setzero_ps();
+    float macc = 0;
+    for (int64_t i = 0; i < k / kQKK; i++) {
+      const Block& b = blocks[i];
+      const int8_t* q = x.qs + i * kQKK;
+      const int16_t* bs = x.bsums + i * 16;
+      uint8_t sc[8], mn[8];
+      k4_scales_mins(b.scales, sc, mn);
+      int msum = 0;
+      for (int g = 0; g < 8; g++) msum += mn[g] * (bs[2 * g] + bs[2 * g + 1]);
+      uint64_t sc64;
+      std::memcpy(&sc64, sc, 8);
+      const __m512i scales = _mm512_castsi128_si512(
+          _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc64))));
+      __m512i qh = _mm512_setzero_si512();
+      if constexpr (kFifthBit) {  // qh byte l, bit g: fifth bit of value l of group g
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+        qh = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
+      }
+      __m512i isum = _mm512_setzero_si512();
+      for (int half = 0; half < 2; half++) {  // groups 4*half .. 4*half + 3
+        const __m512i qs = _mm512_loadu_si512(b.qs + 64 * half);
+        __m512i lo = _mm512_and_si512(qs, m4);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), m4);
+        if constexpr (kFifthBit) {
+          // Low half of qh holds bits g, high half bits g + 2: groups [2c | 2c+2] and [2c+1 |
+          // 2c+3].
+          const __m512i h = _mm512_srli_epi16(qh, 4 * half);
+          lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(h, one), 4));
+          hi = _mm512_or_si512(
+              hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 1), one), 4));
+        }
+        const int8_t* qx = q + 128 * half;
+        const __m512i p0 = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, two_groups(qx)),
+                                             _mm512_permutexvar_epi16(idx[2 * half], scales));
+        const __m512i p1 = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, two_groups(qx + 32)),
+                                             _mm512_permutexvar_epi16(idx[2 * half + 1], scales));
+        isum = _mm512_add_epi32(isum, _mm512_add_epi32(p0, p1));
+      }
+      const float dx = x.ds[i];
+      acc = _mm512_fmadd_ps(_mm512_set1_ps(dx * _cvtsh_ss(b.d)), _mm512_cvtepi32_ps(isum), acc);
+      macc += dx * _cvtsh_ss(b.dmin) * static_cast<float>(msum);
+    }
+    out[r] = _mm512_reduce_add_ps(acc) - macc;
+  }
+}
+
+// Q6_K: per 128-value half, one 64-byte load of ql gives values [0..31 | 32..63] (low nibbles)
+// and [64..95 | 96..127] (high nibbles) against contiguous activations; qh adds two bits each.
+// Codes are value + 32; the offset returns through the activation group sums.
+WICK_AVX512 void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                               const ActRow& x, float* out) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(3);
+  // i16 scale lanes: 8 per group of 16 values; a register spans 4 groups.
+  const __m512i idx_lo =
+      _mm512_setr_epi32(0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00010001, 0x00010001,
+                        0x00010001, 0x00010001, 0x00020002, 0x00020002, 0x00020002, 0x00020002,
+                        0x00030003, 0x00030003, 0x00030003, 0x00030003);
+  const __m512i four = _mm512_set1_epi16(4);
+  for (int64_t r = 0; r < n_rows; r++) {
+    const auto* blocks = reinterpret_cast<const BlockQ6_K*>(w + static_cast<size_t>(r) * row_bytes);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < k / kQKK; i++) {
+      const BlockQ6_K& b = blocks[i];
+      const int8_t* q = x.qs + i * kQKK;
+      const __m256i scales16 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums + i * 16));
+      const __m512i scales = _mm512_castsi256_si512(scales16);
+      __m512i isum = _mm512_sub_epi32(
+          _mm512_setzero_si512(),
+          _mm512_castsi256_si512(_mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5)));
+      isum = _mm512_maskz_mov_epi32(0xFF, isum);  // only the 8 madd lanes carry the offset
+      __m512i idx = idx_lo;
+      for (int half = 0; half < 2; half++) {
+        const __m512i ql = _mm512_loadu_si512(b.ql + 64 * half);
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * half));
+        const __m512i qh =
+            _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
+        const __m512i lo = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                           _mm512_slli_epi16(_mm512_and_si512(qh, m2), 4));
+        const __m512i hi =
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m2), 4));
+        const int8_t* qx = q + 128 * half;
+        const __m512i p0 = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, _mm512_loadu_si512(qx)),
+                                             _mm512_permutexvar_epi16(idx, scales));
+        idx = _mm512_add_epi16(idx, four);
+        const __m512i p1 = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, _mm512_loadu_si512(qx + 64)),
+                                             _mm512_permutexvar_epi16(idx, scales));
+        idx = _mm512_add_epi16(idx, four);
+        isum = _mm512_add_epi32(isum, _mm512_add_epi32(p0, p1));
+      }
+      acc =
+          _mm512_fmadd_ps(_mm512_set1_ps(x.ds[i] * _cvtsh_ss(b.d)), _mm512_cvtepi32_ps(isum), acc);
+    }
+    out[r] = _mm512_reduce_add_ps(acc);
+  }
+}
+
 }  // namespace
 
 QuantizeActFn act_quantizer_avx512() {
@@ -398,6 +525,12 @@ DotRowsFn dot_kernel_avx512(QuantType t) {
       return dot_rows_32<BlockQ5_0>;
     case QuantType::Q5_1:
       return dot_rows_32<BlockQ5_1>;
+    case QuantType::Q4_K:
+      return dot_rows_k4<BlockQ4_K, false>;
+    case QuantType::Q5_K:
+      return dot_rows_k4<BlockQ5_K, true>;
+    case QuantType::Q6_K:
+      return dot_rows_q6_k;
     default:
       return nullptr;
   }
