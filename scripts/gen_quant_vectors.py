@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
 """Writes the ggml reference vectors tests/test_quantized.cpp checks wick's block formats against.
 
-Dev-time only (the tests read the committed files). Reference: the PyPI `gguf` package, whose
-gguf.quants mirrors ggml's reference quantizers/dequantizers in numpy. Regenerate with
+Dev-time only (the tests read the committed files). References:
+  - the PyPI `gguf` package, whose gguf.quants mirrors ggml's reference quantizers/dequantizers in
+    numpy (q4_0 q4_1 q5_0 q5_1 q8_0 quantize; K formats dequantize only);
+  - ggml's own C reference quantizers (quantize_row_*_ref) for the K formats, q8_1 and q8_k, called
+    through ctypes from the libggml-base.so that the PyPI `pywhispercpp` wheel bundles (ggml
+    0.13.1); skipped when --ggml-lib is not given.
+Regenerate with
 
     python3 -m venv /tmp/gguf_venv && /tmp/gguf_venv/bin/pip install gguf==0.19.0 numpy
-    /tmp/gguf_venv/bin/python scripts/gen_quant_vectors.py tests/data/quantized
+    /tmp/gguf_venv/bin/pip download --no-deps --only-binary :all: -d /tmp/whl pywhispercpp==1.5.1
+    (cd /tmp/whl && python3 -m zipfile -e pywhispercpp-*.whl x)
+    /tmp/gguf_venv/bin/python scripts/gen_quant_vectors.py tests/data/quantized \
+        --ggml-lib /tmp/whl/x/libggml-base.so
 
 File layout (little-endian): b"WQV1", u32 ggml type id, u32 n elements, u32 has_input,
 [f32 input[n] if has_input], u32 nbytes, u8 blocks[nbytes], f32 dequantized[n].
-Formats gguf can quantize get f32 input -> blocks (gguf.quants.quantize); the K formats, which it
-only dequantizes, get random blocks with finite f16 scales.
+<type>.bin: q4_0..q8_0 get f32 input -> blocks (gguf); the K formats get random blocks with finite
+f16 scales -> dequantized values (gguf). <type>_ref.bin (ggml's C quantizers): f32 input -> blocks,
+dequantized by gguf where it can (else by ggml's dequantize_row_*).
 """
+import argparse
+import ctypes
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +74,41 @@ def write(path: Path, qtype: T, n: int, inp, blocks: np.ndarray, deq: np.ndarray
         f.write(deq.astype("<f4").tobytes())
 
 
+def ggml_reference(lib_path: str, out: Path) -> None:
+    """Quantizes with ggml's C reference functions (exported by libggml-base.so)."""
+    lib = ctypes.CDLL(lib_path)
+    names = {T.Q2_K: "q2_K", T.Q3_K: "q3_K", T.Q4_K: "q4_K", T.Q5_K: "q5_K", T.Q6_K: "q6_K",
+             T.Q8_K: "q8_K", T.Q8_1: "q8_1"}
+    sizes = {T.Q8_K: (256, 292), T.Q8_1: (32, 36)}
+    for qtype, name in names.items():
+        block, type_size = sizes.get(qtype) or quants.GGML_QUANT_SIZES[qtype]
+        x = legacy_input(block)
+        if qtype == T.Q8_K:  # ggml leaves the group sums of an all-zero block unset
+            x = x[np.abs(x.reshape(-1, block)).max(axis=1).repeat(block) > 0]
+        n = x.size
+        buf = ctypes.create_string_buffer(n // block * type_size)
+        quantize = getattr(lib, f"quantize_row_{name}_ref")
+        quantize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+        quantize(x.ctypes.data, buf, n)
+        blocks = np.frombuffer(buf.raw, dtype=np.uint8)
+        deq = np.zeros(n, dtype=np.float32)
+        if qtype == T.Q8_1:  # ggml has no q8_1 dequantizer: d * q, d the f16 at offset 0
+            b = blocks.reshape(-1, type_size)
+            d = b[:, :2].copy().view(np.float16).astype(np.float32)
+            deq = (b[:, 4:].copy().view(np.int8).astype(np.float32) * d).reshape(-1)
+        else:
+            dequantize = getattr(lib, f"dequantize_row_{name}")
+            dequantize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+            dequantize(buf, deq.ctypes.data, n)
+        write(out / f"{qtype.name.lower()}_ref.bin", qtype, n, x, blocks, deq)
+
+
 def main() -> None:
-    out = Path(sys.argv[1])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--ggml-lib", help="libggml-base.so exporting quantize_row_*_ref")
+    args = parser.parse_args()
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for qtype in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0):
         x = legacy_input(32)
@@ -76,6 +119,8 @@ def main() -> None:
         blocks = random_k_blocks(qtype, 4)
         deq = quants.dequantize(blocks.reshape(1, -1), qtype).reshape(-1)
         write(out / f"{qtype.name.lower()}.bin", qtype, deq.size, None, blocks, deq)
+    if args.ggml_lib:
+        ggml_reference(args.ggml_lib, out)
 
 
 if __name__ == "__main__":
