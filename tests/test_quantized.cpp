@@ -451,14 +451,12 @@ void check_qmatmul(const Tensor& y, const Expected& e, const std::string& what) 
         << what << " element " << i << ": got " << got[i] << " want " << e.y[i];
 }
 
-TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel) {
+// One test per format family keeps each short (the K formats' quantizers are slow).
+void check_matmul_on_every_level(const std::vector<QuantType>& types) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   SimdLevelGuard guard;
   ThreadCountGuard one_thread(1);
-  const std::vector<QuantType> types = {
-      QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q8_0,
-      QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
   for (QuantType t : types) {
     const int64_t block = block_elems(t);
     // Odd block counts exercise the SIMD tails: 7 blocks of 32 = a run of 4 + a pair + a single in
@@ -494,6 +492,16 @@ TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel) {
       }
     }
   }
+}
+
+TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel32) {
+  check_matmul_on_every_level(
+      {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q8_0});
+}
+
+TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevelK) {
+  check_matmul_on_every_level(
+      {QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K});
 }
 
 TEST(QMatMul, ThreadsSplitRowsWithIdenticalResults) {
