@@ -3,7 +3,8 @@
 // Activations (x rows) are quantized to 8 bits per block, as in ggml: for the 32-element formats
 // d = amax/127, q = round(x/d) (ggml's Q8_0/Q8_1 values), for the K formats ggml's Q8_K. Unlike
 // ggml the scales stay f32 (not rounded to f16) and live beside the values (struct of arrays), so
-// that SIMD kernels load them without unpacking blocks.
+// that SIMD kernels load them without unpacking blocks. The packed AVX-512 kernels (packed.h) take
+// the same values in another byte order.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +23,7 @@ struct ActRow {
 
 enum class SimdLevel { Scalar, Avx2, Avx512 };
 enum class ActKind { Block32, Block256 };
-// nullptr-free: only call for types with a kernel (has_dot_kernel).
+// The activation format a weight type's kernels take (K formats: Block256, others Block32).
 ActKind act_kind(QuantType t);
 // Quantizes k values of x (k a multiple of the block). ds needs 2 floats per 32 (Block32) or
 // 1 per 256 (Block256); bsums 16 per 256 (Block256 only). The scalar version rounds ties away
