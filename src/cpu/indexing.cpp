@@ -7,6 +7,7 @@
 // stride 0 outside the indexed dim, so they share the kernels of gather and scatter_add.
 // Indices are checked before any parallel loop: nothing is read or written out of bounds and
 // nothing throws inside OpenMP.
+#include <algorithm>
 #include <atomic>
 #include <type_traits>
 
@@ -93,7 +94,10 @@ void gather_into(View src, const Layout& src_at, int64_t src_dim_stride, View id
         const I* ir = id + o[2];
         if (st[2] == 0) {  // one index for the whole row: a strided row copy
           sr += static_cast<int64_t>(ir[0]) * src_dim_stride;
-          for (int64_t j = 0; j < n; j++) dr[j * st[0]] = sr[j * st[1]];
+          if (st[0] == 1 && st[1] == 1)
+            std::copy(sr, sr + n, dr);
+          else
+            for (int64_t j = 0; j < n; j++) dr[j * st[0]] = sr[j * st[1]];
         } else {
           for (int64_t j = 0; j < n; j++)
             dr[j * st[0]] = sr[j * st[1] + static_cast<int64_t>(ir[j * st[2]]) * src_dim_stride];
