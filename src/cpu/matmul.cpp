@@ -30,42 +30,36 @@ constexpr double kBlasSingleThreadMnk = 65536.0 * 4;
 // Multiply-adds per thread before batches are split over threads.
 constexpr int64_t kBatchGrainMacs = 1 << 20;
 
-// One operand as the kernels read it: where each batch's matrix starts, and its inner strides.
+// One operand as the kernels read it: its layout (the view's, or that of a packed copy) locates
+// each batch's matrix through the per-dim batch strides.
 struct MatrixOperand {
-  const std::byte* data = nullptr;     // element 0 of the storage
-  std::vector<int64_t> batch_offsets;  // in elements, batches in row-major order
+  const std::byte* data = nullptr;  // element 0 of the storage
+  const Layout* layout = nullptr;
   int64_t row_stride = 0, col_stride = 0;
-  StoragePtr packed;  // keeps a contiguous copy alive when one was made
+  StoragePtr packed;                        // a contiguous copy, when one was made
+  std::shared_ptr<const Layout> packed_at;  // and its layout
+
+  // Element offset of batch b's matrix, batches counted in row-major order of the batch dims.
+  int64_t batch_offset(int64_t b) const {
+    const Layout& l = *layout;
+    int64_t off = l.start_offset;
+    for (size_t i = l.rank() - 2; i-- > 0 && b > 0;) {
+      off += (b % l.shape[i]) * l.strides[i];
+      b /= l.shape[i];
+    }
+    return off;
+  }
 };
 
-// Offsets of every batch's matrix, stepping each batch dim (all dims but the last two) by its
-// own stride.
-std::vector<int64_t> batch_offsets(const Layout& l, int64_t batch) {
-  const size_t nb = l.rank() - 2;
-  std::vector<int64_t> out(static_cast<size_t>(batch));
-  std::vector<int64_t> idx(nb, 0);
-  int64_t off = l.start_offset;
-  for (int64_t b = 0; b < batch; b++) {
-    out[static_cast<size_t>(b)] = off;
-    for (size_t i = nb; i-- > 0;) {
-      off += l.strides[i];
-      if (++idx[i] < l.shape[i]) break;
-      off -= l.strides[i] * l.shape[i];
-      idx[i] = 0;
-    }
-  }
-  return out;
-}
-
-MatrixOperand in_place(View v, int64_t batch) {
+MatrixOperand in_place(View v) {
   const size_t r = v.layout.rank();
-  return {cpu_storage(v.storage).data(), batch_offsets(v.layout, batch), v.layout.strides[r - 2],
-          v.layout.strides[r - 1], nullptr};
+  return {cpu_storage(v.storage).data(), &v.layout, v.layout.strides[r - 2],
+          v.layout.strides[r - 1],       nullptr,   nullptr};
 }
 
 // A contiguous copy of v's distinct matrices, converted to dt. A broadcast batch dim is copied
 // once and keeps stride 0, so a weight shared by every batch is not replicated.
-MatrixOperand packed(CpuDevice& dev, View v, DType dt, int64_t batch) {
+MatrixOperand packed(CpuDevice& dev, View v, DType dt) {
   const Layout& l = v.layout;
   const size_t r = l.rank();
   Layout distinct = l;
@@ -76,8 +70,8 @@ MatrixOperand packed(CpuDevice& dev, View v, DType dt, int64_t batch) {
   std::vector<int64_t> strides = distinct.shape.contiguous_strides();
   for (size_t i = 0; i + 2 < r; i++)
     if (l.strides[i] == 0) strides[i] = 0;
-  const Layout p(l.shape, strides, 0);
-  return {cpu_storage(*s).data(), batch_offsets(p, batch), strides[r - 2], strides[r - 1], s};
+  auto at = std::make_shared<const Layout>(l.shape, strides, 0);
+  return {cpu_storage(*s).data(), at.get(), strides[r - 2], strides[r - 1], s, at};
 }
 
 // How BLAS reads a rows x cols matrix: row-major with leading dim ld, or (transposed) its
@@ -98,16 +92,16 @@ std::optional<BlasForm> blas_form(int64_t rows, int64_t cols, int64_t rs, int64_
 }
 
 // v as T matrices BLAS can read: in place when the dtype and strides allow, else packed.
-MatrixOperand blas_operand(CpuDevice& dev, View v, DType t, int64_t batch, int64_t rows,
-                           int64_t cols, BlasForm& form) {
+MatrixOperand blas_operand(CpuDevice& dev, View v, DType t, int64_t rows, int64_t cols,
+                           BlasForm& form) {
   const size_t r = v.layout.rank();
   if (v.storage.dtype() == t) {
     if (auto f = blas_form(rows, cols, v.layout.strides[r - 2], v.layout.strides[r - 1])) {
       form = *f;
-      return in_place(v, batch);
+      return in_place(v);
     }
   }
-  MatrixOperand op = packed(dev, v, t, batch);
+  MatrixOperand op = packed(dev, v, t);
   form = *blas_form(rows, cols, op.row_stride, op.col_stride);
   return op;
 }
@@ -130,17 +124,15 @@ void blas_matmul(CpuDevice& dev, View a, View b, const MatmulDims& d, T* c) {
          " exceed the BLAS int range");
   constexpr DType t = dtype_of<T>::value;
   BlasForm fa{}, fb{};
-  const MatrixOperand oa = blas_operand(dev, a, t, d.batch, d.m, d.k, fa);
-  const MatrixOperand ob = blas_operand(dev, b, t, d.batch, d.k, d.n, fb);
+  const MatrixOperand oa = blas_operand(dev, a, t, d.m, d.k, fa);
+  const MatrixOperand ob = blas_operand(dev, b, t, d.k, d.n, fb);
   const auto* pa = reinterpret_cast<const T*>(oa.data);
   const auto* pb = reinterpret_cast<const T*>(ob.data);
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = static_cast<int>(d.k);
   const auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; i++) {
-      const auto bi = static_cast<size_t>(i);
-      blas_gemm<T>(fa, fb, m, n, k, pa + oa.batch_offsets[bi], pb + ob.batch_offsets[bi],
+    for (int64_t i = begin; i < end; i++)
+      blas_gemm<T>(fa, fb, m, n, k, pa + oa.batch_offset(i), pb + ob.batch_offset(i),
                    c + i * d.m * d.n);
-    }
   };
   const int64_t macs = d.m * d.n * d.k;
   if (d.batch > 1 && static_cast<double>(macs) <= kBlasSingleThreadMnk)
@@ -168,11 +160,10 @@ template <typename T>
 void int_matmul(CpuDevice& dev, View a, View b, const MatmulDims& d, T* c) {
   using Acc = WrapAcc<T>;
   // a is read through its strides; b's rows must be contiguous for the inner loop.
-  const MatrixOperand oa = in_place(a, d.batch);
+  const MatrixOperand oa = in_place(a);
   const size_t rb = b.layout.rank();
-  const MatrixOperand ob = b.layout.strides[rb - 1] == 1 || d.n == 1
-                               ? in_place(b, d.batch)
-                               : packed(dev, b, b.storage.dtype(), d.batch);
+  const MatrixOperand ob =
+      b.layout.strides[rb - 1] == 1 || d.n == 1 ? in_place(b) : packed(dev, b, b.storage.dtype());
   const auto* pa = reinterpret_cast<const T*>(oa.data);
   const auto* pb = reinterpret_cast<const T*>(ob.data);
   const int64_t m = d.m, n = d.n, k = d.k;
@@ -180,9 +171,8 @@ void int_matmul(CpuDevice& dev, View a, View b, const MatmulDims& d, T* c) {
                [&](int64_t r0, int64_t r1) {
                  std::vector<Acc> acc(static_cast<size_t>(n));
                  for (int64_t r = r0; r < r1; r++) {
-                   const auto bi = static_cast<size_t>(r / m);
-                   const T* arow = pa + oa.batch_offsets[bi] + (r % m) * oa.row_stride;
-                   const T* bmat = pb + ob.batch_offsets[bi];
+                   const T* arow = pa + oa.batch_offset(r / m) + (r % m) * oa.row_stride;
+                   const T* bmat = pb + ob.batch_offset(r / m);
                    std::fill(acc.begin(), acc.end(), Acc{0});
                    for (int64_t p = 0; p < k; p++) {
                      const Acc x = static_cast<Acc>(arow[p * oa.col_stride]);
