@@ -107,7 +107,34 @@ MatrixOperand blas_operand(CpuDevice& dev, View v, DType t, int64_t rows, int64_
 }
 
 template <typename T>
-void blas_gemm(BlasForm fa, BlasForm fb, int m, int n, int k, const T* a, const T* b, T* c) {
+void blas_gemv(CBLAS_TRANSPOSE trans, int rows, int cols, const T* mat, int ld, const T* x,
+               int incx, T* y) {
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemv(CblasRowMajor, trans, rows, cols, 1.0f, mat, ld, x, incx, 0.0f, y, 1);
+  else
+    cblas_dgemv(CblasRowMajor, trans, rows, cols, 1.0, mat, ld, x, incx, 0.0, y, 1);
+}
+
+// c = a @ b for one batch. A one-row or one-column product goes to GEMV: OpenBLAS 0.3.21 does
+// not forward such GEMMs itself, and its GEMV measured 1.2-2.2x faster for them here.
+template <typename T>
+void blas_product(BlasForm fa, BlasForm fb, int m, int n, int k, const T* a, const T* b, T* c) {
+  if (m == 1) {  // c = B^T a over a's one row; a's elements step by 1, or by ld if transposed
+    const int inc = fa.transposed ? fa.ld : 1;
+    if (fb.transposed)
+      blas_gemv<T>(CblasNoTrans, n, k, b, fb.ld, a, inc, c);
+    else
+      blas_gemv<T>(CblasTrans, k, n, b, fb.ld, a, inc, c);
+    return;
+  }
+  if (n == 1) {  // c = A b over b's one column
+    const int inc = fb.transposed ? 1 : fb.ld;
+    if (fa.transposed)
+      blas_gemv<T>(CblasTrans, k, m, a, fa.ld, b, inc, c);
+    else
+      blas_gemv<T>(CblasNoTrans, m, k, a, fa.ld, b, inc, c);
+    return;
+  }
   const auto ta = fa.transposed ? CblasTrans : CblasNoTrans;
   const auto tb = fb.transposed ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -131,8 +158,8 @@ void blas_matmul(CpuDevice& dev, View a, View b, const MatmulDims& d, T* c) {
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = static_cast<int>(d.k);
   const auto run = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; i++)
-      blas_gemm<T>(fa, fb, m, n, k, pa + oa.batch_offset(i), pb + ob.batch_offset(i),
-                   c + i * d.m * d.n);
+      blas_product<T>(fa, fb, m, n, k, pa + oa.batch_offset(i), pb + ob.batch_offset(i),
+                      c + i * d.m * d.n);
   };
   const int64_t macs = d.m * d.n * d.k;
   if (d.batch > 1 && static_cast<double>(macs) <= kBlasSingleThreadMnk)

@@ -97,13 +97,15 @@ TEST_P(Matmul, DegenerateDims) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   const Device dev = device();
-  // (m, k, n) with ones in every position, including a 1 x 1 result and outer products.
+  // (m, k, n) with ones in every position (one-row and one-column products take the GEMV path),
+  // including a 1 x 1 result and outer products.
   const int64_t cases[][3] = {{1, 5, 4}, {4, 5, 1}, {4, 1, 5}, {1, 1, 1}, {1, 7, 1}, {6, 1, 1}};
   for (DType dt : kMatmulDTypes)
     for (const auto& c : cases)
-      for (Variant v : {Variant::Contiguous, Variant::Transposed, Variant::Permuted})
-        check_matmul(dev, random_values(rng, {2, c[0], c[1]}, dt),
-                     random_values(rng, {2, c[1], c[2]}, dt), dt, v, Variant::Transposed);
+      for (Variant va : kAllVariants)
+        for (Variant vb : kAllVariants)
+          check_matmul(dev, random_values(rng, {2, c[0], c[1]}, dt),
+                       random_values(rng, {2, c[1], c[2]}, dt), dt, va, vb);
 }
 
 TEST_P(Matmul, BroadcastBatchDims) {
