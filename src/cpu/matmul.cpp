@@ -53,8 +53,12 @@ struct MatrixOperand {
 
 MatrixOperand in_place(View v) {
   const size_t r = v.layout.rank();
-  return {cpu_storage(v.storage).data(), &v.layout, v.layout.strides[r - 2],
-          v.layout.strides[r - 1],       nullptr,   nullptr};
+  MatrixOperand op;
+  op.data = cpu_storage(v.storage).data();
+  op.layout = &v.layout;
+  op.row_stride = v.layout.strides[r - 2];
+  op.col_stride = v.layout.strides[r - 1];
+  return op;
 }
 
 // A contiguous copy of v's distinct matrices, converted to dt. A broadcast batch dim is copied
@@ -194,24 +198,24 @@ void int_matmul(CpuDevice& dev, View a, View b, const MatmulDims& d, T* c) {
   const auto* pa = reinterpret_cast<const T*>(oa.data);
   const auto* pb = reinterpret_cast<const T*>(ob.data);
   const int64_t m = d.m, n = d.n, k = d.k;
-  parallel_for(d.batch * m, std::max<int64_t>(1, kBatchGrainMacs / (n * k)),
-               [&](int64_t r0, int64_t r1) {
-                 std::vector<Acc> acc(static_cast<size_t>(n));
-                 for (int64_t r = r0; r < r1; r++) {
-                   const T* arow = pa + oa.batch_offset(r / m) + (r % m) * oa.row_stride;
-                   const T* bmat = pb + ob.batch_offset(r / m);
-                   std::fill(acc.begin(), acc.end(), Acc{0});
-                   for (int64_t p = 0; p < k; p++) {
-                     const Acc x = static_cast<Acc>(arow[p * oa.col_stride]);
-                     const T* brow = bmat + p * ob.row_stride;
-                     for (int64_t j = 0; j < n; j++)
-                       acc[static_cast<size_t>(j)] += x * static_cast<Acc>(brow[j]);
-                   }
-                   T* crow = c + r * n;
-                   for (int64_t j = 0; j < n; j++)
-                     crow[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
-                 }
-               });
+  // Rows [r0, r1) of the (batch * m) x n output, one row at a time: c[r] = sum_p a[r][p] * b[p].
+  const auto rows = [&](int64_t r0, int64_t r1) {
+    std::vector<Acc> acc(static_cast<size_t>(n));
+    for (int64_t r = r0; r < r1; r++) {
+      const T* arow = pa + oa.batch_offset(r / m) + (r % m) * oa.row_stride;
+      const T* bmat = pb + ob.batch_offset(r / m);
+      std::fill(acc.begin(), acc.end(), Acc{0});
+      for (int64_t p = 0; p < k; p++) {
+        const Acc x = static_cast<Acc>(arow[p * oa.col_stride]);
+        const T* brow = bmat + p * ob.row_stride;
+        for (int64_t j = 0; j < n; j++)
+          acc[static_cast<size_t>(j)] += x * static_cast<Acc>(brow[j]);
+      }
+      T* crow = c + r * n;
+      for (int64_t j = 0; j < n; j++) crow[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
+    }
+  };
+  parallel_for(d.batch * m, std::max<int64_t>(1, kBatchGrainMacs / (n * k)), rows);
 }
 
 }  // namespace
