@@ -224,15 +224,15 @@ TEST_P(Matmul, SeedBatchMm) {
   }
 }
 
-// Enough batches of small matrices to be split over threads, and one matrix big enough for
-// OpenBLAS to use its own threads.
+// Enough batches of small matrices to be split over threads (64 x 32^3 = 2^21 multiply-adds,
+// two threads' worth), and one product big enough for OpenBLAS to use its own threads.
 TEST_P(Matmul, ManyBatchesAndLargeMatrices) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   const Device dev = device();
   for (DType dt : {DType::F32, DType::BF16, DType::I64}) {
     SCOPED_TRACE(dtype_name(dt));
-    const Ref a = random_values(rng, {64, 24, 24}, dt), b = random_values(rng, {24, 24}, dt);
+    const Ref a = random_values(rng, {64, 32, 32}, dt), b = random_values(rng, {32, 32}, dt);
     check_matmul(dev, a, b, dt, Variant::Contiguous, Variant::Transposed);
   }
   const Ref a = random_ref(rng, {70, 90}), b = random_ref(rng, {90, 80});
