@@ -112,7 +112,8 @@ Tensor Tensor::stack(const std::vector<Tensor>& ts, int64_t dim) {
   // The new dim may be any of rank + 1 positions; checked here so errors name stack.
   const auto r = static_cast<int64_t>(ts[0].rank());
   if (dim < -r - 1 || dim > r)
-    fail(ErrorKind::OutOfRange, name, "dim ", dim, " out of range for tensors of shape ", ts[0].shape());
+    fail(ErrorKind::OutOfRange, name, "dim ", dim, " out of range for tensors of shape ",
+         ts[0].shape());
   std::vector<Tensor> us;
   for (const Tensor& t : ts) {
     core::check_same_device(name, ts[0], t);
