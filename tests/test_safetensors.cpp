@@ -164,20 +164,28 @@ TEST_P(Safetensors, RoundTripEveryDTypeAndLayout) {
   EXPECT_EQ(bytes.size(), 8 + header_len + total);
 }
 
-TEST_P(Safetensors, StridedTensorWrittenInSlices) {
+TEST_P(Safetensors, StridedAndBroadcastTensorsWritten) {
   // A strided tensor bigger than one write slice is read back in several slices of dim 0.
   Rng rng;
   SCOPED_TRACE(rng.seed());
   const Device dev = device();
   TempDir dir;
   const size_t saved = io::safetensors_write_chunk_bytes();
-  io::safetensors_write_chunk_bytes() = 100;  // 3 rows of 8 f32 per slice
+  io::safetensors_write_chunk_bytes() = 100;  // one 3 x 8 f32 row of dim 0 per slice
   for (Variant v : {Variant::Transposed, Variant::Permuted, Variant::Narrowed}) {
     const Ref r = random_ref(rng, Shape{11, 3, 8});
     save_safetensors(dir.file("s.safetensors"), {{"t", make_tensor(r, DType::F32, dev, v)}});
     WICK_EXPECT_CLOSE(load_safetensors(dir.file("s.safetensors"), dev).at("t"),
                       round_ref(r, DType::F32), Tol{0, 0});
   }
+  // Broadcast (stride-0) dims are written out in full.
+  const Ref col = random_ref(rng, Shape{5, 1});
+  save_safetensors(dir.file("b.safetensors"),
+                   {{"t", make_broadcast(col, Shape{5, 4}, DType::F32, dev)}});
+  Ref wide{Shape{5, 4}, {}};
+  for (int64_t i = 0; i < 20; i++) wide.v.push_back(col.v[static_cast<size_t>(i / 4)]);
+  WICK_EXPECT_CLOSE(load_safetensors(dir.file("b.safetensors"), dev).at("t"),
+                    round_ref(wide, DType::F32), Tol{0, 0});
   io::safetensors_write_chunk_bytes() = saved;
 }
 
