@@ -99,10 +99,10 @@ bool bench_first(const BenchContext& ctx) {
       fail(ErrorKind::Internal, "bench first", "the second process did not report '", r[1], "'");
     table.add_row({r[1], ms(r[2]), ms(r[3]), ms(it->second.first), ms(it->second.second)});
   }
+  if (second.empty()) fail(ErrorKind::Internal, "bench first", "the workers reported no ops");
   table.print(os);
-  os << "\nEach op is timed to completion (synchronize). Every row ran in two fresh processes of "
-        "this "
-        "binary, one after the other.\n";
+  os << "\nEach op is timed to completion (synchronize). Both column pairs come from fresh "
+        "processes of this binary, run one after the other.\n";
   for (const std::string& n : notes) os << "Note: " << n << ".\n";
   os << "\n";
   return true;
