@@ -11,6 +11,7 @@
 #include "harness.h"
 #include "quantized/blocks.h"
 #include "quantized/kernels.h"
+#include "quantized/packed.h"
 #include "wick/quantized.h"
 
 namespace wick::testing {
@@ -526,6 +527,19 @@ TEST(QMatMul, ThreadsSplitRowsWithIdenticalResults) {
       }
       ASSERT_EQ(one, two) << type_name(t) << " " << q::simd_level_name(level);
     }
+  }
+}
+
+TEST(QMatMul, RepacksCommonFormatsOnAvx512) {
+  const Tensor w = Tensor::randn(0, 1, {8, 512}, DType::F32);
+  const bool avx512 = q::detected_simd_level() >= q::SimdLevel::Avx512;
+  for (QuantType t :
+       {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q5_0, QuantType::Q4_K}) {
+    const QTensor qw = quantize(w, t);
+    const bool packs = avx512 && q::packable(t);
+    EXPECT_EQ(q::packable(t), t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0);
+    // A packed copy has exactly the bytes of ggml's layout.
+    EXPECT_EQ(q::packed_weight_bytes(QMatMul(qw)), packs ? qw.nbytes() : 0) << type_name(t);
   }
 }
 

@@ -23,6 +23,11 @@
 
 namespace wick {
 
+class QMatMul;
+namespace quantized {
+size_t packed_weight_bytes(const QMatMul& mm);  // internal (src/quantized/packed.h)
+}
+
 class QTensor {
  public:
   QTensor() = default;
@@ -86,6 +91,7 @@ class QMatMul {
   struct Impl;
 
  private:
+  friend size_t quantized::packed_weight_bytes(const QMatMul& mm);
   std::shared_ptr<const Impl> impl_;
 };
 

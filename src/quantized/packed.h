@@ -22,9 +22,16 @@
 #include "quantized/kernels.h"
 #include "wick/quant_type.h"
 
+namespace wick {
+class QMatMul;
+}
+
 namespace wick::quantized {
 
 constexpr int64_t kChunkBlocks = 16;
+
+// Bytes of repacked weights a QMatMul holds (0 when it multiplies ggml's blocks directly).
+size_t packed_weight_bytes(const QMatMul& mm);
 
 // True for the types pack_rows takes.
 bool packable(QuantType t);

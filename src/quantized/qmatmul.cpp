@@ -89,6 +89,9 @@ QMatMul::QMatMul(QTensor weight) {
 const QTensor& QMatMul::weight() const {
   return impl_->weight;
 }
+size_t quantized::packed_weight_bytes(const QMatMul& mm) {
+  return mm.impl_->packed.size();
+}
 int64_t QMatMul::in_features() const {
   return impl_->k;
 }
