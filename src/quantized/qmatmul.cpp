@@ -28,10 +28,12 @@ using quantized::DotRowsFn;
 namespace {
 
 // x rows from which dequantized tiles + sgemm may beat integer dots. Measured on SmolLM2 shapes
-// (q4_1 and q8_0, 1536x576 and 576x1536, one thread, the 2-core build machine): integer dots won
-// at every m up to 128 (3-20x; OpenBLAS reached ~9 GFLOP/s there), so BLAS is left for the
-// longest prompts, where a fast BLAS can pay for the dequantization.
-constexpr int64_t kGemmMinRows = 256;
+// (q4_1 and q8_0, 1536x576 and 576x1536, one thread, the shared 2-core build machine): integer
+// dots cost ~17 us per x row of 1536x576 q4_1 from m = 4 up and won at every m tried (3-20x;
+// OpenBLAS reached only ~9 GFLOP/s there). Even a BLAS at 150 GFLOP/s (~12 us per row) needs
+// hundreds of rows to pay for dequantizing W (~0.6 ms for 1536x576), so sgemm is kept for very
+// long inputs.
+constexpr int64_t kGemmMinRows = 1024;
 std::atomic<int64_t> g_gemm_min_rows{kGemmMinRows};
 // Weight bytes a thread should get before another one is woken (fork/join costs a few µs).
 constexpr int64_t kBytesPerTask = 32 * 1024;
