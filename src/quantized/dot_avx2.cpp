@@ -7,6 +7,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "quantized/blocks.h"
 
 #define WICK_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -202,6 +204,66 @@ WICK_AVX2 void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows,
   }
 }
 
+// Q2_K / Q3_K: per 128-value half, 32 bytes of qs hold 2-bit fields; shift s gives values
+// 32s..32s+31 (groups 2s and 2s+1 of the half). Q3_K adds a third bit from hmask (bit 4*half + s
+// of byte l) and stores value + 4; that offset returns through the activation group sums.
+template <bool kQ3>
+WICK_AVX2 void dot_rows_low_bits_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                                   const ActRow& x, float* out) {
+  const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  for (int64_t r = 0; r < n_rows; r++) {
+    const auto* blocks = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * row_bytes);
+    __m256 acc = _mm256_setzero_ps();
+    float macc = 0;
+    for (int64_t i = 0; i < k / kQKK; i++) {
+      const Block& b = blocks[i];
+      const int8_t* q = x.qs + i * kQKK;
+      const int16_t* bs = x.bsums + i * 16;
+      int sc[16], msum = 0;
+      if constexpr (kQ3) {
+        int8_t s8[16];
+        q3k_scales(b.scales, s8);
+        for (int g = 0; g < 16; g++) {
+          sc[g] = s8[g];
+          msum += 4 * sc[g] * bs[g];
+        }
+      } else {
+        for (int g = 0; g < 16; g++) {
+          sc[g] = b.scales[g] & 0xF;
+          msum += (b.scales[g] >> 4) * bs[g];
+        }
+      }
+      __m256i hm = _mm256_setzero_si256();
+      if constexpr (kQ3) hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
+      __m256i isum = _mm256_setzero_si256();
+      for (int half = 0; half < 2; half++) {
+        const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * half));
+        for (int s = 0; s < 4; s++) {
+          __m256i codes = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), m2);
+          if constexpr (kQ3)
+            codes = _mm256_or_si256(
+                codes,
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * half + s), one), 2));
+          const __m256i xq =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * half + 32 * s));
+          const int g = 8 * half + 2 * s;
+          const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(sc[g + 1])),
+                                                  _mm_set1_epi16(static_cast<int16_t>(sc[g])));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), scales));
+        }
+      }
+      const float dx = x.ds[i];
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(b.d)), _mm256_cvtepi32_ps(isum), acc);
+      if constexpr (kQ3)
+        macc += dx * half_to_float(b.d) * static_cast<float>(msum);
+      else
+        macc += dx * half_to_float(b.dmin) * static_cast<float>(msum);
+    }
+    out[r] = hsum(acc) - macc;
+  }
+}
+
 }  // namespace
 
 DotRowsFn dot_kernel_avx2(QuantType t) {
@@ -216,6 +278,10 @@ DotRowsFn dot_kernel_avx2(QuantType t) {
       return dot_rows_32<BlockQ5_1>;
     case QuantType::Q8_0:
       return dot_rows_q8_0;
+    case QuantType::Q2_K:
+      return dot_rows_low_bits_k<false>;
+    case QuantType::Q3_K:
+      return dot_rows_low_bits_k<true>;
     case QuantType::Q4_K:
       return dot_rows_k4<BlockQ4_K, false>;
     case QuantType::Q5_K:
