@@ -1,7 +1,7 @@
 // AVX-512 kernels with VNNI (vpdpbusd: u8 x s8 -> i32 in one instruction), two 32-element blocks
 // per 512-bit register. Compiled per function with target attributes; picked at run time only.
 // q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 / q4_k / q5_k / q6_k on ggml's
-// blocks; q2_k / q3_k have scalar kernels only.
+// blocks; q2_k / q3_k run the AVX2 kernels.
 #include <algorithm>
 
 #include "quantized/kernels.h"
