@@ -95,8 +95,12 @@ std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, 
   return out;
 }
 
-void interleave_activations(const int8_t* qs, int64_t k, int8_t* out) {
+void pack_activations(const int8_t* qs, const float* ds, int64_t k, int8_t* out, float* ds_out) {
   const int64_t nb = k / kQK;
+  for (int64_t b = 0; b < nb; b++) {
+    ds_out[b] = ds[2 * b];
+    ds_out[nb + b] = ds[2 * b + 1];
+  }
   int64_t b = 0;
   for (; b + kChunkBlocks <= nb; b += kChunkBlocks)
     for (int64_t s = 0; s < kSlices; s++)

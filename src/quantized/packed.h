@@ -39,8 +39,9 @@ bool packable(QuantType t);
 // Repacks n_rows rows of ggml blocks of type t (k elements each) into the layout above.
 std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k);
 
-// Activation codes (k, element order) -> the slice order of full chunks (the tail is copied).
-void interleave_activations(const int8_t* qs, int64_t k, int8_t* out);
+// One activation row as the packed kernels read it: codes in the slice order of full chunks
+// (the tail is copied as is), and the (d, s) pairs split into d[nb] then s[nb].
+void pack_activations(const int8_t* qs, const float* ds, int64_t k, int8_t* qs_out, float* ds_out);
 
 // out[i * ldo + r] = dot(packed weight row r, xs[i]) for r < n_rows, i < n_x; xs in slice order.
 // Up to kMaxPackedX x rows share each load of the weight codes.

@@ -150,11 +150,14 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
                  bsums.data() + r * bsums_per_row);
   const bool use_packed =
       !w.packed.empty() && quantized::active_simd_level() >= quantized::SimdLevel::Avx512;
-  if (use_packed) {  // packed kernels read activations in slice order (packed.h)
-    thread_local std::vector<int8_t> natural;
-    natural.assign(qs.begin(), qs.end());
+  if (use_packed) {  // packed kernels read activations in their own order (packed.h)
+    thread_local std::vector<int8_t> qs_natural;
+    thread_local std::vector<float> ds_pairs;
+    qs_natural.assign(qs.begin(), qs.end());
+    ds_pairs.assign(ds.begin(), ds.end());
     for (int64_t r = 0; r < m; r++)
-      quantized::interleave_activations(natural.data() + r * k, k, qs.data() + r * k);
+      quantized::pack_activations(qs_natural.data() + r * k, ds_pairs.data() + r * ds_per_row, k,
+                                  qs.data() + r * k, ds.data() + r * ds_per_row);
   }
   const DotRowsFn dot = quantized::dot_kernel(w.type, quantized::active_simd_level());
   const quantized::PackedRowsFn packed_dot =
