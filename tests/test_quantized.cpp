@@ -546,13 +546,16 @@ TEST(QMatMul, RepacksCommonFormatsOnAvx512) {
 TEST(QMatMul, ScalarSwitchChangesTheKernel) {
   SimdLevelGuard guard;
   q::set_simd_level(q::SimdLevel::Scalar);
-  EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()),
-            q::dot_kernel_scalar(QuantType::Q4_1));
+  EXPECT_EQ(q::dot_kernel(QuantType::Q5_1, q::active_simd_level()),
+            q::dot_kernel_scalar(QuantType::Q5_1));
+  EXPECT_EQ(q::packed_kernel(QuantType::Q4_1, q::active_simd_level()), nullptr);
   if (q::detected_simd_level() >= q::SimdLevel::Avx2) {
     q::set_simd_level(q::SimdLevel::Avx2);
-    EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()),
-              q::dot_kernel_avx2(QuantType::Q4_1));
-    EXPECT_NE(q::dot_kernel_avx2(QuantType::Q4_1), q::dot_kernel_scalar(QuantType::Q4_1));
+    EXPECT_EQ(q::dot_kernel(QuantType::Q5_1, q::active_simd_level()),
+              q::dot_kernel_avx2(QuantType::Q5_1));
+    EXPECT_NE(q::dot_kernel_avx2(QuantType::Q5_1), q::dot_kernel_scalar(QuantType::Q5_1));
+    EXPECT_EQ(q::packed_kernel(QuantType::Q4_1, q::active_simd_level()),
+              q::packed_kernel_avx2(QuantType::Q4_1));
   }
   // A level above the CPU's is lowered to what it runs.
   q::set_simd_level(q::SimdLevel::Avx512);

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "quantized/blocks.h"
+#include "quantized/packed.h"
 
 #define WICK_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -59,13 +60,6 @@ struct Unpacked {
   float d, m;
 };
 
-WICK_AVX2 inline Unpacked unpack(const BlockQ4_0& b) {
-  const float d = half_to_float(b.d);
-  return {unpack_nibbles(b.qs), d, -8.0f * d};
-}
-WICK_AVX2 inline Unpacked unpack(const BlockQ4_1& b) {
-  return {unpack_nibbles(b.qs), half_to_float(b.d), half_to_float(b.m)};
-}
 WICK_AVX2 inline Unpacked unpack(const BlockQ5_0& b) {
   const float d = half_to_float(b.d);
   return {_mm256_or_si256(unpack_nibbles(b.qs), fifth_bits(b.qh)), d, -16.0f * d};
@@ -92,24 +86,6 @@ WICK_AVX2 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
       macc += u.m * x.ds[2 * i + 1];
     }
     out[r] = hsum(acc) + macc;
-  }
-}
-
-// Q8_0: signed codes; |w| times x with w's sign moved onto x keeps maddubs' u8 x s8 form.
-WICK_AVX2 void dot_rows_q8_0(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                             const ActRow& x, float* out) {
-  const int64_t nb = k / kQK;
-  for (int64_t r = 0; r < n_rows; r++) {
-    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w + static_cast<size_t>(r) * row_bytes);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[i].qs));
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + i * kQK));
-      const __m256i p = dot_u8_s8(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));
-      const float s = half_to_float(blocks[i].d) * x.ds[2 * i];
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
-    }
-    out[r] = hsum(acc);
   }
 }
 
@@ -264,20 +240,151 @@ WICK_AVX2 void dot_rows_low_bits_k(const uint8_t* w, size_t row_bytes, int64_t n
   }
 }
 
+// ---- packed rows (packed.h) -----------------------------------------------------------------
+// A full chunk is two halves of 8 blocks (bytes 0-31 and 32-63 of every slice). q4 codes (0..15)
+// go through maddubs into i16 sums over all 8 slices (at most 8 * 2 * 15 * 127 = 30480, no
+// overflow) and one madd; q8_0 codes are turned back into signed values and use the sign trick
+// (|q| x sign(x, q)), with i32 sums per slice, so its offset coefficient is not needed.
+
+// Signed q8 codes (stored q + 128) against x: 8 x i32 pair sums.
+WICK_AVX2 inline __m256i dot_q8_codes(__m256i stored, __m256i xq) {
+  const __m256i q = _mm256_xor_si256(stored, _mm256_set1_epi8(static_cast<char>(0x80)));
+  return dot_u8_s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xq, q));
+}
+
+// One block's codes (element order) from a tail run of `run` blocks at `codes` (block j of it).
+template <typename F>
+WICK_AVX2 inline __m256i tail_codes(const uint8_t* run_codes, int64_t run, int64_t j) {
+  if constexpr (F::kCodeBytes == 32) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run_codes + 32 * j));
+  } else {
+    if (run == 1) return unpack_nibbles(run_codes);
+    // Runs of 2 and 4: block j takes the low nibbles (j < run / 2) or high nibbles of 32 bytes.
+    const int64_t half = run / 2;
+    const __m256i q =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run_codes + 32 * (j % half)));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    return j < half ? _mm256_and_si256(q, m4) : _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+  }
+}
+
+template <typename F>
+WICK_AVX2 inline __m256i tail_dot(__m256i codes, __m256i xq) {
+  if constexpr (F::kCodeBytes == 32)
+    return dot_q8_codes(codes, xq);
+  else
+    return dot_u8_s8(codes, xq);
+}
+
+// Blocks c0 .. c0 + run - 1 of a row's tail, one block per step; returns the next block.
+template <typename F>
+WICK_AVX2 inline int64_t tail_run(const uint8_t* codes, const uint8_t* d_ptr, const uint8_t* m_ptr,
+                                  int64_t nb, int64_t c0, int64_t run, const ActRow& x, __m256* acc,
+                                  float* tail) {
+  const uint8_t* rc = codes + F::kCodeBytes * c0;
+  for (int64_t j = 0; j < run; j++) {
+    const int64_t b = c0 + j;
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + kQK * b));
+    const __m256i dot = tail_dot<F>(tail_codes<F>(rc, run, j), xq);
+    uint16_t dh;
+    std::memcpy(&dh, d_ptr + 2 * b, 2);
+    const float dw = half_to_float(dh);
+    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * x.ds[b]), *acc);
+    if constexpr (F::kCodeBytes == 16) {  // q8_0 needs no offset term here
+      uint16_t mh;
+      std::memcpy(&mh, m_ptr + 2 * b, 2);
+      *tail +=
+          (F::kHasMin ? half_to_float(mh) : dw * static_cast<float>(F::kOffset)) * x.ds[nb + b];
+    }
+  }
+  return c0 + run;
+}
+
+template <typename F>
+WICK_AVX2 void dot_row_packed(const uint8_t* codes, int64_t k, const ActRow& x, float* out) {
+  const int64_t nb = k / kQK;
+  const uint8_t* d_ptr = codes + F::kCodeBytes * nb;
+  const uint8_t* m_ptr = d_ptr + 2 * nb;
+  constexpr bool kSigned = F::kCodeBytes == 32;  // q8_0: no offset term (see above)
+  __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
+  float tail = 0;
+  int64_t c0 = 0;
+  for (; c0 + kChunkBlocks <= nb; c0 += kChunkBlocks) {
+    const uint8_t* cc = codes + F::kCodeBytes * c0;
+    const int8_t* xq = x.qs + kQK * c0;
+    for (int h = 0; h < 2; h++) {
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(d_ptr + 2 * (c0 + 8 * h))));
+      const __m256 dx = _mm256_loadu_ps(x.ds + c0 + 8 * h);
+      const __m256 sx = _mm256_loadu_ps(x.ds + nb + c0 + 8 * h);
+      __m256i dot;
+      if constexpr (kSigned) {
+        dot = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++)
+          dot = _mm256_add_epi32(
+              dot, dot_q8_codes(
+                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cc + 64 * s + 32 * h)),
+                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * s + 32 * h))));
+      } else {
+        const __m256i m4 = _mm256_set1_epi8(0x0F);
+        __m256i sum16 = _mm256_setzero_si256();
+        for (int s = 0; s < 4; s++) {
+          const __m256i q =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cc + 64 * s + 32 * h));
+          const __m256i x_lo =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * s + 32 * h));
+          const __m256i x_hi =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * (s + 4) + 32 * h));
+          sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(_mm256_and_si256(q, m4), x_lo));
+          sum16 = _mm256_add_epi16(
+              sum16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), x_hi));
+        }
+        dot = _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
+        const __m256 coef = F::kHasMin
+                                ? _mm256_cvtph_ps(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(m_ptr + 2 * (c0 + 8 * h))))
+                                : _mm256_mul_ps(dw, _mm256_set1_ps(F::kOffset));
+        macc = _mm256_fmadd_ps(coef, sx, macc);
+      }
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx), acc);
+    }
+  }
+  // Tail blocks in runs of 4, 2, 1 (element order).
+  while (nb - c0 >= 4) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 4, x, &acc, &tail);
+  if (nb - c0 >= 2) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 2, x, &acc, &tail);
+  if (nb - c0 >= 1) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 1, x, &acc, &tail);
+  *out = hsum(acc) + hsum(macc) + tail;
+}
+
+template <typename F>
+WICK_AVX2 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                               const ActRow* xs, int n_x, size_t ldo, float* out) {
+  for (int64_t r = 0; r < n_rows; r++)
+    for (int i = 0; i < n_x; i++)
+      dot_row_packed<F>(w + static_cast<size_t>(r) * row_bytes, k, xs[i], out + ldo * i + r);
+}
+
 }  // namespace
+
+PackedRowsFn packed_kernel_avx2(QuantType t) {
+  switch (t) {
+    case QuantType::Q4_0:
+      return dot_rows_packed<PackedQ4_0>;
+    case QuantType::Q4_1:
+      return dot_rows_packed<PackedQ4_1>;
+    case QuantType::Q8_0:
+      return dot_rows_packed<PackedQ8_0>;
+    default:
+      return nullptr;
+  }
+}
 
 DotRowsFn dot_kernel_avx2(QuantType t) {
   switch (t) {
-    case QuantType::Q4_0:
-      return dot_rows_32<BlockQ4_0>;
-    case QuantType::Q4_1:
-      return dot_rows_32<BlockQ4_1>;
     case QuantType::Q5_0:
       return dot_rows_32<BlockQ5_0>;
     case QuantType::Q5_1:
       return dot_rows_32<BlockQ5_1>;
-    case QuantType::Q8_0:
-      return dot_rows_q8_0;
     case QuantType::Q2_K:
       return dot_rows_low_bits_k<false>;
     case QuantType::Q3_K:
@@ -298,6 +405,9 @@ DotRowsFn dot_kernel_avx2(QuantType t) {
 #else
 namespace wick::quantized {
 DotRowsFn dot_kernel_avx2(QuantType) {
+  return nullptr;
+}
+PackedRowsFn packed_kernel_avx2(QuantType) {
   return nullptr;
 }
 }  // namespace wick::quantized

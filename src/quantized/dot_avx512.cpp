@@ -128,20 +128,7 @@ WICK_AVX512 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows,
 }
 
 // Packed formats (packed.h). Codes enter vpdpbusd as unsigned bytes: q4 codes are 0..15, q8_0's
-// are stored as q + 128. Per block the product is then d_w * d_x * sum(code * q_x) + c * s_x with
-// s_x = d_x * sum(q_x) and c = m (q4_1), -8 d (q4_0) or -128 d (q8_0).
-struct PackedQ4_0 {
-  static constexpr int kCodeBytes = 16, kOffset = -8;
-  static constexpr bool kHasMin = false;
-};
-struct PackedQ4_1 {
-  static constexpr int kCodeBytes = 16, kOffset = 0;
-  static constexpr bool kHasMin = true;
-};
-struct PackedQ8_0 {
-  static constexpr int kCodeBytes = 32, kOffset = -128;
-  static constexpr bool kHasMin = false;
-};
+// are stored as q + 128 (the PackedQ* offsets give the correction).
 
 // A full chunk of 16 blocks in slice order: lane b of the result is block b's integer dot product.
 template <typename F>

@@ -70,6 +70,12 @@ void pack_q8_0_row(const BlockQ8_0* blocks, int64_t nb, uint8_t* dst, uint8_t* c
 
 }  // namespace
 
+PackedRowsFn packed_kernel(QuantType t, SimdLevel level) {
+  PackedRowsFn fn = level >= SimdLevel::Avx512 ? packed_kernel_avx512(t) : nullptr;
+  if (!fn && level >= SimdLevel::Avx2) fn = packed_kernel_avx2(t);
+  return fn;
+}
+
 bool packable(QuantType t) {
   return t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0;
 }

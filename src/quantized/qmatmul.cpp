@@ -2,11 +2,10 @@
 //
 // Up to kGemmMinRows x rows (decode, prompts): x rows are quantized to 8 bits per block and every
 // output is an integer SIMD dot product over W's blocks (kernels.h), threads splitting the output
-// rows; on AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and each load of their
-// codes serves up to 4 x rows. Longer inputs: W is dequantized one tile of rows at a time and
-// multiplied with sgemm.
-// Plain weights (f32/f16/bf16) and formats without an integer kernel (q8_1, q8_k) are kept as f32
-// and go straight to BLAS.
+// rows; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and, on
+// AVX-512, each load of their codes serves up to 4 x rows. Longer inputs: W is dequantized one tile
+// of rows at a time and multiplied with sgemm. Plain weights (f32/f16/bf16) and formats without an
+// integer kernel (q8_1, q8_k) are kept as f32 and go straight to BLAS.
 #include <cblas.h>
 
 #include <algorithm>
@@ -57,7 +56,7 @@ struct QMatMul::Impl {
   QuantType type = QuantType::F32;
   std::vector<float> dense;  // W as f32 for types without an integer kernel
   const float* dense_ptr = nullptr;
-  std::vector<uint8_t> packed;  // q4_0/q4_1/q8_0 on AVX-512 CPUs: packed.h layout
+  std::vector<uint8_t> packed;  // q4_0/q4_1/q8_0 on AVX2+ CPUs: packed.h layout
 };
 
 QMatMul::QMatMul(QTensor weight) {
@@ -81,8 +80,7 @@ QMatMul::QMatMul(QTensor weight) {
     }
   }
   if (quantized::packable(weight.type()) &&
-      quantized::detected_simd_level() >= quantized::SimdLevel::Avx512 &&
-      quantized::packed_kernel_avx512(weight.type()))
+      quantized::packed_kernel(weight.type(), quantized::detected_simd_level()))
     impl->packed = quantized::pack_rows(weight.type(), weight.data(), impl->n_out, impl->k);
   impl->weight = std::move(weight);
   impl_ = std::move(impl);
@@ -148,8 +146,9 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
   for (int64_t r = 0; r < m; r++)
     quantize_act(kind, x + r * k, k, qs.data() + r * k, ds.data() + r * ds_per_row,
                  bsums.data() + r * bsums_per_row);
-  const bool use_packed =
-      !w.packed.empty() && quantized::active_simd_level() >= quantized::SimdLevel::Avx512;
+  const quantized::PackedRowsFn packed_dot =
+      w.packed.empty() ? nullptr : quantized::packed_kernel(w.type, quantized::active_simd_level());
+  const bool use_packed = packed_dot != nullptr;
   if (use_packed) {  // packed kernels read activations in their own order (packed.h)
     thread_local std::vector<int8_t> qs_natural;
     thread_local std::vector<float> ds_pairs;
@@ -160,8 +159,6 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
                                   qs.data() + r * k, ds.data() + r * ds_per_row);
   }
   const DotRowsFn dot = quantized::dot_kernel(w.type, quantized::active_simd_level());
-  const quantized::PackedRowsFn packed_dot =
-      use_packed ? quantized::packed_kernel_avx512(w.type) : nullptr;
   const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
   // Worker threads see their own thread_local vectors: pass the caller's by pointer.
   const int8_t* qs_p = qs.data();
