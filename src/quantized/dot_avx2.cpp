@@ -2,6 +2,7 @@
 // the binary stays portable; picked at run time only on CPUs that report the three features.
 // Products of unsigned weight codes and signed activations use maddubs (u8 x s8 -> i16 pairs,
 // far from saturation for codes < 64) and madd (-> i32); offsets and mins are added per block.
+// q4_0 / q4_1 / q8_0 run on packed rows (packed.h), the other formats on ggml's blocks.
 #include "quantized/kernels.h"
 
 #if defined(__x86_64__)
