@@ -657,6 +657,33 @@ TEST(QMatMul, EmptyDims) {
   EXPECT_EQ(z, std::vector<float>(6, 0.0f));
 }
 
+// ---- devices ----------------------------------------------------------------------------------
+
+// dequantize writes to any device; QMatMul computes on the CPU and answers on x's device.
+class QuantizedOnDevices : public DeviceTest {};
+
+TEST_P(QuantizedOnDevices, DequantizeAndMatmulFollowTheDevice) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const int64_t n = 6, k = 256;
+  const QTensor qw =
+      quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), QuantType::Q4_1);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    const Tensor on_dev = dequantize(qw, dt, dev);
+    EXPECT_EQ(on_dev.device(), dev);
+    EXPECT_EQ(on_dev.dtype(), dt);
+    WICK_EXPECT_CLOSE(on_dev, to_ref(dequantize(qw, dt)), Tol{0, 0});
+  }
+  const Ref xr = random_ref(rng, {2, k});
+  const QMatMul mm(qw);
+  const Tensor y = mm.forward(make_tensor(xr, DType::F32, dev));
+  EXPECT_EQ(y.device(), dev);
+  WICK_EXPECT_CLOSE(y, to_ref(mm.forward(make_tensor(xr, DType::F32, Device::cpu()))), Tol{0, 0});
+}
+
+WICK_INSTANTIATE_DEVICES(QuantizedOnDevices);
+
 // ---- errors -----------------------------------------------------------------------------------
 
 TEST(QuantizedErrors, ReportKindOpAndShapes) {
