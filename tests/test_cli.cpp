@@ -164,6 +164,7 @@ TEST(CliBinary, BenchFirstRunsTwoProcesses) {
        {"| new device", "| add f32", "| matmul 64", "| matmul 60", "| to_dtype f16",
         "| second device (the same device)", "| second device: matmul 64"})
     EXPECT_HAS(r.output, op);
+  EXPECT_EQ(r.output.find("unsupported"), std::string::npos) << r.output;  // the CPU has every op
 }
 
 TEST(CliBinary, QuickSpeedBenches) {
@@ -173,6 +174,7 @@ TEST(CliBinary, QuickSpeedBenches) {
        {"| f32   | 32", "| bf16  | 64", "| add  ", "| matmul 1x1", "| narrow (a view)"})
     EXPECT_HAS(r.output, row);
   EXPECT_EQ(r.output.find("WRONG"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("unsupported"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The `wick bench` driver and the helpers the benchmarks share.
 #include "bench.h"
 
+#include <algorithm>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -31,6 +32,25 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
   std::vector<float> v(n);
   for (float& x : v) x = dist(gen);
   return v;
+}
+
+std::string unsupported_reason(const std::function<void()>& f) {
+  try {
+    f();
+    return "";
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Unsupported) throw;
+    return e.what();
+  }
+}
+
+void add_note(std::vector<std::string>& notes, const std::string& note) {
+  if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+}
+
+void print_notes(std::ostream& os, const std::vector<std::string>& notes) {
+  for (const std::string& n : notes) os << "Note: " << n << ".\n";
+  os << "\n";
 }
 
 std::vector<std::vector<std::string>> parse_worker_output(const std::string& text) {

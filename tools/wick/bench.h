@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -50,6 +51,12 @@ void print_title(const BenchContext& ctx, const std::string& name);
 std::vector<std::string> worker_args(const BenchContext& ctx, const std::string& name);
 // Standard-normal floats from a fixed seed (host side, so creating inputs runs no device kernel).
 std::vector<float> random_floats(size_t n, uint64_t seed);
+// Runs f and returns ""; when the device lacks the op (Error of kind Unsupported) returns the
+// error message instead, so a table shows it in its row and goes on. Other errors propagate.
+std::string unsupported_reason(const std::function<void()>& f);
+// Notes printed under a table ("Note: ...."), each once.
+void add_note(std::vector<std::string>& notes, const std::string& note);
+void print_notes(std::ostream& os, const std::vector<std::string>& notes);  // and a blank line
 // Splits a worker's output into lines of tab-separated fields.
 std::vector<std::vector<std::string>> parse_worker_output(const std::string& text);
 

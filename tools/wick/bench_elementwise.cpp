@@ -30,6 +30,7 @@ bool bench_elementwise(const BenchContext& ctx) {
   const std::vector<int64_t> sizes = ctx.quick ? std::vector<int64_t>{1 << 16, 1 << 12}
                                                : std::vector<int64_t>{1 << 24, 1 << 20, 1 << 16};
   const double budget_ms = ctx.quick ? 5 : 300;
+  std::vector<std::string> notes;
   Table table({"op", "f32 elements", "MB moved", "wick first run", "wick median", "wick GB/s",
                "memcpy GB/s", "wick / memcpy"});
   for (int64_t n : sizes) {
@@ -57,12 +58,20 @@ bool bench_elementwise(const BenchContext& ctx) {
         {"sum last dim (1024)", 4.0 * n + 4.0 * n / 1024, [&] { return rows.sum(-1); }},
     };
     for (const Op& op : ops) {
-      const Timing t = measure(
-          [&] {
-            const Tensor r = op.run();
-            dev.synchronize();
-          },
-          3, 20, budget_ms);
+      Timing t;
+      const std::string why = unsupported_reason([&] {
+        t = measure(
+            [&] {
+              const Tensor r = op.run();
+              dev.synchronize();
+            },
+            3, 20, budget_ms);
+      });
+      if (!why.empty()) {
+        table.add_row({op.name, size_label(n), "unsupported"});
+        add_note(notes, std::string(op.name) + ": " + why);
+        continue;
+      }
       const double g = gbps(op.bytes, t.median_ms);
       table.add_row({op.name, size_label(n), fixed(op.bytes / 1e6, 1), fixed(t.first_ms, 3) + " ms",
                      fixed(t.median_ms, 3) + " ms", fixed(g, 1), fixed(memcpy_gbps, 1),
@@ -73,7 +82,8 @@ bool bench_elementwise(const BenchContext& ctx) {
   os << "\nGB/s = bytes the op must move / median time (add, mul: 2 reads + 1 write; exp: read + "
         "write; to_dtype: 4-byte read + 2-byte write; sum: read + a small write). memcpy moves the "
         "same n floats once (read + write) into a buffer it reuses, single-threaded; wick "
-        "allocates each output, as a program would. Goal: add of 16M f32 >= 0.8x memcpy.\n\n";
+        "allocates each output, as a program would. Goal: add of 16M f32 >= 0.8x memcpy.\n";
+  print_notes(os, notes);
   return true;
 }
 
@@ -97,9 +107,15 @@ bool bench_overhead(const BenchContext& ctx) {
       {"matmul 1x1", [&] { return m.matmul(m); }},
       {"narrow (a view)", [&] { return a.narrow(0, 0, 1); }},
   };
+  std::vector<std::string> notes;
   Table table({"op", "µs/op (median)", "µs/op (best batch)", "ops timed"});
   for (const Op& op : ops) {
-    op.run();  // first use apart
+    const std::string why = unsupported_reason([&] { op.run(); });  // first use apart
+    if (!why.empty()) {
+      table.add_row({op.name, "unsupported"});
+      add_note(notes, std::string(op.name) + ": " + why);
+      continue;
+    }
     dev.synchronize();
     std::vector<double> us;
     for (int i = 0; i < batches; i++) {
@@ -115,7 +131,8 @@ bool bench_overhead(const BenchContext& ctx) {
   table.print(os);
   os << "\nEach batch runs the op " << per_batch
      << " times on 1-element f32 tensors (creating and dropping the result), then synchronizes; "
-        "the median over batches of time / ops. Goal: <= 1 µs per op.\n\n";
+        "the median over batches of time / ops. Goal: <= 1 µs per op.\n";
+  print_notes(os, notes);
   return true;
 }
 

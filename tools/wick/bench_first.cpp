@@ -41,13 +41,19 @@ void first_worker(const BenchContext& ctx) {
   dev.synchronize();
 
   auto report = [](const std::string& label, const Device& d, const std::function<Tensor()>& op) {
-    const Timing t = measure(
-        [&] {
-          const Tensor r = op();
-          d.synchronize();
-        },
-        5, 5, 0);
-    print_op(label, t.first_ms, t.median_ms);
+    Timing t;
+    const std::string why = unsupported_reason([&] {
+      t = measure(
+          [&] {
+            const Tensor r = op();
+            d.synchronize();
+          },
+          5, 5, 0);
+    });
+    if (why.empty())
+      print_op(label, t.first_ms, t.median_ms);
+    else
+      std::cout << "op\t" << label << "\tunsupported\t" << why << "\n";
   };
   const std::string sn = std::to_string(n), sn2 = std::to_string(n2);
   report("add f32", dev, [&] { return x.add(y); });
@@ -85,26 +91,35 @@ bool bench_first(const BenchContext& ctx) {
   for (const auto& r : p2)
     if (r[0] == "op" && r.size() == 4) second[r[1]] = {r[2], r[3]};
 
-  auto ms = [](const std::string& v) {
-    return std::stod(v) < 0 ? std::string("") : fixed(std::stod(v), 3) + " ms";
+  // "first" and "later" cells of one process's op line; an unsupported op adds a note.
+  std::vector<std::string> notes;
+  auto cells = [&](const std::string& label, const std::string& first, const std::string& later) {
+    if (first == "unsupported") {
+      add_note(notes, label + ": " + later);
+      return std::pair<std::string, std::string>{"unsupported", ""};
+    }
+    auto ms = [](const std::string& v) {
+      return std::stod(v) < 0 ? std::string("") : fixed(std::stod(v), 3) + " ms";
+    };
+    return std::pair<std::string, std::string>{ms(first), ms(later)};
   };
   Table table(
       {"op", "first", "later (median of 5)", "second process: first", "second process: later"});
-  std::vector<std::string> notes;
   for (const auto& r : p1) {
-    if (r[0] == "note" && r.size() == 2) notes.push_back(r[1]);
+    if (r[0] == "note" && r.size() == 2) add_note(notes, r[1]);
     if (r[0] != "op" || r.size() != 4) continue;
     const auto it = second.find(r[1]);
     if (it == second.end())
       fail(ErrorKind::Internal, "bench first", "the second process did not report '", r[1], "'");
-    table.add_row({r[1], ms(r[2]), ms(r[3]), ms(it->second.first), ms(it->second.second)});
+    const auto c1 = cells(r[1], r[2], r[3]);
+    const auto c2 = cells(r[1], it->second.first, it->second.second);
+    table.add_row({r[1], c1.first, c1.second, c2.first, c2.second});
   }
   if (second.empty()) fail(ErrorKind::Internal, "bench first", "the workers reported no ops");
   table.print(os);
   os << "\nEach op is timed to completion (synchronize). Both column pairs come from fresh "
         "processes of this binary, run one after the other.\n";
-  for (const std::string& n : notes) os << "Note: " << n << ".\n";
-  os << "\n";
+  print_notes(os, notes);
   return true;
 }
 

@@ -49,6 +49,61 @@ std::string sci(double v) {
   return buf;
 }
 
+// One table row: wick's n x n matmul in dt against BLAS on the same values; ok &= right answer.
+std::vector<std::string> matmul_row(const Device& dev, DType dt, int64_t n, double budget_ms,
+                                    bool& ok) {
+  const size_t nn = static_cast<size_t>(n * n);
+  const std::vector<float> a = random_floats(nn, 10 + n), b = random_floats(nn, 20 + n);
+  const Tensor ta = Tensor::from_vec(a, {n, n}, dev).to_dtype(dt);
+  const Tensor tb = Tensor::from_vec(b, {n, n}, dev).to_dtype(dt);
+  dev.synchronize();
+  Tensor tc;
+  const Timing w = measure(
+      [&] {
+        tc = ta.matmul(tb);
+        dev.synchronize();
+      },
+      2, 5, budget_ms);
+
+  // The anchor: BLAS on the values the wick operands hold (rounded to bf16/f16 where so).
+  Timing blas;
+  double err;
+  const char* routine;
+  if (dt == DType::F64) {
+    routine = "dgemm";
+    const std::vector<double> da = ta.to_vec<double>(), db = tb.to_vec<double>();
+    std::vector<double> dc(nn);
+    blas = measure(
+        [&] {
+          cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, da.data(), n,
+                      db.data(), n, 0.0, dc.data(), n);
+        },
+        2, 5, budget_ms);
+    err = rel_error(tc.to_vec<double>(), dc);
+  } else {
+    routine = dt == DType::F32 ? "sgemm" : "sgemm (f32)";
+    const std::vector<float> fa = ta.to_vec<float>(), fb = tb.to_vec<float>();
+    std::vector<float> fc(nn);
+    blas = measure(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, fa.data(), n,
+                      fb.data(), n, 0.0f, fc.data(), n);
+        },
+        2, 5, budget_ms);
+    err = rel_error(tc.to_vec<float>(), fc);
+  }
+  ok &= err <= error_bound(dt);
+  return {dtype_name(dt),
+          std::to_string(n),
+          fixed(gflops(n, w.median_ms), 1),
+          fixed(w.first_ms, 2) + " ms",
+          routine,
+          fixed(gflops(n, blas.median_ms), 1),
+          fixed(blas.median_ms / w.median_ms, 2) + "x",
+          std::to_string(w.later_runs) + " / " + std::to_string(blas.later_runs),
+          sci(err) + (err <= error_bound(dt) ? "" : " WRONG")};
+}
+
 }  // namespace
 
 bool bench_matmul(const BenchContext& ctx) {
@@ -63,54 +118,17 @@ bool bench_matmul(const BenchContext& ctx) {
   Table table({"dtype", "n", "wick GFLOP/s", "wick first run", "BLAS", "BLAS GFLOP/s",
                "wick / BLAS", "runs", "max rel err"});
   bool ok = true;
+  std::vector<std::string> notes;
   for (DType dt : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
     for (int64_t n : sizes) {
-      const size_t nn = static_cast<size_t>(n * n);
-      const std::vector<float> a = random_floats(nn, 10 + n), b = random_floats(nn, 20 + n);
-      const Tensor ta = Tensor::from_vec(a, {n, n}, dev).to_dtype(dt);
-      const Tensor tb = Tensor::from_vec(b, {n, n}, dev).to_dtype(dt);
-      dev.synchronize();
-      Tensor tc;
-      const Timing w = measure(
-          [&] {
-            tc = ta.matmul(tb);
-            dev.synchronize();
-          },
-          2, 5, budget_ms);
-
-      // The anchor: BLAS on the values the wick operands hold (rounded to bf16/f16 where so).
-      Timing blas;
-      double err;
-      const char* routine;
-      if (dt == DType::F64) {
-        routine = "dgemm";
-        const std::vector<double> da = ta.to_vec<double>(), db = tb.to_vec<double>();
-        std::vector<double> dc(nn);
-        blas = measure(
-            [&] {
-              cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, da.data(), n,
-                          db.data(), n, 0.0, dc.data(), n);
-            },
-            2, 5, budget_ms);
-        err = rel_error(tc.to_vec<double>(), dc);
-      } else {
-        routine = dt == DType::F32 ? "sgemm" : "sgemm (f32)";
-        const std::vector<float> fa = ta.to_vec<float>(), fb = tb.to_vec<float>();
-        std::vector<float> fc(nn);
-        blas = measure(
-            [&] {
-              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, fa.data(), n,
-                          fb.data(), n, 0.0f, fc.data(), n);
-            },
-            2, 5, budget_ms);
-        err = rel_error(tc.to_vec<float>(), fc);
+      std::vector<std::string> row;
+      const std::string why =
+          unsupported_reason([&] { row = matmul_row(dev, dt, n, budget_ms, ok); });
+      if (!why.empty()) {
+        row = {dtype_name(dt), std::to_string(n), "unsupported"};
+        add_note(notes, std::string(dtype_name(dt)) + " matmul: " + why);
       }
-      table.add_row({dtype_name(dt), std::to_string(n), fixed(gflops(n, w.median_ms), 1),
-                     fixed(w.first_ms, 2) + " ms", routine, fixed(gflops(n, blas.median_ms), 1),
-                     fixed(blas.median_ms / w.median_ms, 2) + "x",
-                     std::to_string(w.later_runs) + " / " + std::to_string(blas.later_runs),
-                     sci(err) + (err <= error_bound(dt) ? "" : " WRONG")});
-      ok &= err <= error_bound(dt);
+      table.add_row(row);
     }
   }
   table.print(os);
@@ -118,7 +136,8 @@ bool bench_matmul(const BenchContext& ctx) {
         "(cold) wick run is shown apart. wick / BLAS > 1 means wick is faster. Max rel err = "
         "max |wick - BLAS| / max |BLAS| (bf16/f16 results are rounded to their dtype).";
   if (dev.is_cpu() && !ctx.full && !ctx.quick) os << " n = 4096 runs with --full.";
-  os << "\n\n";
+  os << "\n";
+  print_notes(os, notes);
   return ok;
 }
 
