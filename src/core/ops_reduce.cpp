@@ -9,8 +9,7 @@ using backend::ReduceOp;
 
 namespace {
 
-std::vector<size_t> resolve_dims(const Tensor& x, const std::vector<int64_t>& dims,
-                                 const char* op) {
+std::vector<size_t> resolve_dims(const Tensor& x, const std::vector<int64_t>& dims, const char* op) {
   std::vector<size_t> out;
   for (int64_t d : dims) out.push_back(x.shape().dim(d, op));
   std::sort(out.begin(), out.end());
@@ -61,9 +60,7 @@ Tensor along_dim(const Tensor& x, int64_t dim, const char* name, F&& f) {
   const size_t d = x.shape().dim(dim, name);
   const int64_t last = static_cast<int64_t>(x.rank()) - 1;
   if (static_cast<int64_t>(d) == last) return f(x);
-  return f(x.transpose(static_cast<int64_t>(d), last))
-      .transpose(static_cast<int64_t>(d), last)
-      .contiguous();
+  return f(x.transpose(static_cast<int64_t>(d), last)).transpose(static_cast<int64_t>(d), last).contiguous();
 }
 
 }  // namespace
@@ -81,7 +78,8 @@ Tensor Tensor::sum_all() const {
 Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
   core::check_float("mean", *this);
   // f16 sums overflow (65504) long before the mean does: take the mean of f16 in f32.
-  if (dtype() == DType::F16) return to_dtype(DType::F32).mean(dims, keepdim).to_dtype(DType::F16);
+  if (dtype() == DType::F16)
+    return to_dtype(DType::F32).mean(dims, keepdim).to_dtype(DType::F16);
   const std::vector<size_t> ds = resolve_dims(*this, dims, "mean");
   int64_t n = 1;
   for (size_t d : ds) n *= shape()[d];
@@ -141,8 +139,7 @@ Tensor Tensor::rms_norm(const Tensor& alpha, double eps) const {
   if (rank() == 0) fail(ErrorKind::Shape, "rms_norm", "needs rank >= 1, got a scalar");
   check_norm_param("rms_norm", *this, alpha, "alpha");
   Tensor out = core::empty(shape(), dtype(), device());
-  if (numel())
-    device().backend().rms_norm(core::view(*this), core::view(alpha), eps, *out.storage());
+  if (numel()) device().backend().rms_norm(core::view(*this), core::view(alpha), eps, *out.storage());
   return out;
 }
 
@@ -183,12 +180,8 @@ static Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, b
   return out;
 }
 
-Tensor Tensor::rope(const Tensor& cos, const Tensor& sin) const {
-  return rope_impl(*this, cos, sin, false);
-}
-Tensor Tensor::rope_i(const Tensor& cos, const Tensor& sin) const {
-  return rope_impl(*this, cos, sin, true);
-}
+Tensor Tensor::rope(const Tensor& cos, const Tensor& sin) const { return rope_impl(*this, cos, sin, false); }
+Tensor Tensor::rope_i(const Tensor& cos, const Tensor& sin) const { return rope_impl(*this, cos, sin, true); }
 
 Tensor Tensor::arg_sort_last_dim(bool ascending) const {
   if (rank() == 0) fail(ErrorKind::Shape, "arg_sort_last_dim", "needs rank >= 1, got a scalar");
