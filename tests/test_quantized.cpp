@@ -11,6 +11,7 @@
 #include "harness.h"
 #include "quantized/blocks.h"
 #include "quantized/kernels.h"
+#include "quantized/packed.h"
 #include "wick/quantized.h"
 
 namespace wick::testing {
@@ -529,16 +530,32 @@ TEST(QMatMul, ThreadsSplitRowsWithIdenticalResults) {
   }
 }
 
+TEST(QMatMul, RepacksCommonFormatsOnAvx512) {
+  const Tensor w = Tensor::randn(0, 1, {8, 512}, DType::F32);
+  const bool avx512 = q::detected_simd_level() >= q::SimdLevel::Avx512;
+  for (QuantType t :
+       {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q5_0, QuantType::Q4_K}) {
+    const QTensor qw = quantize(w, t);
+    const bool packs = avx512 && q::packable(t);
+    EXPECT_EQ(q::packable(t), t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0);
+    // A packed copy has exactly the bytes of ggml's layout.
+    EXPECT_EQ(q::packed_weight_bytes(QMatMul(qw)), packs ? qw.nbytes() : 0) << type_name(t);
+  }
+}
+
 TEST(QMatMul, ScalarSwitchChangesTheKernel) {
   SimdLevelGuard guard;
   q::set_simd_level(q::SimdLevel::Scalar);
-  EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()),
-            q::dot_kernel_scalar(QuantType::Q4_1));
+  EXPECT_EQ(q::dot_kernel(QuantType::Q5_1, q::active_simd_level()),
+            q::dot_kernel_scalar(QuantType::Q5_1));
+  EXPECT_EQ(q::packed_kernel(QuantType::Q4_1, q::active_simd_level()), nullptr);
   if (q::detected_simd_level() >= q::SimdLevel::Avx2) {
     q::set_simd_level(q::SimdLevel::Avx2);
-    EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()),
-              q::dot_kernel_avx2(QuantType::Q4_1));
-    EXPECT_NE(q::dot_kernel_avx2(QuantType::Q4_1), q::dot_kernel_scalar(QuantType::Q4_1));
+    EXPECT_EQ(q::dot_kernel(QuantType::Q5_1, q::active_simd_level()),
+              q::dot_kernel_avx2(QuantType::Q5_1));
+    EXPECT_NE(q::dot_kernel_avx2(QuantType::Q5_1), q::dot_kernel_scalar(QuantType::Q5_1));
+    EXPECT_EQ(q::packed_kernel(QuantType::Q4_1, q::active_simd_level()),
+              q::packed_kernel_avx2(QuantType::Q4_1));
   }
   // A level above the CPU's is lowered to what it runs.
   q::set_simd_level(q::SimdLevel::Avx512);
@@ -639,6 +656,33 @@ TEST(QMatMul, EmptyDims) {
       QMatMul(empty_k).forward(Tensor::zeros({2, 0}, DType::F32)).to_vec<float>();
   EXPECT_EQ(z, std::vector<float>(6, 0.0f));
 }
+
+// ---- devices ----------------------------------------------------------------------------------
+
+// dequantize writes to any device; QMatMul computes on the CPU and answers on x's device.
+class QuantizedOnDevices : public DeviceTest {};
+
+TEST_P(QuantizedOnDevices, DequantizeAndMatmulFollowTheDevice) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const int64_t n = 6, k = 256;
+  const QTensor qw =
+      quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), QuantType::Q4_1);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    const Tensor on_dev = dequantize(qw, dt, dev);
+    EXPECT_EQ(on_dev.device(), dev);
+    EXPECT_EQ(on_dev.dtype(), dt);
+    WICK_EXPECT_CLOSE(on_dev, to_ref(dequantize(qw, dt)), Tol{0, 0});
+  }
+  const Ref xr = random_ref(rng, {2, k});
+  const QMatMul mm(qw);
+  const Tensor y = mm.forward(make_tensor(xr, DType::F32, dev));
+  EXPECT_EQ(y.device(), dev);
+  WICK_EXPECT_CLOSE(y, to_ref(mm.forward(make_tensor(xr, DType::F32, Device::cpu()))), Tol{0, 0});
+}
+
+WICK_INSTANTIATE_DEVICES(QuantizedOnDevices);
 
 // ---- errors -----------------------------------------------------------------------------------
 

@@ -23,6 +23,11 @@
 
 namespace wick {
 
+class QMatMul;
+namespace quantized {
+size_t packed_weight_bytes(const QMatMul& mm);  // internal (src/quantized/packed.h)
+}
+
 class QTensor {
  public:
   QTensor() = default;
@@ -70,9 +75,9 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
 // y = x @ W^T with W (n_out, k) quantized: x (..., k) -> y (..., n_out), f32, on x's device.
 // x may be f32, f16 or bf16 (converted to f32 first), in any layout. Computed on the CPU; x rows
 // are quantized to 8 bits per block first (as ggml does), so results differ from an f32 matmul by
-// at most half an activation step per block times sum |w|. Keeps the weight QTensor; on AVX-512
-// CPUs q4_0/q4_1/q8_0 weights are also repacked once (as many bytes again), f16/bf16/q8_1/q8_k
-// weights are held as f32.
+// at most half an activation step per block times sum |w|. Keeps the weight QTensor; on AVX2 and
+// AVX-512 CPUs q4_0/q4_1/q8_0 weights are also repacked once (as many bytes again), f16/bf16/
+// q8_1/q8_k weights are held as f32.
 class QMatMul {
  public:
   // Throws Error(Shape) unless `weight` is 2-D, Error(Unsupported) for a type it cannot multiply.
@@ -86,6 +91,7 @@ class QMatMul {
   struct Impl;
 
  private:
+  friend size_t quantized::packed_weight_bytes(const QMatMul& mm);
   std::shared_ptr<const Impl> impl_;
 };
 

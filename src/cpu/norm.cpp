@@ -50,18 +50,45 @@ void map_rows(View x, Storage& dst, int64_t cost_per_element, K&& kernel) {
 }
 
 template <typename C>
-void softmax_row(const C* v, C* y, int64_t n) {
+WICK_ROW_INLINE void softmax_row(const C* v, C* y, int64_t n) {
   const C m = extreme_of<true>(v, n);
-  for (int64_t j = 0; j < n; j++) y[j] = exp_c(v[j] - m);
+  exp_shifted(v, m, y, n);
   const C inv = static_cast<C>(1.0 / sum_plain(y, n));
   for (int64_t j = 0; j < n; j++) y[j] *= inv;
 }
 
 template <typename C>
-void log_softmax_row(const C* v, C* y, int64_t n) {
+WICK_ROW_INLINE void log_softmax_row(const C* v, C* y, int64_t n) {
   const C m = extreme_of<true>(v, n);
-  const C log_sum = static_cast<C>(std::log(sum_mapped(v, n, [m](C a) { return exp_c(a - m); })));
+  C e[kRowChunk];
+  double sum = 0;
+  for (int64_t b = 0; b < n; b += kRowChunk) {
+    const int64_t len = std::min(kRowChunk, n - b);
+    exp_shifted(v + b, m, e, len);
+    sum += sum_plain(e, len);
+  }
+  const C log_sum = static_cast<C>(std::log(sum));
   for (int64_t j = 0; j < n; j++) y[j] = (v[j] - m) - log_sum;
+}
+
+// The f32 rows (also those of f16/bf16) are exp-bound: compiled for the host's vector width.
+WICK_MULTIVERSION void softmax_row_f32(const float* v, float* y, int64_t n) {
+  softmax_row(v, y, n);
+}
+WICK_MULTIVERSION void log_softmax_row_f32(const float* v, float* y, int64_t n) {
+  log_softmax_row(v, y, n);
+}
+void softmax_row_any(const float* v, float* y, int64_t n) {
+  softmax_row_f32(v, y, n);
+}
+void softmax_row_any(const double* v, double* y, int64_t n) {
+  softmax_row(v, y, n);
+}
+void log_softmax_row_any(const float* v, float* y, int64_t n) {
+  log_softmax_row_f32(v, y, n);
+}
+void log_softmax_row_any(const double* v, double* y, int64_t n) {
+  log_softmax_row(v, y, n);
 }
 
 // A rank-1 parameter (alpha, beta) as a contiguous compute-type vector.
@@ -91,14 +118,14 @@ void dispatch_float(DType dt, const char* op, Fn&& fn) {
 void CpuDevice::softmax_last_dim(View x, Storage& dst) {
   dispatch_float(x.storage.dtype(), "softmax_last_dim", [&](auto zero) {
     using T = decltype(zero);
-    map_rows<T>(x, dst, 8, [](const auto* v, auto* y, int64_t n) { softmax_row(v, y, n); });
+    map_rows<T>(x, dst, 8, [](const auto* v, auto* y, int64_t n) { softmax_row_any(v, y, n); });
   });
 }
 
 void CpuDevice::log_softmax_last_dim(View x, Storage& dst) {
   dispatch_float(x.storage.dtype(), "log_softmax", [&](auto zero) {
     using T = decltype(zero);
-    map_rows<T>(x, dst, 8, [](const auto* v, auto* y, int64_t n) { log_softmax_row(v, y, n); });
+    map_rows<T>(x, dst, 8, [](const auto* v, auto* y, int64_t n) { log_softmax_row_any(v, y, n); });
   });
 }
 

@@ -2,12 +2,16 @@
 // the binary stays portable; picked at run time only on CPUs that report the three features.
 // Products of unsigned weight codes and signed activations use maddubs (u8 x s8 -> i16 pairs,
 // far from saturation for codes < 64) and madd (-> i32); offsets and mins are added per block.
+// q4_0 / q4_1 / q8_0 run on packed rows (packed.h), the other formats on ggml's blocks.
 #include "quantized/kernels.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "quantized/blocks.h"
+#include "quantized/packed.h"
 
 #define WICK_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -57,13 +61,6 @@ struct Unpacked {
   float d, m;
 };
 
-WICK_AVX2 inline Unpacked unpack(const BlockQ4_0& b) {
-  const float d = half_to_float(b.d);
-  return {unpack_nibbles(b.qs), d, -8.0f * d};
-}
-WICK_AVX2 inline Unpacked unpack(const BlockQ4_1& b) {
-  return {unpack_nibbles(b.qs), half_to_float(b.d), half_to_float(b.m)};
-}
 WICK_AVX2 inline Unpacked unpack(const BlockQ5_0& b) {
   const float d = half_to_float(b.d);
   return {_mm256_or_si256(unpack_nibbles(b.qs), fifth_bits(b.qh)), d, -16.0f * d};
@@ -90,24 +87,6 @@ WICK_AVX2 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
       macc += u.m * x.ds[2 * i + 1];
     }
     out[r] = hsum(acc) + macc;
-  }
-}
-
-// Q8_0: signed codes; |w| times x with w's sign moved onto x keeps maddubs' u8 x s8 form.
-WICK_AVX2 void dot_rows_q8_0(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                             const ActRow& x, float* out) {
-  const int64_t nb = k / kQK;
-  for (int64_t r = 0; r < n_rows; r++) {
-    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w + static_cast<size_t>(r) * row_bytes);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[i].qs));
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + i * kQK));
-      const __m256i p = dot_u8_s8(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));
-      const float s = half_to_float(blocks[i].d) * x.ds[2 * i];
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
-    }
-    out[r] = hsum(acc);
   }
 }
 
@@ -202,20 +181,215 @@ WICK_AVX2 void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows,
   }
 }
 
+// Q2_K / Q3_K: per 128-value half, 32 bytes of qs hold 2-bit fields; shift s gives values
+// 32s..32s+31 (groups 2s and 2s+1 of the half). Q3_K adds a third bit from hmask (bit 4*half + s
+// of byte l) and stores value + 4; that offset returns through the activation group sums.
+template <bool kQ3>
+WICK_AVX2 void dot_rows_low_bits_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                                   const ActRow& x, float* out) {
+  const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  for (int64_t r = 0; r < n_rows; r++) {
+    const auto* blocks = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * row_bytes);
+    __m256 acc = _mm256_setzero_ps();
+    float macc = 0;
+    for (int64_t i = 0; i < k / kQKK; i++) {
+      const Block& b = blocks[i];
+      const int8_t* q = x.qs + i * kQKK;
+      const int16_t* bs = x.bsums + i * 16;
+      int sc[16], msum = 0;
+      if constexpr (kQ3) {
+        int8_t s8[16];
+        q3k_scales(b.scales, s8);
+        for (int g = 0; g < 16; g++) {
+          sc[g] = s8[g];
+          msum += 4 * sc[g] * bs[g];
+        }
+      } else {
+        for (int g = 0; g < 16; g++) {
+          sc[g] = b.scales[g] & 0xF;
+          msum += (b.scales[g] >> 4) * bs[g];
+        }
+      }
+      __m256i hm = _mm256_setzero_si256();
+      if constexpr (kQ3) hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
+      __m256i isum = _mm256_setzero_si256();
+      for (int half = 0; half < 2; half++) {
+        const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * half));
+        for (int s = 0; s < 4; s++) {
+          __m256i codes = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), m2);
+          if constexpr (kQ3)
+            codes = _mm256_or_si256(
+                codes,
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * half + s), one), 2));
+          const __m256i xq =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * half + 32 * s));
+          const int g = 8 * half + 2 * s;
+          const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(sc[g + 1])),
+                                                  _mm_set1_epi16(static_cast<int16_t>(sc[g])));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), scales));
+        }
+      }
+      const float dx = x.ds[i];
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(b.d)), _mm256_cvtepi32_ps(isum), acc);
+      if constexpr (kQ3)
+        macc += dx * half_to_float(b.d) * static_cast<float>(msum);
+      else
+        macc += dx * half_to_float(b.dmin) * static_cast<float>(msum);
+    }
+    out[r] = hsum(acc) - macc;
+  }
+}
+
+// ---- packed rows (packed.h) -----------------------------------------------------------------
+// A full chunk is two halves of 8 blocks (bytes 0-31 and 32-63 of every slice). q4 codes (0..15)
+// go through maddubs into i16 sums over all 8 slices (at most 8 * 2 * 15 * 127 = 30480, no
+// overflow) and one madd; q8_0 codes are turned back into signed values and use the sign trick
+// (|q| x sign(x, q)), with i32 sums per slice, so its offset coefficient is not needed.
+
+// Signed q8 codes (stored q + 128) against x: 8 x i32 pair sums.
+WICK_AVX2 inline __m256i dot_q8_codes(__m256i stored, __m256i xq) {
+  const __m256i q = _mm256_xor_si256(stored, _mm256_set1_epi8(static_cast<char>(0x80)));
+  return dot_u8_s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xq, q));
+}
+
+// One block's codes (element order) from a tail run of `run` blocks at `codes` (block j of it).
+template <typename F>
+WICK_AVX2 inline __m256i tail_codes(const uint8_t* run_codes, int64_t run, int64_t j) {
+  if constexpr (F::kCodeBytes == 32) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run_codes + 32 * j));
+  } else {
+    if (run == 1) return unpack_nibbles(run_codes);
+    // Runs of 2 and 4: block j takes the low nibbles (j < run / 2) or high nibbles of 32 bytes.
+    const int64_t half = run / 2;
+    const __m256i q =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(run_codes + 32 * (j % half)));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    return j < half ? _mm256_and_si256(q, m4) : _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+  }
+}
+
+template <typename F>
+WICK_AVX2 inline __m256i tail_dot(__m256i codes, __m256i xq) {
+  if constexpr (F::kCodeBytes == 32)
+    return dot_q8_codes(codes, xq);
+  else
+    return dot_u8_s8(codes, xq);
+}
+
+// Blocks c0 .. c0 + run - 1 of a row's tail, one block per step; returns the next block.
+template <typename F>
+WICK_AVX2 inline int64_t tail_run(const uint8_t* codes, const uint8_t* d_ptr, const uint8_t* m_ptr,
+                                  int64_t nb, int64_t c0, int64_t run, const ActRow& x, __m256* acc,
+                                  float* tail) {
+  const uint8_t* rc = codes + F::kCodeBytes * c0;
+  for (int64_t j = 0; j < run; j++) {
+    const int64_t b = c0 + j;
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + kQK * b));
+    const __m256i dot = tail_dot<F>(tail_codes<F>(rc, run, j), xq);
+    uint16_t dh;
+    std::memcpy(&dh, d_ptr + 2 * b, 2);
+    const float dw = half_to_float(dh);
+    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * x.ds[b]), *acc);
+    if constexpr (F::kCodeBytes == 16) {  // q8_0 needs no offset term here
+      uint16_t mh;
+      std::memcpy(&mh, m_ptr + 2 * b, 2);
+      *tail +=
+          (F::kHasMin ? half_to_float(mh) : dw * static_cast<float>(F::kOffset)) * x.ds[nb + b];
+    }
+  }
+  return c0 + run;
+}
+
+template <typename F>
+WICK_AVX2 void dot_row_packed(const uint8_t* codes, int64_t k, const ActRow& x, float* out) {
+  const int64_t nb = k / kQK;
+  const uint8_t* d_ptr = codes + F::kCodeBytes * nb;
+  const uint8_t* m_ptr = d_ptr + 2 * nb;
+  constexpr bool kSigned = F::kCodeBytes == 32;  // q8_0: no offset term (see above)
+  __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
+  float tail = 0;
+  int64_t c0 = 0;
+  for (; c0 + kChunkBlocks <= nb; c0 += kChunkBlocks) {
+    const uint8_t* cc = codes + F::kCodeBytes * c0;
+    const int8_t* xq = x.qs + kQK * c0;
+    for (int h = 0; h < 2; h++) {
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(d_ptr + 2 * (c0 + 8 * h))));
+      const __m256 dx = _mm256_loadu_ps(x.ds + c0 + 8 * h);
+      const __m256 sx = _mm256_loadu_ps(x.ds + nb + c0 + 8 * h);
+      __m256i dot;
+      if constexpr (kSigned) {
+        dot = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++)
+          dot = _mm256_add_epi32(
+              dot, dot_q8_codes(
+                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cc + 64 * s + 32 * h)),
+                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * s + 32 * h))));
+      } else {
+        const __m256i m4 = _mm256_set1_epi8(0x0F);
+        __m256i sum16 = _mm256_setzero_si256();
+        for (int s = 0; s < 4; s++) {
+          const __m256i q =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cc + 64 * s + 32 * h));
+          const __m256i x_lo =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * s + 32 * h));
+          const __m256i x_hi =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * (s + 4) + 32 * h));
+          sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(_mm256_and_si256(q, m4), x_lo));
+          sum16 = _mm256_add_epi16(
+              sum16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), x_hi));
+        }
+        dot = _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
+        const __m256 coef = F::kHasMin
+                                ? _mm256_cvtph_ps(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(m_ptr + 2 * (c0 + 8 * h))))
+                                : _mm256_mul_ps(dw, _mm256_set1_ps(F::kOffset));
+        macc = _mm256_fmadd_ps(coef, sx, macc);
+      }
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx), acc);
+    }
+  }
+  // Tail blocks in runs of 4, 2, 1 (element order).
+  while (nb - c0 >= 4) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 4, x, &acc, &tail);
+  if (nb - c0 >= 2) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 2, x, &acc, &tail);
+  if (nb - c0 >= 1) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 1, x, &acc, &tail);
+  *out = hsum(acc) + hsum(macc) + tail;
+}
+
+template <typename F>
+WICK_AVX2 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                               const ActRow* xs, int n_x, size_t ldo, float* out) {
+  for (int64_t r = 0; r < n_rows; r++)
+    for (int i = 0; i < n_x; i++)
+      dot_row_packed<F>(w + static_cast<size_t>(r) * row_bytes, k, xs[i], out + ldo * i + r);
+}
+
 }  // namespace
+
+PackedRowsFn packed_kernel_avx2(QuantType t) {
+  switch (t) {
+    case QuantType::Q4_0:
+      return dot_rows_packed<PackedQ4_0>;
+    case QuantType::Q4_1:
+      return dot_rows_packed<PackedQ4_1>;
+    case QuantType::Q8_0:
+      return dot_rows_packed<PackedQ8_0>;
+    default:
+      return nullptr;
+  }
+}
 
 DotRowsFn dot_kernel_avx2(QuantType t) {
   switch (t) {
-    case QuantType::Q4_0:
-      return dot_rows_32<BlockQ4_0>;
-    case QuantType::Q4_1:
-      return dot_rows_32<BlockQ4_1>;
     case QuantType::Q5_0:
       return dot_rows_32<BlockQ5_0>;
     case QuantType::Q5_1:
       return dot_rows_32<BlockQ5_1>;
-    case QuantType::Q8_0:
-      return dot_rows_q8_0;
+    case QuantType::Q2_K:
+      return dot_rows_low_bits_k<false>;
+    case QuantType::Q3_K:
+      return dot_rows_low_bits_k<true>;
     case QuantType::Q4_K:
       return dot_rows_k4<BlockQ4_K, false>;
     case QuantType::Q5_K:
@@ -232,6 +406,9 @@ DotRowsFn dot_kernel_avx2(QuantType t) {
 #else
 namespace wick::quantized {
 DotRowsFn dot_kernel_avx2(QuantType) {
+  return nullptr;
+}
+PackedRowsFn packed_kernel_avx2(QuantType) {
   return nullptr;
 }
 }  // namespace wick::quantized

@@ -1,7 +1,7 @@
 // AVX-512 kernels with VNNI (vpdpbusd: u8 x s8 -> i32 in one instruction), two 32-element blocks
 // per 512-bit register. Compiled per function with target attributes; picked at run time only.
 // q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 / q4_k / q5_k / q6_k on ggml's
-// blocks; q2_k / q3_k have scalar kernels only.
+// blocks; q2_k / q3_k run the AVX2 kernels.
 #include <algorithm>
 
 #include "quantized/kernels.h"
@@ -128,20 +128,7 @@ WICK_AVX512 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows,
 }
 
 // Packed formats (packed.h). Codes enter vpdpbusd as unsigned bytes: q4 codes are 0..15, q8_0's
-// are stored as q + 128. Per block the product is then d_w * d_x * sum(code * q_x) + c * s_x with
-// s_x = d_x * sum(q_x) and c = m (q4_1), -8 d (q4_0) or -128 d (q8_0).
-struct PackedQ4_0 {
-  static constexpr int kCodeBytes = 16, kOffset = -8;
-  static constexpr bool kHasMin = false;
-};
-struct PackedQ4_1 {
-  static constexpr int kCodeBytes = 16, kOffset = 0;
-  static constexpr bool kHasMin = true;
-};
-struct PackedQ8_0 {
-  static constexpr int kCodeBytes = 32, kOffset = -128;
-  static constexpr bool kHasMin = false;
-};
+// are stored as q + 128 (the PackedQ* offsets give the correction).
 
 // A full chunk of 16 blocks in slice order: lane b of the result is block b's integer dot product.
 template <typename F>
@@ -233,15 +220,13 @@ WICK_AVX512 inline __m512 tail_dot(const uint8_t* cc, const int8_t* xq, int64_t 
   return acc;
 }
 
-// R x rows against n_rows packed weight rows. Per 16 blocks, one (masked) load each of d (and m)
-// and of each x row's scales gives all 16 scale products; a full chunk's codes are loaded once
-// for the R x rows and need one multiply-add per x row.
+// R x rows (pack_activations layout) against n_rows packed weight rows. Per 16 blocks, one
+// (masked) load each of d (and m) and of each x row's scales gives all 16 scale products; a full
+// chunk's codes are loaded once for the R x rows and need one multiply-add per x row.
 template <typename F, int R>
 WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
                                  const ActRow* xs, size_t ldo, float* out) {
   const int64_t nb = k / kQK;
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   for (int64_t r = 0; r < n_rows; r++) {
     const uint8_t* codes = w + static_cast<size_t>(r) * row_bytes;
     const uint8_t* d_ptr = codes + F::kCodeBytes * nb;
@@ -252,19 +237,15 @@ WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_r
     for (int64_t c0 = 0; c0 < nb; c0 += kChunkBlocks) {
       const int64_t n = std::min<int64_t>(kChunkBlocks, nb - c0);
       const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1);
-      const __mmask16 lo8 = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1);
-      const __mmask16 hi8 = static_cast<__mmask16>(n <= 8 ? 0u : (1u << (2 * (n - 8))) - 1);
       const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, d_ptr + 2 * c0));
       const __m512 coef = F::kHasMin
                               ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, m_ptr + 2 * c0))
                               : _mm512_mul_ps(dw, _mm512_set1_ps(F::kOffset));
       __m512 sc[R];
 #pragma GCC unroll 4
-      for (int i = 0; i < R; i++) {
-        const __m512 a = _mm512_maskz_loadu_ps(lo8, xs[i].ds + 2 * c0);
-        const __m512 b = _mm512_maskz_loadu_ps(hi8, xs[i].ds + 2 * c0 + 16);
-        sc[i] = _mm512_mul_ps(dw, _mm512_permutex2var_ps(a, even, b));
-        macc[i] = _mm512_fmadd_ps(coef, _mm512_permutex2var_ps(a, odd, b), macc[i]);
+      for (int i = 0; i < R; i++) {  // activation scales come as d[nb] then s[nb]
+        sc[i] = _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m16, xs[i].ds + c0));
+        macc[i] = _mm512_fmadd_ps(coef, _mm512_maskz_loadu_ps(m16, xs[i].ds + nb + c0), macc[i]);
       }
       const uint8_t* cc = codes + F::kCodeBytes * c0;
       if (n < kChunkBlocks) {

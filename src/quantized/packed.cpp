@@ -70,6 +70,12 @@ void pack_q8_0_row(const BlockQ8_0* blocks, int64_t nb, uint8_t* dst, uint8_t* c
 
 }  // namespace
 
+PackedRowsFn packed_kernel(QuantType t, SimdLevel level) {
+  PackedRowsFn fn = level >= SimdLevel::Avx512 ? packed_kernel_avx512(t) : nullptr;
+  if (!fn && level >= SimdLevel::Avx2) fn = packed_kernel_avx2(t);
+  return fn;
+}
+
 bool packable(QuantType t) {
   return t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0;
 }
@@ -95,8 +101,12 @@ std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, 
   return out;
 }
 
-void interleave_activations(const int8_t* qs, int64_t k, int8_t* out) {
+void pack_activations(const int8_t* qs, const float* ds, int64_t k, int8_t* out, float* ds_out) {
   const int64_t nb = k / kQK;
+  for (int64_t b = 0; b < nb; b++) {
+    ds_out[b] = ds[2 * b];
+    ds_out[nb + b] = ds[2 * b + 1];
+  }
   int64_t b = 0;
   for (; b + kChunkBlocks <= nb; b += kChunkBlocks)
     for (int64_t s = 0; s < kSlices; s++)

@@ -1,5 +1,5 @@
-// Weights of the common 32-element formats repacked for the AVX-512 kernels (built once by
-// QMatMul on AVX-512 CPUs). A packed row has exactly as many bytes as ggml's, so the same memory
+// Weights of the common 32-element formats repacked for the SIMD kernels (built once by QMatMul
+// on AVX2 and AVX-512 CPUs). A packed row has exactly as many bytes as ggml's, so the same memory
 // traffic; only the order changes.
 //
 // ggml interleaves each block's scale (and min) with its codes, and a block's 32 codes make 8
@@ -22,9 +22,32 @@
 #include "quantized/kernels.h"
 #include "wick/quant_type.h"
 
+namespace wick {
+class QMatMul;
+}
+
 namespace wick::quantized {
 
 constexpr int64_t kChunkBlocks = 16;
+
+// Bytes of repacked weights a QMatMul holds (0 when it multiplies ggml's blocks directly).
+size_t packed_weight_bytes(const QMatMul& mm);
+
+// Per block a packed kernel computes d_w * d_x * sum(code * q_x) + c * s_x, with
+// s_x = d_x * sum(q_x) and c = m (q4_1) or kOffset * d_w: codes are q + 8 (q4_0) and q + 128
+// (q8_0).
+struct PackedQ4_0 {
+  static constexpr int kCodeBytes = 16, kOffset = -8;
+  static constexpr bool kHasMin = false;
+};
+struct PackedQ4_1 {
+  static constexpr int kCodeBytes = 16, kOffset = 0;
+  static constexpr bool kHasMin = true;
+};
+struct PackedQ8_0 {
+  static constexpr int kCodeBytes = 32, kOffset = -128;
+  static constexpr bool kHasMin = false;
+};
 
 // True for the types pack_rows takes.
 bool packable(QuantType t);
@@ -32,8 +55,9 @@ bool packable(QuantType t);
 // Repacks n_rows rows of ggml blocks of type t (k elements each) into the layout above.
 std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k);
 
-// Activation codes (k, element order) -> the slice order of full chunks (the tail is copied).
-void interleave_activations(const int8_t* qs, int64_t k, int8_t* out);
+// One activation row as the packed kernels read it: codes in the slice order of full chunks
+// (the tail is copied as is), and the (d, s) pairs split into d[nb] then s[nb].
+void pack_activations(const int8_t* qs, const float* ds, int64_t k, int8_t* qs_out, float* ds_out);
 
 // out[i * ldo + r] = dot(packed weight row r, xs[i]) for r < n_rows, i < n_x; xs in slice order.
 // Up to kMaxPackedX x rows share each load of the weight codes.
@@ -41,7 +65,10 @@ constexpr int kMaxPackedX = 4;
 using PackedRowsFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
                               const ActRow* xs, int n_x, size_t ldo, float* out);
 
-// The AVX-512 kernel over packed rows of t (nullptr where not compiled or not packable).
+// Kernels over packed rows of t (nullptr where not compiled or not packable).
+PackedRowsFn packed_kernel_avx2(QuantType t);
 PackedRowsFn packed_kernel_avx512(QuantType t);
+// The packed kernel for the active level: AVX-512 or AVX2; nullptr at the scalar level.
+PackedRowsFn packed_kernel(QuantType t, SimdLevel level);
 
 }  // namespace wick::quantized

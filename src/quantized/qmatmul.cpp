@@ -2,11 +2,10 @@
 //
 // Up to kGemmMinRows x rows (decode, prompts): x rows are quantized to 8 bits per block and every
 // output is an integer SIMD dot product over W's blocks (kernels.h), threads splitting the output
-// rows; on AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and each load of their
-// codes serves up to 4 x rows. Longer inputs: W is dequantized one tile of rows at a time and
-// multiplied with sgemm.
-// Plain weights (f32/f16/bf16) and formats without an integer kernel (q8_1, q8_k) are kept as f32
-// and go straight to BLAS.
+// rows; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and, on
+// AVX-512, each load of their codes serves up to 4 x rows. Longer inputs: W is dequantized one tile
+// of rows at a time and multiplied with sgemm. Plain weights (f32/f16/bf16) and formats without an
+// integer kernel (q8_1, q8_k) are kept as f32 and go straight to BLAS.
 #include <cblas.h>
 
 #include <algorithm>
@@ -28,10 +27,12 @@ using quantized::DotRowsFn;
 namespace {
 
 // x rows from which dequantized tiles + sgemm may beat integer dots. Measured on SmolLM2 shapes
-// (q4_1 and q8_0, 1536x576 and 576x1536, one thread, the 2-core build machine): integer dots won
-// at every m up to 128 (3-20x; OpenBLAS reached ~9 GFLOP/s there), so BLAS is left for the
-// longest prompts, where a fast BLAS can pay for the dequantization.
-constexpr int64_t kGemmMinRows = 256;
+// (q4_1 and q8_0, 1536x576 and 576x1536, one thread, the shared 2-core build machine): integer
+// dots cost ~17 us per x row of 1536x576 q4_1 from m = 4 up and won at every m tried (3-20x;
+// OpenBLAS reached only ~9 GFLOP/s there). Even a BLAS at 150 GFLOP/s (~12 us per row) needs
+// hundreds of rows to pay for dequantizing W (~0.6 ms for 1536x576), so sgemm is kept for very
+// long inputs.
+constexpr int64_t kGemmMinRows = 1024;
 std::atomic<int64_t> g_gemm_min_rows{kGemmMinRows};
 // Weight bytes a thread should get before another one is woken (fork/join costs a few µs).
 constexpr int64_t kBytesPerTask = 32 * 1024;
@@ -55,7 +56,7 @@ struct QMatMul::Impl {
   QuantType type = QuantType::F32;
   std::vector<float> dense;  // W as f32 for types without an integer kernel
   const float* dense_ptr = nullptr;
-  std::vector<uint8_t> packed;  // q4_0/q4_1/q8_0 on AVX-512 CPUs: packed.h layout
+  std::vector<uint8_t> packed;  // q4_0/q4_1/q8_0 on AVX2+ CPUs: packed.h layout
 };
 
 QMatMul::QMatMul(QTensor weight) {
@@ -79,8 +80,7 @@ QMatMul::QMatMul(QTensor weight) {
     }
   }
   if (quantized::packable(weight.type()) &&
-      quantized::detected_simd_level() >= quantized::SimdLevel::Avx512 &&
-      quantized::packed_kernel_avx512(weight.type()))
+      quantized::packed_kernel(weight.type(), quantized::detected_simd_level()))
     impl->packed = quantized::pack_rows(weight.type(), weight.data(), impl->n_out, impl->k);
   impl->weight = std::move(weight);
   impl_ = std::move(impl);
@@ -88,6 +88,9 @@ QMatMul::QMatMul(QTensor weight) {
 
 const QTensor& QMatMul::weight() const {
   return impl_->weight;
+}
+size_t quantized::packed_weight_bytes(const QMatMul& mm) {
+  return mm.impl_->packed.size();
 }
 int64_t QMatMul::in_features() const {
   return impl_->k;
@@ -143,17 +146,19 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
   for (int64_t r = 0; r < m; r++)
     quantize_act(kind, x + r * k, k, qs.data() + r * k, ds.data() + r * ds_per_row,
                  bsums.data() + r * bsums_per_row);
-  const bool use_packed =
-      !w.packed.empty() && quantized::active_simd_level() >= quantized::SimdLevel::Avx512;
-  if (use_packed) {  // packed kernels read activations in slice order (packed.h)
-    thread_local std::vector<int8_t> natural;
-    natural.assign(qs.begin(), qs.end());
+  const quantized::PackedRowsFn packed_dot =
+      w.packed.empty() ? nullptr : quantized::packed_kernel(w.type, quantized::active_simd_level());
+  const bool use_packed = packed_dot != nullptr;
+  if (use_packed) {  // packed kernels read activations in their own order (packed.h)
+    thread_local std::vector<int8_t> qs_natural;
+    thread_local std::vector<float> ds_pairs;
+    qs_natural.assign(qs.begin(), qs.end());
+    ds_pairs.assign(ds.begin(), ds.end());
     for (int64_t r = 0; r < m; r++)
-      quantized::interleave_activations(natural.data() + r * k, k, qs.data() + r * k);
+      quantized::pack_activations(qs_natural.data() + r * k, ds_pairs.data() + r * ds_per_row, k,
+                                  qs.data() + r * k, ds.data() + r * ds_per_row);
   }
   const DotRowsFn dot = quantized::dot_kernel(w.type, quantized::active_simd_level());
-  const quantized::PackedRowsFn packed_dot =
-      use_packed ? quantized::packed_kernel_avx512(w.type) : nullptr;
   const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
   // Worker threads see their own thread_local vectors: pass the caller's by pointer.
   const int8_t* qs_p = qs.data();

@@ -278,16 +278,21 @@ WICK_INSTANTIATE_DEVICES(Norm);
 // x (b, h, t, d); cos/sin (b, t, d/2) values (already expanded over b).
 Ref rope_ref(const Ref& x, const Ref& cos, const Ref& sin, bool interleaved) {
   Ref out{x.shape, std::vector<double>(x.v.size())};
-  const int64_t d = x.shape[3], half = d / 2;
-  for_each_index(
-      Shape{x.shape[0], x.shape[1], x.shape[2], half}, [&](const std::vector<int64_t>& i) {
-        const int64_t b = i[0], h = i[1], t = i[2], k = i[3];
-        const double c = cos.at({b, t, k}), s = sin.at({b, t, k});
-        const int64_t i1 = interleaved ? 2 * k : k, i2 = interleaved ? 2 * k + 1 : k + half;
-        const double x1 = x.at({b, h, t, i1}), x2 = x.at({b, h, t, i2});
-        out.v[static_cast<size_t>(out.index({b, h, t, i1}))] = x1 * c - x2 * s;
-        out.v[static_cast<size_t>(out.index({b, h, t, i2}))] = x1 * s + x2 * c;
-      });
+  const int64_t nb = x.shape[0], nh = x.shape[1], nt = x.shape[2], d = x.shape[3], half = d / 2;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t h = 0; h < nh; h++)
+      for (int64_t t = 0; t < nt; t++) {
+        const auto row = static_cast<size_t>(((b * nh + h) * nt + t) * d),
+                   cs = static_cast<size_t>((b * nt + t) * half);
+        for (int64_t k = 0; k < half; k++) {
+          const double c = cos.v[cs + static_cast<size_t>(k)],
+                       s = sin.v[cs + static_cast<size_t>(k)];
+          const auto i1 = row + static_cast<size_t>(interleaved ? 2 * k : k);
+          const auto i2 = row + static_cast<size_t>(interleaved ? 2 * k + 1 : k + half);
+          out.v[i1] = x.v[i1] * c - x.v[i2] * s;
+          out.v[i2] = x.v[i1] * s + x.v[i2] * c;
+        }
+      }
   return out;
 }
 

@@ -277,6 +277,16 @@ TEST_P(Reduce, MeanEveryFloatDTypeAndLayout) {  // needs the affine op (elementw
     }
 }
 
+// The mean of 40000 f16 values near 2 is near 2, though their sum (80000) is past f16's range.
+TEST_P(Reduce, MeanOfF16DoesNotOverflow) {  // needs the affine op (elementwise)
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Ref xr = round_ref(random_ref(rng, {2, 40000}, 1.5, 2.5), DType::F16);
+  const RefResult want = reduce_ref(xr, {1}, Red::Mean, DType::F16);
+  WICK_EXPECT_CLOSE(make_tensor(xr, DType::F16, device(), Variant::Transposed).mean(1),
+                    (Ref{Shape{2}, want.out.v}), (Tol{0, 2 * unit_roundoff(DType::F16)}));
+}
+
 TEST_P(Reduce, SeveralDimsAndAllDims) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
@@ -367,6 +377,8 @@ TEST_P(Reduce, LargeInputsTakeTheThreadedPaths) {
     check_reduce(x, wide, Red::Sum, {0}, false);
     check_reduce(x, wide, Red::Max, {0}, true);
     check_reduce(x, wide, Red::ArgMin, {1}, false);
+  }
+  for (DType dt : {DType::F32, DType::U8}) {
     const Ref tall = round_ref(random_values(rng, {70000, 3}, dt), dt);
     const Tensor t = make_tensor(tall, dt, device());
     check_reduce(t, tall, Red::Sum, {0}, false);
@@ -383,7 +395,7 @@ TEST_P(Reduce, LargeInputsTakeTheThreadedPaths) {
              b = static_cast<size_t>(rng.integer(70000, 139999));
   row.v[a] = row.v[b] = 5;
   row.v[b - 1] = row.v[a + 1] = -5;
-  for (DType dt : {DType::F32, DType::F16, DType::U8}) {
+  for (DType dt : {DType::F32, DType::F16}) {
     const Ref rr = round_ref(row, dt);
     const Tensor x = make_tensor(rr, dt, device());
     check_reduce(x, rr, Red::ArgMax, {0}, false);
