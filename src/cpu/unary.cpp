@@ -220,9 +220,7 @@ void unary_typed(UnaryOp op, UnaryParams p, View x, Storage& dst) {
     const int64_t grain = calls_libm<C>(kOp) ? ew::kExpensiveGrain : kParallelGrain;
     if constexpr (ew::kIsFloat<T>) {
       run_map<T>(x, dst, FloatUnary<kOp, C>{static_cast<C>(p.p0), static_cast<C>(p.p1)}, grain);
-    } else if constexpr (takes_int(kOp)) {
-      if (kOp == UnaryOp::Neg && std::is_unsigned_v<T>)
-        fail(ErrorKind::Unsupported, "neg", "cpu has no neg of unsigned ", dtype_of<T>::value);
+    } else if constexpr (takes_int(kOp) && !(kOp == UnaryOp::Neg && std::is_unsigned_v<T>)) {
       run_map<T>(x, dst, IntUnary<kOp, T>{p.p0, p.p1}, grain);
     } else {
       fail(ErrorKind::Unsupported, backend::unary_op_name(kOp), "cpu has no ",
