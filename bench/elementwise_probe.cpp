@@ -3,7 +3,10 @@
 //   g++ -O2 -std=c++20 -Iinclude -Isrc bench/elementwise_probe.cpp build/libwick.a \
 //       -fopenmp -lopenblas -o /tmp/elementwise_probe && /tmp/elementwise_probe
 // Prints add bandwidth against memcpy's in the same process, the per-op overhead on 1-element
-// tensors, and ns per element of every op on 1M elements per dtype.
+// tensors, and ns per element of every op on 1M elements per dtype. Arguments: bw | overhead |
+// ops [numel]; PROBE_KEEP_HEAP=1 stops glibc from unmapping freed blocks.
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -167,6 +170,12 @@ void op_table(int64_t n) {
 
 int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "all";
+  // "keep-heap": glibc keeps freed blocks of any size in its heap instead of unmapping them, so
+  // a fresh output reuses pages that are already mapped (shows what page faults cost).
+  if (std::getenv("PROBE_KEEP_HEAP")) {
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  }
   if (what == "all" || what == "bw") bandwidth();
   if (what == "all" || what == "overhead") overhead();
   if (what == "all" || what == "ops") op_table(argc > 2 ? std::atoll(argv[2]) : 1 << 20);
