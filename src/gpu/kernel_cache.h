@@ -27,6 +27,9 @@ struct EmbeddedFile {
   size_t size;
 };
 
+// The files of kernels/glsl (generated at build time; defined in builds with the Vulkan backend).
+std::span<const EmbeddedFile> glsl_kernel_files();
+
 // Kernel sources by name: the #include resolver handed to the compiler.
 class SourceTable : public IncludeResolver {
  public:

@@ -1,0 +1,50 @@
+#version 450
+// y = a op b for one dtype DT, broadcasting through strides; OP is wick's BinaryOp value.
+// DT_KIND: 0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64.
+#include "include/common.glsl"
+#include "include/dtype.glsl"
+#include "include/math.glsl"
+
+#define N_INPUTS 2
+#define OUT_STRIDED 0
+#include "include/strided.glsl"
+
+layout(constant_id = 0) const uint OP = 0u;
+layout(set = 0, binding = 0) readonly buffer A { STORAGE_T(DT) a[]; };
+layout(set = 0, binding = 1) readonly buffer B { STORAGE_T(DT) b[]; };
+layout(set = 0, binding = 2) writeonly buffer Out { STORAGE_T(DT) y[]; };
+
+#define CT COMPUTE_T(DT)
+// wick::backend::BinaryOp
+#define ADD 0u
+#define SUB 1u
+#define MUL 2u
+#define DIV 3u
+#define MAXIMUM 4u
+#define MINIMUM 5u
+#define POW 6u
+
+CT apply(CT u, CT v) {
+  if (OP == ADD) return u + v;
+  if (OP == SUB) return u - v;
+  if (OP == MUL) return u * v;
+#if DT_KIND <= 1
+  if (OP == DIV) return u / v;
+#else
+  if (OP == DIV) return v == CT(0) ? CT(0) : u / v;  // integer x / 0 is 0, never a fault
+#endif
+  if (OP == MAXIMUM) return u >= v ? u : v;
+  if (OP == MINIMUM) return u <= v ? u : v;
+#if DT_KIND == 0
+  if (OP == POW) return pow_c(u, v);
+#endif
+  return u;
+}
+
+void main() {
+  const uint i = global_index();
+  if (i >= pc.numel) return;
+  uint off[N_STRIDED];
+  strided_offsets(i, off);
+  y[out_offset(i)] = PACK(DT, apply(LOAD(DT, a[off[0]]), LOAD(DT, b[off[1]])));
+}

@@ -1,0 +1,117 @@
+// The Vulkan device: creation, options, custom kernels, statistics, and the registry entry points.
+#include "vulkan/vk_device.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "wick/config.h"
+
+namespace wick::vulkan {
+
+using backend::Storage;
+
+std::shared_ptr<backend::BackendDevice> open_vulkan_device(int ordinal) {
+  return std::make_shared<VulkanDevice>(ordinal);
+}
+
+int vulkan_device_count() {
+  return physical_device_count();
+}
+
+// Measured defaults (docs/architecture.md, "Commit policy").
+static int64_t default_ops_per_buffer(const DeviceCaps&) {
+  return 50;
+}
+static uint64_t default_bytes_per_buffer(const DeviceCaps&) {
+  return 0;
+}
+
+VulkanOptions VulkanOptions::from_knobs(const DeviceCaps& caps) {
+  const Knobs& k = knobs();
+  VulkanOptions o;
+  o.queue.ops_per_buffer =
+      k.compute_per_buffer >= 0 ? k.compute_per_buffer : default_ops_per_buffer(caps);
+  o.queue.bytes_per_buffer = default_bytes_per_buffer(caps);
+  // Unused memory kept for reuse: an eighth of the device memory, at most 1 GiB.
+  o.pool_limit =
+      k.pool_limit ? k.pool_limit : std::min<uint64_t>(caps.device_local_bytes / 8, 1ull << 30);
+  o.kernel_cache = gpu::DiskCache::folder_for(k.kernel_cache);
+  o.fast_math = k.fast_math;
+  return o;
+}
+
+VulkanDevice::VulkanDevice(int ordinal, const VulkanOptions* options)
+    : ordinal_(ordinal),
+      created_at_(std::chrono::steady_clock::now()),
+      driver_(std::make_unique<VkDriver>(ordinal)),
+      options_(options ? *options : VulkanOptions::from_knobs(driver_->caps())),
+      sources_(gpu::glsl_kernel_files()) {
+  gpu::DiskCache disk(options_.kernel_cache);
+  driver_->load_pipeline_cache(disk);
+  kernels_ = std::make_unique<gpu::KernelCache>(*driver_, sources_, disk, options_.fast_math);
+  gpu::PoolConfig pool;
+  pool.limit = options_.pool_limit ? options_.pool_limit : (256ull << 20);
+  device_pool_ = std::make_unique<gpu::BufferPool>(*driver_, pool);
+  pool.kind = gpu::MemoryKind::HostVisible;
+  host_pool_ = std::make_unique<gpu::BufferPool>(*driver_, pool);
+  queue_ = std::make_unique<gpu::CommandQueue>(*driver_, options_.queue);
+  creation_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - created_at_)
+          .count();
+}
+
+VulkanDevice::~VulkanDevice() {
+  try {
+    queue_->synchronize();
+    driver_->save_pipeline_cache(kernels_->disk());
+  } catch (const Error&) {
+    // A lost device cannot be waited for; tear down anyway.
+  }
+  queue_.reset();
+  kernels_.reset();  // pipelines before the device that owns them
+  host_pool_.reset();
+  device_pool_.reset();
+}
+
+std::string VulkanDevice::name() const {
+  std::ostringstream os;
+  os << "vulkan:" << ordinal_ << " (" << caps().name << ")";
+  return os.str();
+}
+
+void VulkanDevice::synchronize() {
+  queue_->synchronize();
+  trim_pools();
+}
+
+void VulkanDevice::trim_pools() {
+  device_pool_->trim();
+  host_pool_->trim();
+}
+
+VulkanDevice::Stats VulkanDevice::stats() const {
+  return {queue_->stats(), device_pool_->stats(), host_pool_->stats(), kernels_->stats()};
+}
+
+void VulkanDevice::run_custom(const CustomKernel& kernel,
+                              std::initializer_list<const Storage*> inputs,
+                              std::initializer_list<Storage*> outputs,
+                              std::span<const uint32_t> push_constants,
+                              std::array<uint32_t, 3> groups) {
+  if (inputs.size() + outputs.size() > gpu::kMaxBindings)
+    fail(ErrorKind::Unsupported, kernel.name.c_str(), "a custom kernel binds at most ",
+         gpu::kMaxBindings, " buffers, got ", inputs.size() + outputs.size());
+  if (push_constants.size_bytes() > gpu::kMaxPushConstantBytes)
+    fail(ErrorKind::Unsupported, kernel.name.c_str(), "at most ", gpu::kMaxPushConstantBytes,
+         " bytes of push constants, got ", push_constants.size_bytes());
+  gpu::KernelKey k = key(kernel.name.c_str(), kernel.defines, kernel.constants);
+  k.text = kernel.source;
+  const gpu::Pipeline& pipeline = kernels_->pipeline(k);
+  std::vector<gpu::BufferAccess> args;
+  for (const Storage* s : inputs) args.push_back({&buffer(*s), gpu::Access::Read});
+  for (Storage* s : outputs) args.push_back({&buffer(*s), gpu::Access::Write});
+  queue_->record(
+      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, args, push_constants, groups); });
+}
+
+}  // namespace wick::vulkan
