@@ -39,16 +39,26 @@ QueueRun queue_run(const Device& d, int64_t n, int steps) {
 
 TEST(VulkanBench, DISABLED_CommitPolicy) {
   PoisonOff quiet;
-  const int reps = 3;
+  const int reps = 5;
   struct Case {
     int64_t n;
     int steps;
   };
-  const Case cases[] = {{1 << 20, 100}, {1024, 5000}};
-  std::printf("%-10s %-22s %12s %12s %14s\n", "per_buffer", "work", "record ms", "total ms",
-              "record us/op");
-  for (int64_t k : {0ll, 1ll, 10ll, 50ll, 200ll, 1000ll, 100000ll}) {
-    Device d = private_device([&](vulkan::VulkanOptions& o) { o.queue.ops_per_buffer = k; });
+  const Case cases[] = {{1 << 20, 200}, {1024, 5000}};
+  struct Policy {
+    int64_t ops;
+    uint64_t bytes;
+  };
+  const Policy policies[] = {{1, 0},           {10, 0},         {25, 0},   {50, 0},
+                             {100, 0},         {200, 0},        {1000, 0}, {50, 16 << 20},
+                             {1000, 16 << 20}, {1000, 64 << 20}};
+  std::printf("%-8s %-9s %-22s %12s %12s %14s %14s\n", "ops", "bytes", "work", "record ms",
+              "total ms", "record us/op", "total us/op");
+  for (const Policy& p : policies) {
+    Device d = private_device([&](vulkan::VulkanOptions& o) {
+      o.queue.ops_per_buffer = p.ops;
+      o.queue.bytes_per_buffer = p.bytes;
+    });
     for (const Case& c : cases) {
       queue_run(d, c.n, std::min(c.steps, 20));  // warm up: kernels, pool
       std::vector<double> rec, tot;
@@ -59,10 +69,31 @@ TEST(VulkanBench, DISABLED_CommitPolicy) {
       }
       char work[64];
       std::snprintf(work, sizeof work, "%d x add %lld f32", c.steps, static_cast<long long>(c.n));
-      std::printf("%-10lld %-22s %12.2f %12.2f %14.2f\n", static_cast<long long>(k), work,
-                  median(rec), median(tot), 1000 * median(rec) / c.steps);
+      std::printf("%-8lld %-9llu %-22s %12.2f %12.2f %14.2f %14.2f\n",
+                  static_cast<long long>(p.ops), static_cast<unsigned long long>(p.bytes >> 20),
+                  work, median(rec), median(tot), 1000 * median(rec) / c.steps,
+                  1000 * median(tot) / c.steps);
     }
   }
+}
+
+// What recording one op costs the host: x = x + y on tiny tensors, nothing committed meanwhile.
+TEST(VulkanBench, DISABLED_RecordCost) {
+  PoisonOff quiet;
+  Device d = private_device([](vulkan::VulkanOptions& o) { o.queue.ops_per_buffer = 1 << 30; });
+  Tensor x = Tensor::zeros(Shape{16}, DType::F32, d), y = Tensor::ones(Shape{16}, DType::F32, d);
+  x = x + y;  // compile
+  d.synchronize();
+  std::vector<double> per_op;
+  for (int r = 0; r < 5; r++) {
+    const int n = 4000;
+    const double t0 = now_ms();
+    for (int i = 0; i < n; i++) x = x + y;
+    per_op.push_back(1000 * (now_ms() - t0) / n);
+    d.synchronize();
+  }
+  std::printf("record cost: %.2f us/op (median of 5 x 4000 adds; first %.2f)\n", median(per_op),
+              per_op[0]);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_set>
+#include <vector>
 
 namespace wick::gpu {
 
@@ -27,8 +27,9 @@ class HazardTracker {
   uint64_t barrier_count() const { return barriers_; }
 
  private:
-  std::unordered_set<uint64_t> read_;
-  std::unordered_set<uint64_t> written_;
+  // Small (reset at every barrier and commit): flat vectors beat hashing here.
+  std::vector<uint64_t> read_;
+  std::vector<uint64_t> written_;
   uint64_t barriers_ = 0;
 };
 

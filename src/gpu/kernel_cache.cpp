@@ -135,25 +135,42 @@ const ModuleCode& KernelCache::module(const KernelKey& key, const std::string& m
 }
 
 const Pipeline& KernelCache::pipeline(const KernelKey& key) {
-  std::ostringstream mk;
-  mk << key.source << '\n'
-     << (key.text.empty() ? sources_.name_hash(key.source) : sources_.closure_hash(key.text));
-  for (const auto& [name, value] : key.defines) mk << '\n' << name << '=' << value;
-  mk << "\nfast_math=" << (fast_math_ ? 1 : 0);
-  const std::string module_key = mk.str();
-  std::ostringstream pk;
-  pk << module_key << "\nentry=" << key.entry << "\nconstants=";
-  for (uint32_t c : key.constants) pk << c << ',';
-  const std::string pipeline_key = pk.str();
+  // The in-memory key names a file by its name (files do not change once added) and inline
+  // source by its hash; it is built on every op, so no include hashing here.
+  std::string pk = key.source;
+  if (!key.text.empty()) {
+    pk += '#';
+    pk += hash_hex128(key.text);
+  }
+  std::string options;
+  for (const auto& [name, value] : key.defines) {
+    options += '\n';
+    options += name;
+    options += '=';
+    options += value;
+  }
+  pk += options;
+  pk += "\nentry=";
+  pk += key.entry;
+  pk += "\nconstants=";
+  for (uint32_t c : key.constants) {
+    pk += std::to_string(c);
+    pk += ',';
+  }
 
   PipelineSlot* slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto& s = pipelines_[pipeline_key];
+    auto& s = pipelines_[pk];
     if (!s) s = std::make_unique<PipelineSlot>();
     slot = s.get();
   }
   std::call_once(slot->once, [&] {
+    // The module key covers the source with its includes: what the compiled code depends on.
+    const std::string module_key =
+        key.source + "\n" +
+        (key.text.empty() ? sources_.name_hash(key.source) : sources_.closure_hash(key.text)) +
+        options + "\nfast_math=" + (fast_math_ ? "1" : "0");
     const ModuleCode& code = module(key, module_key);
     const auto t0 = std::chrono::steady_clock::now();
     slot->pipeline = driver_.create_pipeline(code, key.entry, key.constants);

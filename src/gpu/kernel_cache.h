@@ -35,6 +35,7 @@ class SourceTable : public IncludeResolver {
  public:
   SourceTable() = default;
   explicit SourceTable(std::span<const EmbeddedFile> files);
+  // Adds (or, before any kernel used it, replaces) a file.
   void add(const std::string& name, std::string text);
   bool resolve(const std::string& name, std::string& text) const override;
   // A hash of `text` and, recursively, of every file it #includes.

@@ -104,7 +104,7 @@ void VulkanDevice::run_custom(const CustomKernel& kernel,
   if (push_constants.size_bytes() > gpu::kMaxPushConstantBytes)
     fail(ErrorKind::Unsupported, kernel.name.c_str(), "at most ", gpu::kMaxPushConstantBytes,
          " bytes of push constants, got ", push_constants.size_bytes());
-  gpu::KernelKey k = key(kernel.name.c_str(), kernel.defines, kernel.constants);
+  gpu::KernelKey k = key_for(kernel.name.c_str(), kernel.defines, kernel.constants);
   k.text = kernel.source;
   const gpu::Pipeline& pipeline = kernels_->pipeline(k);
   std::vector<gpu::BufferAccess> args;

@@ -47,6 +47,11 @@ struct VulkanOptions {
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 
+inline constexpr uint32_t kWorkgroupSize = 256;  // WG_SIZE in kernels/glsl/include/common.glsl
+
+// v as a 32-bit kernel index (the kernels index with uint); Unsupported when it does not fit.
+uint32_t to_index(int64_t v, const char* what);
+
 // A value of a kernel's push constants after the layout header (op parameters).
 struct PushParam {
   enum Kind : uint8_t { U32, F32, F64 } kind;
@@ -149,6 +154,19 @@ class VulkanDevice final : public backend::BackendDevice {
     gpu::Buffer* buffer;
     const Layout* layout;
   };
+  struct BoundView {
+    gpu::Buffer* buffer;
+  };
+  // Runs a kernel using include/rows.glsl over x split into outer dims and `inner` dims (sorted):
+  // x binds at 0, extra inputs after it, `out` (contiguous over the outer dims) last.
+  // per_group: a workgroup per outer index, else a thread.
+  void launch_rows(const gpu::KernelKey& key, backend::View x, const std::vector<size_t>& inner,
+                   gpu::Buffer& out, bool per_group,
+                   std::initializer_list<BoundView> extra_inputs = {},
+                   std::initializer_list<PushParam> params = {});
+  // norm.comp: 0 softmax, 1 log_softmax, 2 rms_norm, 3 layer_norm.
+  void norm(uint32_t kind, const char* name, backend::View x, const backend::View* alpha,
+            const backend::View* beta, double eps, backend::Storage& dst);
   // Runs a strided kernel (kernels/glsl/include/strided.glsl) over out's shape: inputs bind at
   // 0.., the output last. out_strided: the kernel writes through out's layout (else contiguous).
   void launch_strided(const gpu::KernelKey& key, std::initializer_list<Operand> inputs, Operand out,
@@ -158,8 +176,8 @@ class VulkanDevice final : public backend::BackendDevice {
   // Throws Unsupported naming `op` when the device cannot hold `dt`.
   void require(DType dt, const char* op) const;
   // The key of kernels/glsl/<source> with the device's capability defines added.
-  gpu::KernelKey key(const char* source, gpu::Defines defines,
-                     std::vector<uint32_t> constants = {}) const;
+  gpu::KernelKey key_for(const char* source, gpu::Defines defines,
+                         std::vector<uint32_t> constants = {}) const;
   // DT=<dtype> and DT_KIND=<0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64> under a prefix ("", "SRC_").
   static void add_dtype(gpu::Defines& defines, const std::string& prefix, DType dt);
   // The PushParam kind op parameters of a kernel on `dt` travel as.

@@ -184,6 +184,7 @@ void VkDriver::create_device() {
   caps_.pipeline_cache_uuid = uuid.str();
   caps_.max_storage_buffer_range = lim.maxStorageBufferRange;
   caps_.max_group_count_x = lim.maxComputeWorkGroupCount[0];
+  caps_.max_group_count_z = lim.maxComputeWorkGroupCount[2];
   caps_.subgroup_size = sub.subgroupSize;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   for (uint32_t i = 0; i < memory_.memoryHeapCount; i++)

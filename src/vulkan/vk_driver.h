@@ -35,6 +35,7 @@ struct DeviceCaps {
   bool push_descriptor = false;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_group_count_x = 0;
+  uint32_t max_group_count_z = 0;
   uint32_t subgroup_size = 0;
   uint64_t device_local_bytes = 0;  // the largest device-local heap
 };

@@ -50,7 +50,7 @@ void VulkanDevice::unary(UnaryOp op, backend::UnaryParams p, View x, Storage& ds
   d.emplace_back("PARAM_T", param_type(dt));
   const Layout out = Layout::contiguous(x.layout.shape);
   const PushParam::Kind pk = param_kind(dt);
-  launch_strided(key("unary.comp", d, {static_cast<uint32_t>(op)}),
+  launch_strided(key_for("unary.comp", d, {static_cast<uint32_t>(op)}),
                  {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out}, false,
                  {{pk, p.p0}, {pk, p.p1}});
 }
@@ -63,7 +63,7 @@ void VulkanDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
   gpu::Defines d;
   add_dtype(d, "", dt);
   const Layout out = Layout::contiguous(a.layout.shape);
-  launch_strided(key("binary.comp", d, {static_cast<uint32_t>(op)}),
+  launch_strided(key_for("binary.comp", d, {static_cast<uint32_t>(op)}),
                  {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
                  {&buffer(dst), &out}, false);
 }
@@ -76,7 +76,7 @@ void VulkanDevice::compare(CmpOp op, View a, View b, Storage& dst) {
   gpu::Defines d;
   add_dtype(d, "", dt);
   const Layout out = Layout::contiguous(a.layout.shape);
-  launch_strided(key("compare.comp", d, {static_cast<uint32_t>(op)}),
+  launch_strided(key_for("compare.comp", d, {static_cast<uint32_t>(op)}),
                  {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
                  {&buffer(dst), &out}, false);
 }
@@ -89,7 +89,7 @@ void VulkanDevice::where_cond(View cond, View on_true, View on_false, Storage& d
   add_dtype(d, "", dt);
   add_dtype(d, "COND_", cond.storage.dtype());
   const Layout out = Layout::contiguous(cond.layout.shape);
-  launch_strided(key("where.comp", d),
+  launch_strided(key_for("where.comp", d),
                  {{&buffer(cond.storage), &cond.layout},
                   {&buffer(on_true.storage), &on_true.layout},
                   {&buffer(on_false.storage), &on_false.layout}},

@@ -12,18 +12,17 @@ using backend::Storage;
 
 namespace {
 
-constexpr size_t kMaxRank = 6;        // MAX_RANK in include/strided.glsl
-constexpr uint32_t kWorkgroup = 256;  // WG_SIZE in include/common.glsl
-constexpr size_t kMaxOperands = 4;    // three inputs and the output (where_cond)
+constexpr size_t kMaxRank = 6;      // MAX_RANK in include/strided.glsl
+constexpr size_t kMaxOperands = 4;  // three inputs and the output (where_cond)
 
-uint32_t to_u32(int64_t v, const char* what) {
+}  // namespace
+
+uint32_t to_index(int64_t v, const char* what) {
   if (v < 0 || v > std::numeric_limits<uint32_t>::max())
     fail(ErrorKind::Unsupported, "vulkan", what, " ", v,
          " does not fit the kernels' 32-bit indices");
   return static_cast<uint32_t>(v);
 }
-
-}  // namespace
 
 void PushConstants::u32(uint32_t v) {
   WICK_ASSERT(n_ < w_.size());
@@ -54,7 +53,7 @@ void PushConstants::param(const PushParam& p) {
 }
 
 std::array<uint32_t, 3> VulkanDevice::grid(uint64_t n) const {
-  const uint64_t groups = std::max<uint64_t>((n + kWorkgroup - 1) / kWorkgroup, 1);
+  const uint64_t groups = std::max<uint64_t>((n + kWorkgroupSize - 1) / kWorkgroupSize, 1);
   const uint64_t x = std::min<uint64_t>(groups, caps().max_group_count_x);
   return {static_cast<uint32_t>(x), static_cast<uint32_t>((groups + x - 1) / x), 1};
 }
@@ -90,8 +89,8 @@ std::string VulkanDevice::param_type(DType dt) const {
   return param_kind(dt) == PushParam::F64 ? "double" : "float";
 }
 
-gpu::KernelKey VulkanDevice::key(const char* source, gpu::Defines defines,
-                                 std::vector<uint32_t> constants) const {
+gpu::KernelKey VulkanDevice::key_for(const char* source, gpu::Defines defines,
+                                     std::vector<uint32_t> constants) const {
   if (caps().float64) defines.emplace_back("WICK_F64", "1");
   if (caps().int64) defines.emplace_back("WICK_I64", "1");
   gpu::KernelKey k;
@@ -113,10 +112,10 @@ void VulkanDevice::launch_strided(const gpu::KernelKey& key, std::initializer_li
   for (const Operand& in : inputs) layouts[n_ops++] = in.layout;
   const size_t out_slot = n_ops++;
   const auto plan = cpu::make_plan<kMaxOperands>(shape, layouts);
-  to_u32(plan.numel, "element count");
+  to_index(plan.numel, "element count");
   for (size_t k = 0; k < n_ops; k++) {
-    to_u32(plan.offsets[k], "offset");
-    for (int64_t s : plan.strides[k]) to_u32(s, "stride");
+    to_index(plan.offsets[k], "offset");
+    for (int64_t s : plan.strides[k]) to_index(s, "stride");
   }
   const size_t n_strided = out_strided ? n_ops : n_ops - 1;
 
@@ -138,7 +137,7 @@ void VulkanDevice::launch_strided(const gpu::KernelKey& key, std::initializer_li
       for (size_t d = 0; d < outer; d++) off += idx[d] * plan.strides[k][d];
       // A contiguous output advances by the inner element count per outer index.
       if (k == out_slot && !out_strided) off = plan.offsets[k] + o * inner_numel;
-      pc.u32(to_u32(off, "offset"));
+      pc.u32(to_index(off, "offset"));
     }
     for (size_t k = 0; k < n_strided; k++)
       for (size_t d = 0; d < kMaxRank; d++)

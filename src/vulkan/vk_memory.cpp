@@ -79,7 +79,7 @@ void VulkanDevice::to_host(View src, void* dst, DType dst_dt) {
     add_dtype(d, "SRC_", dt);
     add_dtype(d, "DST_", dt);
     d.emplace_back("SAME_DT", "1");
-    launch_strided(key("copy.comp", d), {{&from, &src.layout}}, {staging.get(), &packed}, true);
+    launch_strided(key_for("copy.comp", d), {{&from, &src.layout}}, {staging.get(), &packed}, true);
     id = queue_->flush();
   }
   queue_->wait(id);
@@ -100,7 +100,7 @@ void VulkanDevice::cast(View x, Storage& dst) {
   add_dtype(d, "DST_", dst.dtype());
   d.emplace_back("SAME_DT", x.storage.dtype() == dst.dtype() ? "1" : "0");
   const Layout out = Layout::contiguous(x.layout.shape);
-  launch_strided(key("copy.comp", d), {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out},
+  launch_strided(key_for("copy.comp", d), {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out},
                  true);
 }
 
@@ -120,7 +120,7 @@ void VulkanDevice::copy_strided(View src, Storage& dst, const Layout& dst_layout
   add_dtype(d, "SRC_", dt);
   add_dtype(d, "DST_", dt);
   d.emplace_back("SAME_DT", "1");
-  launch_strided(key("copy.comp", d), {{&buffer(src.storage), &src.layout}},
+  launch_strided(key_for("copy.comp", d), {{&buffer(src.storage), &src.layout}},
                  {&buffer(dst), &dst_layout}, true);
 }
 
@@ -149,7 +149,7 @@ void VulkanDevice::fill(Storage& dst, const Layout& dst_layout, double value) {
     return;
   }
   const gpu::Defines d = {{"ELEM_BYTES", std::to_string(size)}};
-  launch_strided(key("fill.comp", d), {}, {&buffer(dst), &dst_layout}, true,
+  launch_strided(key_for("fill.comp", d), {}, {&buffer(dst), &dst_layout}, true,
                  {PushParam::u32(static_cast<uint32_t>(bits)),
                   PushParam::u32(static_cast<uint32_t>(bits >> 32))});
 }

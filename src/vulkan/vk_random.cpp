@@ -35,7 +35,7 @@ void VulkanDevice::random(uint32_t mode, Storage& dst, double p0, double p1) {
   gpu::Defines d;
   add_dtype(d, "", dt);
   d.emplace_back("PARAM_T", param_type(dt));
-  const gpu::Pipeline& pipeline = kernels_->pipeline(key("rand.comp", d, {mode}));
+  const gpu::Pipeline& pipeline = kernels_->pipeline(key_for("rand.comp", d, {mode}));
   PushConstants pc;
   pc.u32(static_cast<uint32_t>(n));
   pc.u32(0);  // output offset

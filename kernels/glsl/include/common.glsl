@@ -14,5 +14,8 @@ uint global_index() {
   return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WG_SIZE;
 }
 
+// The workgroup's linear index in that 2-D grid (kernels with a workgroup per output).
+uint group_index() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
+
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
