@@ -597,8 +597,6 @@ TEST(VulkanUnsupported, MissingOpsNameTheOp) {
   const Tensor x = Tensor::ones({2, 3}, DType::F32, d);
   expect_error([&] { x.arg_sort_last_dim(); }, ErrorKind::Unsupported,
                {"arg_sort_last_dim", "vulkan"});
-  const Tensor ids = Tensor::zeros({1}, DType::U32, d);
-  expect_error([&] { x.index_select(ids, 0); }, ErrorKind::Unsupported, {"index_select", "vulkan"});
 }
 
 }  // namespace

@@ -16,8 +16,9 @@ void CommandQueue::Recorder::access(std::span<const BufferAccess> args) {
   std::array<uint64_t, kMaxBindings> reads{}, writes{};
   size_t nr = 0, nw = 0;
   for (const BufferAccess& a : args) {
-    if (a.access != Access::Write) reads[nr++] = a.buffer->alloc.handle;
-    if (a.access != Access::Read) {
+    if (a.access == Access::Read || a.access == Access::ReadWrite)
+      reads[nr++] = a.buffer->alloc.handle;
+    if (a.access == Access::Write || a.access == Access::ReadWrite) {
       writes[nw++] = a.buffer->alloc.handle;
       q_.bytes_in_list_ += a.buffer->capacity;
     }

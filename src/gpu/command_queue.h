@@ -27,7 +27,8 @@ struct QueueConfig {
   size_t max_in_flight = 8;
 };
 
-enum class Access : uint8_t { Read, Write, ReadWrite };
+// Unordered: only atomics whose order does not matter (an error flag): no barriers for it.
+enum class Access : uint8_t { Read, Write, ReadWrite, Unordered };
 
 // A buffer bound to a dispatch and how the kernel uses it (inputs Read, outputs Write).
 struct BufferAccess {

@@ -2,6 +2,7 @@
 #include "vulkan/vk_device.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "wick/config.h"
@@ -55,6 +56,8 @@ VulkanDevice::VulkanDevice(int ordinal, const VulkanOptions* options)
   pool.kind = gpu::MemoryKind::HostVisible;
   host_pool_ = std::make_unique<gpu::BufferPool>(*driver_, pool);
   queue_ = std::make_unique<gpu::CommandQueue>(*driver_, options_.queue);
+  error_flag_ = host_pool_->acquire(16);
+  std::memset(error_flag_->alloc.mapped, 0, 16);
   creation_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - created_at_)
           .count();
@@ -68,6 +71,7 @@ VulkanDevice::~VulkanDevice() {
     // A lost device cannot be waited for; tear down anyway.
   }
   queue_.reset();
+  error_flag_.reset();
   kernels_.reset();  // pipelines before the device that owns them
   host_pool_.reset();
   device_pool_.reset();
@@ -82,6 +86,7 @@ std::string VulkanDevice::name() const {
 void VulkanDevice::synchronize() {
   queue_->synchronize();
   trim_pools();
+  check_device_errors();
 }
 
 void VulkanDevice::trim_pools() {

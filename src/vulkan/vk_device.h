@@ -169,8 +169,18 @@ class VulkanDevice final : public backend::BackendDevice {
             const backend::View* beta, double eps, backend::Storage& dst);
   // Runs a strided kernel (kernels/glsl/include/strided.glsl) over out's shape: inputs bind at
   // 0.., the output last. out_strided: the kernel writes through out's layout (else contiguous).
+  // unordered: one more buffer bound last, used only through order-free atomics (error flag).
   void launch_strided(const gpu::KernelKey& key, std::initializer_list<Operand> inputs, Operand out,
-                      bool out_strided, std::initializer_list<PushParam> params = {});
+                      bool out_strided, std::initializer_list<PushParam> params = {},
+                      gpu::Buffer* unordered = nullptr);
+  // Index kernels report out-of-range ids in a device word (include/errors.glsl) instead of
+  // faulting; the next wait (read-back, synchronize) finds it and throws OutOfRange.
+  void check_device_errors();
+  // index_select / gather (index.comp) and scatter_add / index_add (scatter.comp) launches.
+  void launch_index(uint32_t mode, const char* op, backend::View src, backend::View ids, size_t dim,
+                    backend::Storage& dst);
+  void launch_scatter(uint32_t mode, const char* op, backend::Storage& dst, const Shape& dst_shape,
+                      backend::View ids, backend::View src, size_t dim);
   // Workgroups for n invocations of a kernel (WG_SIZE each) as a 2-D grid within device limits.
   std::array<uint32_t, 3> grid(uint64_t n) const;
   // Throws Unsupported naming `op` when the device cannot hold `dt`.
@@ -198,6 +208,7 @@ class VulkanDevice final : public backend::BackendDevice {
   std::unique_ptr<gpu::BufferPool> device_pool_, host_pool_;
   std::unique_ptr<gpu::CommandQueue> queue_;
   double creation_ms_ = 0;
+  gpu::BufferRef error_flag_;  // host-visible: {op code, index, dim size, 0}
   std::mutex rng_mu_;
   uint64_t rng_seed_ = 299792458, rng_counter_ = 0;
 };

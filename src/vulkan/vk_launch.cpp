@@ -102,7 +102,7 @@ gpu::KernelKey VulkanDevice::key_for(const char* source, gpu::Defines defines,
 
 void VulkanDevice::launch_strided(const gpu::KernelKey& key, std::initializer_list<Operand> inputs,
                                   Operand out, bool out_strided,
-                                  std::initializer_list<PushParam> params) {
+                                  std::initializer_list<PushParam> params, gpu::Buffer* unordered) {
   WICK_ASSERT(inputs.size() + 1 <= kMaxOperands);
   const Shape& shape = out.layout->shape;
   // Collapse dims jointly over all operands; unused slots repeat the output, which merges freely.
@@ -151,10 +151,11 @@ void VulkanDevice::launch_strided(const gpu::KernelKey& key, std::initializer_li
   }
 
   const gpu::Pipeline& pipeline = kernels_->pipeline(key);  // may compile: outside the lock
-  std::array<gpu::BufferAccess, kMaxOperands> args;
+  std::array<gpu::BufferAccess, kMaxOperands + 1> args;
   size_t n_args = 0;
   for (const Operand& in : inputs) args[n_args++] = {in.buffer, gpu::Access::Read};
   args[n_args++] = {out.buffer, gpu::Access::Write};
+  if (unordered) args[n_args++] = {unordered, gpu::Access::Unordered};
   const auto groups = grid(static_cast<uint64_t>(inner_numel));
   queue_->record([&](gpu::CommandQueue::Recorder& r) {
     for (const PushConstants& pc : pushes)

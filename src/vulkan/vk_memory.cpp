@@ -89,6 +89,7 @@ void VulkanDevice::to_host(View src, void* dst, DType dst_dt) {
   cpu.to_host({*host, packed}, dst, dst_dt);
   staging.reset();
   trim_pools();
+  check_device_errors();
 }
 
 void VulkanDevice::cast(View x, Storage& dst) {
