@@ -39,12 +39,15 @@ QueueRun queue_run(const Device& d, int64_t n, int steps) {
 
 TEST(VulkanBench, DISABLED_CommitPolicy) {
   PoisonOff quiet;
-  const int reps = 5;
   struct Case {
     int64_t n;
     int steps;
   };
-  const Case cases[] = {{1 << 20, 200}, {1024, 5000}};
+  // lavapipe runs kernels on the host's cores: fewer, shorter runs there.
+  const bool cpu = vk(vk0()).caps().is_cpu;
+  const int reps = cpu ? 3 : 7;
+  const std::vector<Case> cases = cpu ? std::vector<Case>{{1 << 20, 50}, {1024, 2000}}
+                                      : std::vector<Case>{{1 << 20, 500}, {1024, 5000}};
   struct Policy {
     int64_t ops;
     uint64_t bytes;
@@ -75,6 +78,27 @@ TEST(VulkanBench, DISABLED_CommitPolicy) {
                   1000 * median(tot) / c.steps);
     }
   }
+}
+
+// The device, what it offers, and what creating one costs (the first includes the instance).
+TEST(VulkanBench, DISABLED_DeviceInfo) {
+  const double t0 = now_ms();
+  Device first = Device::vulkan(0);
+  const double first_ms = now_ms() - t0;
+  std::vector<double> later;
+  for (int i = 0; i < 5; i++) later.push_back(vk(Device::vulkan(0)).creation_ms());
+  const vulkan::DeviceCaps& c = vk(first).caps();
+  std::printf(
+      "device: %s | driver %s %s | api %u.%u | subgroup %u | f64 %d i64 %d 16-bit %d 8-bit %d "
+      "push-descriptor %d | coop matrix: %s | storage range %llu MiB | device-local %llu MiB\n",
+      c.name.c_str(), c.driver_name.c_str(), c.driver_info.c_str(),
+      VK_API_VERSION_MAJOR(c.api_version), VK_API_VERSION_MINOR(c.api_version), c.subgroup_size,
+      c.float64, c.int64, c.storage16, c.storage8, c.push_descriptor,
+      c.cooperative_matrix.empty() ? "none" : c.cooperative_matrix.c_str(),
+      static_cast<unsigned long long>(c.max_storage_buffer_range >> 20),
+      static_cast<unsigned long long>(c.device_local_bytes >> 20));
+  std::printf("device creation: first %.2f ms (with the instance), later median %.2f ms\n",
+              first_ms, median(later));
 }
 
 // What recording one op costs the host: x = x + y on tiny tensors, nothing committed meanwhile.

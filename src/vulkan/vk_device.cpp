@@ -65,8 +65,10 @@ VulkanDevice::VulkanDevice(int ordinal, const VulkanOptions* options)
 
 VulkanDevice::~VulkanDevice() {
   try {
-    queue_->synchronize();
-    driver_->save_pipeline_cache(kernels_->disk());
+    if (!VkDriver::exiting()) {  // at exit the driver already finished this device
+      queue_->synchronize();
+      driver_->save_pipeline_cache();
+    }
   } catch (const Error&) {
     // A lost device cannot be waited for; tear down anyway.
   }

@@ -1,6 +1,7 @@
 #include "vulkan/vk_driver.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -83,12 +84,42 @@ std::vector<VkPhysicalDevice> usable_devices(VkInstance inst) {
 
 }  // namespace
 
+// ---- process exit ------------------------------------------------------------------------------
+// Some drivers (NVIDIA's) tear themselves down in an atexit handler; Vulkan calls after it crash.
+// Devices held in static storage (Device::parse's table) are destroyed after that handler, so a
+// handler of ours, registered after every device creation (atexit runs in reverse order), first
+// finishes each live device: queue idle, pipeline cache saved. Teardown after it makes no Vulkan
+// calls; the OS reclaims the rest.
+
+namespace {
+
+std::mutex g_live_mu;
+std::vector<VkDriver*> g_live;
+std::atomic<bool> g_exiting{false};
+
+void finish_live_devices() {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  if (g_exiting.exchange(true)) return;
+  for (VkDriver* d : g_live) d->finish_for_exit();
+}
+
+}  // namespace
+
+bool VkDriver::exiting() {
+  return g_exiting.load();
+}
+
+void VkDriver::finish_for_exit() {
+  vkDeviceWaitIdle(device_);
+  save_pipeline_cache();
+}
+
 // ---- the process-wide instance ----------------------------------------------------------------
 
 struct VulkanInstance {
   VkInstance handle = VK_NULL_HANDLE;
   ~VulkanInstance() {
-    if (handle) vkDestroyInstance(handle, nullptr);
+    if (handle && !VkDriver::exiting()) vkDestroyInstance(handle, nullptr);
   }
   // Created once; null when there is no loader or no driver. Drivers keep it alive.
   static std::shared_ptr<VulkanInstance> get() {
@@ -104,10 +135,12 @@ struct VulkanInstance {
       auto ci = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
       ci.pApplicationInfo = &app;
       auto created = std::make_shared<VulkanInstance>();
-      if (vkCreateInstance(&ci, nullptr, &created->handle) == VK_SUCCESS)
+      if (vkCreateInstance(&ci, nullptr, &created->handle) == VK_SUCCESS) {
         inst = created;
-      else
+        std::atexit(finish_live_devices);  // see "process exit" above
+      } else {
         created->handle = VK_NULL_HANDLE;
+      }
     }
     return inst;
   }
@@ -129,7 +162,9 @@ struct VkDriver::PipelineObj final : gpu::Pipeline {
   VkDevice device;
   VkPipeline pipeline;
   PipelineObj(VkDevice d, VkPipeline p) : device(d), pipeline(p) {}
-  ~PipelineObj() override { vkDestroyPipeline(device, pipeline, nullptr); }
+  ~PipelineObj() override {
+    if (!VkDriver::exiting()) vkDestroyPipeline(device, pipeline, nullptr);
+  }
 };
 
 // A command buffer, free once the submission that last used it finished.
@@ -233,6 +268,12 @@ void VkDriver::create_device() {
   };
   std::vector<const char*> enable_exts;
   caps_.push_descriptor = has_ext(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  for (const char* e :
+       {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix", "VK_NV_cooperative_matrix2"})
+    if (has_ext(e)) {
+      if (!caps_.cooperative_matrix.empty()) caps_.cooperative_matrix += ' ';
+      caps_.cooperative_matrix += e;
+    }
   if (caps_.push_descriptor) enable_exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
   // A queue that computes; a compute-only family when there is one.
@@ -259,6 +300,11 @@ void VkDriver::create_device() {
   dci.enabledExtensionCount = static_cast<uint32_t>(enable_exts.size());
   dci.ppEnabledExtensionNames = enable_exts.data();
   check(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice");
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    g_live.push_back(this);
+  }
+  std::atexit(finish_live_devices);  // after the driver's own handlers, so it runs before them
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
   if (caps_.push_descriptor)
     push_descriptor_set_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
@@ -297,7 +343,11 @@ void VkDriver::create_device() {
 }
 
 VkDriver::~VkDriver() {
-  if (!device_) return;
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    g_live.erase(std::remove(g_live.begin(), g_live.end(), this), g_live.end());
+  }
+  if (!device_ || exiting()) return;
   vkDeviceWaitIdle(device_);
   for (auto& l : lists_)
     for (VkDescriptorPool p : l->pools) vkDestroyDescriptorPool(device_, p, nullptr);
@@ -371,6 +421,7 @@ gpu::Allocation VkDriver::allocate(size_t bytes, gpu::MemoryKind kind) {
 
 void VkDriver::free(const gpu::Allocation& a) {
   std::unique_ptr<BufferObj> obj(&buffer_of(a.handle));
+  if (exiting()) return;
   vkDestroyBuffer(device_, obj->buffer, nullptr);
   vkFreeMemory(device_, obj->memory, nullptr);  // unmaps too
 }
@@ -417,6 +468,7 @@ static std::string pipeline_cache_key(const std::string& identity) {
 }
 
 void VkDriver::load_pipeline_cache(const gpu::DiskCache& disk) {
+  pipeline_disk_ = disk;
   const auto data = disk.load(pipeline_cache_key(identity()));
   auto ci = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
   if (data) {
@@ -431,7 +483,8 @@ void VkDriver::load_pipeline_cache(const gpu::DiskCache& disk) {
   }
 }
 
-void VkDriver::save_pipeline_cache(const gpu::DiskCache& disk) {
+void VkDriver::save_pipeline_cache() {
+  const gpu::DiskCache& disk = pipeline_disk_;
   if (!pipeline_cache_ || pipelines_created_ == 0 || !disk.enabled()) return;
   size_t size = 0;
   if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS || size == 0)

@@ -33,6 +33,7 @@ struct DeviceCaps {
   bool storage16 = false;           // 16-bit storage buffers (f16, bf16)
   bool storage8 = false;            // 8-bit storage buffers (u8)
   bool push_descriptor = false;
+  std::string cooperative_matrix;  // the cooperative-matrix extensions present (not used yet)
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_group_count_x = 0;
   uint32_t max_group_count_z = 0;
@@ -54,9 +55,14 @@ class VkDriver final : public gpu::Driver {
   VkDriver& operator=(const VkDriver&) = delete;
 
   const DeviceCaps& caps() const { return caps_; }
-  // The driver's own pipeline cache (VkPipelineCache), persisted through wick's disk cache.
+  // The driver's own pipeline cache (VkPipelineCache), persisted through wick's disk cache:
+  // loaded from `disk`, saved back there when the device goes (or the process exits).
   void load_pipeline_cache(const gpu::DiskCache& disk);
-  void save_pipeline_cache(const gpu::DiskCache& disk);
+  void save_pipeline_cache();
+  // True once the process is exiting: from then on no Vulkan call is made (see vk_driver.cpp).
+  static bool exiting();
+  // At exit: waits for the queue and saves the pipeline cache (while the driver still works).
+  void finish_for_exit();
 
   gpu::Allocation allocate(size_t bytes, gpu::MemoryKind kind) override;
   void free(const gpu::Allocation& a) override;
@@ -97,6 +103,7 @@ class VkDriver final : public gpu::Driver {
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  gpu::DiskCache pipeline_disk_{""};
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
   std::atomic<uint64_t> pipelines_created_{0};
 
