@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the release build, then the ASan+UBSan build.
+# Sets up, builds and runs every test: the release build, the ASan+UBSan build, then the GGUF and
+# safetensors parsers under libFuzzer for a bounded time (WICK_FUZZ_SECONDS per target, default 45).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -10,3 +11,5 @@ for flavour in release asan; do
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "build/$flavour" --output-on-failure -j"$(nproc)"
 done
+echo "== fuzz"
+./scripts/fuzz.sh "${WICK_FUZZ_SECONDS:-45}"

@@ -5,5 +5,6 @@
 #include "wick/device.h"
 #include "wick/dtype.h"
 #include "wick/error.h"
+#include "wick/safetensors.h"
 #include "wick/shape.h"
 #include "wick/tensor.h"

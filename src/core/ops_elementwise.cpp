@@ -25,9 +25,26 @@ Tensor unary(const Tensor& x, UnaryOp op, UnaryParams p = {}) {
   if (!is_float(x.dtype()) && !unary_takes_int(op))
     fail(ErrorKind::DType, backend::unary_op_name(op), "expects a float tensor, got ",
          core::describe(x));
+  // Wrapping -x modulo 2^bits is almost never what the caller meant.
+  if (op == UnaryOp::Neg && (x.dtype() == DType::U8 || x.dtype() == DType::U32))
+    fail(ErrorKind::DType, "neg", "unsigned tensors have no negation, got ", core::describe(x));
   Tensor out = core::empty(x.shape(), x.dtype(), x.device());
   if (x.numel()) x.device().backend().unary(op, p, core::view(x), *out.storage());
   return out;
+}
+
+// The shape a and b broadcast to; a's own shape (no copy) when they agree, the common case.
+const Shape& broadcast_shape(const Tensor& a, const Tensor& b, Shape& scratch, const char* op) {
+  if (a.shape() == b.shape()) return a.shape();
+  scratch = broadcast_shapes(a.shape(), b.shape(), op);
+  return scratch;
+}
+
+// t's layout broadcast to `shape`; t's own (no copy) when it already has that shape.
+const Layout& layout_as(const Tensor& t, const Shape& shape, Layout& scratch, const char* op) {
+  if (t.shape() == shape) return t.layout();
+  scratch = core::broadcast_layout(t.layout(), shape, op);
+  return scratch;
 }
 
 Tensor binary(const Tensor& a, const Tensor& b, BinaryOp op) {
@@ -35,11 +52,13 @@ Tensor binary(const Tensor& a, const Tensor& b, BinaryOp op) {
   core::check_same_device(name, a, b);
   core::check_same_dtype(name, a, b);
   if (op == BinaryOp::Pow) core::check_float(name, a);
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Shape shape_scratch;
+  const Shape& shape = broadcast_shape(a, b, shape_scratch, name);
   Tensor out = core::empty(shape, a.dtype(), a.device());
   if (out.numel() == 0) return out;
-  const Layout la = core::broadcast_layout(a.layout(), shape, name);
-  const Layout lb = core::broadcast_layout(b.layout(), shape, name);
+  Layout la_scratch, lb_scratch;
+  const Layout& la = layout_as(a, shape, la_scratch, name);
+  const Layout& lb = layout_as(b, shape, lb_scratch, name);
   a.device().backend().binary(op, {*a.storage(), la}, {*b.storage(), lb}, *out.storage());
   return out;
 }
@@ -48,16 +67,38 @@ Tensor compare(const Tensor& a, const Tensor& b, CmpOp op) {
   const char* name = backend::cmp_op_name(op);
   core::check_same_device(name, a, b);
   core::check_same_dtype(name, a, b);
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Shape shape_scratch;
+  const Shape& shape = broadcast_shape(a, b, shape_scratch, name);
   Tensor out = core::empty(shape, DType::U8, a.device());
   if (out.numel() == 0) return out;
-  const Layout la = core::broadcast_layout(a.layout(), shape, name);
-  const Layout lb = core::broadcast_layout(b.layout(), shape, name);
+  Layout la_scratch, lb_scratch;
+  const Layout& la = layout_as(a, shape, la_scratch, name);
+  const Layout& lb = layout_as(b, shape, lb_scratch, name);
   a.device().backend().compare(op, {*a.storage(), la}, {*b.storage(), lb}, *out.storage());
   return out;
 }
 
-Tensor scalar_like(const Tensor& t, double s) { return Tensor::full(s, Shape{}, t.dtype(), t.device()); }
+// s as a 0-d tensor of t's dtype and device. Integer tensors take only scalars their dtype holds
+// exactly: u8 + 2.5 or u32 - (-1) would otherwise run with a silently truncated scalar.
+Tensor scalar_like(const Tensor& t, double s, const char* op) {
+  return dispatch_dtype(t.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T v = from_f64<T>(s);
+    if (is_int(t.dtype()) && to_f64(v) != s)
+      fail(ErrorKind::DType, op, "scalar ", s, " is not representable in the dtype of ",
+           core::describe(t));
+    return Tensor::from_data(&v, t.dtype(), Shape{}, t.device());
+  });
+}
+
+Tensor binary_scalar(const Tensor& a, double s, BinaryOp op) {
+  if (op == BinaryOp::Pow) core::check_float(backend::binary_op_name(op), a);
+  return binary(a, scalar_like(a, s, backend::binary_op_name(op)), op);
+}
+
+Tensor compare_scalar(const Tensor& a, double s, CmpOp op) {
+  return compare(a, scalar_like(a, s, backend::cmp_op_name(op)), op);
+}
 
 }  // namespace
 
@@ -96,13 +137,13 @@ Tensor Tensor::div(const Tensor& o) const { return binary(*this, o, BinaryOp::Di
 Tensor Tensor::maximum(const Tensor& o) const { return binary(*this, o, BinaryOp::Maximum); }
 Tensor Tensor::minimum(const Tensor& o) const { return binary(*this, o, BinaryOp::Minimum); }
 Tensor Tensor::pow(const Tensor& o) const { return binary(*this, o, BinaryOp::Pow); }
-Tensor Tensor::add(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Add); }
-Tensor Tensor::sub(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Sub); }
-Tensor Tensor::mul(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Mul); }
-Tensor Tensor::div(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Div); }
-Tensor Tensor::maximum(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Maximum); }
-Tensor Tensor::minimum(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Minimum); }
-Tensor Tensor::pow(double s) const { return binary(*this, scalar_like(*this, s), BinaryOp::Pow); }
+Tensor Tensor::add(double s) const { return binary_scalar(*this, s, BinaryOp::Add); }
+Tensor Tensor::sub(double s) const { return binary_scalar(*this, s, BinaryOp::Sub); }
+Tensor Tensor::mul(double s) const { return binary_scalar(*this, s, BinaryOp::Mul); }
+Tensor Tensor::div(double s) const { return binary_scalar(*this, s, BinaryOp::Div); }
+Tensor Tensor::maximum(double s) const { return binary_scalar(*this, s, BinaryOp::Maximum); }
+Tensor Tensor::minimum(double s) const { return binary_scalar(*this, s, BinaryOp::Minimum); }
+Tensor Tensor::pow(double s) const { return binary_scalar(*this, s, BinaryOp::Pow); }
 
 Tensor Tensor::eq(const Tensor& o) const { return compare(*this, o, CmpOp::Eq); }
 Tensor Tensor::ne(const Tensor& o) const { return compare(*this, o, CmpOp::Ne); }
@@ -110,12 +151,12 @@ Tensor Tensor::lt(const Tensor& o) const { return compare(*this, o, CmpOp::Lt); 
 Tensor Tensor::le(const Tensor& o) const { return compare(*this, o, CmpOp::Le); }
 Tensor Tensor::gt(const Tensor& o) const { return compare(*this, o, CmpOp::Gt); }
 Tensor Tensor::ge(const Tensor& o) const { return compare(*this, o, CmpOp::Ge); }
-Tensor Tensor::eq(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Eq); }
-Tensor Tensor::ne(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Ne); }
-Tensor Tensor::lt(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Lt); }
-Tensor Tensor::le(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Le); }
-Tensor Tensor::gt(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Gt); }
-Tensor Tensor::ge(double s) const { return compare(*this, scalar_like(*this, s), CmpOp::Ge); }
+Tensor Tensor::eq(double s) const { return compare_scalar(*this, s, CmpOp::Eq); }
+Tensor Tensor::ne(double s) const { return compare_scalar(*this, s, CmpOp::Ne); }
+Tensor Tensor::lt(double s) const { return compare_scalar(*this, s, CmpOp::Lt); }
+Tensor Tensor::le(double s) const { return compare_scalar(*this, s, CmpOp::Le); }
+Tensor Tensor::gt(double s) const { return compare_scalar(*this, s, CmpOp::Gt); }
+Tensor Tensor::ge(double s) const { return compare_scalar(*this, s, CmpOp::Ge); }
 
 Tensor Tensor::where_cond(const Tensor& on_true, const Tensor& on_false) const {
   const char* name = "where_cond";
@@ -124,13 +165,17 @@ Tensor Tensor::where_cond(const Tensor& on_true, const Tensor& on_false) const {
   core::check_same_dtype(name, on_true, on_false);
   if (is_float(dtype()))
     fail(ErrorKind::DType, name, "condition must be u8, u32 or i64, got ", core::describe(*this));
-  const Shape out_shape =
-      broadcast_shapes(broadcast_shapes(shape(), on_true.shape(), name), on_false.shape(), name);
+  Shape scratch_ct, scratch_out;
+  const Shape& ct_shape = broadcast_shape(*this, on_true, scratch_ct, name);
+  const Shape& out_shape = ct_shape == on_false.shape()
+                               ? ct_shape
+                               : (scratch_out = broadcast_shapes(ct_shape, on_false.shape(), name));
   Tensor out = core::empty(out_shape, on_true.dtype(), device());
   if (out.numel() == 0) return out;
-  const Layout lc = core::broadcast_layout(layout(), out_shape, name);
-  const Layout lt = core::broadcast_layout(on_true.layout(), out_shape, name);
-  const Layout lf = core::broadcast_layout(on_false.layout(), out_shape, name);
+  Layout scratch_c, scratch_t, scratch_f;
+  const Layout& lc = layout_as(*this, out_shape, scratch_c, name);
+  const Layout& lt = layout_as(on_true, out_shape, scratch_t, name);
+  const Layout& lf = layout_as(on_false, out_shape, scratch_f, name);
   device().backend().where_cond({*storage(), lc}, {*on_true.storage(), lt},
                                 {*on_false.storage(), lf}, *out.storage());
   return out;

@@ -107,11 +107,19 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int64_t dim) {
 }
 
 Tensor Tensor::stack(const std::vector<Tensor>& ts, int64_t dim) {
-  if (ts.empty()) fail(ErrorKind::Shape, "stack", "no tensors given");
+  const char* name = "stack";
+  if (ts.empty()) fail(ErrorKind::Shape, name, "no tensors given");
+  // The new dim may be any of rank + 1 positions; checked here so errors name stack.
+  const auto r = static_cast<int64_t>(ts[0].rank());
+  if (dim < -r - 1 || dim > r)
+    fail(ErrorKind::OutOfRange, name, "dim ", dim, " out of range for tensors of shape ",
+         ts[0].shape());
   std::vector<Tensor> us;
   for (const Tensor& t : ts) {
+    core::check_same_device(name, ts[0], t);
+    core::check_same_dtype(name, ts[0], t);
     if (t.shape() != ts[0].shape())
-      fail(ErrorKind::Shape, "stack", "shapes differ: ", ts[0].shape(), " and ", t.shape());
+      fail(ErrorKind::Shape, name, "shapes differ: ", ts[0].shape(), " and ", t.shape());
     us.push_back(t.unsqueeze(dim));
   }
   return cat(us, dim);

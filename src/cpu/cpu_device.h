@@ -3,6 +3,7 @@
 // elementwise.cpp, reduce.cpp (reductions, softmax, norms, rope, sort), matmul.cpp, indexing.cpp.
 #pragma once
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -11,12 +12,19 @@
 
 namespace wick::cpu {
 
-// Host memory. `owner` keeps the bytes alive: an aligned heap block, or a memory-mapped file.
+// Host memory: a heap block this storage frees, or external memory (a memory-mapped file) that
+// `owner` keeps alive.
 class CpuStorage final : public backend::Storage {
  public:
+  // Takes ownership of a block from malloc/aligned_alloc.
+  CpuStorage(backend::BackendDevice* dev, DType dt, size_t numel, std::byte* heap_block)
+      : Storage(dev, dt, numel), data_(heap_block), owns_(true) {}
   CpuStorage(backend::BackendDevice* dev, DType dt, size_t numel, std::shared_ptr<void> owner,
              std::byte* data)
       : Storage(dev, dt, numel), owner_(std::move(owner)), data_(data) {}
+  ~CpuStorage() override {
+    if (owns_) std::free(data_);
+  }
   std::byte* data() const { return data_; }
   template <typename T>
   T* as() const {
@@ -26,6 +34,7 @@ class CpuStorage final : public backend::Storage {
  private:
   std::shared_ptr<void> owner_;
   std::byte* data_;
+  bool owns_ = false;
 };
 
 inline const CpuStorage& cpu_storage(const backend::Storage& s) {

@@ -16,11 +16,16 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-std::shared_ptr<void> aligned_block(size_t bytes) {
-  const size_t size = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
-  void* p = std::aligned_alloc(kAlign, size);
+// Small blocks come from plain malloc (16-byte aligned, and much cheaper for the tiny tensors
+// of per-token work); larger ones are cache-line aligned for the vector kernels.
+constexpr size_t kSmallBlock = 256;
+
+void* host_alloc(size_t bytes) {
+  void* p = bytes <= kSmallBlock
+                ? std::malloc(std::max<size_t>(bytes, 1))
+                : std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
   if (!p) fail(ErrorKind::Internal, "alloc", "out of host memory allocating ", bytes, " bytes");
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return p;
 }
 
 // Copies/converts n elements: dst[j * ds] = src[j * ss].
@@ -75,10 +80,9 @@ StoragePtr CpuDevice::wrap(DType dt, size_t numel, std::shared_ptr<void> owner, 
 
 StoragePtr CpuDevice::alloc(DType dt, size_t numel) {
   const size_t bytes = numel * dtype_size(dt);
-  auto block = aligned_block(bytes);
-  auto* data = static_cast<std::byte*>(block.get());
+  auto* data = static_cast<std::byte*>(host_alloc(bytes));
   if (backend::poison_allocations()) std::memset(data, 0xff, bytes);
-  return wrap(dt, numel, std::move(block), data);
+  return std::make_shared<CpuStorage>(this, dt, numel, data);
 }
 
 StoragePtr CpuDevice::from_host(DType dt, const void* data, size_t numel) {

@@ -1,3 +1,46 @@
-#include <cstdio>
+// The `wick` command-line tool: dispatches to info / bench and maps failures to exit statuses
+// (1: a wick error, 2: a bad command line).
+#include <exception>
+#include <iostream>
+
+#include "args.h"
+#include "bench.h"
+#include "info.h"
 #include "wick/wick.h"
-int main() { std::printf("wick %s\n", wick::version()); }
+
+int main(int argc, char** argv) {
+  using namespace wick::cli;
+  try {
+    const Args args = parse_args(argc, argv);
+    if (args.help || args.command == Command::Help) {
+      std::cout << help_text(args.command);
+      return 0;
+    }
+    switch (args.command) {
+      case Command::Version:
+        std::cout << "wick " << wick::version() << "\n";
+        return 0;
+      case Command::Info:
+        return run_info(std::cout);
+      case Command::Bench: {
+        std::string command = "wick";
+        for (int i = 1; i < argc; i++) command += std::string(" ") + argv[i];
+        return run_bench(args, command);
+      }
+      case Command::Help:
+        break;
+    }
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "wick: " << e.what() << "\nTry 'wick --help'.\n";
+    return 2;
+  } catch (const wick::Error& e) {
+    std::cout.flush();
+    std::cerr << "wick: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "wick: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

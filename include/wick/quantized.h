@@ -1,0 +1,92 @@
+// Quantized tensors in ggml's block formats (the layouts GGUF files store) and the matmul that
+// runs on them.
+//
+//   QTensor  raw blocks + type + logical shape; owns its bytes or views external memory (a file
+//            mapping) kept alive by a shared owner.
+//   quantize(x, type)        f32 (or f16/bf16/f64) tensor -> QTensor, ggml's reference rounding.
+//   dequantize(q, dt, dev)   QTensor -> f32/f16/bf16 tensor.
+//   QMatMul                  y = x @ W^T for a weight W of shape (n_out, k), on the CPU: x rows are
+//                            quantized to 8 bits per block (as ggml does) and multiplied with
+//                            integer SIMD dot products; long inputs use dequantized tiles + sgemm.
+//
+// Formats: q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_k q3_k q4_k q5_k q6_k q8_k, and the plain f32, f16,
+// bf16. The last dim of a QTensor is the block dim and must be a multiple of the block size.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "wick/quant_type.h"
+#include "wick/tensor.h"
+
+namespace wick {
+
+class QTensor {
+ public:
+  QTensor() = default;
+  // Takes the bytes: rows of blocks, row-major over `shape` (last dim = block dim).
+  // Throws Error(Shape) when the last dim is not a multiple of the block size or the byte count
+  // does not fit the shape, Error(Unsupported) for a type id wick does not know.
+  QTensor(QuantType type, Shape shape, std::vector<uint8_t> bytes);
+  // Views `nbytes` bytes at `data`, kept alive by `owner` (e.g. a memory-mapped file). Data that
+  // is not 4-byte aligned is copied, so that blocks can be read in place.
+  QTensor(QuantType type, Shape shape, std::shared_ptr<const void> owner, const void* data,
+          size_t nbytes);
+
+  QuantType type() const { return type_; }
+  const Shape& shape() const { return shape_; }
+  const uint8_t* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  int64_t rows() const;      // product of all dims but the last
+  size_t row_bytes() const;  // bytes of one row of the last dim
+  std::string str() const;   // "QTensor[1536, 576; q4_1]"
+  bool defined() const { return shape_.rank() > 0; }
+
+ private:
+  void init(const char* op);
+  QuantType type_ = QuantType::F32;
+  Shape shape_;
+  std::shared_ptr<const void> owner_;
+  const uint8_t* data_ = nullptr;
+  size_t nbytes_ = 0;
+};
+
+// True when quantize/dequantize take `type`.
+bool quant_type_supported(QuantType type);
+
+// x (float dtype, any layout and device) -> blocks of `type`. Throws Error(DType) for integer x,
+// Error(Shape) when x is a scalar or its last dim is not a multiple of the block size,
+// Error(Unsupported) for a type without a quantizer.
+QTensor quantize(const Tensor& x, QuantType type);
+
+// Values of `q` as a tensor of dtype `dt` (f32, f16 or bf16; else Error(DType)) on `dev`.
+Tensor dequantize(const QTensor& q, DType dt = DType::F32, const Device& dev = Device::cpu());
+
+// Dequantizes `n` elements (a multiple of the block size) of `type` at `src` into `dst`.
+void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
+
+// y = x @ W^T with W (n_out, k) quantized: x (..., k) -> y (..., n_out), f32, on x's device.
+// x may be f32, f16 or bf16 (converted to f32 first), in any layout. Computed on the CPU; x rows
+// are quantized to 8 bits per block first (as ggml does), so results differ from an f32 matmul by
+// at most half an activation step per block times sum |w|. Keeps the weight QTensor; on AVX-512
+// CPUs q4_0/q4_1/q8_0 weights are also repacked once (as many bytes again), f16/bf16/q8_1/q8_k
+// weights are held as f32.
+class QMatMul {
+ public:
+  // Throws Error(Shape) unless `weight` is 2-D, Error(Unsupported) for a type it cannot multiply.
+  explicit QMatMul(QTensor weight);
+  Tensor forward(const Tensor& x) const;
+
+  const QTensor& weight() const;
+  int64_t in_features() const;   // k
+  int64_t out_features() const;  // n_out
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace wick

@@ -1,0 +1,120 @@
+// Byte-level BPE tokenizer (GPT-2 / HF ByteLevel family, e.g. SmolLM2), its streaming decoder and
+// the ChatML chat template. Built from plain data (GGUF tokenizer.ggml.* arrays) or an HF
+// tokenizer.json; nothing here reads model files or the network.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wick {
+
+// Token kinds, numbered as GGUF's tokenizer.ggml.token_type stores them.
+enum class TokenType : int32_t {
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,      // special token (<|im_start|>): matched in text only when encode() allows it
+  UserDefined = 4,  // added token: always matched in text, never split
+  Unused = 5,
+  Byte = 6,
+};
+
+// Ids of the tokens a model gives roles to; -1 where it has none.
+struct SpecialTokens {
+  int32_t bos = -1;
+  int32_t eos = -1;
+  int32_t pad = -1;
+  int32_t unk = -1;
+};
+
+namespace tokenizer_detail {
+struct Model;
+}
+
+class Tokenizer {
+ public:
+  // tokens[id] in byte-level form ("Ġthe"), merges by rank ("Ġ t"), token_types[id] as GGUF numbers
+  // (empty: all Normal). pre_tokenizer is llama.cpp's name: "gpt2" (GPT-2 regex) or
+  // "smollm"/"starcoder"/... (each digit alone, then the GPT-2 regex). Throws Error(Parse) on
+  // malformed data and Error(Unsupported) on an unknown pre-tokenizer.
+  static Tokenizer from_vocab(std::vector<std::string> tokens, std::vector<std::string> merges,
+                              std::vector<int32_t> token_types, SpecialTokens special,
+                              std::string_view pre_tokenizer);
+  // HF tokenizer.json text (BPE model, ByteLevel pre-tokenizer, optionally after Digits). The
+  // optional tokenizer_config.json text names bos/eos/pad/unk; without it they stay -1.
+  static Tokenizer from_hf_json(std::string_view tokenizer_json,
+                                std::string_view tokenizer_config_json = {});
+  static Tokenizer from_hf_json_file(const std::string& tokenizer_json_path,
+                                     const std::string& tokenizer_config_path = {});
+
+  // Text -> ids. Invalid UTF-8 is first replaced by U+FFFD (one per maximal ill-formed subpart, as
+  // Python's and Rust's lossy decoders do). Control tokens written in the text become their ids
+  // only when allow_special; otherwise they are tokenized as plain text.
+  std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const;
+  // Ids -> UTF-8 text; byte sequences that are not valid UTF-8 become U+FFFD. Control tokens are
+  // rendered as their text unless skip_special. Throws Error(OutOfRange) on an unknown id.
+  std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
+  // Ids -> the raw bytes they stand for (possibly invalid UTF-8, e.g. half a character).
+  std::string decode_bytes(std::span<const int32_t> ids, bool skip_special = false) const;
+
+  int32_t vocab_size() const;
+  const SpecialTokens& special_tokens() const;
+  int32_t bos_id() const { return special_tokens().bos; }
+  int32_t eos_id() const { return special_tokens().eos; }
+  // The token as stored (byte-level form); Error(OutOfRange) for an unknown id.
+  const std::string& token(int32_t id) const;
+  // Id of a stored token string, or -1.
+  int32_t token_id(std::string_view token) const;
+  TokenType token_type(int32_t id) const;
+  bool is_control(int32_t id) const { return token_type(id) == TokenType::Control; }
+
+ private:
+  explicit Tokenizer(std::shared_ptr<const tokenizer_detail::Model> model);
+  static Tokenizer from_parsed_hf_json(std::string_view tokenizer_json,
+                                       std::string_view tokenizer_config_json);
+  std::shared_ptr<const tokenizer_detail::Model> model_;
+  friend class TokenStreamer;
+};
+
+// Decodes ids one at a time, returning only text that is complete: a character whose bytes are
+// split across tokens comes out whole with the token that completes it. The concatenation of every
+// push() and finish() equals decode() of all the ids.
+class TokenStreamer {
+ public:
+  explicit TokenStreamer(const Tokenizer& tokenizer, bool skip_special = false);
+  std::string push(int32_t id);
+  // Flushes bytes still waiting for the rest of a character (as U+FFFD) and resets the streamer.
+  std::string finish();
+
+ private:
+  std::shared_ptr<const tokenizer_detail::Model> model_;
+  bool skip_special_;
+  std::string pending_;  // bytes of a character not yet complete
+};
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+
+// The ChatML template family (SmolLM2, Qwen...): <|im_start|>role\ncontent<|im_end|>\n per message,
+// an optional default system message when the conversation has none, and "<|im_start|>assistant\n"
+// as the generation prompt.
+class ChatTemplate {
+ public:
+  // Recognises a ChatML Jinja template (e.g. GGUF tokenizer.chat_template) and reads its default
+  // system prompt; Error(Unsupported) for any other template.
+  static ChatTemplate from_jinja(std::string_view source);
+  explicit ChatTemplate(std::string default_system_prompt = {});
+
+  std::string apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+  const std::string& default_system_prompt() const { return default_system_prompt_; }
+
+ private:
+  std::string default_system_prompt_;  // empty: none is added
+};
+
+}  // namespace wick

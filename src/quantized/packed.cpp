@@ -1,0 +1,108 @@
+// Repacking of q4_0 / q4_1 / q8_0 rows (and of activation codes) into the layout of packed.h.
+#include "quantized/packed.h"
+
+#include <type_traits>
+
+#include "cpu/parallel.h"
+#include "quantized/blocks.h"
+
+namespace wick::quantized {
+
+namespace {
+
+constexpr int64_t kSlices = 8;  // 4-byte slices of a 32-byte block
+
+// Byte 4b + t of slice s of a chunk is byte 4s + t of block b.
+inline int64_t slice_source(int64_t s, int64_t i) {
+  return (i / 4) * kQK + 4 * s + i % 4;
+}
+
+// Codes (values 0..15) of nb blocks -> packed nibbles.
+void pack_nibbles(const uint8_t* codes, int64_t nb, uint8_t* dst) {
+  int64_t b = 0;
+  for (; b + kChunkBlocks <= nb; b += kChunkBlocks) {
+    const uint8_t* c = codes + b * kQK;
+    uint8_t* out = dst + 16 * b;
+    for (int64_t s = 0; s < kSlices / 2; s++)
+      for (int64_t i = 0; i < 64; i++)
+        out[64 * s + i] =
+            static_cast<uint8_t>(c[slice_source(s, i)] | (c[slice_source(s + 4, i)] << 4));
+  }
+  // Tail in runs of 4, then 2, then 1 block: byte i of a run of n blocks pairs codes i and i + 16n.
+  auto emit = [&](int64_t run) {
+    const uint8_t* c = codes + b * kQK;
+    const int64_t half = 16 * run;
+    for (int64_t i = 0; i < half; i++)
+      dst[16 * b + i] = static_cast<uint8_t>(c[i] | (c[i + half] << 4));
+    b += run;
+  };
+  while (nb - b >= 4) emit(4);
+  if (nb - b >= 2) emit(2);
+  if (nb - b >= 1) emit(1);
+}
+
+template <typename Block>
+void pack_nibble_row(const Block* blocks, int64_t nb, uint8_t* dst, uint8_t* codes) {
+  for (int64_t b = 0; b < nb; b++) {
+    for (int j = 0; j < 16; j++) {
+      codes[b * kQK + j] = blocks[b].qs[j] & 0xF;
+      codes[b * kQK + j + 16] = blocks[b].qs[j] >> 4;
+    }
+    std::memcpy(dst + 16 * nb + 2 * b, &blocks[b].d, 2);
+    if constexpr (std::is_same_v<Block, BlockQ4_1>)
+      std::memcpy(dst + 18 * nb + 2 * b, &blocks[b].m, 2);
+  }
+  pack_nibbles(codes, nb, dst);
+}
+
+void pack_q8_0_row(const BlockQ8_0* blocks, int64_t nb, uint8_t* dst, uint8_t* codes) {
+  for (int64_t b = 0; b < nb; b++) {
+    for (int j = 0; j < kQK; j++) codes[b * kQK + j] = static_cast<uint8_t>(blocks[b].qs[j] + 128);
+    std::memcpy(dst + kQK * nb + 2 * b, &blocks[b].d, 2);
+  }
+  int64_t b = 0;
+  for (; b + kChunkBlocks <= nb; b += kChunkBlocks)
+    for (int64_t s = 0; s < kSlices; s++)
+      for (int64_t i = 0; i < 64; i++)
+        dst[kQK * b + 64 * s + i] = codes[b * kQK + slice_source(s, i)];
+  std::memcpy(dst + kQK * b, codes + kQK * b, static_cast<size_t>(kQK * (nb - b)));
+}
+
+}  // namespace
+
+bool packable(QuantType t) {
+  return t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0;
+}
+
+std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k) {
+  const int64_t nb = k / kQK;
+  const size_t row_bytes = static_cast<size_t>(nb * quant_type_info(t)->block_bytes);
+  std::vector<uint8_t> out(row_bytes * static_cast<size_t>(n_rows));
+  // A model's worth of weights is packed at load time: split the rows across threads.
+  cpu::parallel_for(n_rows, 64, [&](int64_t r0, int64_t r1) {
+    std::vector<uint8_t> codes(static_cast<size_t>(k));
+    for (int64_t r = r0; r < r1; r++) {
+      const uint8_t* row = src + static_cast<size_t>(r) * row_bytes;
+      uint8_t* dst = out.data() + static_cast<size_t>(r) * row_bytes;
+      if (t == QuantType::Q4_0)
+        pack_nibble_row(reinterpret_cast<const BlockQ4_0*>(row), nb, dst, codes.data());
+      else if (t == QuantType::Q4_1)
+        pack_nibble_row(reinterpret_cast<const BlockQ4_1*>(row), nb, dst, codes.data());
+      else
+        pack_q8_0_row(reinterpret_cast<const BlockQ8_0*>(row), nb, dst, codes.data());
+    }
+  });
+  return out;
+}
+
+void interleave_activations(const int8_t* qs, int64_t k, int8_t* out) {
+  const int64_t nb = k / kQK;
+  int64_t b = 0;
+  for (; b + kChunkBlocks <= nb; b += kChunkBlocks)
+    for (int64_t s = 0; s < kSlices; s++)
+      for (int64_t blk = 0; blk < kChunkBlocks; blk++)
+        std::memcpy(out + kQK * b + 64 * s + 4 * blk, qs + kQK * (b + blk) + 4 * s, 4);
+  std::memcpy(out + kQK * b, qs + kQK * b, static_cast<size_t>(kQK * (nb - b)));
+}
+
+}  // namespace wick::quantized

@@ -1,0 +1,232 @@
+// QMatMul: y = x @ W^T on the CPU for a quantized W.
+//
+// Up to kGemmMinRows x rows (decode, prompts): x rows are quantized to 8 bits per block and every
+// output is an integer SIMD dot product over W's blocks (kernels.h), threads splitting the output
+// rows; on AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and each load of their
+// codes serves up to 4 x rows. Longer inputs: W is dequantized one tile of rows at a time and
+// multiplied with sgemm.
+// Plain weights (f32/f16/bf16) and formats without an integer kernel (q8_1, q8_k) are kept as f32
+// and go straight to BLAS.
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "cpu/cpu_device.h"
+#include "cpu/parallel.h"
+#include "quantized/kernels.h"
+#include "quantized/packed.h"
+#include "wick/quantized.h"
+
+namespace wick {
+
+using quantized::ActKind;
+using quantized::ActRow;
+using quantized::DotRowsFn;
+
+namespace {
+
+// x rows from which dequantized tiles + sgemm may beat integer dots. Measured on SmolLM2 shapes
+// (q4_1 and q8_0, 1536x576 and 576x1536, one thread, the 2-core build machine): integer dots won
+// at every m up to 128 (3-20x; OpenBLAS reached ~9 GFLOP/s there), so BLAS is left for the
+// longest prompts, where a fast BLAS can pay for the dequantization.
+constexpr int64_t kGemmMinRows = 256;
+std::atomic<int64_t> g_gemm_min_rows{kGemmMinRows};
+// Weight bytes a thread should get before another one is woken (fork/join costs a few µs).
+constexpr int64_t kBytesPerTask = 32 * 1024;
+// Output rows handled together across all x rows, so that they stay in L1.
+constexpr int64_t kTileRows = 16;
+// f32 elements of one dequantized weight tile in the sgemm path (~1 MiB).
+constexpr int64_t kGemmTileElems = 1 << 18;
+
+}  // namespace
+
+int64_t quantized::gemm_min_rows() {
+  return g_gemm_min_rows.load(std::memory_order_relaxed);
+}
+void quantized::set_gemm_min_rows(int64_t rows) {
+  g_gemm_min_rows.store(rows > 0 ? rows : kGemmMinRows, std::memory_order_relaxed);
+}
+
+struct QMatMul::Impl {
+  QTensor weight;
+  int64_t n_out = 0, k = 0;
+  QuantType type = QuantType::F32;
+  std::vector<float> dense;  // W as f32 for types without an integer kernel
+  const float* dense_ptr = nullptr;
+  std::vector<uint8_t> packed;  // q4_0/q4_1/q8_0 on AVX-512 CPUs: packed.h layout
+};
+
+QMatMul::QMatMul(QTensor weight) {
+  const char* op = "QMatMul";
+  if (weight.shape().rank() != 2)
+    fail(ErrorKind::Shape, op, "weight must be 2-D (n_out, k), got ", weight.str());
+  if (!quant_type_supported(weight.type()))
+    fail(ErrorKind::Unsupported, op, "no matmul for weight ", weight.str());
+  auto impl = std::make_shared<Impl>();
+  impl->n_out = weight.shape()[0];
+  impl->k = weight.shape()[1];
+  impl->type = weight.type();
+  if (!quantized::dot_kernel_scalar(weight.type())) {
+    if (weight.type() == QuantType::F32) {
+      impl->dense_ptr = reinterpret_cast<const float*>(weight.data());
+    } else {
+      impl->dense.resize(static_cast<size_t>(impl->n_out * impl->k));
+      if (!impl->dense.empty())
+        dequantize_row(weight.type(), weight.data(), impl->dense.data(), impl->n_out * impl->k);
+      impl->dense_ptr = impl->dense.data();
+    }
+  }
+  if (quantized::packable(weight.type()) &&
+      quantized::detected_simd_level() >= quantized::SimdLevel::Avx512 &&
+      quantized::packed_kernel_avx512(weight.type()))
+    impl->packed = quantized::pack_rows(weight.type(), weight.data(), impl->n_out, impl->k);
+  impl->weight = std::move(weight);
+  impl_ = std::move(impl);
+}
+
+const QTensor& QMatMul::weight() const {
+  return impl_->weight;
+}
+int64_t QMatMul::in_features() const {
+  return impl_->k;
+}
+int64_t QMatMul::out_features() const {
+  return impl_->n_out;
+}
+
+namespace {
+
+// y (m, n) = x (m, k) @ W (n, k)^T with BLAS.
+void blas_xwt(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k,
+              int64_t ldy) {
+  if (m == 1)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.0f, w,
+                static_cast<int>(k), x, 1, 0.0f, y, 1);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0f, x, static_cast<int>(k), w, static_cast<int>(k), 0.0f, y,
+                static_cast<int>(ldy));
+}
+
+void gemm_dequantized_tiles(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
+  const int64_t tile = std::max<int64_t>(16, kGemmTileElems / std::max<int64_t>(w.k, 1));
+  std::vector<float> buf(static_cast<size_t>(std::min(tile, w.n_out) * w.k));
+  const size_t row_bytes = w.weight.row_bytes();
+  for (int64_t o0 = 0; o0 < w.n_out; o0 += tile) {
+    const int64_t rows = std::min(tile, w.n_out - o0);
+    cpu::parallel_for(rows, 8, [&](int64_t r0, int64_t r1) {
+      dequantize_row(w.type, w.weight.data() + static_cast<size_t>(o0 + r0) * row_bytes,
+                     buf.data() + r0 * w.k, (r1 - r0) * w.k);
+    });
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m),
+                static_cast<int>(rows), static_cast<int>(w.k), 1.0f, x, static_cast<int>(w.k),
+                buf.data(), static_cast<int>(w.k), 0.0f, y + o0, static_cast<int>(w.n_out));
+  }
+}
+
+void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
+  const ActKind kind = quantized::act_kind(w.type);
+  const int64_t k = w.k;
+  const int64_t ds_per_row = kind == ActKind::Block32 ? 2 * (k / 32) : k / 256;
+  const int64_t bsums_per_row = kind == ActKind::Block256 ? k / 16 : 0;
+  // Scratch reused across calls: decode runs hundreds of these per token.
+  thread_local std::vector<int8_t> qs;
+  thread_local std::vector<float> ds;
+  thread_local std::vector<int16_t> bsums;
+  qs.resize(static_cast<size_t>(m * k));
+  ds.resize(static_cast<size_t>(m * ds_per_row));
+  bsums.resize(static_cast<size_t>(m * bsums_per_row));
+  const quantized::QuantizeActFn quantize_act =
+      quantized::act_quantizer(quantized::active_simd_level());
+  for (int64_t r = 0; r < m; r++)
+    quantize_act(kind, x + r * k, k, qs.data() + r * k, ds.data() + r * ds_per_row,
+                 bsums.data() + r * bsums_per_row);
+  const bool use_packed =
+      !w.packed.empty() && quantized::active_simd_level() >= quantized::SimdLevel::Avx512;
+  if (use_packed) {  // packed kernels read activations in slice order (packed.h)
+    thread_local std::vector<int8_t> natural;
+    natural.assign(qs.begin(), qs.end());
+    for (int64_t r = 0; r < m; r++)
+      quantized::interleave_activations(natural.data() + r * k, k, qs.data() + r * k);
+  }
+  const DotRowsFn dot = quantized::dot_kernel(w.type, quantized::active_simd_level());
+  const quantized::PackedRowsFn packed_dot =
+      use_packed ? quantized::packed_kernel_avx512(w.type) : nullptr;
+  const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
+  // Worker threads see their own thread_local vectors: pass the caller's by pointer.
+  const int8_t* qs_p = qs.data();
+  const float* ds_p = ds.data();
+  const int16_t* bsums_p = bsums.data();
+  auto act_row = [&](int64_t r) {
+    return ActRow{qs_p + r * k, ds_p + r * ds_per_row, bsums_p + r * bsums_per_row};
+  };
+  const size_t row_bytes = w.weight.row_bytes();
+  const int64_t grain = std::max<int64_t>(
+      1, kBytesPerTask / static_cast<int64_t>(std::max<size_t>(row_bytes * m, 1)));
+  cpu::parallel_for(w.n_out, grain, [&](int64_t o_begin, int64_t o_end) {
+    for (int64_t o0 = o_begin; o0 < o_end; o0 += kTileRows) {
+      const int64_t rows = std::min(kTileRows, o_end - o0);
+      const uint8_t* wt = wdata + static_cast<size_t>(o0) * row_bytes;
+      if (packed_dot) {  // up to kMaxPackedX x rows per pass over the tile
+        for (int64_t r0 = 0; r0 < m; r0 += quantized::kMaxPackedX) {
+          const int n_x = static_cast<int>(std::min<int64_t>(quantized::kMaxPackedX, m - r0));
+          ActRow xs[quantized::kMaxPackedX];
+          for (int i = 0; i < n_x; i++) xs[i] = act_row(r0 + i);
+          packed_dot(wt, row_bytes, rows, k, xs, n_x, static_cast<size_t>(w.n_out),
+                     y + r0 * w.n_out + o0);
+        }
+      } else {
+        for (int64_t r = 0; r < m; r++)
+          dot(wt, row_bytes, rows, k, act_row(r), y + r * w.n_out + o0);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Tensor QMatMul::forward(const Tensor& x) const {
+  const char* op = "QMatMul::forward";
+  const Impl& w = *impl_;
+  if (x.dtype() != DType::F32 && x.dtype() != DType::F16 && x.dtype() != DType::BF16)
+    fail(ErrorKind::DType, op, "x must be f32, f16 or bf16, got ", x.dtype(), " of shape ",
+         x.shape(), " (weight ", w.weight.str(), ")");
+  if (x.rank() == 0 || x.dim(-1) != w.k)
+    fail(ErrorKind::Shape, op, "x of shape ", x.shape(), " must end in k = ", w.k, " (weight ",
+         w.weight.str(), ")");
+  std::vector<int64_t> out_dims = x.dims();
+  out_dims.back() = w.n_out;
+  const Shape out_shape(out_dims);
+  const int64_t m = w.k == 0 ? out_shape.numel() / std::max<int64_t>(w.n_out, 1) : x.numel() / w.k;
+
+  // Read x in place when it already is contiguous f32 host memory.
+  std::vector<float> x_copy;
+  const float* xp = nullptr;
+  if (x.device().is_cpu() && x.dtype() == DType::F32 && x.is_contiguous()) {
+    xp = cpu::cpu_storage(*x.storage()).as<float>() + x.layout().start_offset;
+  } else {
+    x_copy = x.to_vec<float>();
+    xp = x_copy.data();
+  }
+
+  const Device cpu_dev = Device::cpu();
+  backend::StoragePtr storage =
+      cpu_dev.backend().alloc(DType::F32, static_cast<size_t>(m * w.n_out));
+  float* y = cpu::cpu_storage(*storage).as<float>();
+  if (m > 0 && w.n_out > 0) {
+    if (w.k == 0)
+      std::fill(y, y + m * w.n_out, 0.0f);
+    else if (w.dense_ptr)
+      blas_xwt(xp, w.dense_ptr, y, m, w.n_out, w.k, w.n_out);
+    else if (m >= quantized::gemm_min_rows())
+      gemm_dequantized_tiles(w, xp, y, m);
+    else
+      integer_dots(w, xp, y, m);
+  }
+  Tensor out(std::move(storage), Layout::contiguous(out_shape), DType::F32, cpu_dev);
+  return x.device().is_cpu() ? out : out.to_device(x.device());
+}
+
+}  // namespace wick

@@ -1,0 +1,179 @@
+// The `wick` CLI: argument parsing (linked in), and the built binary run as a user would.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "args.h"
+#include "harness.h"
+
+namespace wick::testing {
+namespace {
+
+using cli::Args;
+using cli::Command;
+using cli::parse_args;
+using cli::UsageError;
+
+Args parse(std::vector<const char*> words) {
+  words.insert(words.begin(), "wick");
+  return parse_args(static_cast<int>(words.size()), words.data());
+}
+
+void expect_usage_error(std::vector<const char*> words, const std::string& needle) {
+  try {
+    parse(words);
+    ADD_FAILURE() << "no UsageError for " << words.size() << " words, wanted '" << needle << "'";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(CliArgs, Commands) {
+  EXPECT_EQ(parse({}).command, Command::Help);
+  EXPECT_EQ(parse({"--help"}).command, Command::Help);
+  EXPECT_EQ(parse({"--version"}).command, Command::Version);
+  EXPECT_EQ(parse({"info"}).command, Command::Info);
+  const Args h = parse({"help", "bench"});
+  EXPECT_EQ(h.command, Command::Bench);
+  EXPECT_TRUE(h.help);
+  EXPECT_TRUE(parse({"info", "--help"}).help);
+}
+
+TEST(CliArgs, BenchNamesAndOptions) {
+  EXPECT_EQ(parse({"bench"}).benches, cli::kBenchNames);
+  const Args a = parse({"bench", "matmul", "storage", "matmul", "--device", "vulkan:1", "--full"});
+  EXPECT_EQ(a.benches, (std::vector<std::string>{"matmul", "storage"}));
+  EXPECT_EQ(a.device, "vulkan:1");
+  EXPECT_TRUE(a.full);
+  EXPECT_FALSE(a.quick);
+  const Args b = parse({"bench", "--device=cpu", "--quick", "queue", "--worker"});
+  EXPECT_EQ(b.device, "cpu");
+  EXPECT_TRUE(b.quick);
+  EXPECT_TRUE(b.worker);
+  EXPECT_EQ(b.benches, (std::vector<std::string>{"queue"}));
+}
+
+TEST(CliArgs, BadCommandLines) {
+  expect_usage_error({"frobnicate"}, "unknown command 'frobnicate'");
+  expect_usage_error({"--frob"}, "unknown option '--frob'");
+  expect_usage_error({"bench", "--frob"}, "unknown option '--frob' for 'wick bench'");
+  expect_usage_error({"bench", "nosuch"}, "unknown benchmark 'nosuch'");
+  expect_usage_error({"bench", "--device"}, "--device needs a value");
+  expect_usage_error({"bench", "--device="}, "--device needs a value");
+  expect_usage_error({"info", "extra"}, "takes no argument 'extra'");
+  expect_usage_error({"info", "--full"}, "unknown option '--full' for 'wick info'");
+  expect_usage_error({"bench", "matmul", "--worker"}, "--worker");
+  expect_usage_error({"help", "nosuch"}, "unknown command 'nosuch'");
+}
+
+// ---- the binary -------------------------------------------------------------------------------
+
+struct RunResult {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+RunResult run_wick(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " '" WICK_CLI_PATH "' " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  RunResult r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+#define EXPECT_HAS(haystack, needle)                                                       \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << "no '" << (needle) << "' in:\n" \
+                                                        << (haystack)
+
+TEST(CliBinary, UsageErrorsExit2) {
+  for (const char* args : {"frobnicate", "bench --frob", "bench nosuch", "info extra"}) {
+    SCOPED_TRACE(args);
+    const RunResult r = run_wick(args);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_HAS(r.output, "wick: ");
+    EXPECT_HAS(r.output, "wick --help");
+  }
+}
+
+TEST(CliBinary, Help) {
+  const RunResult r = run_wick("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_HAS(r.output, "info");
+  EXPECT_HAS(r.output, "bench");
+  const RunResult b = run_wick("bench --help");
+  EXPECT_EQ(b.status, 0);
+  for (const std::string& name : cli::kBenchNames) EXPECT_HAS(b.output, name);
+}
+
+TEST(CliBinary, WickErrorExits1) {
+  const RunResult r = run_wick("bench storage --device vulkan:99");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_HAS(r.output, "wick: device error");
+}
+
+TEST(CliBinary, Info) {
+  const RunResult r = run_wick("info", "WICK_COMPUTE_PER_BUFFER=abc WICK_POOL_LIMIT=2M");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_HAS(r.output, version());
+  EXPECT_HAS(r.output, "| cpu ");
+  EXPECT_HAS(r.output, " ms ");  // the time the device took to open
+  for (const auto& [name, value] : describe_knobs()) EXPECT_HAS(r.output, name);
+  EXPECT_HAS(r.output, "\"abc\"");
+  EXPECT_HAS(r.output, std::to_string(2 << 20));  // WICK_POOL_LIMIT as wick read it
+}
+
+TEST(CliBinary, BenchStorage) {
+  const RunResult r = run_wick("bench storage");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_HAS(r.output, "orig=[1.0, 1.0, 0.0, 0.0] copy=[0.0, 0.0, 0.0, 0.0]");
+  EXPECT_HAS(r.output, "storage: OK (the copy stayed independent)");
+  EXPECT_HAS(r.output, "command: wick bench storage");
+}
+
+TEST(CliBinary, BenchBatchMm) {
+  const RunResult r = run_wick("bench batch_mm");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_HAS(r.output, "xn dims [2, 2, 3, 5] stride [60, 15, 5, 1]");
+  EXPECT_HAS(r.output, "batch (1,1) max |diff|");
+  EXPECT_HAS(r.output, "batch_mm: OK");
+}
+
+TEST(CliBinary, BenchQueueReexecutesPerKnobSetting) {
+  const RunResult r = run_wick("bench queue --quick");
+  EXPECT_EQ(r.status, 0);
+  // Each child read its own setting: the re-execution carried the environment.
+  EXPECT_HAS(r.output, "WICK_COMPUTE_PER_BUFFER=unset (wick read: default)");
+  EXPECT_HAS(r.output, "WICK_COMPUTE_PER_BUFFER=\"0\" (wick read: 0)");
+  EXPECT_HAS(r.output, "WICK_COMPUTE_PER_BUFFER=\"10\" (wick read: 10)");
+  EXPECT_HAS(r.output, "WICK_COMPUTE_PER_BUFFER=\"abc\" (wick read: default)");
+  EXPECT_HAS(r.output, "x[0]=200");
+  EXPECT_EQ(r.output.find("WRONG"), std::string::npos) << r.output;
+}
+
+TEST(CliBinary, BenchFirstRunsTwoProcesses) {
+  const RunResult r = run_wick("bench first --quick");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_HAS(r.output, "second process: first");
+  for (const char* op :
+       {"| new device", "| add f32", "| matmul 64", "| matmul 60", "| to_dtype f16",
+        "| second device (the same device)", "| second device: matmul 64"})
+    EXPECT_HAS(r.output, op);
+}
+
+TEST(CliBinary, QuickSpeedBenches) {
+  const RunResult r = run_wick("bench matmul elementwise overhead --quick");
+  EXPECT_EQ(r.status, 0);
+  for (const char* row :
+       {"| f32   | 32", "| bf16  | 64", "| add  ", "| matmul 1x1", "| narrow (a view)"})
+    EXPECT_HAS(r.output, row);
+  EXPECT_EQ(r.output.find("WRONG"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace wick::testing

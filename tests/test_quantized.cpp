@@ -1,0 +1,710 @@
+// Quantized block formats: bit-exactness with ggml (reference vectors from the gguf package),
+// round-trip error bounds derived per format, QMatMul against dequantize-then-f64-matmul on every
+// SIMD level this CPU has, f16/bf16 outputs, plain types and every error path.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "harness.h"
+#include "quantized/blocks.h"
+#include "quantized/kernels.h"
+#include "wick/quantized.h"
+
+namespace wick::testing {
+namespace {
+
+namespace q = wick::quantized;
+
+const std::vector<QuantType> kBlockTypes = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,
+                                            QuantType::Q5_1, QuantType::Q8_0, QuantType::Q8_1,
+                                            QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K,
+                                            QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_K};
+
+const char* type_name(QuantType t) {
+  return quant_type_info(t)->name;
+}
+int64_t block_elems(QuantType t) {
+  return quant_type_info(t)->block_elems;
+}
+
+uint32_t float_bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
+// ---- reference vectors (scripts/gen_quant_vectors.py) --------------------------------------
+
+struct RefVector {
+  QuantType type;
+  std::vector<float> input;  // empty for the K formats (gguf cannot quantize them)
+  std::vector<uint8_t> blocks;
+  std::vector<float> dequantized;
+};
+
+RefVector load_vector(const std::string& name) {
+  const auto path =
+      std::filesystem::path(__FILE__).parent_path() / "data" / "quantized" / (name + ".bin");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("missing reference vector " + path.string());
+  auto u32 = [&] {
+    uint32_t v = 0;
+    f.read(reinterpret_cast<char*>(&v), 4);
+    return v;
+  };
+  char magic[4];
+  f.read(magic, 4);
+  if (std::string(magic, 4) != "WQV1") throw std::runtime_error("bad magic in " + path.string());
+  RefVector r;
+  r.type = static_cast<QuantType>(u32());
+  const uint32_t n = u32();
+  if (u32()) {
+    r.input.resize(n);
+    f.read(reinterpret_cast<char*>(r.input.data()), n * 4);
+  }
+  r.blocks.resize(u32());
+  f.read(reinterpret_cast<char*>(r.blocks.data()), static_cast<std::streamsize>(r.blocks.size()));
+  r.dequantized.resize(n);
+  f.read(reinterpret_cast<char*>(r.dequantized.data()), n * 4);
+  if (!f) throw std::runtime_error("truncated reference vector " + path.string());
+  return r;
+}
+
+TEST(QuantizedGgml, QuantizeAndDequantizeMatchReferenceBitForBit) {
+  for (const char* name :
+       {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}) {
+    SCOPED_TRACE(name);
+    const RefVector r = load_vector(name);
+    const int64_t n = static_cast<int64_t>(r.dequantized.size());
+    ASSERT_STREQ(type_name(r.type), name);
+    if (!r.input.empty()) {
+      const QTensor qt = quantize(Tensor::from_vec(r.input, {n}), r.type);
+      ASSERT_EQ(qt.nbytes(), r.blocks.size());
+      const size_t bb = static_cast<size_t>(quant_type_info(r.type)->block_bytes);
+      for (size_t i = 0; i < r.blocks.size(); i++)
+        ASSERT_EQ(qt.data()[i], r.blocks[i]) << "byte " << i % bb << " of block " << i / bb;
+    }
+    const std::vector<float> got =
+        dequantize(QTensor(r.type, Shape{n}, r.blocks), DType::F32).to_vec<float>();
+    for (int64_t i = 0; i < n; i++)
+      ASSERT_EQ(float_bits(got[i]), float_bits(r.dequantized[i]))
+          << "element " << i << ": " << got[i] << " vs " << r.dequantized[i];
+  }
+}
+
+// ---- round-trip error bounds ------------------------------------------------------------------
+
+// Rows of random blocks: a random scale per block (1e-3 .. 1e2), plus an all-zero block, a
+// negative-only block and a block with one outlier 100x its neighbours.
+std::vector<float> block_test_data(Rng& rng, int64_t rows, int64_t k, int64_t block) {
+  std::vector<float> v(static_cast<size_t>(rows * k));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t n_blocks = rows * k / block;
+  for (int64_t b = 0; b < n_blocks; b++) {
+    float* x = v.data() + b * block;
+    const float scale = std::pow(10.0f, static_cast<float>(rng.uniform(-3, 2)));
+    const int64_t kind = b % 5;
+    for (int64_t j = 0; j < block; j++) x[j] = scale * normal(rng.gen());
+    if (kind == 1) std::fill(x, x + block, 0.0f);
+    if (kind == 2)
+      for (int64_t j = 0; j < block; j++) x[j] = -std::fabs(x[j]) - 0.1f * scale;
+    if (kind == 3)
+      x[rng.integer(0, block - 1)] = 100.0f * scale * (rng.uniform(0, 1) < 0.5 ? -1 : 1);
+  }
+  return v;
+}
+
+// f32 slack for a dequantized value of magnitude about `mag`.
+double fp_slack(double mag) {
+  return 4e-7 * mag + 1e-30;
+}
+
+// The 32-element formats: d (and m) are computed in f32, then stored as f16, so the bound is
+// the rounding half-step plus the stored-scale error times the largest code:
+//   symmetric (q4_0, q5_0; levels -H..H-1, d = max/-H): |e| <= |d|/2, except that the side
+//     opposite the extreme tops out at level H-1: |e| <= |d| * (t - (H-1)) for t = x/d > H-1/2;
+//   affine (q4_1, q5_1; levels 0..2^b-1, d = (max-min)/(2^b-1)): |e| <= d/2;
+//   q8 (levels +-127, d = amax/127): |e| <= d/2.
+// K formats: with the stored group scale d_g and min m_g, every element takes the nearest level:
+//   |e| <= d_g/2 + distance(x, [level_min, level_max] * d_g - m_g) (the clip distance);
+// and, without outliers, the fitted scales keep the clipping small: the per-group RMS error stays
+// below 1.5x the uniform-quantization noise of a plain min/max grid, step/sqrt(12)
+// (step = range/levels). Test data change scale per block, i.e. per super-block for K formats.
+// A subnormal f16 super-block scale is off by up to 2^-25 absolute, which reaches every group
+// scale (x up to 63) and level: that adds 63 * levels * 2^-25 to the allowed RMS.
+void check_round_trip_32(QuantType t, const float* x, const uint8_t* blk, const float* y) {
+  uint16_t d16, m16 = 0;
+  std::memcpy(&d16, blk, 2);
+  const bool affine = t == QuantType::Q4_1 || t == QuantType::Q5_1;
+  if (affine) std::memcpy(&m16, blk + 2, 2);
+  const float d = q::f16_to_f32(d16), m = q::f16_to_f32(m16);
+  float amax = 0, mx = 0, mn = INFINITY, hi = -INFINITY;
+  for (int j = 0; j < 32; j++) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      mx = x[j];
+    }
+    mn = std::min(mn, x[j]);
+    hi = std::max(hi, x[j]);
+  }
+  for (int j = 0; j < 32; j++) {
+    double bound;
+    if (t == QuantType::Q8_0 || t == QuantType::Q8_1) {
+      const double d_exact = amax / 127.0f;
+      bound = d_exact / 2 + 127 * std::fabs(d_exact - d);
+    } else if (affine) {
+      const int top = t == QuantType::Q4_1 ? 15 : 31;
+      const double d_exact = (hi - mn) / static_cast<float>(top);
+      bound = d_exact / 2 + top * std::fabs(d_exact - d) + std::fabs(static_cast<double>(mn) - m);
+    } else {
+      const int half = t == QuantType::Q4_0 ? 8 : 16;
+      const double d_exact = mx / static_cast<float>(-half);
+      const double tj = d_exact != 0 ? x[j] / d_exact : 0;
+      bound = std::fabs(d_exact) / 2 + std::fabs(d_exact) * std::max(0.0, tj - (half - 0.5)) +
+              half * std::fabs(d_exact - d);
+    }
+    ASSERT_LE(std::fabs(static_cast<double>(x[j]) - y[j]), bound + fp_slack(amax))
+        << type_name(t) << " element " << j << " x=" << x[j] << " y=" << y[j];
+  }
+}
+
+// Group scales/mins/level ranges of a K block as dequantization sees them.
+struct KGroups {
+  int size = 0, count = 0, lo = 0, hi = 0;  // levels lo..hi (value = d_g * level - m_g)
+  float d[16], m[16];
+  bool subnormal_scales = false;  // the f16 super-block scale or min is subnormal
+};
+
+KGroups k_groups(QuantType t, const uint8_t* blk) {
+  KGroups g;
+  auto f16 = [&](size_t off) {
+    uint16_t h;
+    std::memcpy(&h, blk + off, 2);
+    return q::f16_to_f32(h);
+  };
+  if (t == QuantType::Q2_K) {
+    const auto& b = *reinterpret_cast<const q::BlockQ2_K*>(blk);
+    g = {16, 16, 0, 3, {}, {}};
+    for (int i = 0; i < 16; i++) {
+      g.d[i] = f16(80) * static_cast<float>(b.scales[i] & 0xF);
+      g.m[i] = f16(82) * static_cast<float>(b.scales[i] >> 4);
+    }
+  } else if (t == QuantType::Q3_K) {
+    const auto& b = *reinterpret_cast<const q::BlockQ3_K*>(blk);
+    int8_t sc[16];
+    q::q3k_scales(b.scales, sc);
+    g = {16, 16, -4, 3, {}, {}};
+    for (int i = 0; i < 16; i++) {
+      g.d[i] = f16(108) * static_cast<float>(sc[i]);
+      g.m[i] = 0;
+    }
+  } else if (t == QuantType::Q4_K || t == QuantType::Q5_K) {
+    g = {32, 8, 0, t == QuantType::Q4_K ? 15 : 31, {}, {}};
+    for (int i = 0; i < 8; i++) {
+      uint8_t sc, mn;
+      q::k4_scale_min(i, blk + 4, &sc, &mn);
+      g.d[i] = f16(0) * static_cast<float>(sc);
+      g.m[i] = f16(2) * static_cast<float>(mn);
+    }
+  } else if (t == QuantType::Q6_K) {
+    const auto& b = *reinterpret_cast<const q::BlockQ6_K*>(blk);
+    g = {16, 16, -32, 31, {}, {}};
+    for (int i = 0; i < 16; i++) {
+      g.d[i] = f16(208) * static_cast<float>(b.scales[i]);
+      g.m[i] = 0;
+    }
+  } else {  // Q8_K: one f32 scale for 256
+    float d;
+    std::memcpy(&d, blk, 4);
+    g = {256, 1, -128, 127, {d}, {0}};
+  }
+  const std::vector<size_t> f16_fields = t == QuantType::Q2_K   ? std::vector<size_t>{80, 82}
+                                         : t == QuantType::Q3_K ? std::vector<size_t>{108}
+                                         : t == QuantType::Q6_K ? std::vector<size_t>{208}
+                                         : t == QuantType::Q8_K ? std::vector<size_t>{}
+                                                                : std::vector<size_t>{0, 2};
+  for (size_t off : f16_fields) g.subnormal_scales |= std::fabs(f16(off)) < std::ldexp(1.0f, -14);
+  return g;
+}
+
+void check_round_trip_k(QuantType t, const float* x, const uint8_t* blk, const float* y,
+                        bool check_rms) {
+  const KGroups g = k_groups(t, blk);
+  for (int gi = 0; gi < g.count; gi++) {
+    const float* xg = x + gi * g.size;
+    const float* yg = y + gi * g.size;
+    const double d = std::fabs(g.d[gi]);
+    double lo = static_cast<double>(g.d[gi]) * g.lo - g.m[gi],
+           hi = static_cast<double>(g.d[gi]) * g.hi - g.m[gi];
+    if (lo > hi) std::swap(lo, hi);
+    double amax = 0, xmin = INFINITY, xmax = -INFINITY, sq = 0;
+    for (int j = 0; j < g.size; j++) {
+      amax = std::max(amax, std::fabs(static_cast<double>(xg[j])));
+      xmin = std::min<double>(xmin, xg[j]);
+      xmax = std::max<double>(xmax, xg[j]);
+    }
+    for (int j = 0; j < g.size; j++) {
+      const double clip = std::max({0.0, lo - xg[j], xg[j] - hi});
+      const double e = std::fabs(static_cast<double>(xg[j]) - yg[j]);
+      sq += e * e;
+      ASSERT_LE(e, d / 2 + clip + fp_slack(amax) + 1e-6 * d)
+          << type_name(t) << " group " << gi << " element " << j << " x=" << xg[j]
+          << " y=" << yg[j];
+    }
+    // Plain min/max grid with the format's level count (symmetric formats: amax over half the
+    // levels).
+    const bool symmetric = g.lo < 0;
+    const double step =
+        symmetric ? amax / -g.lo : (std::max(xmax, 0.0) - std::min(xmin, 0.0)) / g.hi;
+    const double rms = std::sqrt(sq / g.size);
+    // 2-3 bit grids: the 4-bit group scales dominate; an outlier makes the scale grid coarse.
+    if (check_rms && t != QuantType::Q2_K && t != QuantType::Q3_K) {
+      const double subnormal =
+          g.subnormal_scales ? 63.0 * (g.hi - g.lo + 1) * std::ldexp(1.0, -25) : 0.0;
+      ASSERT_LE(rms, 1.5 * step / std::sqrt(12.0) + subnormal + fp_slack(amax))
+          << type_name(t) << " group " << gi << " rms error " << rms << " step " << step;
+    }
+  }
+}
+
+TEST(QuantizedRoundTrip, ErrorWithinFormatBound) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t : kBlockTypes) {
+    SCOPED_TRACE(type_name(t));
+    const int64_t block = block_elems(t), k = 2 * std::max<int64_t>(block, 64), rows = 5;
+    const std::vector<float> x = block_test_data(rng, rows, k, block);
+    const QTensor qt = quantize(Tensor::from_vec(x, {rows, k}), t);
+    EXPECT_EQ(qt.shape(), (Shape{rows, k}));
+    EXPECT_EQ(qt.nbytes(), static_cast<size_t>(rows * k / block * quant_type_info(t)->block_bytes));
+    const std::vector<float> y = dequantize(qt).to_vec<float>();
+    const size_t bb = static_cast<size_t>(quant_type_info(t)->block_bytes);
+    for (int64_t b = 0; b < rows * k / block; b++) {
+      const uint8_t* blk = qt.data() + static_cast<size_t>(b) * bb;
+      if (block == 32)
+        check_round_trip_32(t, x.data() + b * block, blk, y.data() + b * block);
+      else
+        check_round_trip_k(t, x.data() + b * block, blk, y.data() + b * block, b % 5 != 3);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    // Zero blocks (kind 1) come back as exact zeros.
+    for (int64_t j = 0; j < block; j++) EXPECT_EQ(y[static_cast<size_t>(block + j)], 0.0f);
+  }
+}
+
+TEST(QuantizedRoundTrip, ActivationSumsMatchValues) {
+  // Q8_1's s and Q8_K's bsums are what the Q4_1/Q5_1 and K-quant dot products rely on.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const std::vector<float> x = block_test_data(rng, 1, 512, 32);
+  const QTensor q81 = quantize(Tensor::from_vec(x, {512}), QuantType::Q8_1);
+  for (int b = 0; b < 16; b++) {
+    const auto& blk = reinterpret_cast<const q::BlockQ8_1*>(q81.data())[b];
+    int sum = 0;
+    for (int j = 0; j < 32; j++) sum += blk.qs[j];
+    const float d_exact = [&] {
+      float a = 0;
+      for (int j = 0; j < 32; j++) a = std::max(a, std::fabs(x[static_cast<size_t>(32 * b + j)]));
+      return a / 127.0f;
+    }();
+    EXPECT_EQ(blk.s, q::f32_to_f16(d_exact * static_cast<float>(sum))) << "block " << b;
+  }
+  const QTensor q8k = quantize(Tensor::from_vec(x, {512}), QuantType::Q8_K);
+  for (int b = 0; b < 2; b++) {
+    const auto& blk = reinterpret_cast<const q::BlockQ8_K*>(q8k.data())[b];
+    for (int g = 0; g < 16; g++) {
+      int sum = 0;
+      for (int j = 0; j < 16; j++) sum += blk.qs[16 * g + j];
+      EXPECT_EQ(blk.bsums[g], sum) << "block " << b << " group " << g;
+    }
+  }
+}
+
+TEST(QuantizedRoundTrip, DequantizeToHalfTypesRoundsF32) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q6_K, QuantType::Q8_0}) {
+    const int64_t k = 256;
+    const QTensor qt =
+        quantize(Tensor::from_vec(block_test_data(rng, 3, k, block_elems(t)), {3, k}), t);
+    const std::vector<float> f32 = dequantize(qt, DType::F32).to_vec<float>();
+    const Tensor h = dequantize(qt, DType::F16);
+    const Tensor b = dequantize(qt, DType::BF16);
+    ASSERT_EQ(h.dtype(), DType::F16);
+    ASSERT_EQ(b.dtype(), DType::BF16);
+    ASSERT_EQ(h.shape(), (Shape{3, k}));
+    const std::vector<f16> hv = h.to_vec<f16>();
+    const std::vector<bf16> bv = b.to_vec<bf16>();
+    for (size_t i = 0; i < f32.size(); i++) {
+      ASSERT_EQ(hv[i].bits, f16(f32[i]).bits) << type_name(t) << " element " << i;
+      ASSERT_EQ(bv[i].bits, bf16(f32[i]).bits) << type_name(t) << " element " << i;
+    }
+  }
+}
+
+TEST(QuantizedRoundTrip, PlainTypesAndInputDtypes) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Ref r = random_ref(rng, {4, 6});
+  for (QuantType t : {QuantType::F32, QuantType::F16, QuantType::BF16}) {
+    const QTensor qt = quantize(make_tensor(r, DType::F64, Device::cpu(), Variant::Transposed), t);
+    const DType dt = t == QuantType::F32   ? DType::F32
+                     : t == QuantType::F16 ? DType::F16
+                                           : DType::BF16;
+    // Values come back as the input rounded to the plain type (f64 -> f32 -> f16/bf16).
+    const Ref want = round_ref(round_ref(r, DType::F32), dt);
+    WICK_EXPECT_CLOSE(dequantize(qt, DType::F32), want, Tol{0, 0});
+  }
+  // f16 input quantizes its own values.
+  const Tensor x16 = make_tensor(r, DType::F16, Device::cpu(), Variant::Permuted);
+  const QTensor from16 = quantize(x16, QuantType::F32);
+  WICK_EXPECT_CLOSE(dequantize(from16), round_ref(r, DType::F16), Tol{0, 0});
+}
+
+TEST(QuantizedTensor, ViewsExternalMemoryAndCopiesMisalignedData) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const std::vector<float> x = block_test_data(rng, 2, 64, 32);
+  const QTensor owned = quantize(Tensor::from_vec(x, {2, 64}), QuantType::Q4_1);
+  auto buffer = std::make_shared<std::vector<uint8_t>>(owned.nbytes() + 8);
+  std::memcpy(buffer->data() + 4, owned.data(), owned.nbytes());
+  const QTensor view(QuantType::Q4_1, Shape{2, 64}, buffer, buffer->data() + 4, owned.nbytes());
+  EXPECT_EQ(view.data(), buffer->data() + 4);  // aligned: read in place
+  std::memcpy(buffer->data() + 1, owned.data(), owned.nbytes());
+  const QTensor copied(QuantType::Q4_1, Shape{2, 64}, buffer, buffer->data() + 1, owned.nbytes());
+  EXPECT_NE(copied.data(), buffer->data() + 1);    // misaligned: copied
+  std::memset(buffer->data(), 0, buffer->size());  // the copy does not see later writes
+  EXPECT_EQ(dequantize(copied).to_vec<float>(), dequantize(owned).to_vec<float>());
+  EXPECT_EQ(view.rows(), 2);
+  EXPECT_EQ(view.row_bytes(), 40u);
+  EXPECT_EQ(view.str(), "QTensor[2, 64; q4_1]");
+}
+
+// ---- QMatMul ----------------------------------------------------------------------------------
+
+std::vector<q::SimdLevel> levels_to_test() {
+  std::vector<q::SimdLevel> levels = {q::SimdLevel::Scalar};
+  if (q::detected_simd_level() >= q::SimdLevel::Avx2) levels.push_back(q::SimdLevel::Avx2);
+  if (q::detected_simd_level() >= q::SimdLevel::Avx512) levels.push_back(q::SimdLevel::Avx512);
+  return levels;
+}
+
+// Restores the detected level when a test ends, also on failure.
+struct SimdLevelGuard {
+  ~SimdLevelGuard() { q::set_simd_level(q::detected_simd_level()); }
+};
+
+// Runs a test body on `n` OpenMP threads. The many small products of the conformance loop run on
+// one (on a loaded 2-core machine every fork/join can wait for a time slice); the split itself
+// has its own test (ThreadsSplitRowsWithIdenticalResults).
+struct ThreadCountGuard {
+  explicit ThreadCountGuard(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCountGuard() { omp_set_num_threads(saved); }
+  int saved;
+};
+
+// Expected y = x @ W^T from float64 sums of the dequantized weights, with the allowed error. The
+// integer path quantizes each x block to 8 bits (step d_x = amax_block / 127, rounding error
+// <= d_x / 2 per element), so output o may be off by sum over blocks of d_x/2 * sum_block |w_o|;
+// the f32 accumulation adds ~k * 2^-24 relative to sum |w x| (we allow 1e-5 of it).
+struct Expected {
+  std::vector<double> y, tol;
+};
+
+Expected expected_qmatmul(const std::vector<float>& w, const std::vector<double>& x, int64_t m,
+                          int64_t n, int64_t k, int64_t act_block) {
+  Expected e{std::vector<double>(static_cast<size_t>(m * n)),
+             std::vector<double>(static_cast<size_t>(m * n))};
+  std::vector<double> half_step(static_cast<size_t>(k));
+  for (int64_t r = 0; r < m; r++) {
+    const double* xr = x.data() + r * k;
+    for (int64_t b = 0; b < k / act_block; b++) {
+      double amax = 0;
+      for (int64_t j = 0; j < act_block; j++)
+        amax = std::max(amax, std::fabs(xr[b * act_block + j]));
+      std::fill_n(half_step.begin() + b * act_block, act_block, amax / 127 / 2 * (1 + 1e-6));
+    }
+    for (int64_t o = 0; o < n; o++) {
+      const float* wo = w.data() + o * k;
+      double want = 0, mag = 0, act_err = 0;
+      for (int64_t i = 0; i < k; i++) {
+        want += wo[i] * xr[i];
+        mag += std::fabs(wo[i] * xr[i]);
+        act_err += std::fabs(wo[i]) * half_step[static_cast<size_t>(i)];
+      }
+      e.y[static_cast<size_t>(r * n + o)] = want;
+      e.tol[static_cast<size_t>(r * n + o)] = act_err + 1e-5 * mag + 1e-30;
+    }
+  }
+  return e;
+}
+
+void check_qmatmul(const Tensor& y, const Expected& e, const std::string& what) {
+  ASSERT_EQ(y.dtype(), DType::F32) << what;
+  const std::vector<float> got = y.to_vec<float>();
+  ASSERT_EQ(got.size(), e.y.size()) << what;
+  for (size_t i = 0; i < got.size(); i++)
+    ASSERT_LE(std::fabs(got[i] - e.y[i]), e.tol[i])
+        << what << " element " << i << ": got " << got[i] << " want " << e.y[i];
+}
+
+// One test per format family keeps each short (the K formats' quantizers are slow).
+void check_matmul_on_every_level(const std::vector<QuantType>& types) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  SimdLevelGuard guard;
+  ThreadCountGuard one_thread(1);
+  for (QuantType t : types) {
+    const int64_t block = block_elems(t);
+    // Odd block counts exercise the SIMD tails: 7 blocks of 32 = a run of 4 + a pair + a single in
+    // the packed layouts, 39 = two 16-block chunks + the same tail; 3 K blocks.
+    for (int64_t k : {block == 32 ? 7 * block : 3 * block, block == 32 ? 39 * block : 2 * block}) {
+      for (int64_t n : {1, 5, 67}) {
+        const std::vector<float> wf = block_test_data(rng, n, k, block);
+        const QTensor qw = quantize(Tensor::from_vec(wf, {n, k}), t);
+        const std::vector<float> w = dequantize(qw).to_vec<float>();
+        const QMatMul mm(qw);
+        EXPECT_EQ(mm.in_features(), k);
+        EXPECT_EQ(mm.out_features(), n);
+        for (const Shape& xs : {Shape{1, k}, Shape{7, k}, Shape{2, 3, k}}) {
+          const Ref xr = random_ref(rng, xs, -3, 3);
+          const Tensor x = make_tensor(xr, DType::F32, Device::cpu());
+          const int64_t m = xr.numel() / k;
+          const Expected want = expected_qmatmul(w, round_ref(xr, DType::F32).v, m, n, k,
+                                                 q::act_kind(t) == q::ActKind::Block32 ? 32 : 256);
+          for (q::SimdLevel level : levels_to_test()) {
+            q::set_simd_level(level);
+            ASSERT_EQ(q::active_simd_level(), level);
+            const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) +
+                                     " n=" + std::to_string(n) + " x=" + xs.str() + " " +
+                                     q::simd_level_name(level);
+            const Tensor y = mm.forward(x);
+            std::vector<int64_t> want_dims = xs.dims();
+            want_dims.back() = n;
+            ASSERT_EQ(y.shape(), Shape(want_dims)) << what;
+            check_qmatmul(y, want, what);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel32) {
+  check_matmul_on_every_level(
+      {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q8_0});
+}
+
+TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevelK) {
+  check_matmul_on_every_level(
+      {QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K});
+}
+
+TEST(QMatMul, ThreadsSplitRowsWithIdenticalResults) {
+  // Every output is computed by one thread, whatever the split: results are bit-identical.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  SimdLevelGuard guard;
+  const int64_t k = 768, n = 256;  // ~120 KB of weights: several tasks
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q4_K}) {
+    const QMatMul mm(quantize(Tensor::from_vec(block_test_data(rng, n, k, 256), {n, k}), t));
+    const Tensor x = make_tensor(random_ref(rng, {3, k}), DType::F32, Device::cpu());
+    for (q::SimdLevel level : levels_to_test()) {
+      q::set_simd_level(level);
+      std::vector<float> one, two;
+      {
+        ThreadCountGuard threads(1);
+        one = mm.forward(x).to_vec<float>();
+      }
+      {
+        ThreadCountGuard threads(2);
+        two = mm.forward(x).to_vec<float>();
+      }
+      ASSERT_EQ(one, two) << type_name(t) << " " << q::simd_level_name(level);
+    }
+  }
+}
+
+TEST(QMatMul, ScalarSwitchChangesTheKernel) {
+  SimdLevelGuard guard;
+  q::set_simd_level(q::SimdLevel::Scalar);
+  EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()),
+            q::dot_kernel_scalar(QuantType::Q4_1));
+  if (q::detected_simd_level() >= q::SimdLevel::Avx2) {
+    q::set_simd_level(q::SimdLevel::Avx2);
+    EXPECT_EQ(q::dot_kernel(QuantType::Q4_1, q::active_simd_level()),
+              q::dot_kernel_avx2(QuantType::Q4_1));
+    EXPECT_NE(q::dot_kernel_avx2(QuantType::Q4_1), q::dot_kernel_scalar(QuantType::Q4_1));
+  }
+  // A level above the CPU's is lowered to what it runs.
+  q::set_simd_level(q::SimdLevel::Avx512);
+  EXPECT_LE(q::active_simd_level(), q::detected_simd_level());
+}
+
+TEST(QMatMul, ManyRowsMatchOnBothPaths) {
+  // 40 x rows: integer dots (several x rows per weight load), then dequantized tiles + sgemm
+  // (forced), where only f32 rounding remains.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  struct GemmRowsGuard {
+    ~GemmRowsGuard() { q::set_gemm_min_rows(0); }
+  } guard;
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q8_0, QuantType::Q6_K}) {
+    const int64_t k = 512, n = 45, m = 40;
+    const QTensor qw =
+        quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    const Ref xr = random_ref(rng, {m, k});
+    const QMatMul mm(qw);
+    const Tensor x = make_tensor(xr, DType::F32, Device::cpu());
+    const std::vector<double> xv = round_ref(xr, DType::F32).v;
+    q::set_gemm_min_rows(0);
+    ASSERT_GT(q::gemm_min_rows(), m);
+    check_qmatmul(
+        mm.forward(x),
+        expected_qmatmul(w, xv, m, n, k, q::act_kind(t) == q::ActKind::Block32 ? 32 : 256),
+        std::string(type_name(t)) + " integer");
+    q::set_gemm_min_rows(1);
+    const std::vector<float> got = mm.forward(x).to_vec<float>();
+    for (int64_t r = 0; r < m; r++)
+      for (int64_t o = 0; o < n; o++) {
+        double want = 0, mag = 0;
+        for (int64_t i = 0; i < k; i++) {
+          want += w[static_cast<size_t>(o * k + i)] * xv[static_cast<size_t>(r * k + i)];
+          mag += std::fabs(w[static_cast<size_t>(o * k + i)] * xv[static_cast<size_t>(r * k + i)]);
+        }
+        ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30)
+            << type_name(t) << " sgemm";
+      }
+  }
+}
+
+TEST(QMatMul, StridedAndHalfInputs) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const int64_t k = 64, n = 9;
+  const QTensor qw =
+      quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), QuantType::Q4_0);
+  const std::vector<float> w = dequantize(qw).to_vec<float>();
+  const QMatMul mm(qw);
+  const Ref xr = random_ref(rng, {3, k});
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    for (Variant v : kAllVariants) {
+      const Tensor x = make_tensor(xr, dt, Device::cpu(), v);
+      check_qmatmul(mm.forward(x), expected_qmatmul(w, round_ref(xr, dt).v, 3, n, k, 32),
+                    std::string(dtype_name(dt)) + " " + variant_name(v));
+    }
+  }
+}
+
+TEST(QMatMul, PlainAndUnkernelledWeightTypes) {
+  // f32/f16/bf16 (norms, embeddings) and q8_1/q8_k go through f32 BLAS: only f32 rounding.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t :
+       {QuantType::F32, QuantType::F16, QuantType::BF16, QuantType::Q8_1, QuantType::Q8_K}) {
+    const int64_t k = 256, n = 7;
+    const QTensor qw =
+        quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    for (int64_t m : {1, 4}) {
+      const Ref xr = random_ref(rng, {m, k});
+      const std::vector<float> got =
+          QMatMul(qw).forward(make_tensor(xr, DType::F32, Device::cpu())).to_vec<float>();
+      for (int64_t r = 0; r < m; r++)
+        for (int64_t o = 0; o < n; o++) {
+          double want = 0, mag = 0;
+          for (int64_t i = 0; i < k; i++) {
+            want += w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)];
+            mag +=
+                std::fabs(w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)]);
+          }
+          ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30)
+              << type_name(t);
+        }
+    }
+  }
+}
+
+TEST(QMatMul, EmptyDims) {
+  const QTensor qw = quantize(Tensor::ones({3, 32}, DType::F32), QuantType::Q8_0);
+  const Tensor y = QMatMul(qw).forward(Tensor::zeros({0, 32}, DType::F32));
+  EXPECT_EQ(y.shape(), (Shape{0, 3}));
+  const QTensor empty_k = quantize(Tensor::zeros({3, 0}, DType::F32), QuantType::Q4_1);
+  const std::vector<float> z =
+      QMatMul(empty_k).forward(Tensor::zeros({2, 0}, DType::F32)).to_vec<float>();
+  EXPECT_EQ(z, std::vector<float>(6, 0.0f));
+}
+
+// ---- errors -----------------------------------------------------------------------------------
+
+TEST(QuantizedErrors, ReportKindOpAndShapes) {
+  const Tensor x = Tensor::ones({2, 40}, DType::F32);
+  expect_error([&] { quantize(x, QuantType::Q4_1); }, ErrorKind::Shape,
+               {"quantize", "[2, 40]", "q4_1", "32"});
+  expect_error(
+      [&] {
+        quantize(Tensor::ones({2, 256}, DType::U8), QuantType::Q8_0);
+      },
+      ErrorKind::DType, {"quantize", "u8", "[2, 256]"});
+  expect_error([&] { quantize(Tensor::scalar(1.0f), QuantType::Q8_0); }, ErrorKind::Shape,
+               {"quantize", "scalar"});
+  expect_error(
+      [&] {
+        quantize(Tensor::ones({2, 32}, DType::F32), QuantType::I8);
+      },
+      ErrorKind::Unsupported, {"quantize", "i8"});
+  expect_error([&] { quantize(Tensor::ones({32}, DType::F32), static_cast<QuantType>(99)); },
+               ErrorKind::Unsupported, {"quantize", "99"});
+
+  const QTensor qw = quantize(Tensor::ones({4, 64}, DType::F32), QuantType::Q4_1);
+  expect_error([&] { dequantize(qw, DType::F64); }, ErrorKind::DType,
+               {"dequantize", "f64", "QTensor[4, 64; q4_1]"});
+  expect_error([&] { dequantize(QTensor(QuantType::I32, Shape{2}, std::vector<uint8_t>(8))); },
+               ErrorKind::Unsupported, {"dequantize", "i32"});
+  expect_error([&] { dequantize_row(QuantType::Q4_K, qw.data(), nullptr, 100); }, ErrorKind::Shape,
+               {"dequantize_row", "100", "q4_k", "256"});
+
+  const QMatMul mm(qw);
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 32}, DType::F32));
+      },
+      ErrorKind::Shape, {"QMatMul::forward", "[3, 32]", "64", "QTensor[4, 64; q4_1]"});
+  expect_error([&] { mm.forward(Tensor::scalar(1.0f)); }, ErrorKind::Shape,
+               {"QMatMul::forward", "[]"});
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 64}, DType::F64));
+      },
+      ErrorKind::DType, {"QMatMul::forward", "f64", "[3, 64]"});
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 64}, DType::U32));
+      },
+      ErrorKind::DType, {"QMatMul::forward", "u32"});
+  expect_error([&] { QMatMul(quantize(Tensor::ones({64}, DType::F32), QuantType::Q4_1)); },
+               ErrorKind::Shape, {"QMatMul", "2-D", "QTensor[64; q4_1]"});
+  expect_error(
+      [&] {
+        QMatMul(QTensor(QuantType::I8, Shape{2, 3}, std::vector<uint8_t>(6)));
+      },
+      ErrorKind::Unsupported, {"QMatMul", "QTensor[2, 3; i8]"});
+
+  expect_error(
+      [&] {
+        QTensor(QuantType::Q4_0, Shape{2, 32}, std::vector<uint8_t>(35));
+      },
+      ErrorKind::Shape, {"QTensor", "[2, 32]", "q4_0", "36 bytes", "35"});
+  expect_error([&] { QTensor(QuantType::Q6_K, Shape{100}, std::vector<uint8_t>(210)); },
+               ErrorKind::Shape, {"QTensor", "[100]", "q6_k", "256"});
+  expect_error([&] { QTensor(QuantType::Q8_0, Shape{}, std::vector<uint8_t>()); }, ErrorKind::Shape,
+               {"QTensor", "one dim"});
+}
+
+}  // namespace
+}  // namespace wick::testing

@@ -1,0 +1,110 @@
+#include "tiny_llama.h"
+
+#include "wick/gguf.h"
+
+namespace wick::testing {
+
+const Tensor& TinyLlama::weight(std::string_view name) const {
+  for (const auto& [n, t] : weights)
+    if (n == name) return t;
+  fail(ErrorKind::OutOfRange, "TinyLlama::weight", "no tensor '", name, "'");
+}
+
+namespace {
+
+// Special tokens, the single characters, then one merged token per merge until `vocab`.
+void make_vocab(TinyLlama& m, Rng& rng) {
+  const int64_t vocab = m.config.vocab;
+  for (const char* s : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    m.tokens.emplace_back(s);
+    m.token_types.push_back(3);
+  }
+  const std::vector<std::string> chars = {"\xc4\xa0", "a", "b", "c", "d", "e", "f", "g", "h",
+                                          "i",        "j", "k", "l", "m", "n", "o", "p", "q",
+                                          "r",        "s", "t", "u", "v", "w", "x", "y", "z"};
+  for (const std::string& c : chars) {
+    if (static_cast<int64_t>(m.tokens.size()) == vocab) break;
+    m.tokens.push_back(c);
+    m.token_types.push_back(1);
+  }
+  const size_t first_normal = 3;
+  while (static_cast<int64_t>(m.tokens.size()) < vocab) {
+    const auto pick = [&] {
+      return m.tokens[static_cast<size_t>(rng.integer(static_cast<int64_t>(first_normal),
+                                                      static_cast<int64_t>(m.tokens.size()) - 1))];
+    };
+    const std::string a = pick(), b = pick();
+    const std::string merged = a + b;
+    bool known = false;
+    for (const std::string& t : m.tokens) known = known || t == merged;
+    if (known) continue;
+    m.merges.push_back(a + " " + b);
+    m.tokens.push_back(merged);
+    m.token_types.push_back(1);
+  }
+}
+
+}  // namespace
+
+TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaConfig& config) {
+  TinyLlama m;
+  m.config = config;
+  const TinyLlamaConfig& c = config;
+  make_vocab(m, rng);
+
+  GgufWriter w(c.alignment);
+  w.set("general.architecture", "llama");
+  w.set("general.name", "tiny-llama");
+  w.set("llama.block_count", static_cast<uint32_t>(c.layers));
+  w.set("llama.context_length", static_cast<uint32_t>(c.context));
+  w.set("llama.embedding_length", static_cast<uint32_t>(c.hidden));
+  w.set("llama.feed_forward_length", static_cast<uint32_t>(c.ffn));
+  w.set("llama.attention.head_count", static_cast<uint32_t>(c.heads));
+  w.set("llama.attention.head_count_kv", static_cast<uint32_t>(c.kv_heads));
+  w.set("llama.rope.freq_base", c.rope_theta);
+  w.set("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.set("general.file_type", uint32_t{c.weight_dtype == DType::F32 ? 0u : 1u});
+  w.set("llama.vocab_size", static_cast<uint32_t>(c.vocab));
+  w.set("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim()));
+  w.set("tokenizer.ggml.add_space_prefix", false);
+  w.set("tokenizer.ggml.add_bos_token", false);
+  w.set("tokenizer.ggml.model", "gpt2");
+  w.set("tokenizer.ggml.pre", "smollm");
+  w.set("tokenizer.ggml.tokens", GgufValue::array(m.tokens));
+  w.set("tokenizer.ggml.token_type", GgufValue::array(m.token_types));
+  w.set("tokenizer.ggml.merges", GgufValue::array(m.merges));
+  w.set("tokenizer.ggml.bos_token_id", m.bos_id);
+  w.set("tokenizer.ggml.eos_token_id", m.eos_id);
+  w.set("tokenizer.ggml.unknown_token_id", uint32_t{0});
+  w.set("tokenizer.ggml.padding_token_id", m.eos_id);
+  w.set("tokenizer.chat_template",
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+        "{{ message['content'] }}<|im_end|>\n{% endfor %}");
+
+  const auto add = [&](const std::string& name, const Shape& shape, DType dt, double scale) {
+    Tensor t = make_tensor(random_ref(rng, shape, -scale, scale), dt, Device::cpu());
+    w.add_tensor(name, t);
+    m.weights.emplace_back(name, t);
+  };
+  const int64_t kv_dim = c.kv_heads * c.head_dim();
+  const DType wd = c.weight_dtype;
+  add("token_embd.weight", Shape{c.vocab, c.hidden}, wd, 1.0);
+  for (int64_t l = 0; l < c.layers; l++) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", Shape{c.hidden}, DType::F32, 1.0);
+    add(p + "ffn_down.weight", Shape{c.hidden, c.ffn}, wd, 0.2);
+    add(p + "ffn_gate.weight", Shape{c.ffn, c.hidden}, wd, 0.2);
+    add(p + "ffn_up.weight", Shape{c.ffn, c.hidden}, wd, 0.2);
+    add(p + "ffn_norm.weight", Shape{c.hidden}, DType::F32, 1.0);
+    add(p + "attn_k.weight", Shape{kv_dim, c.hidden}, wd, 0.2);
+    add(p + "attn_output.weight", Shape{c.hidden, c.hidden}, wd, 0.2);
+    add(p + "attn_q.weight", Shape{c.hidden, c.hidden}, wd, 0.2);
+    add(p + "attn_v.weight", Shape{kv_dim, c.hidden}, wd, 0.2);
+  }
+  add("output_norm.weight", Shape{c.hidden}, DType::F32, 1.0);
+  if (!c.tied_embeddings) add("output.weight", Shape{c.vocab, c.hidden}, wd, 0.2);
+  w.write(path);
+  return m;
+}
+
+}  // namespace wick::testing

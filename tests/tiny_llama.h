@@ -1,0 +1,52 @@
+// A tiny llama-architecture GGUF model with random weights, written by GgufWriter. The GGUF tests
+// read it back; model tests can run it end to end without a real checkpoint.
+//
+// Names and keys follow llama.cpp's files (see tests/data/smollm2_gguf_layout.txt): token_embd,
+// blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down},
+// output_norm, and output unless the embeddings are tied (as in SmolLM2); llama.* hyperparameters;
+// a gpt2-style BPE tokenizer (tokenizer.ggml.tokens / token_type / merges). Weight shapes are
+// wick's row-major (out_features, in_features). llama.cpp's converter permutes the rows of attn_q
+// and attn_k of real models so that RoPE rotates adjacent pairs (wick's rope_i); random weights
+// make no difference, but a loader of real files must use rope_i.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "harness.h"
+
+namespace wick::testing {
+
+struct TinyLlamaConfig {
+  int64_t vocab = 40;  // >= 3 special tokens + 27 single characters
+  int64_t hidden = 32;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;
+  int64_t ffn = 48;
+  int64_t context = 64;
+  float rope_theta = 10000.0f;
+  float rms_eps = 1e-5f;
+  bool tied_embeddings = true;      // no output.weight
+  DType weight_dtype = DType::F32;  // the matrices and the embedding; norms stay f32
+  uint32_t alignment = 32;
+  int64_t head_dim() const { return hidden / heads; }
+};
+
+struct TinyLlama {
+  TinyLlamaConfig config;
+  std::vector<std::string> tokens;   // tokenizer.ggml.tokens
+  std::vector<int32_t> token_types;  // tokenizer.ggml.token_type (1 normal, 3 control)
+  std::vector<std::string> merges;   // tokenizer.ggml.merges ("a b")
+  uint32_t bos_id = 1, eos_id = 2;
+  // Every tensor written, in file order: GGUF name -> the values (row-major, weight_dtype).
+  std::vector<std::pair<std::string, Tensor>> weights;
+  const Tensor& weight(std::string_view name) const;
+};
+
+// Writes the model to `path` with weights drawn from `rng`; returns what it wrote.
+TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaConfig& config = {});
+
+}  // namespace wick::testing

@@ -1,0 +1,56 @@
+// The benchmarks of `wick bench`: the seed's experiment programs (batch_mm, storage, queue,
+// first) and wick's own speed goals (matmul, elementwise, overhead).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "wick/device.h"
+
+namespace wick::cli {
+
+struct BenchContext {
+  std::string device_spec;  // "cpu", "vulkan:0", ...: parsed here and handed to child processes
+  bool full = false;        // slow sizes too
+  bool quick = false;       // small sizes, few runs
+  std::string command;      // the command line as typed, for the report lines
+  std::ostream* out = nullptr;
+
+  Device device() const { return Device::parse(device_spec); }
+  std::ostream& os() const { return *out; }
+};
+
+// Each prints its title, report line and table(s); returns false when a check found a wrong
+// answer. wick errors propagate.
+bool bench_batch_mm(const BenchContext& ctx);
+bool bench_storage(const BenchContext& ctx);
+bool bench_queue(const BenchContext& ctx);
+bool bench_first(const BenchContext& ctx);
+bool bench_matmul(const BenchContext& ctx);
+bool bench_elementwise(const BenchContext& ctx);
+bool bench_overhead(const BenchContext& ctx);
+
+// The re-executed children of queue and first: tab-separated result lines on stdout.
+void queue_worker(const BenchContext& ctx);
+void first_worker(const BenchContext& ctx);
+
+// `wick bench ...`: runs args.benches; the exit status.
+int run_bench(const Args& args, const std::string& command);
+
+// ---- helpers shared by the benchmarks ---------------------------------------------------------
+
+// The spec that names `dev` on a command line ("cpu", "vulkan:0").
+std::string device_spec(const Device& dev);
+// "## name" and the report line.
+void print_title(const BenchContext& ctx, const std::string& name);
+// Arguments that re-run benchmark `name` as a worker on the same device.
+std::vector<std::string> worker_args(const BenchContext& ctx, const std::string& name);
+// Standard-normal floats from a fixed seed (host side, so creating inputs runs no device kernel).
+std::vector<float> random_floats(size_t n, uint64_t seed);
+// Splits a worker's output into lines of tab-separated fields.
+std::vector<std::vector<std::string>> parse_worker_output(const std::string& text);
+
+}  // namespace wick::cli

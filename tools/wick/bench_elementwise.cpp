@@ -1,0 +1,122 @@
+// Memory-bound ops against memcpy of the same bytes (elementwise), and the fixed cost of one op
+// on a 1-element tensor (overhead).
+#include <cstring>
+#include <functional>
+
+#include "bench.h"
+#include "report.h"
+#include "wick/wick.h"
+
+namespace wick::cli {
+
+namespace {
+
+double gbps(double bytes, double ms) {
+  return bytes / (ms * 1e6);
+}
+
+std::string size_label(int64_t n) {
+  if (n % (1 << 20) == 0) return std::to_string(n >> 20) + "M";
+  if (n % (1 << 10) == 0) return std::to_string(n >> 10) + "K";
+  return std::to_string(n);
+}
+
+}  // namespace
+
+bool bench_elementwise(const BenchContext& ctx) {
+  print_title(ctx, "elementwise");
+  const Device dev = ctx.device();
+  std::ostream& os = ctx.os();
+  const std::vector<int64_t> sizes = ctx.quick ? std::vector<int64_t>{1 << 16, 1 << 12}
+                                               : std::vector<int64_t>{1 << 24, 1 << 20, 1 << 16};
+  const double budget_ms = ctx.quick ? 5 : 300;
+  Table table({"op", "f32 elements", "MB moved", "wick first run", "wick median", "wick GB/s",
+               "memcpy GB/s", "wick / memcpy"});
+  for (int64_t n : sizes) {
+    const size_t un = static_cast<size_t>(n);
+    // The anchor: one memcpy of the same n floats (read + write), into memory already touched.
+    std::vector<float> src(random_floats(un, 5)), dst(un, 0.0f);
+    const Timing mc =
+        measure([&] { std::memcpy(dst.data(), src.data(), un * 4); }, 5, 20, budget_ms);
+    const double memcpy_gbps = gbps(8.0 * n, mc.median_ms);
+
+    const Tensor x = Tensor::from_vec(src, {n}, dev);
+    const Tensor y = Tensor::from_vec(random_floats(un, 6), {n}, dev);
+    const Tensor rows = x.reshape({n / 1024, 1024});
+    dev.synchronize();
+    struct Op {
+      const char* name;
+      double bytes;  // reads + writes of the op's operands
+      std::function<Tensor()> run;
+    };
+    const std::vector<Op> ops = {
+        {"add", 12.0 * n, [&] { return x.add(y); }},
+        {"mul", 12.0 * n, [&] { return x.mul(y); }},
+        {"exp", 8.0 * n, [&] { return x.exp(); }},
+        {"to_dtype f16", 6.0 * n, [&] { return x.to_dtype(DType::F16); }},
+        {"sum last dim (1024)", 4.0 * n + 4.0 * n / 1024, [&] { return rows.sum(-1); }},
+    };
+    for (const Op& op : ops) {
+      const Timing t = measure(
+          [&] {
+            const Tensor r = op.run();
+            dev.synchronize();
+          },
+          3, 20, budget_ms);
+      const double g = gbps(op.bytes, t.median_ms);
+      table.add_row({op.name, size_label(n), fixed(op.bytes / 1e6, 1), fixed(t.first_ms, 3) + " ms",
+                     fixed(t.median_ms, 3) + " ms", fixed(g, 1), fixed(memcpy_gbps, 1),
+                     fixed(g / memcpy_gbps, 2) + "x"});
+    }
+  }
+  table.print(os);
+  os << "\nGB/s = bytes the op must move / median time (add, mul: 2 reads + 1 write; exp: read + "
+        "write; to_dtype: 4-byte read + 2-byte write; sum: read + a small write). memcpy moves the "
+        "same n floats once (read + write) into a buffer it reuses, single-threaded; wick "
+        "allocates each output, as a program would. Goal: add of 16M f32 >= 0.8x memcpy.\n\n";
+  return true;
+}
+
+bool bench_overhead(const BenchContext& ctx) {
+  print_title(ctx, "overhead");
+  const Device dev = ctx.device();
+  std::ostream& os = ctx.os();
+  const Tensor a = Tensor::from_vec(std::vector<float>{1.5f}, {1}, dev);
+  const Tensor b = Tensor::from_vec(std::vector<float>{-0.25f}, {1}, dev);
+  const Tensor m = Tensor::from_vec(std::vector<float>{0.5f}, {1, 1}, dev);
+  const int batches = ctx.quick ? 5 : 41, per_batch = ctx.quick ? 50 : 250;
+  struct Op {
+    const char* name;
+    std::function<Tensor()> run;
+  };
+  const std::vector<Op> ops = {
+      {"add", [&] { return a.add(b); }},
+      {"mul", [&] { return a.mul(b); }},
+      {"exp", [&] { return a.exp(); }},
+      {"sum", [&] { return a.sum(0); }},
+      {"matmul 1x1", [&] { return m.matmul(m); }},
+      {"narrow (a view)", [&] { return a.narrow(0, 0, 1); }},
+  };
+  Table table({"op", "µs/op (median)", "µs/op (best batch)", "ops timed"});
+  for (const Op& op : ops) {
+    op.run();  // first use apart
+    dev.synchronize();
+    std::vector<double> us;
+    for (int i = 0; i < batches; i++) {
+      const double ms = time_ms([&] {
+        for (int j = 0; j < per_batch; j++) op.run();
+        dev.synchronize();
+      });
+      us.push_back(ms * 1000.0 / per_batch);
+    }
+    table.add_row({op.name, fixed(median(us), 3), fixed(*std::min_element(us.begin(), us.end()), 3),
+                   std::to_string(batches) + " × " + std::to_string(per_batch)});
+  }
+  table.print(os);
+  os << "\nEach batch runs the op " << per_batch
+     << " times on 1-element f32 tensors (creating and dropping the result), then synchronizes; "
+        "the median over batches of time / ops. Goal: <= 1 µs per op.\n\n";
+  return true;
+}
+
+}  // namespace wick::cli
