@@ -2,6 +2,7 @@
 // they take and through strided inputs (the families the conformance suites will cover once the
 // CPU side lands; until then the reference here is the truth).
 #include <cmath>
+#include <numeric>
 
 #include "gpu_vulkan_util.h"
 
@@ -141,7 +142,7 @@ TEST(VulkanNorm, SoftmaxAndLogSoftmax) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   const Device d = vk0();
-  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+  for (DType dt : kFloatDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     for (int64_t n : {7, 700}) {
       const Ref r = round_ref(random_ref(rng, {3, 2, n}, -4, 4), dt);
@@ -157,14 +158,13 @@ TEST(VulkanNorm, SoftmaxAndLogSoftmax) {
       }
       Tol tol = tol_for(dt);
       if (dt == DType::F32) tol = {2e-5, 2e-5};
+      if (dt == DType::F64) tol = {1e-13, 1e-13};
       const Variant v = kAllVariants[rng.integer(0, 4)];
       const Tensor t = make_tensor(r, dt, d, v);
       WICK_EXPECT_CLOSE(t.softmax_last_dim(), round_ref(sm, dt), tol);
       WICK_EXPECT_CLOSE(t.log_softmax(-1), round_ref(lsm, dt), tol);
     }
   }
-  const Tensor f64 = Tensor::zeros({2, 3}, DType::F64, d);
-  expect_error([&] { f64.softmax_last_dim(); }, ErrorKind::Unsupported, {"softmax", "f64"});
 }
 
 TEST(VulkanNorm, RmsNormAndLayerNorm) {
@@ -238,6 +238,56 @@ TEST(VulkanRope, PlainAndInterleavedWithSharedAndBatchedTables) {
       }
     }
   }
+}
+
+// ---- arg-sort ----------------------------------------------------------------------------------
+
+// The stable permutation sorting each row (NaN largest, -0 == +0).
+std::vector<double> argsort_ref(const Ref& r, bool ascending) {
+  const int64_t n = r.shape[r.shape.rank() - 1];
+  std::vector<double> out;
+  for (size_t row = 0; row < r.v.size(); row += static_cast<size_t>(n)) {
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0);
+    auto key = [&](int64_t j) { return r.v[row + static_cast<size_t>(j)]; };
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+      const double x = key(a), y = key(b);
+      if (std::isnan(x) || std::isnan(y))
+        return ascending ? !std::isnan(x) && std::isnan(y) : std::isnan(x) && !std::isnan(y);
+      return ascending ? x < y : x > y;
+    });
+    for (int64_t j : idx) out.push_back(static_cast<double>(j));
+  }
+  return out;
+}
+
+TEST(VulkanSort, StableBothDirectionsEveryDType) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device d = vk0();
+  for (DType dt : kAllDTypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (int64_t n : {1, 7, 300}) {
+      // Few distinct values: ties everywhere, which only a stable sort orders right.
+      Ref r = is_float(dt) ? round_ref(random_int_ref(rng, {3, n}, -3, 3), dt)
+                           : random_int_ref(rng, {3, n}, 0, 4);
+      if (is_float(dt) && n > 5) {
+        r.v[2] = NAN;
+        r.v[4] = -0.0;
+      }
+      const Tensor t = make_tensor(r, dt, d, Variant::Transposed);
+      for (bool asc : {true, false}) {
+        const Tensor got = t.arg_sort_last_dim(asc);
+        EXPECT_EQ(got.dtype(), DType::U32);
+        WICK_EXPECT_CLOSE(got, (Ref{r.shape, argsort_ref(r, asc)}), Tol{0, 0});
+      }
+    }
+  }
+  expect_error(
+      [&] {
+        Tensor::zeros({2, 3000}, DType::F32, d).arg_sort_last_dim();
+      },
+      ErrorKind::Unsupported, {"arg_sort_last_dim", "3000", "vulkan"});
 }
 
 // ---- matmul -------------------------------------------------------------------------------------

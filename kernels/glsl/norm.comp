@@ -4,6 +4,16 @@
 #include "include/common.glsl"
 #include "include/dtype.glsl"
 #include "include/math.glsl"
+#if DT_KIND == 1
+#include "include/math64.glsl"
+#define EXP exp64
+#define LOG log64
+#define NEG_INF (-inf64())
+#else
+#define EXP exp
+#define LOG log
+#define NEG_INF (-inf_f32())
+#endif
 
 #define PUSH_EXTRA uint a_offset; uint a_stride; uint b_offset; uint b_stride; PARAM_T eps;
 #include "include/rows.glsl"
@@ -43,22 +53,20 @@ void main() {
   if (o >= pc.n_outer) return;  // uniform per workgroup
   const uint t = gl_LocalInvocationID.x, n = pc.n_inner;
   const uint base = outer_offset(o), dst = pc.out_offset + o * n;
-#if DT_KIND == 0
   if (OP == SOFTMAX || OP == LOG_SOFTMAX) {
-    CT m = -inf_f32();
+    CT m = NEG_INF;
     for (uint j = t; j < n; j += WG_SIZE) m = max(m, at(base, j));
     m = group_reduce(m, true);
     CT sum = CT(0);
-    for (uint j = t; j < n; j += WG_SIZE) sum += exp(at(base, j) - m);
+    for (uint j = t; j < n; j += WG_SIZE) sum += EXP(at(base, j) - m);
     sum = group_reduce(sum, false);
-    const CT log_sum = log(sum);
+    const CT log_sum = LOG(sum);
     for (uint j = t; j < n; j += WG_SIZE) {
       const CT v = at(base, j) - m;
-      y[dst + j] = PACK(DT, OP == SOFTMAX ? exp(v) / sum : v - log_sum);
+      y[dst + j] = PACK(DT, OP == SOFTMAX ? EXP(v) / sum : v - log_sum);
     }
     return;
   }
-#endif
   CT mean = CT(0);
   if (OP == LAYER_NORM) {
     CT s = CT(0);

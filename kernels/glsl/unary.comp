@@ -4,6 +4,9 @@
 #include "include/common.glsl"
 #include "include/dtype.glsl"
 #include "include/math.glsl"
+#ifdef WICK_F64
+#include "include/math64.glsl"
+#endif
 
 #define N_INPUTS 1
 #define OUT_STRIDED 0
@@ -43,7 +46,7 @@ layout(set = 0, binding = 1) writeonly buffer Out { STORAGE_T(DT) y[]; };
 
 WIDE_T(DT) apply(CT v) {
 #if DT_KIND <= 1
-  // Float math. f64 takes only the ops GLSL has in double precision (the host refuses others).
+  // Float math: f32/f16/bf16 in float with GLSL's functions, f64 with include/math64.glsl.
   const CT zero = CT(0), one = CT(1);
   CT r = v;
   if (OP == NEG) r = -v;
@@ -51,16 +54,16 @@ WIDE_T(DT) apply(CT v) {
   else if (OP == SQRT) r = sqrt(v);
   else if (OP == SQR) r = v * v;
   else if (OP == RECIP) r = one / v;
-  else if (OP == RELU) r = v > zero ? v : zero;
+  else if (OP == RELU) r = v < zero ? zero : v;  // NaN stays NaN
   else if (OP == FLOOR) r = floor(v);
   else if (OP == CEIL) r = ceil(v);
   else if (OP == ROUND) r = round_away(v);
-  else if (OP == SIGN) r = v > zero ? one : (v < zero ? -one : zero);
+  else if (OP == SIGN) r = v > zero ? one : (v < zero ? -one : v);  // keeps -0 and NaN
   else if (OP == AFFINE) r = v * pc.p0 + pc.p1;
-  else if (OP == CLAMP) r = min(max(v, pc.p0), pc.p1);
+  else if (OP == CLAMP) r = is_nan(v) ? v : min(max(v, pc.p0), pc.p1);
 #if DT_KIND == 0
   else if (OP == EXP) r = exp(v);
-  else if (OP == LOG) r = log(v);
+  else if (OP == LOG) r = log_c(v);
   else if (OP == SIN) r = sin(v);
   else if (OP == COS) r = cos(v);
   else if (OP == TANH) r = tanh_stable(v);
@@ -71,20 +74,37 @@ WIDE_T(DT) apply(CT v) {
   else if (OP == SIGMOID) r = 1.0 / (1.0 + exp(-v));
   else if (OP == POWF) r = pow_c(v, pc.p0);
   else if (OP == ELU) r = v > 0.0 ? v : pc.p0 * (exp(v) - 1.0);
+#else
+  else if (OP == EXP) r = exp64(v);
+  else if (OP == LOG) r = log64(v);
+  else if (OP == SIN) r = sin64(v);
+  else if (OP == COS) r = cos64(v);
+  else if (OP == TANH) r = tanh64(v);
+  else if (OP == GELU) r = 0.5LF * v * (1.0LF + tanh64(0.7978845608028654LF * (v + 0.044715LF * v * v * v)));
+  else if (OP == GELU_ERF) r = 0.5LF * v * (1.0LF + erf64(v * 0.7071067811865476LF));
+  else if (OP == ERF) r = erf64(v);
+  else if (OP == SILU) r = v / (1.0LF + exp64(-v));
+  else if (OP == SIGMOID) r = 1.0LF / (1.0LF + exp64(-v));
+  else if (OP == POWF) r = pow64(v, pc.p0);
+  else if (OP == ELU) r = v > 0.0LF ? v : pc.p0 * expm1_64(v);
 #endif
   return PACK_W(DT, r);
 #else
   // Integers: exact ops wrap like C++ integer arithmetic; affine and clamp go through PARAM_T
   // and convert back with saturation, as wick converts floats to integers.
   if (OP == AFFINE) return CONVERT_W(DT, PARAM_T(v) * pc.p0 + pc.p1);
-  if (OP == CLAMP) return CONVERT_W(DT, min(max(PARAM_T(v), pc.p0), pc.p1));
+  if (OP == CLAMP) {  // values inside the bounds stay exact, whatever PARAM_T can hold
+    if (PARAM_T(v) < pc.p0) return CONVERT_W(DT, pc.p0);
+    if (PARAM_T(v) > pc.p1) return CONVERT_W(DT, pc.p1);
+    return PACK_W(DT, v);
+  }
   const CT zero = CT(0), one = CT(1);
   CT r = v;
   if (OP == NEG) r = zero - v;
   else if (OP == SQR) r = v * v;
 #if DT_KIND == 3
   else if (OP == ABS) r = v < zero ? -v : v;
-  else if (OP == RELU) r = v > zero ? v : zero;
+  else if (OP == RELU) r = v < zero ? zero : v;  // NaN stays NaN
   else if (OP == SIGN) r = v > zero ? one : (v < zero ? -one : zero);
 #else
   else if (OP == SIGN) r = v > zero ? one : zero;

@@ -136,13 +136,15 @@ const ModuleCode& KernelCache::module(const KernelKey& key, const std::string& m
 
 const Pipeline& KernelCache::pipeline(const KernelKey& key) {
   // The in-memory key names a file by its name (files do not change once added) and inline
-  // source by its hash; it is built on every op, so no include hashing here.
-  std::string pk = key.source;
+  // source by its hash; it is built on every op, so no include hashing here, and the strings are
+  // reused per thread rather than allocated.
+  thread_local std::string pk, options;
+  pk = key.source;
   if (!key.text.empty()) {
     pk += '#';
     pk += hash_hex128(key.text);
   }
-  std::string options;
+  options.clear();
   for (const auto& [name, value] : key.defines) {
     options += '\n';
     options += name;

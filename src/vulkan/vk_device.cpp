@@ -99,6 +99,32 @@ void VulkanDevice::trim_pools() {
   host_pool_->trim();
 }
 
+void VulkanDevice::check_device_errors(const Shape* shape) {
+  uint32_t words[3];
+  std::memcpy(words, error_flag_->alloc.mapped, sizeof words);
+  if (words[0] == 0) return;
+  std::memset(error_flag_->alloc.mapped, 0, sizeof words);
+  switch (words[0]) {
+    case kIntDivByZero:
+      fail(ErrorKind::OutOfRange, "div", "integer division by zero in ",
+           shape ? shape->str() + " " : std::string(), dtype_name(static_cast<DType>(words[1])));
+    default: {
+      const char* op = words[0] == kIndexSelectRange  ? "index_select"
+                       : words[0] == kGatherRange     ? "gather"
+                       : words[0] == kScatterAddRange ? "scatter_add"
+                                                      : "index_add";
+      fail(ErrorKind::OutOfRange, op, "index ", static_cast<int32_t>(words[1]),
+           " out of range for a dim of size ", words[2]);
+    }
+  }
+}
+
+void VulkanDevice::refuse_device_errors(const Shape* shape) {
+  // A GPU finds a bad index only while running the kernel: wait for it (a sync per such op).
+  queue_->wait(queue_->flush());
+  check_device_errors(shape);
+}
+
 VulkanDevice::Stats VulkanDevice::stats() const {
   return {queue_->stats(), device_pool_->stats(), host_pool_->stats(), kernels_->stats()};
 }

@@ -47,6 +47,15 @@ struct VulkanOptions {
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 
+// What kernels write to the device's error words (kernels/glsl/include/errors.glsl): {code, a, b}.
+enum DeviceErrorCode : uint32_t {
+  kIndexSelectRange = 1,  // a: the index, b: the dim size
+  kGatherRange = 2,
+  kScatterAddRange = 3,
+  kIndexAddRange = 4,
+  kIntDivByZero = 5,  // a: the DType
+};
+
 inline constexpr uint32_t kWorkgroupSize = 256;  // WG_SIZE in kernels/glsl/include/common.glsl
 
 // v as a 32-bit kernel index (the kernels index with uint); Unsupported when it does not fit.
@@ -173,9 +182,13 @@ class VulkanDevice final : public backend::BackendDevice {
   void launch_strided(const gpu::KernelKey& key, std::initializer_list<Operand> inputs, Operand out,
                       bool out_strided, std::initializer_list<PushParam> params = {},
                       gpu::Buffer* unordered = nullptr);
-  // Index kernels report out-of-range ids in a device word (include/errors.glsl) instead of
-  // faulting; the next wait (read-back, synchronize) finds it and throws OutOfRange.
-  void check_device_errors();
+  // Kernels report what the CPU refuses (out-of-range ids, integer division by zero) in device
+  // words (include/errors.glsl) instead of faulting. The ops that can fail wait for themselves
+  // and check (refuse_device_errors), so the error comes from the op that caused it, as on the
+  // CPU; other waits check too.
+  // shape: the op's shape, named in the message (a division by zero).
+  void check_device_errors(const Shape* shape = nullptr);
+  void refuse_device_errors(const Shape* shape = nullptr);
   // index_select / gather (index.comp) and scatter_add / index_add (scatter.comp) launches.
   void launch_index(uint32_t mode, const char* op, backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst);
@@ -188,6 +201,8 @@ class VulkanDevice final : public backend::BackendDevice {
   // The key of kernels/glsl/<source> with the device's capability defines added.
   gpu::KernelKey key_for(const char* source, gpu::Defines defines,
                          std::vector<uint32_t> constants = {}) const;
+  // copy.comp converting `from` to `to` (a plain copy when equal).
+  gpu::KernelKey copy_kernel(DType from, DType to) const;
   // DT=<dtype> and DT_KIND=<0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64> under a prefix ("", "SRC_").
   static void add_dtype(gpu::Defines& defines, const std::string& prefix, DType dt);
   // The PushParam kind op parameters of a kernel on `dt` travel as.

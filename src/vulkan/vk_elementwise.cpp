@@ -10,41 +10,10 @@ using backend::Storage;
 using backend::UnaryOp;
 using backend::View;
 
-namespace {
-
-// f64 ops that need transcendentals GLSL has only in single precision.
-bool needs_float_math(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Exp:
-    case UnaryOp::Log:
-    case UnaryOp::Sin:
-    case UnaryOp::Cos:
-    case UnaryOp::Tanh:
-    case UnaryOp::Gelu:
-    case UnaryOp::GeluErf:
-    case UnaryOp::Erf:
-    case UnaryOp::Silu:
-    case UnaryOp::Sigmoid:
-    case UnaryOp::Powf:
-    case UnaryOp::Elu:
-      return true;
-    default:
-      return false;
-  }
-}
-
-void refuse_f64(const char* op) {
-  fail(ErrorKind::Unsupported, op, "f64 is not supported on vulkan (GLSL has no double-precision ",
-       "exp/log/sin/cos/pow); use f32 or the CPU");
-}
-
-}  // namespace
-
 void VulkanDevice::unary(UnaryOp op, backend::UnaryParams p, View x, Storage& dst) {
   const DType dt = x.storage.dtype();
   const char* name = backend::unary_op_name(op);
   require(dt, name);
-  if (dt == DType::F64 && needs_float_math(op)) refuse_f64(name);
   gpu::Defines d;
   add_dtype(d, "", dt);
   d.emplace_back("PARAM_T", param_type(dt));
@@ -59,13 +28,16 @@ void VulkanDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
   const DType dt = a.storage.dtype();
   const char* name = backend::binary_op_name(op);
   require(dt, name);
-  if (dt == DType::F64 && op == BinaryOp::Pow) refuse_f64(name);
   gpu::Defines d;
   add_dtype(d, "", dt);
+  // Integer kernels report a division by zero through the device's error words.
+  const bool integer = !is_float(dt);
+  if (integer) d.emplace_back("DTYPE_CODE", std::to_string(static_cast<int>(dt)) + "u");
   const Layout out = Layout::contiguous(a.layout.shape);
   launch_strided(key_for("binary.comp", d, {static_cast<uint32_t>(op)}),
                  {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
-                 {&buffer(dst), &out}, false);
+                 {&buffer(dst), &out}, false, {}, integer ? error_flag_.get() : nullptr);
+  if (integer && op == BinaryOp::Div) refuse_device_errors(&a.layout.shape);
 }
 
 void VulkanDevice::compare(CmpOp op, View a, View b, Storage& dst) {

@@ -1,9 +1,7 @@
 // Vulkan indexing: index_select, gather, scatter_add, index_add. The indexed dim is taken out of
 // the source layout (stride 0) and the kernel adds id * stride, so strided sources and ids are
 // read in place. Ids are checked on the device: an out-of-range id is never dereferenced; it is
-// recorded in the device's error words and raised as OutOfRange at the next wait.
-#include <cstring>
-
+// recorded in the device's error words, and the op waits for itself and raises OutOfRange.
 #include "vulkan/vk_device.h"
 
 namespace wick::vulkan {
@@ -12,22 +10,6 @@ using backend::Storage;
 using backend::View;
 
 namespace {
-
-// Op codes in the error words (0: no error).
-constexpr uint32_t kIndexSelect = 1, kGather = 2, kScatterAdd = 3, kIndexAdd = 4;
-const char* op_name(uint32_t code) {
-  switch (code) {
-    case kIndexSelect:
-      return "index_select";
-    case kGather:
-      return "gather";
-    case kScatterAdd:
-      return "scatter_add";
-    case kIndexAdd:
-      return "index_add";
-  }
-  return "index op";
-}
 
 // `l` over `shape` with dim `d`'s stride zeroed (shape[d] may differ from l's).
 Layout without_dim(const Layout& l, const Shape& shape, size_t d) {
@@ -44,16 +26,6 @@ Layout along_dim(const Layout& ids, const Shape& shape, size_t d) {
 }
 
 }  // namespace
-
-void VulkanDevice::check_device_errors() {
-  uint32_t words[3];
-  std::memcpy(words, error_flag_->alloc.mapped, sizeof words);
-  if (words[0] == 0) return;
-  std::memset(error_flag_->alloc.mapped, 0, sizeof words);
-  fail(ErrorKind::OutOfRange, op_name(words[0]), "index ", static_cast<int32_t>(words[1]),
-       " out of range for a dim of size ", words[2],
-       " (found on the device; reported at the next read-back or synchronize)");
-}
 
 void VulkanDevice::launch_index(uint32_t mode, const char* op, View src, View ids, size_t dim,
                                 Storage& dst) {
@@ -77,8 +49,9 @@ void VulkanDevice::launch_index(uint32_t mode, const char* op, View src, View id
                  {&buffer(dst), &out}, false,
                  {PushParam::u32(to_index(src.layout.strides[dim], "stride")),
                   PushParam::u32(to_index(src.layout.shape[dim], "dim")),
-                  PushParam::u32(mode == 0 ? kIndexSelect : kGather)},
+                  PushParam::u32(mode == 0 ? kIndexSelectRange : kGatherRange)},
                  error_flag_.get());
+  refuse_device_errors();
 }
 
 void VulkanDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst,
@@ -104,8 +77,9 @@ void VulkanDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst,
        PushParam::u32(to_index(ids_stride, "stride")),
        PushParam::u32(to_index(src.layout.shape[dim], "dim")),
        PushParam::u32(to_index(inner, "dim")), PushParam::u32(to_index(dst_shape[dim], "dim")),
-       PushParam::u32(mode == 0 ? kScatterAdd : kIndexAdd)},
+       PushParam::u32(mode == 0 ? kScatterAddRange : kIndexAddRange)},
       error_flag_.get());
+  refuse_device_errors();
 }
 
 void VulkanDevice::index_select(View src, View ids, size_t dim, Storage& dst) {

@@ -91,6 +91,7 @@ std::string VulkanDevice::param_type(DType dt) const {
 
 gpu::KernelKey VulkanDevice::key_for(const char* source, gpu::Defines defines,
                                      std::vector<uint32_t> constants) const {
+  defines.reserve(defines.size() + 2);
   if (caps().float64) defines.emplace_back("WICK_F64", "1");
   if (caps().int64) defines.emplace_back("WICK_I64", "1");
   gpu::KernelKey k;

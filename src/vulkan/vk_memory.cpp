@@ -33,6 +33,14 @@ void check_span(const Layout& l, const Storage& s, const char* op) {
 
 }  // namespace
 
+gpu::KernelKey VulkanDevice::copy_kernel(DType from, DType to) const {
+  gpu::Defines d;
+  add_dtype(d, "SRC_", from);
+  add_dtype(d, "DST_", to);
+  d.emplace_back("SAME_DT", from == to ? "1" : "0");
+  return key_for("copy.comp", std::move(d));
+}
+
 StoragePtr VulkanDevice::alloc(DType dt, size_t numel) {
   require(dt, "alloc");
   gpu::BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
@@ -74,12 +82,8 @@ void VulkanDevice::to_host(View src, void* dst, DType dst_dt) {
     id = queue_->record_and_submit(
         [&](gpu::CommandQueue::Recorder& r) { r.copy(from, offset, *staging, 0, size); });
   } else {
-    // Gather the view's elements on the GPU (pipeline first: it may compile).
-    gpu::Defines d;
-    add_dtype(d, "SRC_", dt);
-    add_dtype(d, "DST_", dt);
-    d.emplace_back("SAME_DT", "1");
-    launch_strided(key_for("copy.comp", d), {{&from, &src.layout}}, {staging.get(), &packed}, true);
+    // Gather the view's elements on the GPU.
+    launch_strided(copy_kernel(dt, dt), {{&from, &src.layout}}, {staging.get(), &packed}, true);
     id = queue_->flush();
   }
   queue_->wait(id);
@@ -96,13 +100,9 @@ void VulkanDevice::cast(View x, Storage& dst) {
   check_span(x.layout, x.storage, "to_dtype");
   require(x.storage.dtype(), "to_dtype");
   require(dst.dtype(), "to_dtype");
-  gpu::Defines d;
-  add_dtype(d, "SRC_", x.storage.dtype());
-  add_dtype(d, "DST_", dst.dtype());
-  d.emplace_back("SAME_DT", x.storage.dtype() == dst.dtype() ? "1" : "0");
   const Layout out = Layout::contiguous(x.layout.shape);
-  launch_strided(key_for("copy.comp", d), {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out},
-                 true);
+  launch_strided(copy_kernel(x.storage.dtype(), dst.dtype()), {{&buffer(x.storage), &x.layout}},
+                 {&buffer(dst), &out}, true);
 }
 
 void VulkanDevice::copy_strided(View src, Storage& dst, const Layout& dst_layout) {
@@ -117,11 +117,7 @@ void VulkanDevice::copy_strided(View src, Storage& dst, const Layout& dst_layout
     queue_->record([&](gpu::CommandQueue::Recorder& r) { r.copy(s, from, t, to, size); });
     return;
   }
-  gpu::Defines d;
-  add_dtype(d, "SRC_", dt);
-  add_dtype(d, "DST_", dt);
-  d.emplace_back("SAME_DT", "1");
-  launch_strided(key_for("copy.comp", d), {{&buffer(src.storage), &src.layout}},
+  launch_strided(copy_kernel(dt, dt), {{&buffer(src.storage), &src.layout}},
                  {&buffer(dst), &dst_layout}, true);
 }
 

@@ -1,7 +1,7 @@
 // Vulkan reductions, softmax, norms and rope. Reductions and row ops see the input as (outer,
 // inner) index pairs (include/rows.glsl): strided inputs are read in place; only when a group
 // of dims cannot be collapsed to GROUP_RANK dims is the input first copied with its inner dims
-// last. arg_sort_last_dim is not built yet.
+// last.
 #include <algorithm>
 #include <numeric>
 
@@ -18,10 +18,7 @@ namespace {
 
 constexpr size_t kGroupRank = 4;       // GROUP_RANK in include/rows.glsl
 constexpr int64_t kPerGroupMin = 128;  // inner sizes from which a workgroup shares one output
-
-[[noreturn]] void not_yet(const char* op) {
-  fail(ErrorKind::Unsupported, op, "not implemented on vulkan yet");
-}
+constexpr int64_t kMaxSortRow = 2048;  // MAX_SORT in sort.comp
 
 // One group of dims (outer or inner) collapsed: shape and strides, innermost last.
 struct Group {
@@ -69,11 +66,8 @@ void VulkanDevice::launch_rows(const gpu::KernelKey& key, View x, const std::vec
     }
     const Layout permuted(Shape(sh), st, l.start_offset), packed = Layout::contiguous(Shape(sh));
     tmp = device_pool_->acquire(static_cast<size_t>(l.numel()) * dtype_size(x.storage.dtype()));
-    gpu::Defines d;
-    add_dtype(d, "SRC_", x.storage.dtype());
-    add_dtype(d, "DST_", x.storage.dtype());
-    d.emplace_back("SAME_DT", "1");
-    launch_strided(key_for("copy.comp", d), {{in, &permuted}}, {tmp.get(), &packed}, true);
+    launch_strided(copy_kernel(x.storage.dtype(), x.storage.dtype()), {{in, &permuted}},
+                   {tmp.get(), &packed}, true);
     std::vector<size_t> o2(outer.size()), i2(inner.size());
     std::iota(o2.begin(), o2.end(), 0);
     std::iota(i2.begin(), i2.end(), outer.size());
@@ -126,9 +120,6 @@ void VulkanDevice::norm(uint32_t kind, const char* name, View x, const View* alp
                         const View* beta, double eps, Storage& dst) {
   const DType dt = x.storage.dtype();
   require(dt, name);
-  if (dt == DType::F64 && kind < 2)
-    fail(ErrorKind::Unsupported, name,
-         "f64 is not supported on vulkan (GLSL has no double exp/log)");
   gpu::Defines d;
   add_dtype(d, "", dt);
   d.emplace_back("PARAM_T", param_type(dt));
@@ -184,8 +175,17 @@ void VulkanDevice::rope(View x, View cos, View sin, bool interleaved, Storage& d
       [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
 }
 
-void VulkanDevice::arg_sort_last_dim(View, bool, Storage&) {
-  not_yet("arg_sort_last_dim");
+void VulkanDevice::arg_sort_last_dim(View x, bool ascending, Storage& dst) {
+  const DType dt = x.storage.dtype();
+  require(dt, "arg_sort_last_dim");
+  const int64_t n = x.layout.shape[x.layout.rank() - 1];
+  if (n > kMaxSortRow)
+    fail(ErrorKind::Unsupported, "arg_sort_last_dim", "rows of ", n, " elements (shape ",
+         x.layout.shape, ") exceed the ", kMaxSortRow, " that vulkan sorts in one workgroup");
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  launch_rows(key_for("sort.comp", d, {ascending ? 0u : 1u}), x, {x.layout.rank() - 1}, buffer(dst),
+              true);
 }
 
 }  // namespace wick::vulkan

@@ -23,15 +23,35 @@ float erf_approx(float x) {
   return sign(x) * (1.0 - poly * exp(-a * a));
 }
 
-// pow with C's rules for negative bases (integer exponents only) and zeros.
-float pow_c(float a, float b) {
-  if (b == 0.0) return 1.0;
-  if (a == 0.0) return b > 0.0 ? 0.0 : inf_f32();
-  if (a > 0.0) return pow(a, b);
-  if (floor(b) != b) return nan_f32();
-  const float r = pow(-a, b);
-  const bool odd = abs(b) < 16777216.0 && (int(abs(b)) & 1) == 1;
-  return odd ? -r : r;
+// C99's pow edge cases around a base power function POW_POS (for a > 0, b finite): NaN, zeros,
+// infinities, negative bases with integer exponents. Instantiated for float and double.
+#define DEFINE_POW_C(T, NAME, POW_POS, IS_NAN, INF, NAN_VALUE, ODD_LIMIT)             \
+  T NAME(T a, T b) {                                                                  \
+    if (b == T(0) || a == T(1)) return T(1);                                          \
+    if (IS_NAN(a) || IS_NAN(b)) return a + b;                                         \
+    const bool b_int = floor(b) == b;                                                 \
+    const bool b_odd = b_int && abs(b) < ODD_LIMIT && mod(b, T(2)) == T(1);           \
+    if (abs(b) == INF) {                                                              \
+      if (abs(a) == T(1)) return T(1);                                                \
+      return (abs(a) > T(1)) == (b > T(0)) ? INF : T(0);                              \
+    }                                                                                 \
+    if (a == T(0) || abs(a) == INF) {                                                 \
+      /* +-0 and +-inf: the magnitude from b's sign, the sign from a's for odd b */   \
+      const T mag = (a == T(0)) == (b > T(0)) ? T(0) : INF;                           \
+      return b_odd && (a < T(0) || T(1) / a < T(0)) ? -mag : mag;                     \
+    }                                                                                 \
+    if (a > T(0)) return POW_POS(a, b);                                               \
+    if (!b_int) return NAN_VALUE;                                                     \
+    const T r = POW_POS(-a, b);                                                       \
+    return b_odd ? -r : r;                                                            \
+  }
+
+DEFINE_POW_C(float, pow_c, pow, is_nan, inf_f32(), nan_f32(), 16777216.0)
+
+// log, also for subnormal inputs (some drivers mishandle them): scaled into the normal range.
+float log_c(float x) {
+  if (x > 0.0 && x < 1.17549435e-38) return log(x * 16777216.0) - 16.635532333438687;
+  return log(x);
 }
 
 // Rounds half away from zero.
