@@ -3,11 +3,15 @@
 //   g++ -O2 -std=c++20 -Iinclude -Isrc bench/elementwise_probe.cpp build/libwick.a \
 //       -fopenmp -lopenblas -o /tmp/elementwise_probe && /tmp/elementwise_probe
 // Prints add bandwidth against memcpy's in the same process, the per-op overhead on 1-element
-// tensors, and ns per element of every op on 1M elements per dtype.
+// tensors, and ns per element of every op on 1M elements per dtype. Arguments: bw | overhead |
+// ops [numel]; PROBE_KEEP_HEAP=1 stops glibc from unmapping freed blocks.
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -61,24 +65,41 @@ void bandwidth() {
       bw_kernel, bw_kernel / bw_memcpy, bw_op, bw_op / bw_memcpy);
 }
 
+// CPU time of the calling thread: on a shared machine, wall time also counts waiting for a core.
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 void overhead() {
   Tensor a = Tensor::full(1.5, {1}, DType::F32), b = Tensor::full(2.5, {1}, DType::F32);
-  Tensor s = Tensor::full(1.5, {}, DType::F32);
   const int iters = 200000;
+  // Best of 5: wall ns/op, thread-CPU ns/op.
   auto per_op = [&](const std::function<void()>& f) {
-    return best_of(5,
-                   [&] {
-                     for (int i = 0; i < iters; i++) f();
-                   }) /
-           iters * 1e9;
+    double wall = 1e30, cpu = 1e30;
+    for (int r = 0; r < 5; r++) {
+      const double c0 = thread_cpu_seconds();
+      const auto t0 = Clock::now();
+      for (int i = 0; i < iters; i++) f();
+      wall = std::min(wall, std::chrono::duration<double>(Clock::now() - t0).count() / iters * 1e9);
+      cpu = std::min(cpu, (thread_cpu_seconds() - c0) / iters * 1e9);
+    }
+    return std::pair{wall, cpu};
   };
-  std::printf(
-      "1-element overhead (ns/op): a.add(b) %.0f | a.add(2.5) %.0f | a.exp() %.0f | Tensor::full "
-      "%.0f\n",
-      per_op([&] { Tensor c = a.add(b); }), per_op([&] { Tensor c = a.add(2.5); }),
-      per_op([&] { Tensor c = a.exp(); }),
-      per_op([&] { Tensor c = Tensor::full(2.5, {}, DType::F32); }));
-  (void)s;
+  const std::pair<const char*, std::function<void()>> ops[] = {
+      {"a.add(b)", [&] { Tensor c = a.add(b); }},
+      {"a + b", [&] { Tensor c = a + b; }},
+      {"a.add(2.5)", [&] { Tensor c = a.add(2.5); }},
+      {"a.exp()", [&] { Tensor c = a.exp(); }},
+      {"a.lt(b)", [&] { Tensor c = a.lt(b); }},
+      {"Tensor::zeros({1})", [&] { Tensor c = Tensor::zeros({1}, DType::F32); }},
+  };
+  std::printf("1-element tensors, ns per op (wall | thread CPU):\n");
+  for (const auto& [name, f] : ops) {
+    const auto [wall, cpu] = per_op(f);
+    std::printf("  %-20s %6.0f | %6.0f\n", name, wall, cpu);
+  }
 }
 
 void op_table(int64_t n) {
@@ -149,6 +170,12 @@ void op_table(int64_t n) {
 
 int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "all";
+  // "keep-heap": glibc keeps freed blocks of any size in its heap instead of unmapping them, so
+  // a fresh output reuses pages that are already mapped (shows what page faults cost).
+  if (std::getenv("PROBE_KEEP_HEAP")) {
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  }
   if (what == "all" || what == "bw") bandwidth();
   if (what == "all" || what == "overhead") overhead();
   if (what == "all" || what == "ops") op_table(argc > 2 ? std::atoll(argv[2]) : 1 << 20);

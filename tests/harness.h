@@ -24,7 +24,7 @@
 namespace wick::testing {
 
 // Device specs to test: WICK_TEST_DEVICES (comma-separated, e.g. "cpu,vulkan:0") when set,
-// otherwise every available device.
+// otherwise the CPU and, when one is present, the first Vulkan device.
 std::vector<std::string> test_device_names();
 
 class DeviceTest : public ::testing::TestWithParam<std::string> {

@@ -107,7 +107,7 @@ class Tensor {
   Tensor to_device(const Device& dev) const;
 
   // ---- unary ------------------------------------------------------------------------------
-  Tensor neg() const;
+  Tensor neg() const;  // not for u8/u32 (DType error)
   Tensor abs() const;
   Tensor exp() const;
   Tensor log() const;
@@ -133,6 +133,8 @@ class Tensor {
   Tensor clamp(double lo, double hi) const;
 
   // ---- binary (numpy broadcasting; dtypes must match) -------------------------------------
+  // Integers: add/sub/mul wrap, div truncates toward zero and throws OutOfRange on a zero
+  // divisor; maximum/minimum of floats propagate NaN; pow takes float dtypes only.
   Tensor add(const Tensor& o) const;
   Tensor sub(const Tensor& o) const;
   Tensor mul(const Tensor& o) const;
@@ -140,7 +142,8 @@ class Tensor {
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor pow(const Tensor& o) const;
-  // Tensor-scalar forms: the scalar takes this tensor's dtype.
+  // Tensor-scalar forms: the scalar takes this tensor's dtype (an integer tensor refuses, with
+  // a DType error, a scalar its dtype cannot hold exactly).
   Tensor add(double s) const;
   Tensor sub(double s) const;
   Tensor mul(double s) const;

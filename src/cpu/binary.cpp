@@ -46,7 +46,7 @@ void with_binary_op(BinaryOp op, F&& f) {
 
 template <BinaryOp OP, typename C>
 struct FloatBinary {
-  C operator()(C a, C b) const {
+  WICK_ALWAYS_INLINE C operator()(C a, C b) const {
     if constexpr (OP == BinaryOp::Add) return a + b;
     if constexpr (OP == BinaryOp::Sub) return a - b;
     if constexpr (OP == BinaryOp::Mul) return a * b;
@@ -60,7 +60,7 @@ struct FloatBinary {
 template <BinaryOp OP, typename T>
 struct IntBinary {
   std::atomic<bool>* div_by_zero;
-  T operator()(T a, T b) const {
+  WICK_ALWAYS_INLINE T operator()(T a, T b) const {
     using W = ew::WrapT<T>;
     if constexpr (OP == BinaryOp::Add) return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
     if constexpr (OP == BinaryOp::Sub) return static_cast<T>(static_cast<W>(a) - static_cast<W>(b));
@@ -82,7 +82,7 @@ struct IntBinary {
 template <CmpOp OP>
 struct Compare {
   template <typename C>
-  uint8_t operator()(C a, C b) const {
+  WICK_ALWAYS_INLINE uint8_t operator()(C a, C b) const {
     if constexpr (OP == CmpOp::Eq) return a == b;
     if constexpr (OP == CmpOp::Ne) return a != b;
     if constexpr (OP == CmpOp::Lt) return a < b;
@@ -125,8 +125,8 @@ void run_zip(View a, View b, Y* y, const F& f, int64_t grain) {
         auto row = [&]() WICK_ALWAYS_INLINE {
           ew::zip_row(pa + o[0], st[0], pb + o[1], st[1], y + o[2], n, f);
         };
-        // Integer ops and comparisons are memory-bound: wider builds buy nothing.
-        if constexpr (ew::kIsFloat<T> && !std::is_same_v<Y, uint8_t>)
+        // Integer ops are memory-bound: wider builds buy nothing.
+        if constexpr (ew::kIsFloat<T>)
           with_best_isa(row);
         else
           row();
@@ -149,8 +149,16 @@ using Bits = std::conditional_t<
 template <typename Cond, typename V>
 void where_row(const Cond* c, int64_t sc, const V* t, int64_t st, const V* f, int64_t sf, V* y,
                int64_t n) {
+  // The vectorisable cases: a contiguous condition, each value contiguous or one scalar
+  // (where(mask, x, 0) and friends).
   if (sc == 1 && st == 1 && sf == 1) {
     for (int64_t j = 0; j < n; j++) y[j] = c[j] != 0 ? t[j] : f[j];
+  } else if (sc == 1 && st == 1 && sf == 0) {
+    const V fv = f[0];
+    for (int64_t j = 0; j < n; j++) y[j] = c[j] != 0 ? t[j] : fv;
+  } else if (sc == 1 && st == 0 && sf == 1) {
+    const V tv = t[0];
+    for (int64_t j = 0; j < n; j++) y[j] = c[j] != 0 ? tv : f[j];
   } else if (sc == 1 && st == 0 && sf == 0) {
     const V tv = t[0], fv = f[0];
     for (int64_t j = 0; j < n; j++) y[j] = c[j] != 0 ? tv : fv;

@@ -1,6 +1,7 @@
 // The CPU backend: the default device and the reference every other backend is tested against.
 // Op families live in their own files: memory.cpp (alloc, copies, casts, fill, random),
-// elementwise.cpp, reduce.cpp (reductions, softmax, norms, rope, sort), matmul.cpp, indexing.cpp.
+// unary.cpp and binary.cpp (element-wise), reduce.cpp (reductions, softmax, norms, rope, sort),
+// matmul.cpp, indexing.cpp.
 #pragma once
 
 #include <cstdlib>

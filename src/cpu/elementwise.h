@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "cpu/cpu_device.h"
@@ -57,6 +58,56 @@ inline int64_t flat_stride(const Layout& l) {
   return 0;
 }
 
+// A transposed input walks its rows with a large stride but steps between rows with a small one.
+// Rows are then visited in tiles of kTileRows x kTileCols, so that consecutive rows reuse the
+// input's cache lines while they are still in L1. Tiles stay small because with power-of-two
+// strides every line of a tile column falls into the same L1 set (measured on 1024^2 f32:
+// untiled ~80 ns an element, 32 x 32 tiles ~5 ns, 16 x 128 tiles ~9 ns).
+inline constexpr int64_t kTileRows = 32, kTileCols = 32;
+
+template <size_t M>
+bool wants_tiles(const StridedPlan<M>& p) {
+  const size_t r = p.shape.size();
+  if (r < 2 || p.shape[r - 2] < 2) return false;
+  for (size_t k = 0; k < M; k++) {
+    const int64_t along = std::abs(p.strides[k][r - 1]), across = std::abs(p.strides[k][r - 2]);
+    if (along > 1 && across > 0 && across < along) return true;
+  }
+  return false;
+}
+
+// visit() in tiles over the two inner dims of the plan; same callback.
+template <size_t M, typename F>
+void visit_tiled(const StridedPlan<M>& p, F&& f, int64_t grain) {
+  const size_t r = p.shape.size();
+  const int64_t rows = p.shape[r - 2], cols = p.shape[r - 1];
+  const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
+  const int64_t col_tiles = (cols + kTileCols - 1) / kTileCols;
+  std::array<int64_t, M> along;
+  for (size_t k = 0; k < M; k++) along[k] = p.strides[k][r - 1];
+  const int64_t tiles = p.numel / (rows * cols) * row_tiles * col_tiles;
+  const int64_t tile_grain = std::max<int64_t>(1, grain / (kTileRows * kTileCols));
+  parallel_for(tiles, tile_grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; t++) {
+      const int64_t col_tile = t % col_tiles, row_tile = t / col_tiles % row_tiles;
+      std::array<int64_t, M> base = p.offsets;
+      int64_t outer = t / col_tiles / row_tiles;  // index over the dims before the two inner ones
+      for (size_t i = r - 2; i-- > 0;) {
+        const int64_t idx = outer % p.shape[i];
+        outer /= p.shape[i];
+        for (size_t k = 0; k < M; k++) base[k] += idx * p.strides[k][i];
+      }
+      const int64_t c0 = col_tile * kTileCols, n = std::min(kTileCols, cols - c0);
+      const int64_t r_end = std::min(rows, (row_tile + 1) * kTileRows);
+      for (int64_t row = row_tile * kTileRows; row < r_end; row++) {
+        std::array<int64_t, M> o;
+        for (size_t k = 0; k < M; k++) o[k] = base[k] + row * p.strides[k][r - 2] + c0 * along[k];
+        f(o, n, along);
+      }
+    }
+  });
+}
+
 // Calls f(offsets, n, strides) for rows that together cover `shape` once, in parallel when large.
 // Operands are the N inputs, then the contiguous output (offsets[N]; its stride is always 1).
 // When every input walks flat, the whole tensor is one row and nothing is allocated.
@@ -84,7 +135,11 @@ void for_each_row(const Shape& shape, const std::array<const Layout*, N>& in, in
   std::array<const Layout*, N + 1> all;
   for (size_t k = 0; k < N; k++) all[k] = in[k];
   all[N] = &out;
-  visit(make_plan<N + 1>(shape, all), f, grain);
+  const auto plan = make_plan<N + 1>(shape, all);
+  if (wants_tiles(plan))
+    visit_tiled(plan, f, grain);
+  else
+    visit(plan, f, grain);
 }
 
 // y[j] = f(x[j * sx]) for j < n, T not a 16-bit float.

@@ -1,7 +1,8 @@
 // Elementary functions for the CPU kernels. The float versions are written without branches,
 // calls or float -> int conversions so that loops over them vectorise (libm's are scalar calls).
 // Both sides of every select are computed first: under -ftrapping-math (GCC's default) the
-// vectoriser will not speculate float arithmetic that sits inside a conditional.
+// vectoriser will not speculate float arithmetic that sits inside a conditional. They are
+// always inlined: a call left in a loop (GCC's inliner gives up in big files) stops it vectorising.
 // they stay within a few ulp of the correctly rounded result, NaN, inf and subnormals included.
 // The double versions are libm's. Kernels call vmath::exp(x) etc. for either compute type.
 #pragma once
@@ -10,6 +11,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+
+#include "cpu/isa.h"
 
 namespace wick::cpu::vmath {
 
@@ -23,7 +26,7 @@ constexpr float kLn2Lo = 1.42860682030941723e-6f;
 constexpr float kRoundMagic = 12582912.0f;
 
 // 2^n as a float for n in [-126, 127].
-inline float pow2i(int32_t n) {
+WICK_ALWAYS_INLINE inline float pow2i(int32_t n) {
   return std::bit_cast<float>(static_cast<uint32_t>(n + 127) << 23);
 }
 
@@ -32,7 +35,7 @@ struct Reduced {
   float r, n;
   int32_t ni;
 };
-inline Reduced reduce_ln2(float x) {
+WICK_ALWAYS_INLINE inline Reduced reduce_ln2(float x) {
   const float k = x * kLog2e + kRoundMagic;
   const float n = k - kRoundMagic;
   const auto ni =
@@ -41,7 +44,7 @@ inline Reduced reduce_ln2(float x) {
 }
 
 // exp(r) - 1 for |r| <= ln2 / 2: Taylor to r^8 (truncation < 1e-9 relative).
-inline float expm1_small(float r) {
+WICK_ALWAYS_INLINE inline float expm1_small(float r) {
   float p = 1.0f / 40320;
   p = p * r + 1.0f / 5040;
   p = p * r + 1.0f / 720;
@@ -54,7 +57,7 @@ inline float expm1_small(float r) {
 
 }  // namespace detail
 
-inline float exp(float x) {
+WICK_ALWAYS_INLINE inline float exp(float x) {
   using namespace detail;
   // Beyond [-104, 89] the result is 0 or inf; clamping keeps n in range (NaN passes through).
   const float xc = std::min(std::max(x, -104.0f), 89.0f);
@@ -64,12 +67,12 @@ inline float exp(float x) {
   const int32_t n1 = red.ni >> 1;
   return p * pow2i(n1) * pow2i(red.ni - n1);
 }
-inline double exp(double x) {
+WICK_ALWAYS_INLINE inline double exp(double x) {
   return std::exp(x);
 }
 
 // exp(x) - 1 for x <= 0 (or NaN), without cancellation near 0.
-inline float expm1_nonpositive(float x) {
+WICK_ALWAYS_INLINE inline float expm1_nonpositive(float x) {
   using namespace detail;
   const float xc = std::max(x, -88.0f);  // expm1 is -1 in float well before
   const Reduced red = reduce_ln2(xc);
@@ -77,29 +80,29 @@ inline float expm1_nonpositive(float x) {
   // 2^n (1 + q) - 1 = 2^n q + (2^n - 1); the second term is exact for the n that matter.
   return s * expm1_small(red.r) + (s - 1.0f);
 }
-inline double expm1_nonpositive(double x) {
+WICK_ALWAYS_INLINE inline double expm1_nonpositive(double x) {
   return std::expm1(x);
 }
 
-inline float tanh(float x) {
+WICK_ALWAYS_INLINE inline float tanh(float x) {
   // tanh|x| = -e / (e + 2) with e = expm1(-2|x|) in (-1, 0]: no overflow, no cancellation.
   const float e = expm1_nonpositive(-2.0f * std::abs(x));
   return std::copysign(-e / (e + 2.0f), x);
 }
-inline double tanh(double x) {
+WICK_ALWAYS_INLINE inline double tanh(double x) {
   return std::tanh(x);
 }
 
 // 1 / (1 + exp(-x)), accurate on both tails.
 template <typename C>
-inline C sigmoid(C x) {
+WICK_ALWAYS_INLINE inline C sigmoid(C x) {
   const C e = exp(-std::abs(x));
   const C s = C(1) / (C(1) + e);
   const C es = e * s;
   return x >= 0 ? s : es;
 }
 
-inline float log(float x) {
+WICK_ALWAYS_INLINE inline float log(float x) {
   using namespace detail;
   // x = 2^e m with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s), s = (m - 1) / (m + 1).
   const bool subnormal = x < 0x1p-126f;  // scaled up first (negatives and 0 are replaced below)
@@ -124,7 +127,7 @@ inline float log(float x) {
   y = x < 0.0f ? NAN : y;
   return (x == INFINITY) | (x != x) ? x : y;
 }
-inline double log(double x) {
+WICK_ALWAYS_INLINE inline double log(double x) {
   return std::log(x);
 }
 
@@ -132,7 +135,7 @@ namespace detail {
 
 // exp(-a^2) for 0 <= a <= 11, with a^2 carried exactly as h + l (Dekker's product): rounding a^2
 // first would cost up to 16 ulp of relative error at a = 4.
-inline float exp_neg_square(float a) {
+WICK_ALWAYS_INLINE inline float exp_neg_square(float a) {
   const float h = a * a;
   const float split = a * 4097.0f;  // 2^12 + 1: a = hi + lo with 12-bit halves
   const float hi = split - (split - a), lo = a - hi;
@@ -145,7 +148,7 @@ inline float exp_neg_square(float a) {
 // erf is within 3 ulp and erfc within 5 ulp over all floats.
 constexpr float kErfSplit = 0.75f;
 
-inline float erf_below_split(float a) {
+WICK_ALWAYS_INLINE inline float erf_below_split(float a) {
   const float u = a * a;
   float p = 9.4729985e-05f;
   p = p * u - 0.000835735642f;
@@ -157,7 +160,7 @@ inline float erf_below_split(float a) {
   return a * p;
 }
 
-inline float erfc_above_split(float a) {
+WICK_ALWAYS_INLINE inline float erfc_above_split(float a) {
   const float ac = std::min(a, 10.5f);  // erfc is 0 in float beyond (NaN passes through)
   const float w = 1.0f / (1.0f + 0.5f * ac);
   float q = 0.062642552f;
@@ -176,18 +179,18 @@ inline float erfc_above_split(float a) {
 
 }  // namespace detail
 
-inline float erf(float x) {
+WICK_ALWAYS_INLINE inline float erf(float x) {
   using namespace detail;
   const float a = std::abs(x);
   const float below = erf_below_split(a);
   const float above = 1.0f - erfc_above_split(a);
   return std::copysign(a < kErfSplit ? below : above, x);
 }
-inline double erf(double x) {
+WICK_ALWAYS_INLINE inline double erf(double x) {
   return std::erf(x);
 }
 
-inline float erfc(float x) {
+WICK_ALWAYS_INLINE inline float erfc(float x) {
   using namespace detail;
   const float a = std::abs(x);
   const float e = erf_below_split(a), c = erfc_above_split(a);
@@ -195,7 +198,7 @@ inline float erfc(float x) {
   const float at_minus_a = a < kErfSplit ? 1.0f + e : 2.0f - c;  // erfc(-|x|)
   return x < 0 ? at_minus_a : at_a;
 }
-inline double erfc(double x) {
+WICK_ALWAYS_INLINE inline double erfc(double x) {
   return std::erfc(x);
 }
 

@@ -1,17 +1,19 @@
-// f16 / bf16 <-> f32 conversions written without branches or calls, so that loops over rows of
-// them vectorise. Results are bit-identical to f16/bf16's own conversions (wick/dtype.h), NaN
-// payloads included; tests/conformance/test_elementwise_math.cpp checks every f16 and bf16 value.
+// f16 / bf16 <-> f32 conversions written without branches or calls (and always inlined), so that
+// loops over rows of them vectorise. Results are bit-identical to f16/bf16's own conversions
+// (wick/dtype.h), NaN payloads included; tests/conformance/test_elementwise_math.cpp checks every
+// f16 and bf16 value.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 #include <type_traits>
 
+#include "cpu/isa.h"
 #include "wick/dtype.h"
 
 namespace wick::cpu {
 
-inline float f16_bits_to_float(uint16_t h) {
+WICK_ALWAYS_INLINE inline float f16_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t em = h & 0x7fffu;                   // exponent and mantissa
   const uint32_t normal = (em << 13) + 0x38000000u;  // rebias the exponent 15 -> 127
@@ -24,7 +26,7 @@ inline float f16_bits_to_float(uint16_t h) {
 }
 
 // Rounds to nearest even.
-inline uint16_t float_to_f16_bits(float v) {
+WICK_ALWAYS_INLINE inline uint16_t float_to_f16_bits(float v) {
   const uint32_t u = std::bit_cast<uint32_t>(v);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t a = u & 0x7fffffffu;
@@ -41,12 +43,12 @@ inline uint16_t float_to_f16_bits(float v) {
   return static_cast<uint16_t>(h | sign);
 }
 
-inline float bf16_bits_to_float(uint16_t b) {
+WICK_ALWAYS_INLINE inline float bf16_bits_to_float(uint16_t b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
 }
 
 // Rounds to nearest even; NaN stays a quiet NaN.
-inline uint16_t float_to_bf16_bits(float v) {
+WICK_ALWAYS_INLINE inline uint16_t float_to_bf16_bits(float v) {
   const uint32_t u = std::bit_cast<uint32_t>(v);
   const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const uint32_t nan = (u >> 16) | 0x40u;
@@ -55,14 +57,14 @@ inline uint16_t float_to_bf16_bits(float v) {
 
 // One element of a 16-bit float type to and from f32.
 template <typename T>
-inline float half_to_float(T v) {
+WICK_ALWAYS_INLINE inline float half_to_float(T v) {
   if constexpr (std::is_same_v<T, f16>)
     return f16_bits_to_float(v.bits);
   else
     return bf16_bits_to_float(v.bits);
 }
 template <typename T>
-inline T float_to_half(float v) {
+WICK_ALWAYS_INLINE inline T float_to_half(float v) {
   if constexpr (std::is_same_v<T, f16>)
     return T::from_bits(float_to_f16_bits(v));
   else
@@ -71,8 +73,7 @@ inline T float_to_half(float v) {
 
 // dst[j] = float(src[j * stride]) for j < n.
 template <typename T>
-__attribute__((always_inline)) inline void widen_row(const T* src, int64_t stride, float* dst,
-                                                     int64_t n) {
+WICK_ALWAYS_INLINE inline void widen_row(const T* src, int64_t stride, float* dst, int64_t n) {
   if (stride == 1)
     for (int64_t j = 0; j < n; j++) dst[j] = half_to_float(src[j]);
   else
@@ -81,7 +82,7 @@ __attribute__((always_inline)) inline void widen_row(const T* src, int64_t strid
 
 // dst[j] = T(src[j]) for j < n.
 template <typename T>
-__attribute__((always_inline)) inline void narrow_row(const float* src, T* dst, int64_t n) {
+WICK_ALWAYS_INLINE inline void narrow_row(const float* src, T* dst, int64_t n) {
   for (int64_t j = 0; j < n; j++) dst[j] = float_to_half<T>(src[j]);
 }
 

@@ -111,7 +111,7 @@ constexpr bool calls_libm(UnaryOp op) {
 template <UnaryOp OP, typename C>
 struct FloatUnary {
   C p0, p1;
-  C operator()(C x) const {
+  WICK_ALWAYS_INLINE C operator()(C x) const {
     if constexpr (OP == UnaryOp::Neg) return -x;
     if constexpr (OP == UnaryOp::Abs) return std::abs(x);
     if constexpr (OP == UnaryOp::Exp) return vmath::exp(x);
@@ -176,7 +176,7 @@ constexpr bool takes_int(UnaryOp op) {
 template <UnaryOp OP, typename T>
 struct IntUnary {
   double p0, p1;
-  T operator()(T x) const {
+  WICK_ALWAYS_INLINE T operator()(T x) const {
     using W = ew::WrapT<T>;
     if constexpr (OP == UnaryOp::Neg) return static_cast<T>(W(0) - static_cast<W>(x));
     if constexpr (OP == UnaryOp::Abs) {
@@ -220,9 +220,7 @@ void unary_typed(UnaryOp op, UnaryParams p, View x, Storage& dst) {
     const int64_t grain = calls_libm<C>(kOp) ? ew::kExpensiveGrain : kParallelGrain;
     if constexpr (ew::kIsFloat<T>) {
       run_map<T>(x, dst, FloatUnary<kOp, C>{static_cast<C>(p.p0), static_cast<C>(p.p1)}, grain);
-    } else if constexpr (takes_int(kOp)) {
-      if (kOp == UnaryOp::Neg && std::is_unsigned_v<T>)
-        fail(ErrorKind::Unsupported, "neg", "cpu has no neg of unsigned ", dtype_of<T>::value);
+    } else if constexpr (takes_int(kOp) && !(kOp == UnaryOp::Neg && std::is_unsigned_v<T>)) {
       run_map<T>(x, dst, IntUnary<kOp, T>{p.p0, p.p1}, grain);
     } else {
       fail(ErrorKind::Unsupported, backend::unary_op_name(kOp), "cpu has no ",

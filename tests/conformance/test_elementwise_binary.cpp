@@ -366,10 +366,10 @@ TEST_P(WhereCond, EveryDTypeLayoutAndBroadcast) {
   SCOPED_TRACE(rng.seed());
   const Device dev = device();
   // Shapes of (cond, on_true, on_false): equal, and broadcast in every operand.
-  const std::vector<std::array<Shape, 3>> shapes = {{Shape{4, 6}, Shape{4, 6}, Shape{4, 6}},
-                                                    {Shape{4, 1}, Shape{6}, Shape{4, 6}},
-                                                    {Shape{4, 6}, Shape{}, Shape{}},
-                                                    {Shape{1, 6}, Shape{4, 1}, Shape{1}}};
+  const std::vector<std::array<Shape, 3>> shapes = {
+      {Shape{4, 6}, Shape{4, 6}, Shape{4, 6}}, {Shape{4, 1}, Shape{6}, Shape{4, 6}},
+      {Shape{4, 6}, Shape{}, Shape{}},         {Shape{4, 6}, Shape{4, 6}, Shape{}},
+      {Shape{4, 6}, Shape{1}, Shape{4, 6}},    {Shape{1, 6}, Shape{4, 1}, Shape{1}}};
   for (DType ct : kIntDTypes)
     for (DType vt : all_dtypes()) {
       auto random_cond = [&](const Shape& s) {

@@ -35,7 +35,8 @@ std::map<uint64_t, double> open_devices_timed() {
 
 int run_info(std::ostream& os) {
   os << "wick " << version() << "\n\n";
-  os << "machine: " << describe_machine() << "\n\n";
+  os << "machine: " << describe_machine() << "\n";
+  os << "BLAS: " << describe_blas() << "\n\n";
 
   const std::map<uint64_t, double> open_ms = open_devices_timed();
   Table devices({"device", "kind", "ordinal", "id", "opened in"});

@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -82,6 +83,13 @@ std::string describe_machine() {
   const MachineFacts f = machine_facts();
   return f.cpu_model + ", " + std::to_string(f.hardware_threads) + " hardware threads, " +
          std::to_string(f.omp_threads) + " OpenMP threads, load " + f.load_average;
+}
+
+std::string describe_blas() {
+  std::string config = openblas_get_config();
+  while (!config.empty() && config.back() == ' ') config.pop_back();
+  return config + " (core " + openblas_get_corename() + ", " +
+         std::to_string(openblas_get_num_threads()) + " threads)";
 }
 
 std::string utc_now() {

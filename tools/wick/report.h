@@ -75,6 +75,9 @@ struct MachineFacts {
 MachineFacts machine_facts();
 // "Intel(R) Xeon(R) ..., 2 hardware threads, 2 OpenMP threads, load 0.31"
 std::string describe_machine();
+// The BLAS wick's CPU matmul uses (and the bench's anchor): "OpenBLAS 0.3.21 ... (core Prescott,
+// 2 threads)". OpenBLAS picks its kernels by CPU model; an unknown model gets slow generic ones.
+std::string describe_blas();
 // Current UTC time, "2026-11-30 14:05 UTC".
 std::string utc_now();
 

@@ -1,0 +1,82 @@
+// Llama-family language models (SmolLM2, Llama 2/3, TinyLlama, ...) loaded from GGUF, and the
+// sampling loop that generates text with them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wick/tensor.h"
+
+namespace wick {
+
+struct LlamaConfig {
+  int64_t vocab_size = 0;
+  int64_t hidden = 0;        // embedding length
+  int64_t intermediate = 0;  // feed-forward length
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t context_length = 0;
+  double rope_theta = 10000.0;
+  double rms_eps = 1e-5;
+  bool tied_embeddings = false;
+  // GGUF files from llama.cpp store q/k permuted for interleaved (GPT-J style) rotary pairs;
+  // HF checkpoints rotate halves.
+  bool rope_interleaved = true;
+};
+
+// Called while a model loads: (bytes done, bytes total).
+using LoadProgress = std::function<void(uint64_t, uint64_t)>;
+
+class LlamaModel {
+ public:
+  // Loads a llama-architecture GGUF file onto `dev`. `max_seq` bounds the KV cache (0: the
+  // model's context length, capped at 4096). Throws Error(Parse) for a file that is not a llama
+  // model or lacks a tensor, naming the file and the tensor.
+  static LlamaModel load_gguf(const std::string& path, const Device& dev = Device::cpu(),
+                              int64_t max_seq = 0, const LoadProgress& progress = {});
+
+  const LlamaConfig& config() const;
+  const Device& device() const;
+  int64_t max_seq() const;
+  // Tokens already in the KV cache.
+  int64_t position() const;
+
+  // Runs `tokens` at positions [position(), position() + n) through the model, appends their keys
+  // and values to the cache, and returns the logits (f32, shape [vocab]) of the last token.
+  // Throws Error(OutOfRange) when the cache would overflow or a token id is >= vocab size.
+  Tensor forward(const std::vector<uint32_t>& tokens);
+  // Empties the KV cache (the next forward starts at position 0).
+  void reset();
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+struct SamplingOptions {
+  double temperature = 0.0;  // <= 0: greedy (argmax)
+  int64_t top_k = 0;         // 0: off
+  double top_p = 1.0;        // 1: off
+  uint64_t seed = 299792458;
+};
+
+// Picks the next token from logits. Deterministic for a given seed.
+class Sampler {
+ public:
+  explicit Sampler(SamplingOptions opts = {});
+  uint32_t sample(const Tensor& logits);
+
+ private:
+  SamplingOptions opts_;
+  uint64_t state_;
+  double next_uniform();
+};
+
+}  // namespace wick

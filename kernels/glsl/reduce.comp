@@ -1,0 +1,100 @@
+#version 450
+// Sum / max / min / argmax / argmin (OP: wick's ReduceOp) over the inner index for every outer
+// index. PER_GROUP 1: a workgroup per output (long reductions); 0: a thread per output.
+// Max/min propagate NaN; arg ops return the first index of the extreme value.
+#include "include/common.glsl"
+#include "include/dtype.glsl"
+#include "include/rows.glsl"
+
+layout(constant_id = 0) const uint OP = 0u;
+layout(constant_id = 1) const uint PER_GROUP = 0u;
+#define SUM 0u
+#define MAX 1u
+#define MIN 2u
+#define ARGMAX 3u
+#define ARGMIN 4u
+
+layout(set = 0, binding = 0) readonly buffer In { STORAGE_T(DT) x[]; };
+#if OUT_INDEX
+layout(set = 0, binding = 1) writeonly buffer Out { uint y[]; };
+#else
+layout(set = 0, binding = 1) writeonly buffer Out { STORAGE_T(DT) y[]; };
+#endif
+
+#define CT COMPUTE_T(DT)
+#if DT_KIND <= 1
+#define IS_NAN(v) is_nan(v)
+#else
+#define IS_NAN(v) false
+#endif
+
+// Whether (v, j) replaces (acc, idx) for max (GREATER) or min: NaN beats numbers, and among equal
+// values (or NaNs) the smaller index wins, whatever order the pieces are combined in.
+bool replaces(CT v, uint j, CT acc, uint idx, bool greater) {
+  if (IS_NAN(acc)) return IS_NAN(v) && j < idx;
+  if (IS_NAN(v)) return true;
+  if (v == acc) return j < idx;
+  return greater ? v > acc : v < acc;
+}
+
+// Folds (v, j) into (acc, idx); `has` says whether acc holds a value yet.
+void fold(inout CT acc, inout uint idx, inout bool has, CT v, uint j) {
+  if (!has) {
+    acc = v;
+    idx = j;
+    has = true;
+  } else if (OP == SUM) {
+    acc += v;
+  } else if (replaces(v, j, acc, idx, OP == MAX || OP == ARGMAX)) {
+    acc = v;
+    idx = j;
+  }
+}
+
+shared CT s_acc[WG_SIZE];
+shared uint s_idx[WG_SIZE];
+shared bool s_has[WG_SIZE];
+
+void store(uint o, CT acc, uint idx, bool has) {
+#if OUT_INDEX
+  y[pc.out_offset + o] = idx;
+#else
+  y[pc.out_offset + o] = has ? PACK(DT, acc) : PACK(DT, CT(0));
+#endif
+}
+
+void main() {
+  CT acc = CT(0);
+  uint idx = 0u;
+  bool has = false;
+  if (PER_GROUP == 0u) {
+    const uint o = global_index();
+    if (o >= pc.n_outer) return;
+    const uint base = outer_offset(o);
+    for (uint j = 0u; j < pc.n_inner; j++) fold(acc, idx, has, LOAD(DT, x[base + inner_offset(j)]), j);
+    store(o, acc, idx, has);
+    return;
+  }
+  const uint o = group_index();
+  if (o >= pc.n_outer) return;  // uniform per workgroup
+  const uint t = gl_LocalInvocationID.x;
+  const uint base = outer_offset(o);
+  for (uint j = t; j < pc.n_inner; j += WG_SIZE) fold(acc, idx, has, LOAD(DT, x[base + inner_offset(j)]), j);
+  s_acc[t] = acc;
+  s_idx[t] = idx;
+  s_has[t] = has;
+  barrier();
+  for (uint step = WG_SIZE / 2u; step > 0u; step >>= 1) {
+    if (t < step && s_has[t + step]) {
+      CT a = s_acc[t];
+      uint i = s_idx[t];
+      bool h = s_has[t];
+      fold(a, i, h, s_acc[t + step], s_idx[t + step]);
+      s_acc[t] = a;
+      s_idx[t] = i;
+      s_has[t] = h;
+    }
+    barrier();
+  }
+  if (t == 0u) store(o, s_acc[0], s_idx[0], s_has[0]);
+}

@@ -1,0 +1,133 @@
+#include "gpu/buffer_pool.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "wick/error.h"
+
+namespace wick::gpu {
+
+// Shared with the references handed out, so a late release finds a valid (maybe closed) pool.
+struct BufferPool::State {
+  std::mutex mu;
+  Driver* driver;
+  MemoryKind kind;
+  bool closed = false;
+  uint64_t clock = 0;
+  std::multimap<size_t, Buffer*> free;  // by capacity
+  Stats stats;
+
+  void release(Buffer* b) {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.in_use_bytes -= b->capacity;
+    if (closed) {
+      delete b;  // the driver is gone; its allocations went with it
+      return;
+    }
+    b->released_at = ++clock;
+    free.emplace(b->capacity, b);
+    stats.free_bytes += b->capacity;
+  }
+
+  // Frees free buffers, oldest first, whose last use finished, until free_bytes <= keep.
+  void trim_locked(uint64_t keep) {
+    if (stats.free_bytes <= keep) return;
+    const uint64_t done = driver->completed();
+    std::vector<std::multimap<size_t, Buffer*>::iterator> candidates;
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->second->last_use.load() <= done) candidates.push_back(it);
+    std::sort(candidates.begin(), candidates.end(),
+              [](auto a, auto b) { return a->second->released_at < b->second->released_at; });
+    for (auto it : candidates) {
+      if (stats.free_bytes <= keep) break;
+      Buffer* b = it->second;
+      free.erase(it);
+      stats.free_bytes -= b->capacity;
+      stats.frees++;
+      driver->free(b->alloc);
+      delete b;
+    }
+  }
+};
+
+BufferPool::BufferPool(Driver& driver, PoolConfig config)
+    : driver_(driver), config_(config), state_(std::make_shared<State>()) {
+  state_->driver = &driver;
+  state_->kind = config.kind;
+}
+
+BufferPool::~BufferPool() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (auto& [cap, b] : state_->free) {
+    driver_.free(b->alloc);
+    delete b;
+  }
+  state_->free.clear();
+  state_->closed = true;
+}
+
+size_t BufferPool::capacity_for(size_t bytes) const {
+  if (config_.rounding == PoolRounding::PowerOfTwo)
+    return std::bit_ceil(std::max<size_t>(bytes, 1));
+  const size_t a = config_.alignment;
+  return std::max<size_t>((bytes + a - 1) / a * a, a);
+}
+
+BufferRef BufferPool::acquire(size_t bytes) {
+  const size_t cap = capacity_for(bytes);
+  const size_t max_cap =
+      config_.rounding == PoolRounding::PowerOfTwo ? cap : cap + std::min(cap, config_.max_waste);
+  // Host-visible buffers are written by the host at once: only those no submission still uses.
+  const uint64_t done = config_.kind == MemoryKind::HostVisible
+                            ? driver_.completed()
+                            : std::numeric_limits<uint64_t>::max();
+  State& s = *state_;
+  auto wrap = [this](Buffer* b) {
+    return BufferRef(b, [state = state_](Buffer* p) { state->release(p); });
+  };
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (auto it = s.free.lower_bound(cap); it != s.free.end() && it->first <= max_cap; ++it) {
+      Buffer* b = it->second;
+      if (b->last_use.load() > done) continue;
+      s.free.erase(it);
+      s.stats.free_bytes -= b->capacity;
+      s.stats.in_use_bytes += b->capacity;
+      s.stats.reuses++;
+      return wrap(b);
+    }
+    // Over budget: give unused memory back before taking more.
+    s.trim_locked(config_.limit);
+  }
+  Allocation a;
+  try {
+    a = driver_.allocate(cap, config_.kind);
+  } catch (const Error&) {
+    trim(0);  // out of memory: free everything unused and try once more
+    a = driver_.allocate(cap, config_.kind);
+  }
+  auto* b = new Buffer;
+  b->alloc = a;
+  b->capacity = cap;
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.stats.allocations++;
+  s.stats.in_use_bytes += cap;
+  s.stats.peak_bytes = std::max(s.stats.peak_bytes, s.stats.in_use_bytes + s.stats.free_bytes);
+  return wrap(b);
+}
+
+void BufferPool::trim(uint64_t keep) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->trim_locked(keep);
+}
+
+BufferPool::Stats BufferPool::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->stats;
+}
+
+}  // namespace wick::gpu

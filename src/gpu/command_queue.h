@@ -1,0 +1,122 @@
+// The one recording state of a device: ops record into it under one lock and return at once.
+//
+// An op holds the lock for its whole recording (record(f) runs f under it), so its dispatches stay
+// together and in order. After every op the commit policy runs: the command list is submitted once
+// it holds `ops_per_buffer` ops (0: after every op) or its ops wrote `bytes_per_buffer` bytes.
+// Each submission starts only after the previous one finished (the driver's contract), so hazards
+// are tracked inside one command list only and ordering across lists is guaranteed.
+// At most `max_in_flight` submissions are outstanding: a commit beyond that waits for the oldest,
+// which bounds the driver's command lists and keeps the host from running arbitrarily far ahead.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <mutex>
+#include <span>
+
+#include "gpu/buffer_pool.h"
+#include "gpu/driver.h"
+#include "gpu/hazard_tracker.h"
+
+namespace wick::gpu {
+
+struct QueueConfig {
+  int64_t ops_per_buffer = 50;
+  uint64_t bytes_per_buffer = 0;  // 0: no byte limit
+  size_t max_in_flight = 8;
+};
+
+// Unordered: only atomics whose order does not matter (an error flag): no barriers for it.
+enum class Access : uint8_t { Read, Write, ReadWrite, Unordered };
+
+// A buffer bound to a dispatch and how the kernel uses it (inputs Read, outputs Write).
+struct BufferAccess {
+  Buffer* buffer;
+  Access access;
+};
+
+class CommandQueue {
+ public:
+  CommandQueue(Driver& driver, QueueConfig config);
+  ~CommandQueue();
+  CommandQueue(const CommandQueue&) = delete;
+  CommandQueue& operator=(const CommandQueue&) = delete;
+
+  // What one op records. Only valid inside record().
+  class Recorder {
+   public:
+    // Binds args[i] at binding i; a barrier goes first when the accesses conflict.
+    void dispatch(const Pipeline& pipeline, std::span<const BufferAccess> args,
+                  std::span<const uint32_t> push_constants, std::array<uint32_t, 3> groups);
+    void dispatch(const Pipeline& pipeline, std::initializer_list<BufferAccess> args,
+                  std::span<const uint32_t> push_constants, std::array<uint32_t, 3> groups) {
+      dispatch(pipeline, std::span<const BufferAccess>(args.begin(), args.size()), push_constants,
+               groups);
+    }
+    void copy(Buffer& src, uint64_t src_offset, Buffer& dst, uint64_t dst_offset, uint64_t bytes);
+    void fill(Buffer& dst, uint64_t offset, uint64_t bytes, uint32_t pattern);
+
+   private:
+    friend class CommandQueue;
+    explicit Recorder(CommandQueue& q) : q_(q) {}
+    void access(std::span<const BufferAccess> args);
+    CommandQueue& q_;
+  };
+
+  // Runs f(Recorder&) under the lock as one op, then applies the commit policy.
+  template <typename F>
+  void record(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Recorder r(*this);
+    f(r);
+    end_op(false);
+  }
+  // Like record(), then commits at once and returns the submission that holds the op: waiting
+  // for it (and nothing else) is enough to see the op's results (flush_and_wait_current).
+  template <typename F>
+  uint64_t record_and_submit(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Recorder r(*this);
+    f(r);
+    end_op(true);
+    return submitted_;
+  }
+
+  // Commits what is recorded (if anything) and returns the latest submission id.
+  uint64_t flush();
+  // Waits until submission `id` (and so every earlier one) finished.
+  void wait(uint64_t id);
+  // flush() + wait(): everything recorded so far finished.
+  void synchronize();
+
+  const QueueConfig& config() const { return config_; }
+
+  struct Stats {
+    uint64_t ops = 0;
+    uint64_t dispatches = 0;
+    uint64_t barriers = 0;
+    uint64_t commits = 0;
+    uint64_t in_flight_waits = 0;  // commits that had to wait for the oldest submission
+    size_t in_flight = 0;
+  };
+  Stats stats() const;
+
+ private:
+  void end_op(bool force_commit);
+  void commit_locked();
+  void prune_locked();
+
+  Driver& driver_;
+  QueueConfig config_;
+  mutable std::mutex mu_;
+  HazardTracker hazards_;
+  uint64_t submitted_ = 0;  // id of the latest submission
+  int64_t ops_in_list_ = 0;
+  uint64_t bytes_in_list_ = 0;
+  bool recorded_ = false;  // anything recorded since the last commit
+  std::deque<uint64_t> in_flight_;
+  Stats stats_;
+};
+
+}  // namespace wick::gpu

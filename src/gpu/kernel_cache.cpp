@@ -1,0 +1,191 @@
+#include "gpu/kernel_cache.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "gpu/hash.h"
+#include "wick/config.h"
+#include "wick/error.h"
+
+namespace wick::gpu {
+
+// ---- sources ----------------------------------------------------------------------------------
+
+SourceTable::SourceTable(std::span<const EmbeddedFile> files) {
+  for (const EmbeddedFile& f : files) files_.emplace(f.name, std::string(f.text, f.size));
+}
+
+void SourceTable::add(const std::string& name, std::string text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  files_[name] = std::move(text);
+  closure_.clear();
+}
+
+bool SourceTable::resolve(const std::string& name, std::string& text) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = files_.find(name);
+  if (it == files_.end()) return false;
+  text = it->second;
+  return true;
+}
+
+namespace {
+
+// The names in `#include "name"` lines.
+std::vector<std::string> includes_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t p = line.find_first_not_of(" \t");
+    if (p == std::string::npos || line.compare(p, 8, "#include") != 0) continue;
+    const size_t a = line.find('"', p), b = a == std::string::npos ? a : line.find('"', a + 1);
+    if (b != std::string::npos) out.push_back(line.substr(a + 1, b - a - 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string SourceTable::closure_hash(const std::string& text) const {
+  std::string acc = hash_hex128(text);
+  for (const std::string& inc : includes_of(text)) acc += name_hash(inc);
+  return hash_hex128(acc);
+}
+
+std::string SourceTable::name_hash(const std::string& name) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = closure_.find(name);
+    if (it != closure_.end()) return it->second;
+  }
+  std::string text;
+  // A missing file makes the compiler fail with its own message; hash the name only.
+  const std::string h = resolve(name, text) ? closure_hash(text) : "missing:" + name;
+  std::lock_guard<std::mutex> lock(mu_);
+  closure_[name] = h;
+  return h;
+}
+
+// ---- the cache --------------------------------------------------------------------------------
+
+struct KernelCache::ModuleSlot {
+  std::once_flag once;
+  ModuleCode code;
+};
+
+struct KernelCache::PipelineSlot {
+  std::once_flag once;
+  std::unique_ptr<Pipeline> pipeline;
+};
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+KernelCache::KernelCache(Driver& driver, const SourceTable& sources, DiskCache disk, bool fast_math)
+    : driver_(driver), sources_(sources), disk_(std::move(disk)), fast_math_(fast_math) {}
+
+KernelCache::~KernelCache() = default;
+
+ModuleCode KernelCache::build_module(const KernelKey& key, const std::string& module_key) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string disk_key =
+      std::string("wick ") + version() + "\n" + driver_.identity() + "\n" + module_key;
+  if (auto hit = disk_.load(disk_key)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.disk_hits++;
+    stats_.compile_ms += ms_since(t0);
+    return std::move(*hit);
+  }
+  CompileRequest req;
+  req.name = key.source;
+  if (!key.text.empty()) {
+    req.source = key.text;
+  } else if (!sources_.resolve(key.source, req.source)) {
+    fail(ErrorKind::Internal, "kernel", "no kernel source named '", key.source, "'");
+  }
+  req.defines = key.defines;
+  req.fast_math = fast_math_;
+  req.includes = &sources_;
+  ModuleCode code = driver_.compile(req);
+  const bool stored = disk_.store(disk_key, code);
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.compiles++;
+  if (stored) stats_.disk_writes++;
+  stats_.compile_ms += ms_since(t0);
+  return code;
+}
+
+const ModuleCode& KernelCache::module(const KernelKey& key, const std::string& module_key) {
+  ModuleSlot* slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& s = modules_[module_key];
+    if (!s) s = std::make_unique<ModuleSlot>();
+    slot = s.get();
+  }
+  // Only callers of this key wait here; a throw leaves the slot empty for a retry.
+  std::call_once(slot->once, [&] { slot->code = build_module(key, module_key); });
+  return slot->code;
+}
+
+const Pipeline& KernelCache::pipeline(const KernelKey& key) {
+  // The in-memory key names a file by its name (files do not change once added) and inline
+  // source by its hash; it is built on every op, so no include hashing here, and the strings are
+  // reused per thread rather than allocated.
+  thread_local std::string pk, options;
+  pk = key.source;
+  if (!key.text.empty()) {
+    pk += '#';
+    pk += hash_hex128(key.text);
+  }
+  options.clear();
+  for (const auto& [name, value] : key.defines) {
+    options += '\n';
+    options += name;
+    options += '=';
+    options += value;
+  }
+  pk += options;
+  pk += "\nentry=";
+  pk += key.entry;
+  pk += "\nconstants=";
+  for (uint32_t c : key.constants) {
+    pk += std::to_string(c);
+    pk += ',';
+  }
+
+  PipelineSlot* slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& s = pipelines_[pk];
+    if (!s) s = std::make_unique<PipelineSlot>();
+    slot = s.get();
+  }
+  std::call_once(slot->once, [&] {
+    // The module key covers the source with its includes: what the compiled code depends on.
+    const std::string module_key =
+        key.source + "\n" +
+        (key.text.empty() ? sources_.name_hash(key.source) : sources_.closure_hash(key.text)) +
+        options + "\nfast_math=" + (fast_math_ ? "1" : "0");
+    const ModuleCode& code = module(key, module_key);
+    const auto t0 = std::chrono::steady_clock::now();
+    slot->pipeline = driver_.create_pipeline(code, key.entry, key.constants);
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.pipelines++;
+    stats_.pipeline_ms += ms_since(t0);
+  });
+  return *slot->pipeline;
+}
+
+KernelCache::Stats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace wick::gpu

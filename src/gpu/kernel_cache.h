@@ -1,0 +1,97 @@
+// Kernels compiled at run time from embedded source, cached at three levels:
+//   1. modules: compiled code per (source + its includes, defines, fast math), in memory;
+//   2. pipelines: per (module, entry, specialization constants), in memory;
+//   3. disk: compiled modules keyed by (source hash, options, device/driver identity, wick
+//      version), so a new process skips the compiler wherever its binary lives.
+// Each entry is built once; threads that need another entry are not blocked meanwhile.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu/disk_cache.h"
+#include "gpu/driver.h"
+
+namespace wick::gpu {
+
+// A kernel source file compiled into the binary (see cmake/embed_kernels.cmake).
+struct EmbeddedFile {
+  const char* name;  // path under kernels/<api>/, e.g. "unary.comp", "include/dtype.glsl"
+  const char* text;
+  size_t size;
+};
+
+// The files of kernels/glsl (generated at build time; defined in builds with the Vulkan backend).
+std::span<const EmbeddedFile> glsl_kernel_files();
+
+// Kernel sources by name: the #include resolver handed to the compiler.
+class SourceTable : public IncludeResolver {
+ public:
+  SourceTable() = default;
+  explicit SourceTable(std::span<const EmbeddedFile> files);
+  // Adds (or, before any kernel used it, replaces) a file.
+  void add(const std::string& name, std::string text);
+  bool resolve(const std::string& name, std::string& text) const override;
+  // A hash of `text` and, recursively, of every file it #includes.
+  std::string closure_hash(const std::string& text) const;
+  // closure_hash() of the file `name`, memoised (files do not change once added).
+  std::string name_hash(const std::string& name) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> files_;
+  mutable std::map<std::string, std::string> closure_;  // name -> name_hash
+};
+
+struct KernelKey {
+  std::string source;  // a SourceTable name; with `text` set, only a name for messages
+  Defines defines;
+  std::vector<uint32_t> constants;  // specialization constants 0, 1, ...
+  std::string entry = "main";
+  std::string text;  // inline source (custom kernels)
+};
+
+class KernelCache {
+ public:
+  KernelCache(Driver& driver, const SourceTable& sources, DiskCache disk, bool fast_math);
+  ~KernelCache();
+
+  // The pipeline for `key`, compiling and creating it on first use.
+  const Pipeline& pipeline(const KernelKey& key);
+
+  const DiskCache& disk() const { return disk_; }
+  bool fast_math() const { return fast_math_; }
+
+  struct Stats {
+    uint64_t compiles = 0;     // modules compiled by the compiler
+    uint64_t disk_hits = 0;    // modules loaded from disk
+    uint64_t disk_writes = 0;  // modules written to disk
+    uint64_t pipelines = 0;    // pipelines created
+    double compile_ms = 0;     // time spent compiling or loading modules
+    double pipeline_ms = 0;    // time spent creating pipelines
+  };
+  Stats stats() const;
+
+ private:
+  struct ModuleSlot;
+  struct PipelineSlot;
+  const ModuleCode& module(const KernelKey& key, const std::string& module_key);
+  ModuleCode build_module(const KernelKey& key, const std::string& module_key);
+
+  Driver& driver_;
+  const SourceTable& sources_;
+  DiskCache disk_;
+  bool fast_math_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<ModuleSlot>> modules_;
+  std::unordered_map<std::string, std::unique_ptr<PipelineSlot>> pipelines_;
+  Stats stats_;
+};
+
+}  // namespace wick::gpu

@@ -1,0 +1,43 @@
+// Building blocks of the models: a linear layer over dense or block-quantized weights, and an
+// embedding table that may be quantized.
+#pragma once
+
+#include <optional>
+
+#include "wick/quantized.h"
+#include "wick/tensor.h"
+
+namespace wick::nn {
+
+// y = x @ W^T for W of shape (out, in).
+class Linear {
+ public:
+  Linear() = default;
+  explicit Linear(Tensor weight) : weight_(std::move(weight)) {}
+  explicit Linear(QMatMul q) : qmatmul_(std::move(q)) {}
+  Tensor forward(const Tensor& x) const;
+  int64_t out_features() const;
+
+ private:
+  Tensor weight_;
+  std::optional<QMatMul> qmatmul_;
+};
+
+// Rows of a (vocab, hidden) table, dense or quantized.
+class Embedding {
+ public:
+  Embedding() = default;
+  explicit Embedding(Tensor table) : table_(std::move(table)) {}
+  explicit Embedding(QTensor table) : qtable_(std::move(table)) {}
+  // ids -> (n, hidden) f32 on `dev`. Throws OutOfRange for an id >= vocab.
+  Tensor forward(const std::vector<uint32_t>& ids, const Device& dev) const;
+  int64_t vocab() const;
+  const QTensor& qtable() const { return qtable_; }
+  const Tensor& table() const { return table_; }
+
+ private:
+  Tensor table_;
+  QTensor qtable_;
+};
+
+}  // namespace wick::nn

@@ -1,0 +1,659 @@
+#include "vulkan/vk_driver.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "vulkan/vk_compiler.h"
+#include "wick/error.h"
+
+namespace wick::vulkan {
+
+namespace {
+
+const char* result_name(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS:
+      return "VK_SUCCESS";
+    case VK_NOT_READY:
+      return "VK_NOT_READY";
+    case VK_TIMEOUT:
+      return "VK_TIMEOUT";
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:
+      return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED:
+      return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_OUT_OF_POOL_MEMORY:
+      return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    default:
+      return "VkResult error";
+  }
+}
+
+void check(VkResult r, const char* what) {
+  if (r != VK_SUCCESS)
+    fail(ErrorKind::Internal, "vulkan", what, " failed: ", result_name(r), " (", r, ")");
+}
+
+// A zeroed Vulkan info struct with its sType set.
+template <typename T>
+T vk_struct(VkStructureType type) {
+  T t{};
+  t.sType = type;
+  return t;
+}
+
+constexpr VkPipelineStageFlags kWorkStages =
+    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+
+// Physical devices usable by wick, in enumeration order.
+std::vector<VkPhysicalDevice> usable_devices(VkInstance inst) {
+  uint32_t n = 0;
+  if (vkEnumeratePhysicalDevices(inst, &n, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkPhysicalDevice> all(n);
+  vkEnumeratePhysicalDevices(inst, &n, all.data());
+  std::vector<VkPhysicalDevice> out;
+  for (VkPhysicalDevice pd : all) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(pd, &p);
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> qs(nq);
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, qs.data());
+    const bool compute = std::any_of(qs.begin(), qs.end(), [](const VkQueueFamilyProperties& q) {
+      return (q.queueFlags & VK_QUEUE_COMPUTE_BIT) != 0;
+    });
+    if (compute && p.apiVersion >= VK_API_VERSION_1_2) out.push_back(pd);
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- process exit ------------------------------------------------------------------------------
+// Some drivers (NVIDIA's) tear themselves down in an atexit handler; Vulkan calls after it crash.
+// Devices held in static storage (Device::parse's table) are destroyed after that handler, so a
+// handler of ours, registered after every device creation (atexit runs in reverse order), first
+// finishes each live device: queue idle, pipeline cache saved. Teardown after it makes no Vulkan
+// calls; the OS reclaims the rest.
+
+namespace {
+
+std::mutex g_live_mu;
+std::vector<VkDriver*> g_live;
+std::atomic<bool> g_exiting{false};
+
+void finish_live_devices() {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  if (g_exiting.exchange(true)) return;
+  for (VkDriver* d : g_live) d->finish_for_exit();
+}
+
+}  // namespace
+
+bool VkDriver::exiting() {
+  return g_exiting.load();
+}
+
+void VkDriver::finish_for_exit() {
+  vkDeviceWaitIdle(device_);
+  save_pipeline_cache();
+}
+
+// ---- the process-wide instance ----------------------------------------------------------------
+
+struct VulkanInstance {
+  VkInstance handle = VK_NULL_HANDLE;
+  ~VulkanInstance() {
+    if (handle && !VkDriver::exiting()) vkDestroyInstance(handle, nullptr);
+  }
+  // Created once; null when there is no loader or no driver. Drivers keep it alive.
+  static std::shared_ptr<VulkanInstance> get() {
+    static std::mutex mu;
+    static std::shared_ptr<VulkanInstance> inst;
+    static bool tried = false;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!tried) {
+      tried = true;
+      auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+      app.pApplicationName = "wick";
+      app.apiVersion = VK_API_VERSION_1_2;
+      auto ci = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+      ci.pApplicationInfo = &app;
+      auto created = std::make_shared<VulkanInstance>();
+      if (vkCreateInstance(&ci, nullptr, &created->handle) == VK_SUCCESS) {
+        inst = created;
+        std::atexit(finish_live_devices);  // see "process exit" above
+      } else {
+        created->handle = VK_NULL_HANDLE;
+      }
+    }
+    return inst;
+  }
+};
+
+int physical_device_count() {
+  auto inst = VulkanInstance::get();
+  return inst ? static_cast<int>(usable_devices(inst->handle).size()) : 0;
+}
+
+// ---- objects behind the runtime's opaque handles -----------------------------------------------
+
+struct VkDriver::BufferObj {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+};
+
+struct VkDriver::PipelineObj final : gpu::Pipeline {
+  VkDevice device;
+  VkPipeline pipeline;
+  PipelineObj(VkDevice d, VkPipeline p) : device(d), pipeline(p) {}
+  ~PipelineObj() override {
+    if (!VkDriver::exiting()) vkDestroyPipeline(device, pipeline, nullptr);
+  }
+};
+
+// A command buffer, free once the submission that last used it finished.
+struct VkDriver::CmdList {
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  uint64_t submission = 0;              // 0: never submitted
+  std::vector<VkDescriptorPool> pools;  // descriptor-pool fallback only
+  size_t pool_index = 0;
+};
+
+VkDriver::BufferObj& VkDriver::buffer_of(uint64_t handle) {
+  return *reinterpret_cast<VkDriver::BufferObj*>(static_cast<uintptr_t>(handle));
+}
+
+// ---- device ------------------------------------------------------------------------------------
+
+VkDriver::VkDriver(int ordinal) : instance_(VulkanInstance::get()) {
+  if (!instance_)
+    fail(ErrorKind::Device, "vulkan",
+         "no Vulkan driver found (is the loader and an ICD installed?)");
+  const auto devices = usable_devices(instance_->handle);
+  if (ordinal < 0 || ordinal >= static_cast<int>(devices.size()))
+    fail(ErrorKind::Device, "vulkan", "no Vulkan device ", ordinal, " (", devices.size(),
+         " usable device(s))");
+  physical_ = devices[static_cast<size_t>(ordinal)];
+  create_device();
+}
+
+void VkDriver::create_device() {
+  // Properties.
+  auto p12 = vk_struct<VkPhysicalDeviceVulkan12Properties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES);
+  auto sub = vk_struct<VkPhysicalDeviceSubgroupProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  sub.pNext = &p12;
+  auto props =
+      vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  props.pNext = &sub;
+  vkGetPhysicalDeviceProperties2(physical_, &props);
+  const VkPhysicalDeviceLimits& lim = props.properties.limits;
+  caps_.name = props.properties.deviceName;
+  caps_.vendor_id = props.properties.vendorID;
+  caps_.device_id = props.properties.deviceID;
+  caps_.driver_version = props.properties.driverVersion;
+  caps_.api_version = props.properties.apiVersion;
+  caps_.is_cpu = props.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  caps_.driver_name = p12.driverName;
+  caps_.preserve_nan32 = p12.shaderSignedZeroInfNanPreserveFloat32;
+  caps_.preserve_nan64 = p12.shaderSignedZeroInfNanPreserveFloat64;
+  caps_.preserve_denorm32 = p12.shaderDenormPreserveFloat32;
+  caps_.preserve_denorm64 = p12.shaderDenormPreserveFloat64;
+  caps_.driver_info = p12.driverInfo;
+  std::ostringstream uuid;
+  for (uint8_t b : props.properties.pipelineCacheUUID)
+    uuid << "0123456789abcdef"[b >> 4] << "0123456789abcdef"[b & 15];
+  caps_.pipeline_cache_uuid = uuid.str();
+  caps_.max_storage_buffer_range = lim.maxStorageBufferRange;
+  caps_.max_group_count_x = lim.maxComputeWorkGroupCount[0];
+  caps_.max_group_count_z = lim.maxComputeWorkGroupCount[2];
+  caps_.subgroup_size = sub.subgroupSize;
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+  for (uint32_t i = 0; i < memory_.memoryHeapCount; i++)
+    if (memory_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      caps_.device_local_bytes =
+          std::max<uint64_t>(caps_.device_local_bytes, memory_.memoryHeaps[i].size);
+
+  // Features: take what wick uses and the device has; the timeline semaphore is required.
+  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  f11.pNext = &f12;
+  auto have = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  have.pNext = &f11;
+  vkGetPhysicalDeviceFeatures2(physical_, &have);
+  if (!f12.timelineSemaphore)
+    fail(ErrorKind::Device, "vulkan", caps_.name, " lacks timeline semaphores (Vulkan 1.2)");
+  auto e12 = vk_struct<VkPhysicalDeviceVulkan12Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  e12.timelineSemaphore = VK_TRUE;
+  e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess;
+  e12.shaderInt8 = f12.shaderInt8;
+  auto e11 = vk_struct<VkPhysicalDeviceVulkan11Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
+  e11.pNext = &e12;
+  auto enable = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  enable.features.shaderFloat64 = have.features.shaderFloat64;
+  enable.features.shaderInt64 = have.features.shaderInt64;
+  enable.features.shaderInt16 = have.features.shaderInt16;
+  enable.pNext = &e11;
+  caps_.float64 = have.features.shaderFloat64;
+  caps_.int64 = have.features.shaderInt64;
+  caps_.storage16 = f11.storageBuffer16BitAccess;
+  caps_.storage8 = f12.storageBuffer8BitAccess;
+
+  uint32_t next = 0;
+  vkEnumerateDeviceExtensionProperties(physical_, nullptr, &next, nullptr);
+  std::vector<VkExtensionProperties> exts(next);
+  vkEnumerateDeviceExtensionProperties(physical_, nullptr, &next, exts.data());
+  auto has_ext = [&](const char* name) {
+    return std::any_of(exts.begin(), exts.end(), [&](const VkExtensionProperties& e) {
+      return std::strcmp(e.extensionName, name) == 0;
+    });
+  };
+  std::vector<const char*> enable_exts;
+  caps_.push_descriptor = has_ext(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  for (const char* e :
+       {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix", "VK_NV_cooperative_matrix2"})
+    if (has_ext(e)) {
+      if (!caps_.cooperative_matrix.empty()) caps_.cooperative_matrix += ' ';
+      caps_.cooperative_matrix += e;
+    }
+  if (caps_.push_descriptor) enable_exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+
+  // A queue that computes; a compute-only family when there is one.
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, qs.data());
+  int best = -1;
+  for (uint32_t i = 0; i < nq; i++) {
+    if (!(qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (best < 0 || !(qs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) best = static_cast<int>(i);
+    if (!(qs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) break;
+  }
+  queue_family_ = static_cast<uint32_t>(best);
+  const float priority = 1.0f;
+  auto qci = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  dci.pNext = &enable;
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(enable_exts.size());
+  dci.ppEnabledExtensionNames = enable_exts.data();
+  check(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice");
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    g_live.push_back(this);
+  }
+  std::atexit(finish_live_devices);  // after the driver's own handlers, so it runs before them
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  if (caps_.push_descriptor)
+    push_descriptor_set_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+        vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
+  caps_.push_descriptor = push_descriptor_set_ != nullptr;
+
+  auto tci = vk_struct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
+  tci.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  auto sci = vk_struct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
+  sci.pNext = &tci;
+  check(vkCreateSemaphore(device_, &sci, nullptr, &timeline_), "vkCreateSemaphore");
+
+  auto pci = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = queue_family_;
+  check(vkCreateCommandPool(device_, &pci, nullptr, &command_pool_), "vkCreateCommandPool");
+
+  VkDescriptorSetLayoutBinding bindings[gpu::kMaxBindings];
+  for (uint32_t i = 0; i < gpu::kMaxBindings; i++)
+    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  auto lci = vk_struct<VkDescriptorSetLayoutCreateInfo>(
+      VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+  if (caps_.push_descriptor) lci.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+  lci.bindingCount = gpu::kMaxBindings;
+  lci.pBindings = bindings;
+  check(vkCreateDescriptorSetLayout(device_, &lci, nullptr, &set_layout_),
+        "vkCreateDescriptorSetLayout");
+  const VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, gpu::kMaxPushConstantBytes};
+  auto plci = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  plci.setLayoutCount = 1;
+  plci.pSetLayouts = &set_layout_;
+  plci.pushConstantRangeCount = 1;
+  plci.pPushConstantRanges = &push;
+  check(vkCreatePipelineLayout(device_, &plci, nullptr, &pipeline_layout_),
+        "vkCreatePipelineLayout");
+}
+
+VkDriver::~VkDriver() {
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    g_live.erase(std::remove(g_live.begin(), g_live.end(), this), g_live.end());
+  }
+  if (!device_ || exiting()) return;
+  vkDeviceWaitIdle(device_);
+  for (auto& l : lists_)
+    for (VkDescriptorPool p : l->pools) vkDestroyDescriptorPool(device_, p, nullptr);
+  lists_.clear();
+  if (pipeline_cache_) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+  vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
+  vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
+  vkDestroyCommandPool(device_, command_pool_, nullptr);
+  vkDestroySemaphore(device_, timeline_, nullptr);
+  vkDestroyDevice(device_, nullptr);
+}
+
+std::string VkDriver::identity() const {
+  std::ostringstream os;
+  os << "vulkan|" << caps_.name << "|" << std::hex << caps_.vendor_id << ":" << caps_.device_id
+     << "|driver " << caps_.driver_name << " " << caps_.driver_info << " " << caps_.driver_version
+     << "|api " << caps_.api_version << "|cache " << caps_.pipeline_cache_uuid;
+  return os.str();
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+uint32_t VkDriver::memory_type(uint32_t allowed, gpu::MemoryKind kind) const {
+  const VkMemoryPropertyFlags host =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  // Preferred first: device-local for kernels; cached host memory for read-back.
+  const std::vector<VkMemoryPropertyFlags> wants =
+      kind == gpu::MemoryKind::DeviceLocal
+          ? std::vector<VkMemoryPropertyFlags>{VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0}
+          : std::vector<VkMemoryPropertyFlags>{host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, host};
+  for (VkMemoryPropertyFlags want : wants)
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; i++)
+      if ((allowed & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & want) == want) return i;
+  fail(ErrorKind::Device, "vulkan", caps_.name, " has no suitable memory type");
+}
+
+gpu::Allocation VkDriver::allocate(size_t bytes, gpu::MemoryKind kind) {
+  if (bytes > caps_.max_storage_buffer_range)
+    fail(ErrorKind::Unsupported, "vulkan", "a buffer of ", bytes, " bytes exceeds the ",
+         caps_.max_storage_buffer_range, "-byte storage-buffer range of ", caps_.name);
+  const VkDeviceSize size = std::max<VkDeviceSize>((bytes + 15) / 16 * 16, 16);
+  auto obj = std::make_unique<BufferObj>();
+  auto bci = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+  bci.size = size;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(device_, &bci, nullptr, &obj->buffer), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_, obj->buffer, &req);
+  auto mai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = memory_type(req.memoryTypeBits, kind);
+  const VkResult r = vkAllocateMemory(device_, &mai, nullptr, &obj->memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(device_, obj->buffer, nullptr);
+    fail(ErrorKind::Internal, "vulkan", "allocating ", bytes, " bytes on ", caps_.name,
+         " failed: ", result_name(r));
+  }
+  check(vkBindBufferMemory(device_, obj->buffer, obj->memory, 0), "vkBindBufferMemory");
+  gpu::Allocation a;
+  a.size = size;
+  if (kind == gpu::MemoryKind::HostVisible) {
+    void* p = nullptr;
+    check(vkMapMemory(device_, obj->memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
+    a.mapped = static_cast<std::byte*>(p);
+  }
+  a.handle = reinterpret_cast<uintptr_t>(obj.release());
+  return a;
+}
+
+void VkDriver::free(const gpu::Allocation& a) {
+  std::unique_ptr<BufferObj> obj(&buffer_of(a.handle));
+  if (exiting()) return;
+  vkDestroyBuffer(device_, obj->buffer, nullptr);
+  vkFreeMemory(device_, obj->memory, nullptr);  // unmaps too
+}
+
+// ---- kernels -----------------------------------------------------------------------------------
+
+gpu::ModuleCode VkDriver::compile(const gpu::CompileRequest& req) {
+  return compile_glsl(req);
+}
+
+std::unique_ptr<gpu::Pipeline> VkDriver::create_pipeline(const gpu::ModuleCode& code,
+                                                         const std::string& entry,
+                                                         std::span<const uint32_t> constants) {
+  auto smci = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  std::vector<uint32_t> words((code.size() + 3) / 4);
+  std::memcpy(words.data(), code.data(), code.size());
+  smci.codeSize = code.size();
+  smci.pCode = words.data();
+  VkShaderModule module;
+  check(vkCreateShaderModule(device_, &smci, nullptr, &module), "vkCreateShaderModule");
+  std::vector<VkSpecializationMapEntry> entries(constants.size());
+  for (uint32_t i = 0; i < constants.size(); i++) entries[i] = {i, i * 4, 4};
+  VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
+                            constants.size_bytes(), constants.data()};
+  auto cpci =
+      vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cpci.stage.module = module;
+  cpci.stage.pName = entry.c_str();
+  cpci.stage.pSpecializationInfo = constants.empty() ? nullptr : &spec;
+  cpci.layout = pipeline_layout_;
+  VkPipeline pipeline;
+  const VkResult r =
+      vkCreateComputePipelines(device_, pipeline_cache_, 1, &cpci, nullptr, &pipeline);
+  vkDestroyShaderModule(device_, module, nullptr);
+  check(r, "vkCreateComputePipelines");
+  pipelines_created_++;
+  return std::make_unique<PipelineObj>(device_, pipeline);
+}
+
+static std::string pipeline_cache_key(const std::string& identity) {
+  return "vk-pipeline-cache\n" + identity;
+}
+
+void VkDriver::load_pipeline_cache(const gpu::DiskCache& disk) {
+  pipeline_disk_ = disk;
+  const auto data = disk.load(pipeline_cache_key(identity()));
+  auto ci = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  if (data) {
+    ci.initialDataSize = data->size();
+    ci.pInitialData = data->data();
+  }
+  // The driver checks the header itself and ignores data from another driver or device.
+  if (vkCreatePipelineCache(device_, &ci, nullptr, &pipeline_cache_) != VK_SUCCESS) {
+    ci.initialDataSize = 0;
+    ci.pInitialData = nullptr;
+    check(vkCreatePipelineCache(device_, &ci, nullptr, &pipeline_cache_), "vkCreatePipelineCache");
+  }
+}
+
+void VkDriver::save_pipeline_cache() {
+  const gpu::DiskCache& disk = pipeline_disk_;
+  if (!pipeline_cache_ || pipelines_created_ == 0 || !disk.enabled()) return;
+  size_t size = 0;
+  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS || size == 0)
+    return;
+  std::vector<uint8_t> data(size);
+  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) != VK_SUCCESS) return;
+  data.resize(size);
+  disk.store(pipeline_cache_key(identity()), data);
+}
+
+// ---- recording ---------------------------------------------------------------------------------
+
+VkDriver::CmdList& VkDriver::current() {
+  if (open_) return *open_;
+  const uint64_t done = completed();
+  CmdList* list = nullptr;
+  for (auto& l : lists_)
+    if (l->submission <= done) {
+      list = l.get();
+      break;
+    }
+  if (list) {
+    check(vkResetCommandBuffer(list->cb, 0), "vkResetCommandBuffer");
+    for (VkDescriptorPool p : list->pools) vkResetDescriptorPool(device_, p, 0);
+    list->pool_index = 0;
+  } else {
+    lists_.push_back(std::make_unique<CmdList>());
+    list = lists_.back().get();
+    auto ai =
+        vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    ai.commandPool = command_pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(device_, &ai, &list->cb), "vkAllocateCommandBuffers");
+  }
+  list->submission = std::numeric_limits<uint64_t>::max();  // busy until submitted and finished
+  auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(list->cb, &bi), "vkBeginCommandBuffer");
+  open_ = list;
+  bound_ = VK_NULL_HANDLE;
+  return *list;
+}
+
+VkDescriptorSet VkDriver::allocate_set(CmdList& list) {
+  for (;;) {
+    if (list.pool_index == list.pools.size()) {
+      const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 256 * gpu::kMaxBindings};
+      auto ci =
+          vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+      ci.maxSets = 256;
+      ci.poolSizeCount = 1;
+      ci.pPoolSizes = &size;
+      VkDescriptorPool pool;
+      check(vkCreateDescriptorPool(device_, &ci, nullptr, &pool), "vkCreateDescriptorPool");
+      list.pools.push_back(pool);
+    }
+    auto ai =
+        vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+    ai.descriptorPool = list.pools[list.pool_index];
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &set_layout_;
+    VkDescriptorSet set;
+    const VkResult r = vkAllocateDescriptorSets(device_, &ai, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
+      check(r, "vkAllocateDescriptorSets");
+    list.pool_index++;  // this pool is full: the next one
+  }
+}
+
+void VkDriver::record_dispatch(const gpu::Dispatch& d) {
+  CmdList& list = current();
+  const VkPipeline pipeline = static_cast<const PipelineObj*>(d.pipeline)->pipeline;
+  if (pipeline != bound_) {
+    vkCmdBindPipeline(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    bound_ = pipeline;
+  }
+  VkDescriptorBufferInfo infos[gpu::kMaxBindings];
+  for (size_t i = 0; i < d.buffers.size(); i++)
+    infos[i] = {buffer_of(d.buffers[i].handle).buffer, 0, VK_WHOLE_SIZE};
+  auto write = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+  write.dstBinding = 0;
+  write.descriptorCount = static_cast<uint32_t>(d.buffers.size());
+  write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  write.pBufferInfo = infos;
+  if (push_descriptor_set_) {
+    push_descriptor_set_(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1, &write);
+  } else {
+    write.dstSet = allocate_set(list);
+    vkUpdateDescriptorSets(device_, 1, &write, 0, nullptr);
+    vkCmdBindDescriptorSets(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1,
+                            &write.dstSet, 0, nullptr);
+  }
+  if (!d.push_constants.empty())
+    vkCmdPushConstants(list.cb, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<uint32_t>(d.push_constants.size_bytes()),
+                       d.push_constants.data());
+  vkCmdDispatch(list.cb, d.groups[0], d.groups[1], d.groups[2]);
+}
+
+void VkDriver::record_barrier() {
+  auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(current().cb, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+void VkDriver::record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
+                           uint64_t bytes) {
+  const VkBufferCopy region{src_offset, dst_offset, bytes};
+  vkCmdCopyBuffer(current().cb, buffer_of(src).buffer, buffer_of(dst).buffer, 1, &region);
+}
+
+void VkDriver::record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) {
+  vkCmdFillBuffer(current().cb, buffer_of(dst).buffer, offset, bytes, pattern);
+}
+
+void VkDriver::commit(uint64_t id) {
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  if (open_) {
+    // Make this list's writes visible to the host (read-back maps the memory after the wait).
+    auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(open_->cb, kWorkStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
+                         0, nullptr);
+    check(vkEndCommandBuffer(open_->cb), "vkEndCommandBuffer");
+    open_->submission = id;
+    cb = open_->cb;
+    open_ = nullptr;
+  }
+  const uint64_t wait_value = id - 1;
+  const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  auto tsi =
+      vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+  tsi.waitSemaphoreValueCount = 1;
+  tsi.pWaitSemaphoreValues = &wait_value;
+  tsi.signalSemaphoreValueCount = 1;
+  tsi.pSignalSemaphoreValues = &id;
+  auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  si.pNext = &tsi;
+  si.waitSemaphoreCount = 1;
+  si.pWaitSemaphores = &timeline_;
+  si.pWaitDstStageMask = &wait_stage;
+  si.commandBufferCount = cb ? 1 : 0;
+  si.pCommandBuffers = &cb;
+  si.signalSemaphoreCount = 1;
+  si.pSignalSemaphores = &timeline_;
+  check(vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+}
+
+void VkDriver::wait(uint64_t id) {
+  auto wi = vk_struct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &timeline_;
+  wi.pValues = &id;
+  check(vkWaitSemaphores(device_, &wi, std::numeric_limits<uint64_t>::max()), "vkWaitSemaphores");
+}
+
+uint64_t VkDriver::completed() {
+  uint64_t v = 0;
+  check(vkGetSemaphoreCounterValue(device_, timeline_, &v), "vkGetSemaphoreCounterValue");
+  return v;
+}
+
+}  // namespace wick::vulkan

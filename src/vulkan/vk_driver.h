@@ -1,0 +1,119 @@
+// The Vulkan driver under the gpu/ runtime: instance and physical-device choice, memory, shaderc,
+// pipelines, command buffers and the timeline semaphore that orders submissions.
+//
+// One timeline semaphore per device: submission `id` waits for value id - 1 and signals id, which
+// gives the runtime's contract (each command buffer starts after the previous one finished, with
+// its writes visible) and makes wait(id) / completed() one semaphore query. Buffers are bound
+// through VK_KHR_push_descriptor where the device has it, else through per-command-buffer
+// descriptor pools. Every pipeline shares one layout: kMaxBindings storage buffers and 128 bytes
+// of push constants.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpu/disk_cache.h"
+#include "gpu/driver.h"
+
+namespace wick::vulkan {
+
+// What the chosen physical device offers, as far as wick cares.
+struct DeviceCaps {
+  std::string name, driver_name, driver_info;
+  uint32_t vendor_id = 0, device_id = 0, driver_version = 0, api_version = 0;
+  std::string pipeline_cache_uuid;  // hex
+  bool is_cpu = false;              // a CPU implementation (lavapipe)
+  bool float64 = false;             // shaderFloat64
+  bool int64 = false;               // shaderInt64
+  bool storage16 = false;           // 16-bit storage buffers (f16, bf16)
+  bool storage8 = false;            // 8-bit storage buffers (u8)
+  bool push_descriptor = false;
+  // Float controls the kernels ask for where offered: keep NaN/inf/-0, keep subnormals.
+  bool preserve_nan32 = false, preserve_nan64 = false;
+  bool preserve_denorm32 = false, preserve_denorm64 = false;
+  std::string cooperative_matrix;  // the cooperative-matrix extensions present (not used yet)
+  uint64_t max_storage_buffer_range = 0;
+  uint32_t max_group_count_x = 0;
+  uint32_t max_group_count_z = 0;
+  uint32_t subgroup_size = 0;
+  uint64_t device_local_bytes = 0;  // the largest device-local heap
+};
+
+struct VulkanInstance;  // the process-wide VkInstance
+
+// Physical devices with a compute queue and Vulkan >= 1.2 (0 when there is no loader or driver).
+int physical_device_count();
+
+class VkDriver final : public gpu::Driver {
+ public:
+  // Opens physical device `ordinal`; throws Error(Device) when it does not exist.
+  explicit VkDriver(int ordinal);
+  ~VkDriver() override;
+  VkDriver(const VkDriver&) = delete;
+  VkDriver& operator=(const VkDriver&) = delete;
+
+  const DeviceCaps& caps() const { return caps_; }
+  // The driver's own pipeline cache (VkPipelineCache), persisted through wick's disk cache:
+  // loaded from `disk`, saved back there when the device goes (or the process exits).
+  void load_pipeline_cache(const gpu::DiskCache& disk);
+  void save_pipeline_cache();
+  // True once the process is exiting: from then on no Vulkan call is made (see vk_driver.cpp).
+  static bool exiting();
+  // At exit: waits for the queue and saves the pipeline cache (while the driver still works).
+  void finish_for_exit();
+
+  gpu::Allocation allocate(size_t bytes, gpu::MemoryKind kind) override;
+  void free(const gpu::Allocation& a) override;
+  gpu::ModuleCode compile(const gpu::CompileRequest& req) override;
+  std::unique_ptr<gpu::Pipeline> create_pipeline(const gpu::ModuleCode& code,
+                                                 const std::string& entry,
+                                                 std::span<const uint32_t> constants) override;
+  std::string identity() const override;
+  void record_dispatch(const gpu::Dispatch& d) override;
+  void record_barrier() override;
+  void record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
+                   uint64_t bytes) override;
+  void record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) override;
+  void commit(uint64_t id) override;
+  void wait(uint64_t id) override;
+  uint64_t completed() override;
+
+ private:
+  struct BufferObj;
+  struct PipelineObj;
+  struct CmdList;
+
+  static BufferObj& buffer_of(uint64_t handle);
+  void create_device();
+  uint32_t memory_type(uint32_t allowed, gpu::MemoryKind kind) const;
+  CmdList& current();  // the open command buffer, begun on first use
+  VkDescriptorSet allocate_set(CmdList& list);
+
+  std::shared_ptr<VulkanInstance> instance_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  DeviceCaps caps_;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  gpu::DiskCache pipeline_disk_{""};
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
+  std::atomic<uint64_t> pipelines_created_{0};
+
+  // Recording state (serialised by CommandQueue).
+  std::vector<std::unique_ptr<CmdList>> lists_;
+  CmdList* open_ = nullptr;
+  VkPipeline bound_ = VK_NULL_HANDLE;
+};
+
+}  // namespace wick::vulkan

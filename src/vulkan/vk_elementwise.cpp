@@ -1,0 +1,71 @@
+// Vulkan element-wise ops: unary (incl. affine, powf, elu, clamp), binary with broadcasting
+// through strides, compare and where_cond. One dispatch per op; views are read in place.
+#include "vulkan/vk_device.h"
+
+namespace wick::vulkan {
+
+using backend::BinaryOp;
+using backend::CmpOp;
+using backend::Storage;
+using backend::UnaryOp;
+using backend::View;
+
+void VulkanDevice::unary(UnaryOp op, backend::UnaryParams p, View x, Storage& dst) {
+  const DType dt = x.storage.dtype();
+  const char* name = backend::unary_op_name(op);
+  require(dt, name);
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  d.emplace_back("PARAM_T", param_type(dt));
+  const Layout out = Layout::contiguous(x.layout.shape);
+  const PushParam::Kind pk = param_kind(dt);
+  launch_strided(key_for("unary.comp", d, {static_cast<uint32_t>(op)}),
+                 {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out}, false,
+                 {{pk, p.p0}, {pk, p.p1}});
+}
+
+void VulkanDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
+  const DType dt = a.storage.dtype();
+  const char* name = backend::binary_op_name(op);
+  require(dt, name);
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  // Integer kernels report a division by zero through the device's error words.
+  const bool integer = !is_float(dt);
+  if (integer) d.emplace_back("DTYPE_CODE", std::to_string(static_cast<int>(dt)) + "u");
+  const Layout out = Layout::contiguous(a.layout.shape);
+  launch_strided(key_for("binary.comp", d, {static_cast<uint32_t>(op)}),
+                 {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
+                 {&buffer(dst), &out}, false, {}, integer ? error_flag_.get() : nullptr);
+  if (integer && op == BinaryOp::Div) refuse_device_errors(&a.layout.shape);
+}
+
+void VulkanDevice::compare(CmpOp op, View a, View b, Storage& dst) {
+  const DType dt = a.storage.dtype();
+  const char* name = backend::cmp_op_name(op);
+  require(dt, name);
+  require(DType::U8, name);
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  const Layout out = Layout::contiguous(a.layout.shape);
+  launch_strided(key_for("compare.comp", d, {static_cast<uint32_t>(op)}),
+                 {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
+                 {&buffer(dst), &out}, false);
+}
+
+void VulkanDevice::where_cond(View cond, View on_true, View on_false, Storage& dst) {
+  const DType dt = on_true.storage.dtype();
+  require(cond.storage.dtype(), "where_cond");
+  require(dt, "where_cond");
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  add_dtype(d, "COND_", cond.storage.dtype());
+  const Layout out = Layout::contiguous(cond.layout.shape);
+  launch_strided(key_for("where.comp", d),
+                 {{&buffer(cond.storage), &cond.layout},
+                  {&buffer(on_true.storage), &on_true.layout},
+                  {&buffer(on_false.storage), &on_false.layout}},
+                 {&buffer(dst), &out}, false);
+}
+
+}  // namespace wick::vulkan

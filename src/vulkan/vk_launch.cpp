@@ -1,0 +1,173 @@
+// What every Vulkan op shares: kernel keys with the device's capabilities, dtype checks, push
+// constants, and the strided launch (dim collapsing, rank peeling, grid shape).
+#include <cstring>
+#include <limits>
+
+#include "cpu/strided.h"
+#include "vulkan/vk_device.h"
+
+namespace wick::vulkan {
+
+using backend::Storage;
+
+namespace {
+
+constexpr size_t kMaxRank = 6;      // MAX_RANK in include/strided.glsl
+constexpr size_t kMaxOperands = 4;  // three inputs and the output (where_cond)
+
+}  // namespace
+
+uint32_t to_index(int64_t v, const char* what) {
+  if (v < 0 || v > std::numeric_limits<uint32_t>::max())
+    fail(ErrorKind::Unsupported, "vulkan", what, " ", v,
+         " does not fit the kernels' 32-bit indices");
+  return static_cast<uint32_t>(v);
+}
+
+void PushConstants::u32(uint32_t v) {
+  WICK_ASSERT(n_ < w_.size());
+  w_[n_++] = v;
+}
+
+void PushConstants::param(const PushParam& p) {
+  switch (p.kind) {
+    case PushParam::U32:
+      u32(static_cast<uint32_t>(p.value));
+      break;
+    case PushParam::F32: {
+      const float f = static_cast<float>(p.value);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      u32(bits);
+      break;
+    }
+    case PushParam::F64: {
+      if (n_ % 2) u32(0);  // std430: doubles are 8-byte aligned
+      uint32_t bits[2];
+      std::memcpy(bits, &p.value, 8);
+      u32(bits[0]);
+      u32(bits[1]);
+      break;
+    }
+  }
+}
+
+std::array<uint32_t, 3> VulkanDevice::grid(uint64_t n) const {
+  const uint64_t groups = std::max<uint64_t>((n + kWorkgroupSize - 1) / kWorkgroupSize, 1);
+  const uint64_t x = std::min<uint64_t>(groups, caps().max_group_count_x);
+  return {static_cast<uint32_t>(x), static_cast<uint32_t>((groups + x - 1) / x), 1};
+}
+
+gpu::Buffer& VulkanDevice::buffer(const Storage& s) {
+  return static_cast<const VulkanStorage&>(s).buffer();
+}
+
+void VulkanDevice::require(DType dt, const char* op) const {
+  const DeviceCaps& c = caps();
+  const char* missing = nullptr;
+  if ((dt == DType::F16 || dt == DType::BF16) && !c.storage16) missing = "16-bit storage buffers";
+  if (dt == DType::U8 && !c.storage8) missing = "8-bit storage buffers";
+  if (dt == DType::F64 && !c.float64) missing = "64-bit floats (shaderFloat64)";
+  if (dt == DType::I64 && !c.int64) missing = "64-bit integers (shaderInt64)";
+  if (missing)
+    fail(ErrorKind::Unsupported, op, dt, " needs ", missing, ", which ", c.name, " lacks");
+}
+
+void VulkanDevice::add_dtype(gpu::Defines& defines, const std::string& prefix, DType dt) {
+  const char* kind = dt == DType::F64 ? "1" : dt == DType::I64 ? "3" : is_float(dt) ? "0" : "2";
+  defines.emplace_back(prefix + "DT", dtype_name(dt));
+  defines.emplace_back(prefix + "DT_KIND", kind);
+}
+
+PushParam::Kind VulkanDevice::param_kind(DType dt) const {
+  if (dt == DType::F64) return PushParam::F64;
+  if (is_float(dt)) return PushParam::F32;
+  return caps().float64 ? PushParam::F64 : PushParam::F32;  // integers: as precise as we can
+}
+
+std::string VulkanDevice::param_type(DType dt) const {
+  return param_kind(dt) == PushParam::F64 ? "double" : "float";
+}
+
+gpu::KernelKey VulkanDevice::key_for(const char* source, gpu::Defines defines,
+                                     std::vector<uint32_t> constants) const {
+  const DeviceCaps& c = caps();
+  defines.reserve(defines.size() + 6);
+  if (c.float64) defines.emplace_back("WICK_F64", "1");
+  if (c.int64) defines.emplace_back("WICK_I64", "1");
+  if (c.preserve_nan32) defines.emplace_back("WICK_PRESERVE_NAN32", "1");
+  if (c.preserve_denorm32) defines.emplace_back("WICK_PRESERVE_DENORM32", "1");
+  if (c.float64 && c.preserve_nan64) defines.emplace_back("WICK_PRESERVE_NAN64", "1");
+  if (c.float64 && c.preserve_denorm64) defines.emplace_back("WICK_PRESERVE_DENORM64", "1");
+  gpu::KernelKey k;
+  k.source = source;
+  k.defines = std::move(defines);
+  k.constants = std::move(constants);
+  return k;
+}
+
+void VulkanDevice::launch_strided(const gpu::KernelKey& key, std::initializer_list<Operand> inputs,
+                                  Operand out, bool out_strided,
+                                  std::initializer_list<PushParam> params, gpu::Buffer* unordered) {
+  WICK_ASSERT(inputs.size() + 1 <= kMaxOperands);
+  const Shape& shape = out.layout->shape;
+  // Collapse dims jointly over all operands; unused slots repeat the output, which merges freely.
+  std::array<const Layout*, kMaxOperands> layouts;
+  layouts.fill(out.layout);
+  size_t n_ops = 0;
+  for (const Operand& in : inputs) layouts[n_ops++] = in.layout;
+  const size_t out_slot = n_ops++;
+  const auto plan = cpu::make_plan<kMaxOperands>(shape, layouts);
+  to_index(plan.numel, "element count");
+  for (size_t k = 0; k < n_ops; k++) {
+    to_index(plan.offsets[k], "offset");
+    for (int64_t s : plan.strides[k]) to_index(s, "stride");
+  }
+  const size_t n_strided = out_strided ? n_ops : n_ops - 1;
+
+  // Dims beyond the kernels' MAX_RANK are walked here, one dispatch per outer index.
+  const size_t rank = plan.shape.size();
+  const size_t outer = rank > kMaxRank ? rank - kMaxRank : 0;
+  int64_t outer_count = 1, inner_numel = 1;
+  for (size_t d = 0; d < rank; d++) (d < outer ? outer_count : inner_numel) *= plan.shape[d];
+  std::vector<PushConstants> pushes;
+  std::vector<int64_t> idx(outer, 0);
+  for (int64_t o = 0; o < outer_count; o++) {
+    PushConstants pc;
+    pc.u32(static_cast<uint32_t>(inner_numel));
+    pc.u32(static_cast<uint32_t>(rank - outer));
+    for (size_t d = 0; d < kMaxRank; d++)
+      pc.u32(outer + d < rank ? static_cast<uint32_t>(plan.shape[outer + d]) : 1);
+    for (size_t k = 0; k < n_ops; k++) {
+      int64_t off = plan.offsets[k];
+      for (size_t d = 0; d < outer; d++) off += idx[d] * plan.strides[k][d];
+      // A contiguous output advances by the inner element count per outer index.
+      if (k == out_slot && !out_strided) off = plan.offsets[k] + o * inner_numel;
+      pc.u32(to_index(off, "offset"));
+    }
+    for (size_t k = 0; k < n_strided; k++)
+      for (size_t d = 0; d < kMaxRank; d++)
+        pc.u32(outer + d < rank ? static_cast<uint32_t>(plan.strides[k][outer + d]) : 0);
+    for (const PushParam& p : params) pc.param(p);
+    pushes.push_back(pc);
+    for (size_t d = outer; d-- > 0;) {
+      if (++idx[d] < plan.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+
+  const gpu::Pipeline& pipeline = kernels_->pipeline(key);  // may compile: outside the lock
+  std::array<gpu::BufferAccess, kMaxOperands + 1> args;
+  size_t n_args = 0;
+  for (const Operand& in : inputs) args[n_args++] = {in.buffer, gpu::Access::Read};
+  args[n_args++] = {out.buffer, gpu::Access::Write};
+  if (unordered) args[n_args++] = {unordered, gpu::Access::Unordered};
+  const auto groups = grid(static_cast<uint64_t>(inner_numel));
+  queue_->record([&](gpu::CommandQueue::Recorder& r) {
+    for (const PushConstants& pc : pushes)
+      r.dispatch(pipeline, std::span<const gpu::BufferAccess>(args.data(), n_args), pc.words(),
+                 groups);
+  });
+}
+
+}  // namespace wick::vulkan

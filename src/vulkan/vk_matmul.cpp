@@ -1,0 +1,116 @@
+// Vulkan matmul: a tiled GEMM with tile sizes from a table, and gemv when m == 1 or n == 1.
+// Every operand is read through its own strides, batch dims included (each batch dim has its own
+// stride per operand, broadcast dims stride 0): transposed and narrowed inputs need no copy, and
+// the seed's batch-stride defect cannot happen.
+#include <algorithm>
+
+#include "cpu/strided.h"
+#include "vulkan/vk_device.h"
+
+namespace wick::vulkan {
+
+using backend::Storage;
+using backend::View;
+
+namespace {
+
+constexpr size_t kBatchRank = 3;  // BATCH_RANK in include/batch.glsl
+
+// The tile table: data, not code. First row whose conditions hold wins.
+struct TileChoice {
+  uint32_t bm, bn, bk;
+};
+TileChoice choose_tiles(int64_t m, int64_t n, int64_t /*k*/) {
+  // Large outputs: 64 x 64 tiles (4 x 4 per thread). Smaller ones: 32 x 32 (2 x 2), so enough
+  // workgroups exist to fill the device.
+  if (m >= 128 && n >= 128) return {64, 64, 16};
+  return {32, 32, 16};
+}
+
+}  // namespace
+
+void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage& dst) {
+  const DType dt = a.storage.dtype();
+  require(dt, "matmul");
+  const size_t r = a.layout.rank();
+  // Batch dims of both operands and the contiguous output, collapsed together.
+  const std::vector<int64_t> batch_dims(a.layout.shape.dims().begin(),
+                                        a.layout.shape.dims().end() - 2);
+  const Shape batch_shape(batch_dims);
+  const Layout la(batch_shape, {a.layout.strides.begin(), a.layout.strides.end() - 2}, 0);
+  const Layout lb(batch_shape, {b.layout.strides.begin(), b.layout.strides.end() - 2}, 0);
+  std::vector<int64_t> out_strides = batch_shape.contiguous_strides();
+  for (int64_t& s : out_strides) s *= d.m * d.n;
+  const Layout lo(batch_shape, out_strides, 0);
+  const auto plan = cpu::make_plan<3>(batch_shape, {&la, &lb, &lo});
+  if (plan.shape.size() > kBatchRank)
+    fail(ErrorKind::Unsupported, "matmul", "batch dims ", batch_shape,
+         " do not collapse to 3 on vulkan; make the inputs contiguous first");
+  const int64_t sa_m = a.layout.strides[r - 2], sa_k = a.layout.strides[r - 1];
+  const int64_t sb_k = b.layout.strides[r - 2], sb_n = b.layout.strides[r - 1];
+
+  // gemv: the matrix operand and the vector, oriented so the output runs along "rows".
+  const bool gemv = d.m == 1 || d.n == 1;
+  gpu::Buffer *first = &buffer(a.storage), *second = &buffer(b.storage);
+  int64_t rows = d.m, cols = d.n, a_off = a.layout.start_offset, b_off = b.layout.start_offset;
+  int64_t a_row = sa_m, a_k = sa_k, b_k = sb_k, b_col = sb_n;
+  std::vector<int64_t> a_batch = plan.strides[0], b_batch = plan.strides[1];
+  if (gemv && d.m == 1 && d.n != 1) {  // y = b^T a: b is the matrix, its rows are the n columns
+    std::swap(first, second);
+    std::swap(a_off, b_off);
+    std::swap(a_batch, b_batch);
+    rows = d.n;
+    a_row = sb_n;
+    a_k = sb_k;
+    b_k = sa_k;
+  }
+  const bool per_group = gemv && a_k == 1 && d.k >= 64;  // rows contiguous along k: coalesce
+  gpu::Defines defs;
+  add_dtype(defs, "", dt);
+  gpu::KernelKey key;
+  std::array<uint32_t, 3> groups{};
+  if (gemv) {
+    key = key_for("gemv.comp", defs, {per_group ? 1u : 0u});
+    groups = per_group ? grid(static_cast<uint64_t>(rows) * kWorkgroupSize)
+                       : grid(static_cast<uint64_t>(rows));
+  } else {
+    const TileChoice t = choose_tiles(d.m, d.n, d.k);
+    const uint32_t aligned =
+        (d.m % t.bm == 0 ? 1u : 0u) | (d.n % t.bn == 0 ? 2u : 0u) | (d.k % t.bk == 0 ? 4u : 0u);
+    key = key_for("matmul.comp", defs, {t.bm, t.bn, t.bk, aligned});
+    groups = {to_index((d.n + t.bn - 1) / t.bn, "tile count"),
+              to_index((d.m + t.bm - 1) / t.bm, "tile count"), 1};
+  }
+  const gpu::Pipeline& pipeline = kernels_->pipeline(key);
+
+  // The batch runs along the grid's z; beyond the device limit, in several dispatches.
+  const int64_t max_z = caps().max_group_count_z;
+  std::vector<PushConstants> pushes;
+  for (int64_t z0 = 0; z0 < d.batch; z0 += max_z) {
+    PushConstants pc;
+    pc.u32(to_index(rows, "rows"));
+    pc.u32(to_index(cols, "cols"));
+    pc.u32(to_index(d.k, "k"));
+    pc.u32(static_cast<uint32_t>(plan.shape.size()));
+    pc.u32(to_index(z0, "batch"));
+    for (size_t i = 0; i < kBatchRank; i++)
+      pc.u32(i < plan.shape.size() ? to_index(plan.shape[i], "batch") : 1);
+    for (const auto* s : {&a_batch, &b_batch})
+      for (size_t i = 0; i < kBatchRank; i++)
+        pc.u32(i < s->size() ? to_index((*s)[i], "stride") : 0);
+    for (int64_t v : {a_off, a_row, a_k, b_off, b_k, b_col}) pc.u32(to_index(v, "stride"));
+    pushes.push_back(pc);
+  }
+  const gpu::BufferAccess args[] = {
+      {first, gpu::Access::Read}, {second, gpu::Access::Read}, {&buffer(dst), gpu::Access::Write}};
+  queue_->record([&](gpu::CommandQueue::Recorder& rec) {
+    for (size_t i = 0; i < pushes.size(); i++) {
+      auto g = groups;
+      g[2] = static_cast<uint32_t>(
+          std::min<int64_t>(max_z, d.batch - static_cast<int64_t>(i) * max_z));
+      rec.dispatch(pipeline, args, pushes[i].words(), g);
+    }
+  });
+}
+
+}  // namespace wick::vulkan

@@ -1,0 +1,154 @@
+// Vulkan memory ops: allocation, upload, read-back, strided copies, casts and fill.
+//
+// Read-back follows the seed's flush_and_wait_current protocol, race-free by construction: the
+// gather of the view's elements into a host-visible staging buffer is recorded, then the commit
+// under the queue's lock returns a submission that holds the gather (or follows it), and the
+// thread waits for that submission only. Another thread's commit cannot make it wait too little.
+#include <cstring>
+
+#include "backend/registry.h"
+#include "cpu/cpu_device.h"
+#include "vulkan/vk_device.h"
+
+namespace wick::vulkan {
+
+using backend::Storage;
+using backend::StoragePtr;
+using backend::View;
+
+namespace {
+
+// Byte offset and size of a contiguous layout's elements.
+std::pair<uint64_t, uint64_t> byte_range(const Layout& l, DType dt) {
+  const uint64_t size = dtype_size(dt);
+  return {static_cast<uint64_t>(l.start_offset) * size, static_cast<uint64_t>(l.numel()) * size};
+}
+
+void check_span(const Layout& l, const Storage& s, const char* op) {
+  const auto [lo, hi] = l.storage_span();
+  if (l.numel() > 0 && (lo < 0 || hi > static_cast<int64_t>(s.numel())))
+    fail(ErrorKind::Internal, op, "layout ", l.str(), " outside storage of ", s.numel(),
+         " elements");
+}
+
+}  // namespace
+
+gpu::KernelKey VulkanDevice::copy_kernel(DType from, DType to) const {
+  gpu::Defines d;
+  add_dtype(d, "SRC_", from);
+  add_dtype(d, "DST_", to);
+  d.emplace_back("SAME_DT", from == to ? "1" : "0");
+  return key_for("copy.comp", std::move(d));
+}
+
+StoragePtr VulkanDevice::alloc(DType dt, size_t numel) {
+  require(dt, "alloc");
+  gpu::BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
+  if (backend::poison_allocations()) {
+    gpu::Buffer& b = *buf;
+    queue_->record(
+        [&](gpu::CommandQueue::Recorder& r) { r.fill(b, 0, b.alloc.size, 0xffffffffu); });
+  }
+  return std::make_shared<VulkanStorage>(this, dt, numel, std::move(buf));
+}
+
+void VulkanDevice::upload(gpu::Buffer& dst, const void* data, size_t bytes) {
+  if (bytes == 0) return;
+  // Host writes go to a staging buffer no submission still uses, then a copy on the queue.
+  gpu::BufferRef staging = host_pool_->acquire(bytes);
+  std::memcpy(staging->alloc.mapped, data, bytes);
+  queue_->record([&](gpu::CommandQueue::Recorder& r) { r.copy(*staging, 0, dst, 0, bytes); });
+}
+
+StoragePtr VulkanDevice::from_host(DType dt, const void* data, size_t numel) {
+  require(dt, "from_data");
+  gpu::BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
+  upload(*buf, data, numel * dtype_size(dt));
+  return std::make_shared<VulkanStorage>(this, dt, numel, std::move(buf));
+}
+
+void VulkanDevice::to_host(View src, void* dst, DType dst_dt) {
+  check_span(src.layout, src.storage, "to_host");
+  const DType dt = src.storage.dtype();
+  const int64_t n = src.layout.numel();
+  if (n == 0) return;
+  const size_t bytes = static_cast<size_t>(n) * dtype_size(dt);
+  gpu::BufferRef staging = host_pool_->acquire(bytes);
+  const Layout packed = Layout::contiguous(src.layout.shape);
+  gpu::Buffer& from = buffer(src.storage);
+  uint64_t id;
+  if (src.layout.is_contiguous()) {
+    const auto [offset, size] = byte_range(src.layout, dt);
+    id = queue_->record_and_submit(
+        [&](gpu::CommandQueue::Recorder& r) { r.copy(from, offset, *staging, 0, size); });
+  } else {
+    // Gather the view's elements on the GPU.
+    launch_strided(copy_kernel(dt, dt), {{&from, &src.layout}}, {staging.get(), &packed}, true);
+    id = queue_->flush();
+  }
+  queue_->wait(id);
+  // Convert on the host, with the CPU backend's conversions (the reference semantics).
+  auto& cpu = static_cast<cpu::CpuDevice&>(*backend::cpu_device());
+  const StoragePtr host = cpu.wrap(dt, static_cast<size_t>(n), nullptr, staging->alloc.mapped);
+  cpu.to_host({*host, packed}, dst, dst_dt);
+  staging.reset();
+  trim_pools();
+  check_device_errors();
+}
+
+void VulkanDevice::cast(View x, Storage& dst) {
+  check_span(x.layout, x.storage, "to_dtype");
+  require(x.storage.dtype(), "to_dtype");
+  require(dst.dtype(), "to_dtype");
+  const Layout out = Layout::contiguous(x.layout.shape);
+  launch_strided(copy_kernel(x.storage.dtype(), dst.dtype()), {{&buffer(x.storage), &x.layout}},
+                 {&buffer(dst), &out}, true);
+}
+
+void VulkanDevice::copy_strided(View src, Storage& dst, const Layout& dst_layout) {
+  check_span(src.layout, src.storage, "copy");
+  check_span(dst_layout, dst, "copy");
+  WICK_ASSERT(src.storage.dtype() == dst.dtype());
+  const DType dt = dst.dtype();
+  if (src.layout.is_contiguous() && dst_layout.is_contiguous()) {
+    const auto [from, size] = byte_range(src.layout, dt);
+    const uint64_t to = byte_range(dst_layout, dt).first;
+    gpu::Buffer &s = buffer(src.storage), &t = buffer(dst);
+    queue_->record([&](gpu::CommandQueue::Recorder& r) { r.copy(s, from, t, to, size); });
+    return;
+  }
+  launch_strided(copy_kernel(dt, dt), {{&buffer(src.storage), &src.layout}},
+                 {&buffer(dst), &dst_layout}, true);
+}
+
+void VulkanDevice::fill(Storage& dst, const Layout& dst_layout, double value) {
+  check_span(dst_layout, dst, "fill");
+  const DType dt = dst.dtype();
+  require(dt, "fill");
+  // The element's bits, converted exactly as the CPU converts.
+  uint64_t bits = 0;
+  dispatch_dtype(dt, [&](auto z) {
+    using T = decltype(z);
+    const T v = from_f64<T>(value);
+    std::memcpy(&bits, &v, sizeof(T));
+  });
+  const size_t size = dtype_size(dt);
+  // A contiguous range whose pattern repeats every 4 bytes is a plain buffer fill.
+  uint32_t pattern = static_cast<uint32_t>(bits);
+  bool repeats = true;
+  if (size == 1) pattern = 0x01010101u * (pattern & 0xffu);
+  if (size == 2) pattern = 0x00010001u * (pattern & 0xffffu);
+  if (size == 8) repeats = (bits >> 32) == (bits & 0xffffffffu);
+  const auto [offset, bytes] = byte_range(dst_layout, dt);
+  if (repeats && dst_layout.is_contiguous() && offset % 4 == 0 && bytes % 4 == 0) {
+    gpu::Buffer& b = buffer(dst);
+    queue_->record([&](gpu::CommandQueue::Recorder& r) { r.fill(b, offset, bytes, pattern); });
+    return;
+  }
+  const gpu::Defines d = {{"ELEM_BYTES", std::to_string(size)}};
+  launch_strided(key_for("fill.comp", d), {}, {&buffer(dst), &dst_layout}, true,
+                 {PushParam::u32(static_cast<uint32_t>(bits)),
+                  PushParam::u32(static_cast<uint32_t>(bits >> 32))});
+}
+
+}  // namespace wick::vulkan

@@ -1,0 +1,191 @@
+// Vulkan reductions, softmax, norms and rope. Reductions and row ops see the input as (outer,
+// inner) index pairs (include/rows.glsl): strided inputs are read in place; only when a group
+// of dims cannot be collapsed to GROUP_RANK dims is the input first copied with its inner dims
+// last.
+#include <algorithm>
+#include <numeric>
+
+#include "cpu/strided.h"
+#include "vulkan/vk_device.h"
+
+namespace wick::vulkan {
+
+using backend::ReduceOp;
+using backend::Storage;
+using backend::View;
+
+namespace {
+
+constexpr size_t kGroupRank = 4;       // GROUP_RANK in include/rows.glsl
+constexpr int64_t kPerGroupMin = 128;  // inner sizes from which a workgroup shares one output
+constexpr int64_t kMaxSortRow = 2048;  // MAX_SORT in sort.comp
+
+// One group of dims (outer or inner) collapsed: shape and strides, innermost last.
+struct Group {
+  std::vector<int64_t> shape, strides;
+  int64_t numel = 1;
+};
+
+Group collapse(const Layout& l, const std::vector<size_t>& dims) {
+  std::vector<int64_t> sh, st;
+  for (size_t d : dims) {
+    sh.push_back(l.shape[d]);
+    st.push_back(l.strides[d]);
+  }
+  Group g;
+  if (sh.empty()) return g;
+  const Layout sub(Shape(sh), st, 0);
+  const auto plan = cpu::make_plan<1>(sub.shape, {&sub});
+  g.shape = plan.shape;
+  g.strides = plan.strides[0];
+  g.numel = plan.numel;
+  return g;
+}
+
+}  // namespace
+
+void VulkanDevice::launch_rows(const gpu::KernelKey& key, View x, const std::vector<size_t>& inner,
+                               gpu::Buffer& out, bool per_group,
+                               std::initializer_list<BoundView> extra_inputs,
+                               std::initializer_list<PushParam> params) {
+  const Layout& l = x.layout;
+  std::vector<size_t> outer;
+  for (size_t d = 0; d < l.rank(); d++)
+    if (!std::binary_search(inner.begin(), inner.end(), d)) outer.push_back(d);
+  Group og = collapse(l, outer), ig = collapse(l, inner);
+  gpu::BufferRef tmp;  // a packed copy when the groups do not collapse far enough
+  gpu::Buffer* in = &buffer(x.storage);
+  int64_t offset = l.start_offset;
+  if (og.shape.size() > kGroupRank || ig.shape.size() > kGroupRank) {
+    std::vector<int64_t> perm(outer.begin(), outer.end());
+    perm.insert(perm.end(), inner.begin(), inner.end());
+    std::vector<int64_t> sh, st;
+    for (int64_t d : perm) {
+      sh.push_back(l.shape[static_cast<size_t>(d)]);
+      st.push_back(l.strides[static_cast<size_t>(d)]);
+    }
+    const Layout permuted(Shape(sh), st, l.start_offset), packed = Layout::contiguous(Shape(sh));
+    tmp = device_pool_->acquire(static_cast<size_t>(l.numel()) * dtype_size(x.storage.dtype()));
+    launch_strided(copy_kernel(x.storage.dtype(), x.storage.dtype()), {{in, &permuted}},
+                   {tmp.get(), &packed}, true);
+    std::vector<size_t> o2(outer.size()), i2(inner.size());
+    std::iota(o2.begin(), o2.end(), 0);
+    std::iota(i2.begin(), i2.end(), outer.size());
+    og = collapse(packed, o2);
+    ig = collapse(packed, i2);
+    in = tmp.get();
+    offset = 0;
+  }
+  PushConstants pc;
+  pc.u32(to_index(og.numel, "row count"));
+  pc.u32(to_index(ig.numel, "row length"));
+  pc.u32(static_cast<uint32_t>(og.shape.size()));
+  pc.u32(static_cast<uint32_t>(ig.shape.size()));
+  for (const Group* g : {&og, &ig}) {
+    for (size_t d = 0; d < kGroupRank; d++)
+      pc.u32(d < g->shape.size() ? to_index(g->shape[d], "dim") : 1);
+    for (size_t d = 0; d < kGroupRank; d++)
+      pc.u32(d < g->shape.size() ? to_index(g->strides[d], "stride") : 0);
+  }
+  pc.u32(to_index(offset, "offset"));
+  pc.u32(0);  // output offset
+  for (const PushParam& p : params) pc.param(p);
+
+  const gpu::Pipeline& pipeline = kernels_->pipeline(key);
+  std::vector<gpu::BufferAccess> args{{in, gpu::Access::Read}};
+  for (const BoundView& e : extra_inputs) args.push_back({e.buffer, gpu::Access::Read});
+  args.push_back({&out, gpu::Access::Write});
+  const auto groups = per_group ? grid(static_cast<uint64_t>(og.numel) * kWorkgroupSize)
+                                : grid(static_cast<uint64_t>(og.numel));
+  queue_->record(
+      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
+}
+
+void VulkanDevice::reduce(ReduceOp op, View x, const std::vector<size_t>& dims, Storage& dst) {
+  const DType dt = x.storage.dtype();
+  const char* name = backend::reduce_op_name(op);
+  require(dt, name);
+  int64_t n_inner = 1;
+  for (size_t d : dims) n_inner *= x.layout.shape[d];
+  const bool per_group = n_inner >= kPerGroupMin;
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+  d.emplace_back("OUT_INDEX", arg ? "1" : "0");
+  launch_rows(key_for("reduce.comp", d, {static_cast<uint32_t>(op), per_group ? 1u : 0u}), x, dims,
+              buffer(dst), per_group);
+}
+
+void VulkanDevice::norm(uint32_t kind, const char* name, View x, const View* alpha,
+                        const View* beta, double eps, Storage& dst) {
+  const DType dt = x.storage.dtype();
+  require(dt, name);
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  d.emplace_back("PARAM_T", param_type(dt));
+  // Unused parameter slots bind x again (read-only), so every binding the kernel names is valid.
+  const View a = alpha ? *alpha : x, b = beta ? *beta : x;
+  auto stride_of = [](const View& v) { return v.layout.rank() ? v.layout.strides.back() : 0; };
+  const PushParam::Kind pk = param_kind(dt);
+  launch_rows(key_for("norm.comp", d, {kind}), x, {x.layout.rank() - 1}, buffer(dst), true,
+              {{&buffer(a.storage)}, {&buffer(b.storage)}},
+              {PushParam::u32(to_index(a.layout.start_offset, "offset")),
+               PushParam::u32(to_index(stride_of(a), "stride")),
+               PushParam::u32(to_index(b.layout.start_offset, "offset")),
+               PushParam::u32(to_index(stride_of(b), "stride")),
+               {pk, eps}});
+}
+
+void VulkanDevice::softmax_last_dim(View x, Storage& dst) {
+  norm(0, "softmax", x, nullptr, nullptr, 0, dst);
+}
+void VulkanDevice::log_softmax_last_dim(View x, Storage& dst) {
+  norm(1, "log_softmax", x, nullptr, nullptr, 0, dst);
+}
+void VulkanDevice::rms_norm(View x, View alpha, double eps, Storage& dst) {
+  norm(2, "rms_norm", x, &alpha, nullptr, eps, dst);
+}
+void VulkanDevice::layer_norm(View x, View alpha, View beta, double eps, Storage& dst) {
+  norm(3, "layer_norm", x, &alpha, &beta, eps, dst);
+}
+
+void VulkanDevice::rope(View x, View cos, View sin, bool interleaved, Storage& dst) {
+  const DType dt = x.storage.dtype();
+  const char* name = interleaved ? "rope_i" : "rope";
+  require(dt, name);
+  PushConstants pc;
+  pc.u32(to_index(x.layout.numel(), "element count"));
+  for (int64_t s : x.layout.shape.dims()) pc.u32(to_index(s, "dim"));
+  for (int64_t s : x.layout.strides) pc.u32(to_index(s, "stride"));
+  pc.u32(to_index(x.layout.start_offset, "offset"));
+  for (const View* v : {&cos, &sin}) {
+    for (int64_t s : v->layout.strides) pc.u32(to_index(s, "stride"));
+    pc.u32(to_index(v->layout.start_offset, "offset"));
+  }
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  const gpu::Pipeline& pipeline =
+      kernels_->pipeline(key_for("rope.comp", d, {interleaved ? 1u : 0u}));
+  const gpu::BufferAccess args[] = {{&buffer(x.storage), gpu::Access::Read},
+                                    {&buffer(cos.storage), gpu::Access::Read},
+                                    {&buffer(sin.storage), gpu::Access::Read},
+                                    {&buffer(dst), gpu::Access::Write}};
+  const auto groups = grid(static_cast<uint64_t>(x.layout.numel()));
+  queue_->record(
+      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
+}
+
+void VulkanDevice::arg_sort_last_dim(View x, bool ascending, Storage& dst) {
+  const DType dt = x.storage.dtype();
+  require(dt, "arg_sort_last_dim");
+  const int64_t n = x.layout.shape[x.layout.rank() - 1];
+  if (n > kMaxSortRow)
+    fail(ErrorKind::Unsupported, "arg_sort_last_dim", "rows of ", n, " elements (shape ",
+         x.layout.shape, ") exceed the ", kMaxSortRow, " that vulkan sorts in one workgroup");
+  gpu::Defines d;
+  add_dtype(d, "", dt);
+  launch_rows(key_for("sort.comp", d, {ascending ? 0u : 1u}), x, {x.layout.rank() - 1}, buffer(dst),
+              true);
+}
+
+}  // namespace wick::vulkan
