@@ -1,6 +1,7 @@
 #include "tiny_llama.h"
 
 #include "wick/gguf.h"
+#include "wick/quantized.h"
 
 namespace wick::testing {
 
@@ -83,8 +84,16 @@ TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaCon
 
   const auto add = [&](const std::string& name, const Shape& shape, DType dt, double scale) {
     Tensor t = make_tensor(random_ref(rng, shape, -scale, scale), dt, Device::cpu());
-    w.add_tensor(name, t);
-    m.weights.emplace_back(name, t);
+    const bool embed = name == "token_embd.weight";
+    const QuantType q = shape.rank() != 2 ? QuantType::F32 : embed ? c.embed_quant : c.matrix_quant;
+    if (q == QuantType::F32) {
+      w.add_tensor(name, t);
+      m.weights.emplace_back(name, t);
+      return;
+    }
+    const QTensor qt = quantize(t, q);
+    w.add_raw_tensor(name, q, shape, {reinterpret_cast<const std::byte*>(qt.data()), qt.nbytes()});
+    m.weights.emplace_back(name, dequantize(qt));
   };
   const int64_t kv_dim = c.kv_heads * c.head_dim();
   const DType wd = c.weight_dtype;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "wick/quant_type.h"
 
 namespace wick::testing {
 
@@ -31,6 +32,11 @@ struct TinyLlamaConfig {
   float rms_eps = 1e-5f;
   bool tied_embeddings = true;      // no output.weight
   DType weight_dtype = DType::F32;  // the matrices and the embedding; norms stay f32
+  // When not F32: the 2-D matrices are written in this block format (the embedding in
+  // embed_quant), and `weights` holds their dequantized values. hidden and ffn must then be
+  // multiples of the block size.
+  QuantType matrix_quant = QuantType::F32;
+  QuantType embed_quant = QuantType::F32;
   uint32_t alignment = 32;
   int64_t head_dim() const { return hidden / heads; }
 };

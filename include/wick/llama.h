@@ -10,8 +10,11 @@
 #include <vector>
 
 #include "wick/tensor.h"
+#include "wick/tokenizer.h"
 
 namespace wick {
+
+class GgufFile;
 
 struct LlamaConfig {
   int64_t vocab_size = 0;
@@ -42,6 +45,8 @@ class LlamaModel {
                               int64_t max_seq = 0, const LoadProgress& progress = {});
 
   const LlamaConfig& config() const;
+  // The file the weights are mapped from (metadata, tokenizer).
+  const GgufFile& gguf() const;
   const Device& device() const;
   int64_t max_seq() const;
   // Tokens already in the KV cache.
@@ -78,5 +83,29 @@ class Sampler {
   uint64_t state_;
   double next_uniform();
 };
+
+// The byte-level BPE tokenizer in a GGUF file's tokenizer.ggml.* metadata. Throws Error(Parse)
+// when the file has none, Error(Unsupported) for a tokenizer model other than "gpt2".
+Tokenizer load_gguf_tokenizer(const GgufFile& f);
+// tokenizer.ggml.add_bos_token (false when absent).
+bool gguf_adds_bos(const GgufFile& f);
+// tokenizer.chat_template as a ChatML template (no default system prompt when absent);
+// Error(Unsupported) for a template of another family.
+ChatTemplate load_gguf_chat_template(const GgufFile& f);
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  double prefill_seconds = 0;  // prompt forward pass, up to the first sampled token
+  double decode_seconds = 0;   // every later token
+  bool stopped_at_eos = false;
+};
+
+// Feeds `prompt` to `model` (continuing from its cache position), then samples up to `max_new`
+// tokens, one forward pass each, calling `on_token` with every token as it is picked. Stops early
+// when the token is `eos` (>= 0; it is passed to on_token too) or on_token returns false.
+GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt, int64_t max_new,
+                         Sampler& sampler, int32_t eos,
+                         const std::function<bool(uint32_t)>& on_token);
 
 }  // namespace wick

@@ -2,6 +2,7 @@
 // allocated once, SwiGLU MLP, optionally tied embeddings.
 #include "wick/llama.h"
 
+#include <chrono>
 #include <cmath>
 
 #include "nn/linear.h"
@@ -151,6 +152,7 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
 }
 
 const LlamaConfig& LlamaModel::config() const { return impl_->cfg; }
+const GgufFile& LlamaModel::gguf() const { return *impl_->file; }
 const Device& LlamaModel::device() const { return impl_->dev; }
 int64_t LlamaModel::max_seq() const { return impl_->max_seq; }
 int64_t LlamaModel::position() const { return impl_->pos; }
@@ -200,6 +202,33 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
   const Tensor last = x.narrow(0, t - 1, 1).rms_norm(m.out_norm, m.cfg.rms_eps);
   m.pos += t;
   return m.lm_head.forward(last).reshape({m.cfg.vocab_size});
+}
+
+GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt, int64_t max_new,
+                         Sampler& sampler, int32_t eos,
+                         const std::function<bool(uint32_t)>& on_token) {
+  using Clock = std::chrono::steady_clock;
+  GenerationStats st;
+  st.prompt_tokens = static_cast<int64_t>(prompt.size());
+  if (max_new <= 0) return st;
+  auto t0 = Clock::now();
+  Tensor logits = model.forward(prompt);
+  for (int64_t i = 0; i < max_new; i++) {
+    const uint32_t tok = sampler.sample(logits);  // reads the logits back: the step's sync point
+    const auto now = Clock::now();
+    (i == 0 ? st.prefill_seconds : st.decode_seconds) += std::chrono::duration<double>(now - t0).count();
+    t0 = now;
+    st.generated_tokens++;
+    const bool go_on = on_token ? on_token(tok) : true;
+    if (eos >= 0 && tok == static_cast<uint32_t>(eos)) {
+      st.stopped_at_eos = true;
+      break;
+    }
+    if (!go_on || i + 1 == max_new || model.position() >= model.max_seq()) break;
+    t0 = Clock::now();
+    logits = model.forward({tok});
+  }
+  return st;
 }
 
 }  // namespace wick

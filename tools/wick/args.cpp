@@ -1,6 +1,9 @@
 #include "args.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <string_view>
 
 namespace wick::cli {
@@ -13,6 +16,8 @@ const char* command_name(Command c) {
       return "info";
     case Command::Bench:
       return "bench";
+    case Command::Generate:
+      return "generate";
     default:
       return "";
   }
@@ -21,8 +26,10 @@ const char* command_name(Command c) {
 Command parse_command(std::string_view word) {
   if (word == "info") return Command::Info;
   if (word == "bench") return Command::Bench;
+  if (word == "generate") return Command::Generate;
   if (word == "help") return Command::Help;
-  throw UsageError("unknown command '" + std::string(word) + "' (commands: info, bench, help)");
+  throw UsageError("unknown command '" + std::string(word) +
+                   "' (commands: info, bench, generate, help)");
 }
 
 bool is_bench_name(std::string_view name) {
@@ -33,6 +40,24 @@ std::string all_bench_names() {
   std::string s;
   for (const std::string& n : kBenchNames) s += (s.empty() ? "" : ", ") + n;
   return s;
+}
+
+double parse_number(std::string_view opt, std::string_view v) {
+  const std::string s(v);
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(x))
+    throw UsageError(std::string(opt) + " needs a number, got '" + s + "'");
+  return x;
+}
+
+int64_t parse_count(std::string_view opt, std::string_view v, int64_t lo) {
+  const double x = parse_number(opt, v);
+  if (x != std::floor(x) || x < static_cast<double>(lo) || x > 1e12)
+    throw UsageError(std::string(opt) + " needs a whole number >= " + std::to_string(lo) + ", got '" +
+                     std::string(v) + "'");
+  return static_cast<int64_t>(x);
 }
 
 }  // namespace
@@ -61,27 +86,62 @@ Args parse_args(int argc, const char* const* argv) {
   }
 
   const std::string cmd = command_name(a.command);
+  const bool bench = a.command == Command::Bench, gen = a.command == Command::Generate;
   for (int i = 2; i < argc; i++) {
     const std::string_view arg = argv[i];
+    // "--opt VALUE" or "--opt=VALUE" for options that take one.
+    std::string_view name = arg, inline_value;
+    bool has_inline = false;
+    if (arg.starts_with("--")) {
+      if (const size_t eq = arg.find('='); eq != std::string_view::npos) {
+        name = arg.substr(0, eq);
+        inline_value = arg.substr(eq + 1);
+        has_inline = true;
+      }
+    }
+    auto value = [&](const char* what) -> std::string {
+      if (has_inline) {
+        if (inline_value.empty()) throw UsageError(std::string(name) + " needs " + what);
+        return std::string(inline_value);
+      }
+      if (i + 1 >= argc) throw UsageError(std::string(name) + " needs " + what);
+      return argv[++i];
+    };
     if (arg == "-h" || arg == "--help") {
       a.help = true;
-    } else if (a.command == Command::Bench && (arg == "--device" || arg.starts_with("--device="))) {
-      if (arg == "--device") {
-        if (i + 1 >= argc) throw UsageError("--device needs a value (cpu, vulkan[:N], cuda[:N])");
-        a.device = argv[++i];
-      } else {
-        a.device = std::string(arg.substr(9));
-      }
-      if (a.device.empty()) throw UsageError("--device needs a value (cpu, vulkan[:N], cuda[:N])");
-    } else if (a.command == Command::Bench && arg == "--full") {
+    } else if ((bench || gen) && name == "--device") {
+      a.device = value("a value (cpu, vulkan[:N], cuda[:N])");
+    } else if ((bench || gen) && name == "--model") {
+      a.model = value("a path");
+    } else if ((bench || gen) && (name == "-n" || name == "--n-predict")) {
+      a.n_predict = parse_count(name, value("a count"), 1);
+    } else if ((bench || gen) && name == "--ctx") {
+      a.max_seq = parse_count(name, value("a count"), 1);
+    } else if (bench && name == "--prompt-tokens") {
+      a.prompt_tokens = parse_count(name, value("a count"), 1);
+    } else if (gen && name == "--prompt") {
+      a.prompt = has_inline ? std::string(inline_value) : value("a text");
+    } else if (gen && name == "--temp") {
+      a.temperature = parse_number(name, value("a number"));
+      if (a.temperature < 0) throw UsageError("--temp must be >= 0");
+    } else if (gen && name == "--top-k") {
+      a.top_k = parse_count(name, value("a count"), 0);
+    } else if (gen && name == "--top-p") {
+      a.top_p = parse_number(name, value("a number"));
+      if (!(a.top_p > 0 && a.top_p <= 1)) throw UsageError("--top-p must be in (0, 1]");
+    } else if (gen && name == "--seed") {
+      a.seed = static_cast<uint64_t>(parse_count(name, value("a number"), 0));
+    } else if (gen && arg == "--chat") {
+      a.chat = true;
+    } else if (bench && arg == "--full") {
       a.full = true;
-    } else if (a.command == Command::Bench && arg == "--quick") {
+    } else if (bench && arg == "--quick") {
       a.quick = true;
-    } else if (a.command == Command::Bench && arg == "--worker") {
+    } else if (bench && arg == "--worker") {
       a.worker = true;
     } else if (arg.starts_with("-")) {
       throw UsageError("unknown option '" + std::string(arg) + "' for 'wick " + cmd + "'");
-    } else if (a.command == Command::Bench) {
+    } else if (bench) {
       if (!is_bench_name(arg))
         throw UsageError("unknown benchmark '" + std::string(arg) +
                          "' (benchmarks: " + all_bench_names() + ")");
@@ -90,6 +150,10 @@ Args parse_args(int argc, const char* const* argv) {
     } else {
       throw UsageError("'wick " + cmd + "' takes no argument '" + std::string(arg) + "'");
     }
+  }
+  if (gen && !a.help) {
+    if (a.model.empty()) throw UsageError("wick generate needs --model PATH");
+    if (a.prompt.empty()) throw UsageError("wick generate needs --prompt TEXT");
   }
   if (a.command == Command::Bench && !a.help) {
     if (a.worker && (a.benches.size() != 1 || (a.benches[0] != "queue" && a.benches[0] != "first")))
@@ -127,20 +191,45 @@ std::string help_text(Command command) {
              "  elementwise  GB/s of add, mul, exp, to_dtype, sum against memcpy of the same "
              "bytes\n"
              "  overhead     time per op on 1-element tensors\n"
+             "  gen          llama text generation: load time, prefill and decode tokens/s\n"
              "\n"
              "options:\n"
              "  --device D   cpu, vulkan[:N], cuda[:N] (default: WICK_DEVICE, else cpu)\n"
+             "  --model P    gen: the GGUF model (default: models/SmolLM2-135M-Instruct.Q4_1.gguf\n"
+             "               when present, else a SmolLM2-135M-shaped model with random Q4_1\n"
+             "               weights written to a temporary file)\n"
+             "  --prompt-tokens N  gen: prompt length (default 128); -n N: tokens decoded (128)\n"
              "  --full       also the slow sizes (matmul n = 4096 on the CPU)\n"
              "  --quick      small sizes and few runs (for tests and sanitizer builds)\n"
              "  --worker     internal: the re-executed child of queue / first\n"
              "\n"
              "exit status: 0 when every benchmark ran and every check passed, 1 otherwise.\n";
+    case Command::Generate:
+      return "usage: wick generate --model PATH --prompt TEXT [-n N] [--device D] [--temp T]\n"
+             "                     [--top-k K] [--top-p P] [--seed S] [--chat] [--ctx N]\n"
+             "\n"
+             "Loads a llama-family GGUF model (SmolLM2, Llama, ...) and continues the prompt,\n"
+             "printing tokens as they come; then load time, prompt and generation tokens/s\n"
+             "(on stderr). Stops after N tokens or at the end-of-sequence token.\n"
+             "\n"
+             "options:\n"
+             "  --model PATH  GGUF file (./scripts/fetch-model.sh fetches SmolLM2-135M-Instruct)\n"
+             "  --prompt TEXT the text to continue\n"
+             "  -n N          tokens to generate (default 128)\n"
+             "  --device D    cpu, vulkan[:N] (default: WICK_DEVICE, else cpu)\n"
+             "  --temp T      sampling temperature; 0 picks the most likely token (default 0)\n"
+             "  --top-k K     sample among the K most likely tokens (default 0: all)\n"
+             "  --top-p P     sample among the smallest set holding probability P (default 1)\n"
+             "  --seed S      seed of the sampler (default 299792458)\n"
+             "  --chat        wrap the prompt as a user turn in the model's chat template\n"
+             "  --ctx N       KV cache length (default: the model's context, at most 4096)\n";
     default:
       return "usage: wick COMMAND [OPTIONS]\n"
              "\n"
              "commands:\n"
              "  info         version, devices and environment knobs\n"
              "  bench        the benchmarks (wick bench --help lists them)\n"
+             "  generate     generate text with a llama-family GGUF model\n"
              "  help [CMD]   this text, or the help of one command\n"
              "\n"
              "options:\n"

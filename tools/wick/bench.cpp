@@ -81,6 +81,7 @@ BenchFn bench_by_name(const std::string& name) {
   if (name == "matmul") return bench_matmul;
   if (name == "elementwise") return bench_elementwise;
   if (name == "overhead") return bench_overhead;
+  if (name == "gen") return bench_gen;
   throw UsageError("unknown benchmark '" + name + "'");
 }
 
@@ -91,6 +92,9 @@ int run_bench(const Args& args, const std::string& command) {
   ctx.full = args.full;
   ctx.quick = args.quick;
   ctx.command = command;
+  ctx.model = args.model;
+  ctx.prompt_tokens = args.prompt_tokens;
+  ctx.n_predict = args.n_predict;
   ctx.out = &std::cout;
   if (args.worker) {
     // A child times its own device opening: do not open it here.

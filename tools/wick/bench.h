@@ -18,6 +18,9 @@ struct BenchContext {
   bool full = false;        // slow sizes too
   bool quick = false;       // small sizes, few runs
   std::string command;      // the command line as typed, for the report lines
+  std::string model;        // gen: --model
+  int64_t prompt_tokens = 128;  // gen: --prompt-tokens
+  int64_t n_predict = 128;      // gen: -n
   std::ostream* out = nullptr;
 
   Device device() const { return Device::parse(device_spec); }
@@ -33,6 +36,7 @@ bool bench_first(const BenchContext& ctx);
 bool bench_matmul(const BenchContext& ctx);
 bool bench_elementwise(const BenchContext& ctx);
 bool bench_overhead(const BenchContext& ctx);
+bool bench_gen(const BenchContext& ctx);
 
 // The re-executed children of queue and first: tab-separated result lines on stdout.
 void queue_worker(const BenchContext& ctx);

@@ -1,10 +1,11 @@
-// The `wick` command-line tool: dispatches to info / bench and maps failures to exit statuses
+// The `wick` command-line tool: dispatches to info / bench / generate and maps failures to exit statuses
 // (1: a wick error, 2: a bad command line).
 #include <exception>
 #include <iostream>
 
 #include "args.h"
 #include "bench.h"
+#include "generate.h"
 #include "info.h"
 #include "wick/wick.h"
 
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; i++) command += std::string(" ") + argv[i];
         return run_bench(args, command);
       }
+      case Command::Generate:
+        return run_generate(args);
       case Command::Help:
         break;
     }

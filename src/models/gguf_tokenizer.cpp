@@ -1,0 +1,49 @@
+// The tokenizer and chat template stored in a GGUF file's metadata (llama.cpp's tokenizer.ggml.*
+// keys). Only byte-level BPE ("gpt2") vocabularies are understood.
+#include "wick/gguf.h"
+#include "wick/llama.h"
+
+namespace wick {
+
+namespace {
+
+int32_t optional_id(const GgufFile& f, std::string_view key) {
+  const GgufValue* v = f.find(key);
+  return v ? static_cast<int32_t>(v->to_int()) : -1;
+}
+
+}  // namespace
+
+Tokenizer load_gguf_tokenizer(const GgufFile& f) {
+  const char* op = "load_gguf_tokenizer";
+  const GgufValue* model = f.find("tokenizer.ggml.model");
+  if (!model) fail(ErrorKind::Parse, op, f.name(), ": no tokenizer.ggml.model key (the file carries no tokenizer)");
+  if (model->as_string() != "gpt2")
+    fail(ErrorKind::Unsupported, op, f.name(), ": tokenizer model '", model->as_string(),
+         "' (only byte-level BPE, 'gpt2', is implemented)");
+  std::vector<std::string> tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
+  std::vector<std::string> merges = f.get_array<std::string>("tokenizer.ggml.merges");
+  std::vector<int32_t> types;
+  if (f.find("tokenizer.ggml.token_type")) types = f.get_array<int32_t>("tokenizer.ggml.token_type");
+  SpecialTokens special;
+  special.bos = optional_id(f, "tokenizer.ggml.bos_token_id");
+  special.eos = optional_id(f, "tokenizer.ggml.eos_token_id");
+  special.pad = optional_id(f, "tokenizer.ggml.padding_token_id");
+  special.unk = optional_id(f, "tokenizer.ggml.unknown_token_id");
+  const GgufValue* pre = f.find("tokenizer.ggml.pre");
+  const std::string pre_name = pre ? pre->as_string() : "gpt2";
+  return Tokenizer::from_vocab(std::move(tokens), std::move(merges), std::move(types), special, pre_name);
+}
+
+bool gguf_adds_bos(const GgufFile& f) {
+  const GgufValue* v = f.find("tokenizer.ggml.add_bos_token");
+  return v && v->is<bool>() && v->as<bool>();
+}
+
+ChatTemplate load_gguf_chat_template(const GgufFile& f) {
+  const GgufValue* v = f.find("tokenizer.chat_template");
+  if (!v) return ChatTemplate();
+  return ChatTemplate::from_jinja(v->as_string());
+}
+
+}  // namespace wick

@@ -1,0 +1,152 @@
+// `wick bench gen`: load time, prefill and decode tokens/s of a llama model. Without --model it
+// uses the fetched SmolLM2-135M-Instruct when present, else a model of the same shape with random
+// Q4_1 weights written by wick's own GGUF writer (throughput does not depend on the values).
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include <unistd.h>
+
+#include "bench.h"
+#include "generate.h"
+#include "report.h"
+#include "wick/gguf.h"
+#include "wick/quantized.h"
+#include "wick/wick.h"
+
+namespace wick::cli {
+
+namespace {
+
+const char* kFetchedModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+struct SynthShape {
+  int64_t vocab, hidden, ffn, layers, heads, kv_heads;
+};
+
+// SmolLM2-135M's shape; --quick: a small model of the same family.
+SynthShape synth_shape(bool quick) {
+  if (quick) return {4096, 256, 512, 2, 4, 2};
+  return {49152, 576, 1536, 30, 9, 3};
+}
+
+void add_quantized(GgufWriter& w, const std::string& name, const Shape& shape, QuantType type,
+                   uint64_t seed) {
+  Device::cpu().set_seed(seed);
+  const Tensor t = Tensor::randn(0.0, 0.05, shape, DType::F32);
+  const QTensor q = quantize(t, type);
+  w.add_raw_tensor(name, type, shape,
+                   {reinterpret_cast<const std::byte*>(q.data()), q.nbytes()});
+}
+
+// Writes a llama GGUF of `s` with random weights (Q4_1 matrices, Q8_0 tied embeddings, f32
+// norms), as SmolLM2's file has them.
+void write_synthetic_model(const std::string& path, const SynthShape& s) {
+  GgufWriter w;
+  w.set("general.architecture", "llama");
+  w.set("general.name", "synthetic (random weights)");
+  w.set("llama.block_count", static_cast<uint32_t>(s.layers));
+  w.set("llama.context_length", uint32_t{8192});
+  w.set("llama.embedding_length", static_cast<uint32_t>(s.hidden));
+  w.set("llama.feed_forward_length", static_cast<uint32_t>(s.ffn));
+  w.set("llama.attention.head_count", static_cast<uint32_t>(s.heads));
+  w.set("llama.attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
+  w.set("llama.rope.freq_base", 100000.0f);
+  w.set("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  const int64_t kv = s.kv_heads * (s.hidden / s.heads);
+  uint64_t seed = 1;
+  add_quantized(w, "token_embd.weight", {s.vocab, s.hidden}, QuantType::Q8_0, seed++);
+  for (int64_t l = 0; l < s.layers; l++) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    w.add_tensor(p + "attn_norm.weight", Tensor::ones({s.hidden}, DType::F32));
+    w.add_tensor(p + "ffn_norm.weight", Tensor::ones({s.hidden}, DType::F32));
+    add_quantized(w, p + "attn_q.weight", {s.hidden, s.hidden}, QuantType::Q4_1, seed++);
+    add_quantized(w, p + "attn_k.weight", {kv, s.hidden}, QuantType::Q4_1, seed++);
+    add_quantized(w, p + "attn_v.weight", {kv, s.hidden}, QuantType::Q4_1, seed++);
+    add_quantized(w, p + "attn_output.weight", {s.hidden, s.hidden}, QuantType::Q4_1, seed++);
+    add_quantized(w, p + "ffn_gate.weight", {s.ffn, s.hidden}, QuantType::Q4_1, seed++);
+    add_quantized(w, p + "ffn_up.weight", {s.ffn, s.hidden}, QuantType::Q4_1, seed++);
+    add_quantized(w, p + "ffn_down.weight", {s.hidden, s.ffn}, QuantType::Q4_1, seed++);
+  }
+  w.add_tensor("output_norm.weight", Tensor::ones({s.hidden}, DType::F32));
+  w.write(path);
+}
+
+}  // namespace
+
+bool bench_gen(const BenchContext& ctx) {
+  print_title(ctx, "gen");
+  std::string path = ctx.model;
+  std::string what = path;
+  std::filesystem::path synth;
+  if (path.empty() && !ctx.quick && std::filesystem::exists(kFetchedModel)) {
+    path = what = kFetchedModel;
+  } else if (path.empty()) {
+    const SynthShape s = synth_shape(ctx.quick);
+    synth = std::filesystem::temp_directory_path() /
+            ("wick-bench-gen-" + std::to_string(::getpid()) + ".gguf");
+    const double ms = time_ms([&] { write_synthetic_model(synth.string(), s); });
+    path = synth.string();
+    what = std::string(ctx.quick ? "small" : "SmolLM2-135M-shaped") + " model with random weights (" +
+           std::to_string(s.layers) + " layers, hidden " + std::to_string(s.hidden) +
+           ", Q4_1 + Q8_0 tied embeddings; written in " + fixed(ms, 0) + " ms)";
+  }
+  struct Cleanup {
+    std::filesystem::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!p.empty()) std::filesystem::remove(p, ec);
+    }
+  } cleanup{synth};
+
+  const Device dev = ctx.device();
+  const int64_t prompt_len = ctx.quick ? 16 : ctx.prompt_tokens;
+  const int64_t decode_len = ctx.quick ? 8 : ctx.n_predict;
+  double load_s = 0;
+  LlamaModel model = load_model_with_progress(path, dev, prompt_len + decode_len + 1, &load_s);
+  const int64_t vocab = model.config().vocab_size;
+
+  std::mt19937_64 gen(7);
+  std::vector<uint32_t> prompt(static_cast<size_t>(prompt_len));
+  for (uint32_t& t : prompt) t = static_cast<uint32_t>(gen() % static_cast<uint64_t>(vocab));
+
+  // One run: prefill the prompt, then decode greedily (no stop token: fixed length).
+  struct Run {
+    double first_token_ms, prefill_tps, decode_tps;
+  };
+  auto run_once = [&] {
+    model.reset();
+    Sampler greedy;
+    const GenerationStats st = generate(model, prompt, decode_len, greedy, -1, nullptr);
+    return Run{st.prefill_seconds * 1e3, static_cast<double>(prompt_len) / st.prefill_seconds,
+               static_cast<double>(st.generated_tokens - 1) / st.decode_seconds};
+  };
+  // The first token of a single-token prompt right after loading: what a chat turn waits for.
+  const double first_token_ms = time_ms([&] {
+    model.reset();
+    Sampler greedy;
+    generate(model, {prompt[0]}, 1, greedy, -1, nullptr);
+  });
+  const Run cold = run_once();
+  std::vector<double> prefill, decode;
+  const int runs = ctx.quick ? 1 : 5;
+  for (int i = 0; i < runs; i++) {
+    const Run r = run_once();
+    prefill.push_back(r.prefill_tps);
+    decode.push_back(r.decode_tps);
+  }
+
+  ctx.os() << "model: " << what << "\n\n";
+  Table t({"device", "load", "first token after load", "prefill " + std::to_string(prompt_len) + " tok/s",
+           "decode tok/s (" + std::to_string(decode_len) + " tokens)", "first run: prefill / decode"});
+  t.add_row({dev.name(), fixed(load_s * 1e3, 1) + " ms", fixed(first_token_ms, 1) + " ms",
+             fixed(median(prefill), 1), fixed(median(decode), 1),
+             fixed(cold.prefill_tps, 1) + " / " + fixed(cold.decode_tps, 1)});
+  t.print(ctx.os());
+  ctx.os() << "\nMedians of " << runs << " runs after a first run (each run: reset the cache, prefill the "
+           << "prompt of random token ids, decode greedily).\n\n";
+  return true;
+}
+
+}  // namespace wick::cli

@@ -1,0 +1,18 @@
+// `wick generate`: text generation with a llama-family GGUF model.
+#pragma once
+
+#include <string>
+
+#include "args.h"
+#include "wick/llama.h"
+
+namespace wick::cli {
+
+// Streams the continuation of args.prompt to stdout, statistics to stderr; the exit status.
+int run_generate(const Args& args);
+
+// Loads a model, drawing a progress bar on stderr once loading has taken longer than a moment.
+LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
+                                    double* seconds);
+
+}  // namespace wick::cli
