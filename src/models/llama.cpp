@@ -12,9 +12,32 @@ namespace wick {
 
 namespace {
 
+// Projections of one input (q/k/v; gate/up): one matmul over the weights' rows concatenated when
+// they share a format (fewer, larger kernels: what decode is bound by), else one each.
+struct Projections {
+  std::vector<nn::Linear> linears;  // one when fused
+  std::vector<int64_t> sizes;       // output features of each projection
+
+  std::vector<Tensor> forward(const Tensor& x) const {
+    std::vector<Tensor> out;
+    if (linears.size() == 1 && sizes.size() > 1) {
+      const Tensor y = linears[0].forward(x);
+      int64_t start = 0;
+      for (int64_t n : sizes) {
+        out.push_back(y.narrow(y.rank() - 1, start, n));
+        start += n;
+      }
+    } else {
+      for (const nn::Linear& l : linears) out.push_back(l.forward(x));
+    }
+    return out;
+  }
+};
+
 struct Layer {
   Tensor attn_norm, ffn_norm;
-  nn::Linear q, k, v, o, gate, up, down;
+  Projections qkv, gate_up;
+  nn::Linear o, down;
   Tensor k_cache, v_cache;  // (1, kv_heads, max_seq, head_dim), written in place
 };
 
@@ -30,7 +53,8 @@ struct LlamaModel::Impl {
   std::vector<Layer> layers;
   Tensor out_norm;
   nn::Linear lm_head;
-  Tensor cos, sin;  // (max_seq, head_dim / 2)
+  Tensor cos, sin;      // (max_seq, head_dim / 2)
+  Tensor cos_q, sin_q;  // the same times 1/sqrt(head_dim): q's rotation also applies the score scale
 
   Tensor attention(Layer& l, const Tensor& x, int64_t t) const;
   Tensor causal_mask(int64_t t, int64_t total) const;
@@ -40,17 +64,55 @@ namespace {
 
 const char* kOp = "LlamaModel::load_gguf";
 
+// The one place quantized weights meet a device.
+nn::Linear quantized_linear(QTensor q, const std::string& name, const Device& dev) {
+  if (!dev.is_cpu())
+    fail(ErrorKind::Unsupported, kOp, "quantized weights (", name, ") run on the CPU only so far, not on ",
+         dev.name());
+  return nn::Linear(QMatMul(std::move(q)));
+}
+
 nn::Linear linear_from(const GgufFile& f, const std::string& name, const Device& dev) {
   const GgufTensorInfo& info = f.tensor_info(name);
   if (info.shape.rank() != 2)
     fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", info.shape, ", want 2-D");
-  if (info.is_quantized()) {
-    if (!dev.is_cpu())
-      fail(ErrorKind::Unsupported, kOp, "quantized weights (", name, ") run on the CPU only so far, not on ",
-           dev.name());
-    return nn::Linear(QMatMul(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes)));
-  }
+  if (info.is_quantized()) return quantized_linear(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes), name, dev);
   return nn::Linear(f.tensor(name, dev).to_dtype(DType::F32));
+}
+
+// Loads `names` (2-D, the same input size) as one Projections.
+Projections projections_from(const GgufFile& f, const std::vector<std::string>& names, const Device& dev) {
+  Projections p;
+  std::vector<const GgufTensorInfo*> infos;
+  for (const std::string& n : names) {
+    infos.push_back(&f.tensor_info(n));
+    if (infos.back()->shape.rank() != 2 || infos.back()->shape[1] != infos[0]->shape[1])
+      fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", n, " has shape ", infos.back()->shape, ", want [n, ",
+           infos[0]->shape[1], "]");
+    p.sizes.push_back(infos.back()->shape[0]);
+  }
+  bool same = true;
+  for (const GgufTensorInfo* i : infos) same = same && i->type == infos[0]->type;
+  if (!same) {
+    for (const std::string& n : names) p.linears.push_back(linear_from(f, n, dev));
+    return p;
+  }
+  int64_t rows = 0;
+  for (const GgufTensorInfo* i : infos) rows += i->shape[0];
+  const int64_t k = infos[0]->shape[1];
+  if (infos[0]->is_quantized()) {
+    std::vector<uint8_t> bytes;
+    for (const GgufTensorInfo* i : infos) {
+      const auto* b = reinterpret_cast<const uint8_t*>(i->data);
+      bytes.insert(bytes.end(), b, b + i->nbytes);
+    }
+    p.linears.push_back(quantized_linear(QTensor(infos[0]->type, Shape{rows, k}, std::move(bytes)), names[0], dev));
+  } else {
+    std::vector<Tensor> parts;
+    for (const std::string& n : names) parts.push_back(f.tensor(n).to_dtype(DType::F32));
+    p.linears.emplace_back(Tensor::cat(parts, 0).to_device(dev));
+  }
+  return p;
 }
 
 Tensor vector_from(const GgufFile& f, const std::string& name, int64_t n, const Device& dev) {
@@ -111,12 +173,15 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
     Layer l;
     l.attn_norm = vector_from(f, p + "attn_norm.weight", c.hidden, dev);
     l.ffn_norm = vector_from(f, p + "ffn_norm.weight", c.hidden, dev);
-    const char* mats[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
-    nn::Linear* dst[] = {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down};
-    for (int m = 0; m < 7; m++) {
-      *dst[m] = linear_from(f, p + mats[m] + ".weight", dev);
-      tick(p + mats[m] + ".weight");
-    }
+    l.qkv = projections_from(f, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, dev);
+    l.o = linear_from(f, p + "attn_output.weight", dev);
+    l.gate_up = projections_from(f, {p + "ffn_gate.weight", p + "ffn_up.weight"}, dev);
+    l.down = linear_from(f, p + "ffn_down.weight", dev);
+    if (l.qkv.sizes != std::vector<int64_t>{c.hidden, c.n_kv_heads * c.head_dim, c.n_kv_heads * c.head_dim})
+      fail(ErrorKind::Parse, kOp, path, ": ", p, "attn_{q,k,v} have ", l.qkv.sizes[0], ", ", l.qkv.sizes[1], ", ",
+           l.qkv.sizes[2], " rows, want ", c.hidden, ", ", c.n_kv_heads * c.head_dim, ", ", c.n_kv_heads * c.head_dim);
+    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+      tick(p + m + ".weight");
     l.k_cache = Tensor::zeros(cache_shape, DType::F32, dev);
     l.v_cache = Tensor::zeros(cache_shape, DType::F32, dev);
     impl->layers.push_back(std::move(l));
@@ -127,7 +192,7 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
     impl->lm_head = linear_from(f, "output.weight", dev);
     tick("output.weight");
   } else if (emb.is_quantized()) {
-    impl->lm_head = nn::Linear(QMatMul(impl->embed.qtable()));
+    impl->lm_head = quantized_linear(impl->embed.qtable(), "token_embd.weight", dev);
   } else {
     impl->lm_head = nn::Linear(impl->embed.table().to_dtype(DType::F32).to_device(dev));
   }
@@ -144,6 +209,11 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
     }
   impl->cos = Tensor::from_vec(cs, {impl->max_seq, half}, dev);
   impl->sin = Tensor::from_vec(sn, {impl->max_seq, half}, dev);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  for (float& v : cs) v *= scale;
+  for (float& v : sn) v *= scale;
+  impl->cos_q = Tensor::from_vec(cs, {impl->max_seq, half}, dev);
+  impl->sin_q = Tensor::from_vec(sn, {impl->max_seq, half}, dev);
   if (progress) progress(total, total);
 
   LlamaModel m;
@@ -168,19 +238,20 @@ Tensor LlamaModel::Impl::causal_mask(int64_t t, int64_t total) const {
 
 Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim, g = h / kvh;
-  const Tensor cos_t = cos.narrow(0, pos, t), sin_t = sin.narrow(0, pos, t);
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({1, t, n, d}).transpose(1, 2); };
-  auto rot = [&](const Tensor& y) { return cfg.rope_interleaved ? y.rope_i(cos_t, sin_t) : y.rope(cos_t, sin_t); };
-  const Tensor q = rot(heads(l.q.forward(x), h));  // (1, h, t, d) contiguous
-  const Tensor k = rot(heads(l.k.forward(x), kvh));
-  const Tensor v = heads(l.v.forward(x), kvh);
-  l.k_cache.slice_set(k, 2, pos);
-  l.v_cache.slice_set(v, 2, pos);
+  auto rot = [&](const Tensor& y, const Tensor& c, const Tensor& s) {
+    const Tensor ct = c.narrow(0, pos, t), st = s.narrow(0, pos, t);
+    return cfg.rope_interleaved ? y.rope_i(ct, st) : y.rope(ct, st);
+  };
+  const std::vector<Tensor> qkv = l.qkv.forward(x);
+  const Tensor q = rot(heads(qkv[0], h), cos_q, sin_q);  // (1, h, t, d), scaled by 1/sqrt(d)
+  l.k_cache.slice_set(rot(heads(qkv[1], kvh), cos, sin), 2, pos);
+  l.v_cache.slice_set(heads(qkv[2], kvh), 2, pos);
   const int64_t total = pos + t;
   const Tensor keys = l.k_cache.narrow(2, 0, total), values = l.v_cache.narrow(2, 0, total);
   // Grouped-query attention: the g query heads of one kv head form one (g * t)-row batch.
   const Tensor qg = q.reshape({1, kvh, g * t, d});
-  Tensor att = qg.matmul(keys.t()) * (1.0 / std::sqrt(static_cast<double>(d)));
+  Tensor att = qg.matmul(keys.t());
   if (t > 1) att = (att.reshape({1, kvh, g, t, total}) + causal_mask(t, total)).reshape({1, kvh, g * t, total});
   const Tensor y = att.softmax_last_dim().matmul(values);  // (1, kvh, g * t, d)
   return l.o.forward(y.reshape({1, h, t, d}).transpose(1, 2).reshape({t, h * d}));
@@ -196,8 +267,8 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
   Tensor x = m.embed.forward(tokens, m.dev);  // (t, hidden)
   for (Layer& l : m.layers) {
     x = x + m.attention(l, x.rms_norm(l.attn_norm, m.cfg.rms_eps), t);
-    const Tensor hn = x.rms_norm(l.ffn_norm, m.cfg.rms_eps);
-    x = x + l.down.forward(l.gate.forward(hn).silu() * l.up.forward(hn));
+    const std::vector<Tensor> gu = l.gate_up.forward(x.rms_norm(l.ffn_norm, m.cfg.rms_eps));
+    x = x + l.down.forward(gu[0].silu() * gu[1]);
   }
   const Tensor last = x.narrow(0, t - 1, 1).rms_norm(m.out_norm, m.cfg.rms_eps);
   m.pos += t;
