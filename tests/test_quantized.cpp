@@ -1,13 +1,13 @@
 // Quantized block formats: bit-exactness with ggml (reference vectors from the gguf package),
 // round-trip error bounds derived per format, QMatMul against dequantize-then-f64-matmul on every
 // SIMD level this CPU has, f16/bf16 outputs, plain types and every error path.
-#include <omp.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "cpu/parallel.h"
 #include "harness.h"
 #include "quantized/blocks.h"
 #include "quantized/kernels.h"
@@ -398,12 +398,14 @@ struct SimdLevelGuard {
   ~SimdLevelGuard() { q::set_simd_level(q::detected_simd_level()); }
 };
 
-// Runs a test body on `n` OpenMP threads. The many small products of the conformance loop run on
+// Runs a test body on `n` CPU threads. The many small products of the conformance loop run on
 // one (on a loaded 2-core machine every fork/join can wait for a time slice); the split itself
 // has its own test (ThreadsSplitRowsWithIdenticalResults).
 struct ThreadCountGuard {
-  explicit ThreadCountGuard(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ThreadCountGuard() { omp_set_num_threads(saved); }
+  explicit ThreadCountGuard(int n) : saved(wick::cpu::max_threads()) {
+    wick::cpu::ThreadPool::instance().set_threads(n);
+  }
+  ~ThreadCountGuard() { wick::cpu::ThreadPool::instance().set_threads(saved); }
   int saved;
 };
 

@@ -1,40 +1,41 @@
-// A thin wrapper over OpenMP so kernels say what they split, not how.
+// How CPU kernels split work: parallel_for(n, grain, f) calls f(begin, end) on disjoint ranges
+// covering [0, n), on the caller and the pool's workers (thread_pool.h).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "cpu/thread_pool.h"
 
 namespace wick::cpu {
 
-inline int max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
+inline int max_threads() { return ThreadPool::instance().threads(); }
 
+// Ranges of at least `grain` items (except when n < grain), a few per thread so that a thread
+// that starts late leaves its share to the others.
 template <typename F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
-  const int64_t want = std::min<int64_t>(max_threads(), std::max<int64_t>(1, n / std::max<int64_t>(grain, 1)));
+  const int threads = max_threads();
+  const int64_t most = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
+  const int64_t want = std::min<int64_t>(threads, most);
   if (want <= 1) {
     f(int64_t{0}, n);
     return;
   }
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(static_cast<int>(want)) schedule(static, 1)
-  for (int64_t t = 0; t < want; t++) {
-    const int64_t b = n * t / want, e = n * (t + 1) / want;
-    f(b, e);
-  }
-#else
-  f(int64_t{0}, n);
-#endif
+  using Fn = std::remove_reference_t<F>;
+  struct Ctx {
+    Fn* f;
+    int64_t n, chunks;
+  } ctx{&f, n, std::min<int64_t>(most, 4 * want)};
+  ThreadPool::instance().run(
+      ctx.chunks, static_cast<int>(want) - 1,
+      [](void* p, int64_t c) {
+        const Ctx& x = *static_cast<const Ctx*>(p);
+        (*x.f)(x.n * c / x.chunks, x.n * (c + 1) / x.chunks);
+      },
+      &ctx);
 }
 
 }  // namespace wick::cpu

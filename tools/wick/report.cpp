@@ -1,7 +1,8 @@
 #include "report.h"
 
+#include "cpu/parallel.h"
+
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -73,7 +74,7 @@ MachineFacts machine_facts() {
   }
   if (f.cpu_model.empty()) f.cpu_model = "unknown CPU";
   f.hardware_threads = std::thread::hardware_concurrency();
-  f.omp_threads = omp_get_max_threads();
+  f.cpu_threads = wick::cpu::max_threads();
   std::ifstream load("/proc/loadavg");
   if (!(load >> f.load_average)) f.load_average = "unknown";
   return f;
@@ -82,7 +83,7 @@ MachineFacts machine_facts() {
 std::string describe_machine() {
   const MachineFacts f = machine_facts();
   return f.cpu_model + ", " + std::to_string(f.hardware_threads) + " hardware threads, " +
-         std::to_string(f.omp_threads) + " OpenMP threads, load " + f.load_average;
+         std::to_string(f.cpu_threads) + " CPU threads, load " + f.load_average;
 }
 
 std::string describe_blas() {

@@ -69,11 +69,11 @@ class Table {
 struct MachineFacts {
   std::string cpu_model;  // from /proc/cpuinfo
   unsigned hardware_threads = 0;
-  int omp_threads = 0;       // threads wick's CPU kernels use
+  int cpu_threads = 0;       // threads wick's CPU kernels use
   std::string load_average;  // 1-minute load from /proc/loadavg: other work on a shared machine
 };
 MachineFacts machine_facts();
-// "Intel(R) Xeon(R) ..., 2 hardware threads, 2 OpenMP threads, load 0.31"
+// "Intel(R) Xeon(R) ..., 2 hardware threads, 2 CPU threads, load 0.31"
 std::string describe_machine();
 // The BLAS wick's CPU matmul uses (and the bench's anchor): "OpenBLAS 0.3.21 ... (core Prescott,
 // 2 threads)". OpenBLAS picks its kernels by CPU model; an unknown model gets slow generic ones.
