@@ -129,6 +129,11 @@ struct VulkanInstance {
     std::lock_guard<std::mutex> lock(mu);
     if (!tried) {
       tried = true;
+      // Mesa's own shader disk cache races with pipeline teardown in lavapipe (Mesa 22.3): with it
+      // on, 4 of 16 processes hung at exit (a driver thread spinning in LLVM's MCJIT destructor
+      // while the queue drained); with it off, none of 16. wick persists its kernels and the
+      // VkPipelineCache data itself, so the driver's cache is redundant: off unless the user set it.
+      setenv("MESA_SHADER_CACHE_DISABLE", "true", /*overwrite=*/0);
       auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
       app.pApplicationName = "wick";
       app.apiVersion = VK_API_VERSION_1_2;
@@ -640,6 +645,16 @@ void VkDriver::commit(uint64_t id) {
   si.signalSemaphoreCount = 1;
   si.pSignalSemaphores = &timeline_;
   check(vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+  // A driver may initialise state of its own (function-local statics of its compiler: lavapipe
+  // compiles with LLVM on its queue thread at first dispatch) while running the first list that
+  // uses a new pipeline; whatever it registers then for exit would run before our exit handler,
+  // and in-flight work at exit then crashed or hung in LLVM (~1 process in 5 on lavapipe). So the
+  // first list after new pipelines is waited for and the handler registered again, after them.
+  if (const uint64_t made = pipelines_created_.load(); made != pipelines_at_last_exit_hook_) {
+    pipelines_at_last_exit_hook_ = made;
+    wait(id);
+    std::atexit(finish_live_devices);
+  }
 }
 
 void VkDriver::wait(uint64_t id) {

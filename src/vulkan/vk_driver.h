@@ -109,6 +109,7 @@ class VkDriver final : public gpu::Driver {
   gpu::DiskCache pipeline_disk_{""};
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
   std::atomic<uint64_t> pipelines_created_{0};
+  uint64_t pipelines_at_last_exit_hook_ = 0;  // see commit()
 
   // Recording state (serialised by CommandQueue).
   std::vector<std::unique_ptr<CmdList>> lists_;
