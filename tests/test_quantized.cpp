@@ -659,7 +659,8 @@ TEST(QMatMul, EmptyDims) {
 
 // ---- devices ----------------------------------------------------------------------------------
 
-// dequantize writes to any device; QMatMul computes on the CPU and answers on x's device.
+// dequantize writes to any device; QMatMul(weight, dev) keeps its blocks on dev and multiplies
+// there. Every backend inherits these (WICK_INSTANTIATE_DEVICES).
 class QuantizedOnDevices : public DeviceTest {};
 
 TEST_P(QuantizedOnDevices, DequantizeAndMatmulFollowTheDevice) {
@@ -675,14 +676,177 @@ TEST_P(QuantizedOnDevices, DequantizeAndMatmulFollowTheDevice) {
     EXPECT_EQ(on_dev.dtype(), dt);
     WICK_EXPECT_CLOSE(on_dev, to_ref(dequantize(qw, dt)), Tol{0, 0});
   }
+  const QMatMul mm(qw, dev);
+  EXPECT_EQ(mm.device(), dev);
   const Ref xr = random_ref(rng, {2, k});
-  const QMatMul mm(qw);
   const Tensor y = mm.forward(make_tensor(xr, DType::F32, dev));
   EXPECT_EQ(y.device(), dev);
-  WICK_EXPECT_CLOSE(y, to_ref(mm.forward(make_tensor(xr, DType::F32, Device::cpu()))), Tol{0, 0});
+  EXPECT_EQ(y.dtype(), DType::F32);
+  check_qmatmul(
+      y, expected_qmatmul(dequantize(qw).to_vec<float>(), round_ref(xr, DType::F32).v, 2, n, k, 32),
+      "q4_1 on " + dev.name());
+}
+
+// The allowed error of QMatMul on `dev`: the CPU quantizes x to 8 bits per block
+// (expected_qmatmul's bound); GPU kernels keep x in f32, so only f32 rounding remains: each
+// product and each of the k additions rounds once (|error| <= (k + 2) 2^-24 sum |w x|), plus one
+// rounding of each dequantized weight where the device fuses d * q + m.
+Expected expected_on(const Device& dev, QuantType t, const std::vector<float>& w,
+                     const std::vector<double>& x, int64_t m, int64_t n, int64_t k) {
+  Expected e = expected_qmatmul(w, x, m, n, k, q::act_kind(t) == q::ActKind::Block32 ? 32 : 256);
+  if (dev.is_cpu()) return e;
+  for (int64_t r = 0; r < m; r++)
+    for (int64_t o = 0; o < n; o++) {
+      double mag = 0;
+      for (int64_t i = 0; i < k; i++)
+        mag += std::fabs(static_cast<double>(w[static_cast<size_t>(o * k + i)]) *
+                         x[static_cast<size_t>(r * k + i)]);
+      e.tol[static_cast<size_t>(r * n + o)] = (static_cast<double>(k) + 3) * 0x1p-24 * mag + 1e-30;
+    }
+  return e;
+}
+
+const std::vector<QuantType> kMatmulTypes = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,
+                                             QuantType::Q5_1, QuantType::Q8_0, QuantType::Q8_1,
+                                             QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K,
+                                             QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_K};
+
+class QMatMulOnDevices : public DeviceTest {};
+
+TEST_P(QMatMulOnDevices, EveryFormatMatchesTheF64ReferenceForDecodeAndPromptShapes) {
+  // m <= 8 takes the GPU's matrix-vector kernel, longer x the tiled one; n_out = 67 and 131 are no
+  // multiple of the rows per workgroup or of the tiles; k = 96 is 3 blocks of 32 (no K format).
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 67},  {2, 67},    {7, 67},
+                                                           {33, 67}, {128, 131}, {64, 64}};
+  for (QuantType t : kMatmulTypes) {
+    const int64_t block = block_elems(t);
+    for (int64_t k : {block == 32 ? int64_t{96} : int64_t{512}, int64_t{256}}) {
+      const int64_t n_max = 131;
+      const QTensor all =
+          quantize(Tensor::from_vec(block_test_data(rng, n_max, k, block), {n_max, k}), t);
+      const std::vector<float> w_all = dequantize(all).to_vec<float>();
+      for (const auto& [m, n] : shapes) {
+        const QTensor qw(t, Shape{n, k},
+                         std::vector<uint8_t>(all.data(), all.data() + n * all.row_bytes()));
+        const std::vector<float> w(w_all.begin(), w_all.begin() + n * k);
+        const QMatMul mm(qw, dev);
+        const Ref xr = random_ref(rng, {m, k}, -3, 3);
+        const Tensor y = mm.forward(make_tensor(xr, DType::F32, dev));
+        ASSERT_EQ(y.shape(), (Shape{m, n}));
+        ASSERT_EQ(y.device(), dev);
+        check_qmatmul(y, expected_on(dev, t, w, round_ref(xr, DType::F32).v, m, n, k),
+                      std::string(type_name(t)) + " m=" + std::to_string(m) +
+                          " n=" + std::to_string(n) + " k=" + std::to_string(k));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(QMatMulOnDevices, ReadsXThroughItsLayoutInEveryDtype) {
+  // Transposed and narrowed x are read in place (strides), permuted 3-D x is copied first; f16
+  // and bf16 x are converted by the kernel. q4_0 blocks (18 bytes) are not 4-byte aligned.
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q6_K}) {
+    const int64_t k = 256, n = 37;
+    const QTensor qw =
+        quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    const QMatMul mm(qw, dev);
+    for (const Shape& xs : {Shape{3, k}, Shape{40, k}, Shape{2, 3, k}, Shape{k}}) {
+      const Ref xr = random_ref(rng, xs);
+      const int64_t m = xr.numel() / k;
+      for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        const Expected want = expected_on(dev, t, w, round_ref(xr, dt).v, m, n, k);
+        for (Variant v : kAllVariants) {
+          const std::string what = std::string(type_name(t)) + " x=" + xs.str() + " " +
+                                   dtype_name(dt) + " " + variant_name(v);
+          const Tensor y = mm.forward(make_tensor(xr, dt, dev, v));
+          std::vector<int64_t> want_dims = xs.dims();
+          want_dims.back() = n;
+          ASSERT_EQ(y.shape(), Shape(want_dims)) << what;
+          check_qmatmul(y, want, what);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(QMatMulOnDevices, PlainWeightsAndEmptyDims) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t : {QuantType::F32, QuantType::F16, QuantType::BF16}) {
+    const int64_t k = 40, n = 7, m = 3;  // plain types take any k
+    const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, 1), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    const Ref xr = random_ref(rng, {m, k});
+    const std::vector<float> got =
+        QMatMul(qw, dev).forward(make_tensor(xr, DType::F32, dev)).to_vec<float>();
+    for (int64_t r = 0; r < m; r++)
+      for (int64_t o = 0; o < n; o++) {
+        double want = 0, mag = 0;
+        for (int64_t i = 0; i < k; i++) {
+          const double p = w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)];
+          want += p;
+          mag += std::fabs(p);
+        }
+        ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30) << type_name(t);
+      }
+  }
+  const QTensor qw = quantize(Tensor::ones({3, 32}, DType::F32), QuantType::Q8_0);
+  const Tensor y = QMatMul(qw, dev).forward(Tensor::zeros({0, 32}, DType::F32, dev));
+  EXPECT_EQ(y.shape(), (Shape{0, 3}));
+  EXPECT_EQ(y.device(), dev);
+  const QTensor empty_k = quantize(Tensor::zeros({3, 0}, DType::F32), QuantType::Q4_1);
+  const Tensor z = QMatMul(empty_k, dev).forward(Tensor::zeros({2, 0}, DType::F32, dev));
+  EXPECT_EQ(z.device(), dev);
+  EXPECT_EQ(z.to_vec<float>(), std::vector<float>(6, 0.0f));
+  const QTensor no_rows = quantize(Tensor::zeros({0, 64}, DType::F32), QuantType::Q8_0);
+  EXPECT_EQ(QMatMul(no_rows, dev).forward(Tensor::ones({2, 64}, DType::F32, dev)).shape(),
+            (Shape{2, 0}));
+}
+
+TEST_P(QMatMulOnDevices, RefusesWrongShapesDtypesAndDevices) {
+  const Device dev = device();
+  const QMatMul mm(quantize(Tensor::ones({4, 64}, DType::F32), QuantType::Q4_1), dev);
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 32}, DType::F32, dev));
+      },
+      ErrorKind::Shape, {"QMatMul::forward", "[3, 32]", "64", "QTensor[4, 64; q4_1]"});
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 64}, DType::U32, dev));
+      },
+      ErrorKind::DType, {"QMatMul::forward", "u32", "[3, 64]"});
+  std::vector<Device> others;
+  for (const Device& d : available_devices())
+    if (d.kind() != dev.kind()) others.push_back(d);
+  for (const Device& other : others) {
+    expect_error(
+        [&] {
+          mm.forward(Tensor::ones({3, 64}, DType::F32, other));
+        },
+        ErrorKind::Device, {"QMatMul::forward", other.name(), dev.name(), "QTensor[4, 64; q4_1]"});
+    const QMatMul there(mm.weight(), other);
+    expect_error(
+        [&] {
+          there.forward(Tensor::ones({3, 64}, DType::F32, dev));
+        },
+        ErrorKind::Device, {"QMatMul::forward", other.name(), dev.name()});
+  }
 }
 
 WICK_INSTANTIATE_DEVICES(QuantizedOnDevices);
+WICK_INSTANTIATE_DEVICES(QMatMulOnDevices);
 
 // ---- errors -----------------------------------------------------------------------------------
 

@@ -1,6 +1,9 @@
 #include "tiny_llama.h"
 
+#include <span>
+
 #include "wick/gguf.h"
+#include "wick/quantized.h"
 
 namespace wick::testing {
 
@@ -83,7 +86,14 @@ TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaCon
 
   const auto add = [&](const std::string& name, const Shape& shape, DType dt, double scale) {
     Tensor t = make_tensor(random_ref(rng, shape, -scale, scale), dt, Device::cpu());
-    w.add_tensor(name, t);
+    if (shape.rank() == 2 && c.matrix_type != QuantType::F32) {
+      const QTensor q = quantize(t, c.matrix_type);
+      w.add_raw_tensor(name, q.type(), q.shape(),
+                       std::as_bytes(std::span<const uint8_t>(q.data(), q.nbytes())));
+      t = dequantize(q);
+    } else {
+      w.add_tensor(name, t);
+    }
     m.weights.emplace_back(name, t);
   };
   const int64_t kv_dim = c.kv_heads * c.head_dim();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "wick/quant_type.h"
 
 namespace wick::testing {
 
@@ -31,6 +32,9 @@ struct TinyLlamaConfig {
   float rms_eps = 1e-5f;
   bool tied_embeddings = true;      // no output.weight
   DType weight_dtype = DType::F32;  // the matrices and the embedding; norms stay f32
+  // A block format (q8_0, ...) for the matrices and the embedding instead of weight_dtype:
+  // hidden, ffn and the kv dim must then be multiples of its block size.
+  QuantType matrix_type = QuantType::F32;
   uint32_t alignment = 32;
   int64_t head_dim() const { return hidden / heads; }
 };
@@ -41,7 +45,8 @@ struct TinyLlama {
   std::vector<int32_t> token_types;  // tokenizer.ggml.token_type (1 normal, 3 control)
   std::vector<std::string> merges;   // tokenizer.ggml.merges ("a b")
   uint32_t bos_id = 1, eos_id = 2;
-  // Every tensor written, in file order: GGUF name -> the values (row-major, weight_dtype).
+  // Every tensor written, in file order: GGUF name -> the values (row-major, weight_dtype; the
+  // dequantized values, in f32, of quantized matrices).
   std::vector<std::pair<std::string, Tensor>> weights;
   const Tensor& weight(std::string_view name) const;
 };

@@ -43,12 +43,9 @@ nn::Linear linear_from(const GgufFile& f, const std::string& name, const Device&
   const GgufTensorInfo& info = f.tensor_info(name);
   if (info.shape.rank() != 2)
     fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", info.shape, ", want 2-D");
-  if (info.is_quantized()) {
-    if (!dev.is_cpu())
-      fail(ErrorKind::Unsupported, kOp, "quantized weights (", name, ") run on the CPU only so far, not on ",
-           dev.name());
-    return nn::Linear(QMatMul(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes)));
-  }
+  if (info.is_quantized())  // the blocks go to the device once, here
+    return nn::Linear(
+        QMatMul(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes), dev));
   return nn::Linear(f.tensor(name, dev).to_dtype(DType::F32));
 }
 
@@ -126,7 +123,7 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
     impl->lm_head = linear_from(f, "output.weight", dev);
     tick("output.weight");
   } else if (emb.is_quantized()) {
-    impl->lm_head = nn::Linear(QMatMul(impl->embed.qtable()));
+    impl->lm_head = nn::Linear(QMatMul(impl->embed.qtable(), dev));  // tied: blocks on dev too
   } else {
     impl->lm_head = nn::Linear(impl->embed.table().to_dtype(DType::F32).to_device(dev));
   }

@@ -5,7 +5,8 @@
 // command queue's lock, then returns without waiting. Read-back (to_host) and synchronize() are
 // the only places that wait. Op families live in their own files: vk_memory.cpp (alloc, upload,
 // read-back, copies, casts, fill), vk_elementwise.cpp, vk_random.cpp, vk_reduce.cpp,
-// vk_matmul.cpp, vk_indexing.cpp; vk_launch.cpp holds the launch helpers they share.
+// vk_matmul.cpp, vk_quantized.cpp, vk_indexing.cpp; vk_launch.cpp holds the launch helpers they
+// share.
 #pragma once
 
 #include <array>
@@ -44,6 +45,9 @@ struct VulkanOptions {
   uint64_t pool_limit = 0;   // 0: default for the device
   std::string kernel_cache;  // folder; "" = off
   bool fast_math = true;
+  // Subgroup arithmetic in the kernels that use it (qmatvec.comp), where the device has it; off:
+  // their shared-memory path (tests run both).
+  bool subgroups = true;
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -119,6 +123,8 @@ class VulkanDevice final : public backend::BackendDevice {
 
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;
+  void qmatmul(backend::View x, const backend::Storage& wblocks, QuantType type, int64_t n_out,
+               int64_t k, backend::Storage& dst) override;
 
   void index_select(backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst) override;
