@@ -1,10 +1,12 @@
 // The Vulkan quantized matmul's mechanisms (its numbers are checked on every device by the
 // QMatMulOnDevices suite in test_quantized.cpp): one dispatch per forward with no host round
 // trip, inputs and outputs declared to the hazard tracker, one module per format with the row
-// count as a specialization constant, and the reduction without subgroups.
+// count as a specialization constant, and the GPUs' kernel choices (tiled kernel, reduction
+// across subgroups or without them), which lavapipe's own defaults do not take.
 #include <cmath>
 
 #include "gpu_vulkan_util.h"
+#include "quantized_ref.h"
 #include "wick/quantized.h"
 
 namespace wick::testing {
@@ -96,23 +98,43 @@ TEST_F(VulkanQMatMul, OneModulePerFormatAndDtypeOnePipelinePerRowCount) {
   EXPECT_EQ(k3.pipelines - k2.pipelines, 1u);
 }
 
-TEST(VulkanQMatMulReduction, SharedMemoryPathMatchesSubgroups) {
-  // The matrix-vector kernel adds partial sums with subgroupAdd where the device has it; the
-  // shared-memory path (devices without subgroup arithmetic) is run here by turning it off.
+TEST(VulkanQMatMulShapes, TheGpuChoicesRunHereToo) {
+  // lavapipe's defaults (8 threads = one of its subgroups, 8 rows, qmatvec for every m) are not a
+  // GPU's: run every format with the GPU's (32 threads = 4 lavapipe subgroups, 2 rows, the tiled
+  // kernel beyond 8 x rows), with subgroup arithmetic and with the shared-memory reduction of
+  // devices that lack it.
+  for (bool subgroups : {true, false}) {
+    SCOPED_TRACE(subgroups ? "subgroups" : "shared memory");
+    const Device gpu_like = private_device([&](VulkanOptions& o) {
+      o.qmatvec = {32, 2, 8};
+      o.subgroups = subgroups;
+    });
+    check_every_format(gpu_like, {{1, 67}, {5, 67}, {9, 67}, {33, 131}, {128, 131}});
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(VulkanQMatMulShapes, QMatVecRowsKnobIsParsed) {
+  const std::string exe = self_exe();
+  const auto rows = [&](const std::string& env) {
+    return run_child(exe, env, "VulkanChild.DISABLED_ReportOptions")["qmatvec_rows"];
+  };
+  const std::string def = rows("-u WICK_QMATVEC_ROWS");
+  EXPECT_EQ(def, std::to_string(vulkan::default_qmatvec_shape(vk(vk0()).caps()).max_rows));
+  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=3"), "3");
+  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=0"), "0");
+  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=-2"), def) << "negative falls back to the default";
+  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=abc"), def);
+}
+
+TEST(VulkanQMatMulShapes, OneRowOnTheTiledKernel) {
+  // max_rows = 0 sends every x to the tiled kernel: one row of a 32-row tile.
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device plain = private_device([](VulkanOptions& o) { o.subgroups = false; });
-  for (QuantType t : {QuantType::Q4_1, QuantType::Q6_K}) {
-    const QTensor w = random_weight(rng, 37, 512, t);
-    for (int64_t m : {1, 5}) {
-      const Ref xr = random_ref(rng, {m, 512});
-      const Tensor y_sub = QMatMul(w, vk0()).forward(make_tensor(xr, DType::F32, vk0()));
-      const Tensor x = make_tensor(xr, DType::F32, plain);
-      const Tensor y_plain = QMatMul(w, plain).forward(x);
-      EXPECT_LT(rel_error(y_plain, w, x), 1e-5) << quant_type_info(t)->name << " m=" << m;
-      EXPECT_LT(rel_error(y_sub, w, x), 1e-5) << quant_type_info(t)->name << " m=" << m;
-    }
-  }
+  const Device tiled = private_device([](VulkanOptions& o) { o.qmatvec.max_rows = 0; });
+  const QTensor w = random_weight(rng, 50, 256, QuantType::Q5_K);
+  const Tensor x = make_tensor(random_ref(rng, {1, 256}), DType::F32, tiled);
+  EXPECT_LT(rel_error(QMatMul(w, tiled).forward(x), w, x), 1e-5);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 #version 450
 // y (m, n_out) = x (m, k) @ W^T for a few x rows (decode), W in a block format (QTYPE, see
-// include/quant.glsl) decoded on the fly, so every weight byte is read once. A workgroup computes
-// NUM_ROWS output rows for all NUM_COLS (= m) x rows: its threads take runs of 8 elements along k
-// in turn (consecutive threads, consecutive runs: coalesced), then the partial sums are added
-// across the workgroup: subgroupAdd where the device has it (WICK_SUBGROUP_ARITHMETIC), then one
+// include/quant.glsl) decoded on the fly, so every weight byte is read once per NUM_COLS x rows.
+// A workgroup computes NUM_ROWS output rows for NUM_COLS x rows (workgroup z: which NUM_COLS;
+// the last group may have fewer): its threads take runs of 8 elements along k in turn
+// (consecutive threads, consecutive runs: coalesced), then the partial sums are added across the
+// workgroup: subgroupAdd where the device has it (WICK_SUBGROUP_ARITHMETIC), then one
 // shared-memory pass over the subgroups' sums (over every thread's without subgroups).
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -14,8 +15,8 @@
 #include "include/quant.glsl"
 
 #define MAX_COLS 8u
-#define MAX_ROWS 4u
-layout(constant_id = 0) const uint NUM_COLS = 1u;  // 1 .. MAX_COLS
+#define MAX_ROWS 8u
+layout(constant_id = 0) const uint NUM_COLS = 1u;  // x rows per workgroup, 1 .. MAX_COLS
 layout(constant_id = 1) const uint NUM_ROWS = 1u;  // 1 .. MAX_ROWS
 
 layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
@@ -26,6 +27,7 @@ shared float s_part[MAX_ROWS * MAX_COLS * WG_SIZE];
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint row0 = group_index() * NUM_ROWS;
+  const uint col0 = gl_WorkGroupID.z * NUM_COLS, n_cols = min(NUM_COLS, pc.m - col0);
   float acc[MAX_ROWS][MAX_COLS];
   for (uint r = 0u; r < NUM_ROWS; r++)
     for (uint c = 0u; c < NUM_COLS; c++) acc[r][c] = 0.0;
@@ -34,8 +36,8 @@ void main() {
     const uint e = run * 8u;
     float xv[MAX_COLS][8];
     for (uint c = 0u; c < NUM_COLS; c++) {
-      const uint base = pc.x_offset + c * pc.x_row + e * pc.x_k;
-      for (uint i = 0u; i < 8u; i++) xv[c][i] = LOAD(DT, x[base + i * pc.x_k]);
+      const uint base = pc.x_offset + (col0 + c) * pc.x_row + e * pc.x_k;
+      for (uint i = 0u; i < 8u; i++) xv[c][i] = c < n_cols ? LOAD(DT, x[base + i * pc.x_k]) : 0.0;
     }
     const uint blk = (e / QK) * BLOCK_BYTES, j = e % QK;
     for (uint r = 0u; r < NUM_ROWS; r++) {
@@ -64,7 +66,7 @@ void main() {
     if (writer)
       for (uint r = 0u; r < NUM_ROWS; r++)
         for (uint c = 0u; c < NUM_COLS; c++)
-          if (row0 + r < pc.n_out) y[c * pc.n_out + row0 + r] = acc[r][c];
+          if (row0 + r < pc.n_out && c < n_cols) y[(col0 + c) * pc.n_out + row0 + r] = acc[r][c];
     return;
   }
   if (writer)
@@ -73,9 +75,9 @@ void main() {
   barrier();
   for (uint v = t; v < NUM_ROWS * NUM_COLS; v += WG_SIZE) {
     const uint row = row0 + v / NUM_COLS, c = v % NUM_COLS;
-    if (row >= pc.n_out) continue;
+    if (row >= pc.n_out || c >= n_cols) continue;
     float s = 0.0;
     for (uint p = 0u; p < n_part; p++) s += s_part[v * n_part + p];
-    y[c * pc.n_out + row] = s;
+    y[(col0 + c) * pc.n_out + row] = s;
   }
 }

@@ -39,6 +39,15 @@ class VulkanStorage final : public backend::Storage {
   gpu::BufferRef buffer_;
 };
 
+// The quantized matrix-vector kernel (qmatvec.comp): threads and output rows per workgroup, and
+// the longest x it takes (longer x: the tiled qmatmul.comp).
+struct QMatVecShape {
+  uint32_t threads = 32, rows = 2;
+  int64_t max_rows = 8;
+};
+// The measured defaults per device class (the table in vk_quantized.cpp).
+QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);
+
 // Settings of one device; from_knobs() reads the WICK_* knobs and the measured defaults.
 struct VulkanOptions {
   gpu::QueueConfig queue;
@@ -48,6 +57,7 @@ struct VulkanOptions {
   // Subgroup arithmetic in the kernels that use it (qmatvec.comp), where the device has it; off:
   // their shared-memory path (tests run both).
   bool subgroups = true;
+  QMatVecShape qmatvec;  // WICK_QMATVEC_ROWS sets max_rows
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 

@@ -1,10 +1,11 @@
 // Vulkan quantized matmul: y = x @ W^T with W's ggml blocks in a device buffer (QMatMul uploads
-// them once). Up to kMaxVecRows x rows (decode) qmatvec.comp decodes W on the fly and reads each
-// weight byte once; longer inputs (prompts) go to qmatmul.comp, a tiled GEMM that decodes W's
-// tiles into shared memory. Both read x (f32, f16 or bf16) through its strides and compute in
-// f32: x is not quantized to 8 bits as on the CPU. The format is a define (QTYPE), so each
-// kernel is compiled once per format and dtype.
+// them once). For a few x rows (decode) qmatvec.comp decodes W on the fly and reads each weight
+// byte once per 8 x rows; longer inputs (prompts) go to qmatmul.comp on GPUs, a tiled GEMM that
+// decodes W's tiles into shared memory (the table below says where the switch is). Both read x
+// (f32, f16 or bf16) through its strides and compute in f32: x is not quantized to 8 bits as on the
+// CPU. The format is a define (QTYPE), so each kernel is compiled once per format and dtype.
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "vulkan/vk_device.h"
@@ -16,7 +17,8 @@ using backend::View;
 
 namespace {
 
-constexpr int64_t kMaxVecRows = 8;  // MAX_COLS in qmatvec.comp
+constexpr int64_t kMaxVecCols = 8;           // MAX_COLS in qmatvec.comp
+constexpr uint32_t kMaxVecRowsPerGroup = 8;  // MAX_ROWS
 
 bool has_kernel(QuantType t) {
   switch (t) {
@@ -38,18 +40,7 @@ bool has_kernel(QuantType t) {
   }
 }
 
-// The tuning tables: data, not code.
-// qmatvec.comp: threads per workgroup and output rows per workgroup (<= MAX_ROWS = 4).
-struct VecChoice {
-  uint32_t threads, rows;
-};
-VecChoice choose_vec(const DeviceCaps& caps) {
-  // GPUs: one 32-wide subgroup per workgroup, two rows (ggml's choice for NVIDIA, not measured
-  // here). CPU implementations (lavapipe) run a workgroup per host thread, vectorised over 8
-  // invocations: fewer, fuller workgroups pay less per-workgroup overhead.
-  if (caps.is_cpu) return {64, 4};
-  return {32, 2};
-}
+// The tuning tables: data, not code (qmatvec.comp's shape: default_qmatvec_shape below).
 // qmatmul.comp: the output tile.
 struct TileChoice {
   uint32_t bm, bn;
@@ -60,6 +51,17 @@ TileChoice choose_tiles(int64_t m, int64_t n_out) {
 }
 
 }  // namespace
+
+QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
+  // CPU implementations (lavapipe) run a workgroup on one host thread, 8 invocations per SIMD
+  // vector: one vector per workgroup (no barrier) and 8 rows measured fastest (SmolLM2 shapes,
+  // 1.3-2x faster than 32 x 2 or 64 x 4). Their barriers are slow: the tiled kernel lost to
+  // qmatvec at every m tried (m = 16: 12x, m = 64: 5x), so qmatvec takes every x. GPUs: one
+  // 32-wide subgroup and two rows per workgroup (ggml's choice for NVIDIA; not measured here),
+  // and the tiled kernel beyond 8 x rows.
+  if (caps.is_cpu) return {8, 8, std::numeric_limits<int64_t>::max()};
+  return {32, 2, kMaxVecCols};
+}
 
 void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
                            Storage& dst) {
@@ -99,16 +101,23 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   defs.emplace_back("QTYPE", std::to_string(static_cast<uint32_t>(type)));
   gpu::KernelKey key;
   std::array<uint32_t, 3> groups{};
-  if (m <= kMaxVecRows) {
-    const VecChoice v = choose_vec(caps());
+  const QMatVecShape& v = options_.qmatvec;
+  // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
+  WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
+              v.threads * v.rows * kMaxVecCols * 4 <= 32768);
+  const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
+  if (m <= v.max_rows && col_groups <= caps().max_group_count_z) {
     defs.emplace_back("WG_SIZE", std::to_string(v.threads));
     if (caps().subgroup_arithmetic && options_.subgroups)
       defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-    key = key_for("qmatvec.comp", std::move(defs), {static_cast<uint32_t>(m), v.rows});
-    // A 2-D grid of workgroups (group_index() in include/common.glsl).
+    const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
+    key = key_for("qmatvec.comp", std::move(defs), {cols, v.rows});
+    // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
+    // over the groups of x rows.
     const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
     const uint64_t gx = std::clamp<uint64_t>(n, 1, caps().max_group_count_x);
-    groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>((n + gx - 1) / gx), 1};
+    groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>((n + gx - 1) / gx),
+              static_cast<uint32_t>(col_groups)};
   } else {
     const TileChoice t = choose_tiles(m, n_out);
     const uint32_t aligned = (m % t.bm == 0 ? 1u : 0u) | (n_out % t.bn == 0 ? 2u : 0u);
