@@ -123,7 +123,8 @@ class BackendDevice {
   virtual void matmul(View a, View b, const MatmulDims& d, Storage& dst) = 0;
   // dst (m, n_out) f32 = x (m, k) @ W^T for W (n_out, k) in a ggml block format: `wblocks` is a
   // U8 storage on this device holding W's rows of k / block_elems blocks back to back (uploaded
-  // once by QMatMul). x: f32/f16/bf16, any strides; k > 0 is a multiple of the block size.
+  // once by QMatMul). x: f32/f16/bf16, any strides; m, n_out > 0; k > 0, a multiple of the
+  // block size.
   // Only GPU backends implement it: on the CPU, QMatMul (src/quantized/qmatmul.cpp) multiplies
   // with weights it prepared once (repacked, or dense), which this call could not carry, so
   // CpuDevice refuses it with Unsupported. A backend without a kernel for `type` does the same.

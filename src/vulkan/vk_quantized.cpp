@@ -55,7 +55,7 @@ TileChoice choose_tiles(int64_t m, int64_t n_out) {
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   // CPU implementations (lavapipe) run a workgroup on one host thread, 8 invocations per SIMD
   // vector: one vector per workgroup (no barrier) and 8 rows measured fastest (SmolLM2 shapes,
-  // 1.3-2x faster than 32 x 2 or 64 x 4). Their barriers are slow: the tiled kernel lost to
+  // 1.5-2.4x faster than 32 x 2 or 64 x 4). Their barriers are slow: the tiled kernel lost to
   // qmatvec at every m tried (m = 16: 12x, m = 64: 5x), so qmatvec takes every x. GPUs: one
   // 32-wide subgroup and two rows per workgroup (ggml's choice for NVIDIA; not measured here),
   // and the tiled kernel beyond 8 x rows.
@@ -86,6 +86,8 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
          " bytes a kernel can bind on ", caps().name);
   to_index(n_out * row_bytes, "weight bytes");
   to_index(m * n_out, "output elements");
+  to_index(x.layout.start_offset + (m - 1) * x.layout.strides[0] + (k - 1) * x.layout.strides[1],
+           "x index");
 
   PushConstants pc;
   pc.u32(to_index(m, "rows"));

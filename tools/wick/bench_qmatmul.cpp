@@ -91,7 +91,7 @@ bool bench_qmatmul(const BenchContext& ctx) {
         table.add_row({name, type, std::to_string(m), fixed(q_us, 1), fixed(f_us, 1),
                        fixed(f_us / q_us, 2) + "x",
                        fixed(static_cast<double>(qw.nbytes()) * mb, 2) + " / " +
-                           fixed(static_cast<double>(s.n_out * s.k * 4) * mb, 1),
+                           fixed(static_cast<double>(s.n_out * s.k * 4) * mb, 2),
                        fixed(err, 6) + (err <= bound ? "" : " WRONG")});
       }
     });
