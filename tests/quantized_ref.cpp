@@ -116,4 +116,33 @@ void check_every_format(const Device& dev, const std::vector<std::pair<int64_t, 
   }
 }
 
+void check_layouts_and_dtypes(const Device& dev) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q6_K}) {
+    const int64_t k = 256, n = 37;
+    const QTensor qw = quantize(
+        Tensor::from_vec(block_test_data(rng, n, k, quant_type_info(t)->block_elems), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    const QMatMul mm(qw, dev);
+    for (const Shape& xs : {Shape{3, k}, Shape{40, k}, Shape{2, 3, k}, Shape{k}}) {
+      const Ref xr = random_ref(rng, xs);
+      const int64_t m = xr.numel() / k;
+      for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        const Expected want = expected_on(dev, t, w, round_ref(xr, dt).v, m, n, k);
+        for (Variant v : kAllVariants) {
+          const std::string what = std::string(quant_type_info(t)->name) + " x=" + xs.str() + " " +
+                                   dtype_name(dt) + " " + variant_name(v) + " on " + dev.name();
+          const Tensor y = mm.forward(make_tensor(xr, dt, dev, v));
+          std::vector<int64_t> want_dims = xs.dims();
+          want_dims.back() = n;
+          ASSERT_EQ(y.shape(), Shape(want_dims)) << what;
+          check_qmatmul(y, want, what);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace wick::testing

@@ -55,4 +55,10 @@ const std::vector<QuantType>& quantized_matmul_types();
 // expected_on.
 void check_every_format(const Device& dev, const std::vector<std::pair<int64_t, int64_t>>& shapes);
 
+// QMatMul(W, dev) on x of every layout variant (transposed and narrowed x are read in place
+// through their strides, permuted 3-D x is copied first), f32/f16/bf16 x (converted by the
+// kernel), x of 3, 40, 2 x 3 rows and a vector; q4_0 (18-byte blocks, not 4-byte aligned) and
+// q6_k.
+void check_layouts_and_dtypes(const Device& dev);
+
 }  // namespace wick::testing

@@ -111,6 +111,8 @@ TEST(VulkanQMatMulShapes, TheGpuChoicesRunHereToo) {
     });
     check_every_format(gpu_like, {{1, 67}, {5, 67}, {9, 67}, {33, 131}, {128, 131}});
     if (::testing::Test::HasFatalFailure()) return;
+    check_layouts_and_dtypes(gpu_like);  // 40 rows: the tiled kernel's strided and f16 x
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -624,35 +624,7 @@ TEST_P(QMatMulOnDevices, EveryFormatMatchesTheF64ReferenceForDecodeAndPromptShap
 }
 
 TEST_P(QMatMulOnDevices, ReadsXThroughItsLayoutInEveryDtype) {
-  // Transposed and narrowed x are read in place (strides), permuted 3-D x is copied first; f16
-  // and bf16 x are converted by the kernel. q4_0 blocks (18 bytes) are not 4-byte aligned.
-  const Device dev = device();
-  Rng rng;
-  SCOPED_TRACE(rng.seed());
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q6_K}) {
-    const int64_t k = 256, n = 37;
-    const QTensor qw =
-        quantize(Tensor::from_vec(block_test_data(rng, n, k, block_elems(t)), {n, k}), t);
-    const std::vector<float> w = dequantize(qw).to_vec<float>();
-    const QMatMul mm(qw, dev);
-    for (const Shape& xs : {Shape{3, k}, Shape{40, k}, Shape{2, 3, k}, Shape{k}}) {
-      const Ref xr = random_ref(rng, xs);
-      const int64_t m = xr.numel() / k;
-      for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-        const Expected want = expected_on(dev, t, w, round_ref(xr, dt).v, m, n, k);
-        for (Variant v : kAllVariants) {
-          const std::string what = std::string(type_name(t)) + " x=" + xs.str() + " " +
-                                   dtype_name(dt) + " " + variant_name(v);
-          const Tensor y = mm.forward(make_tensor(xr, dt, dev, v));
-          std::vector<int64_t> want_dims = xs.dims();
-          want_dims.back() = n;
-          ASSERT_EQ(y.shape(), Shape(want_dims)) << what;
-          check_qmatmul(y, want, what);
-          if (::testing::Test::HasFatalFailure()) return;
-        }
-      }
-    }
-  }
+  check_layouts_and_dtypes(device());
 }
 
 TEST_P(QMatMulOnDevices, PlainWeightsAndEmptyDims) {
