@@ -90,8 +90,11 @@ class QMatMul {
   // cannot multiply.
   explicit QMatMul(QTensor weight);
   // On `dev`: the blocks go to the device once, here. Same errors, plus Error(Unsupported) when
-  // the device has no kernel for the format or cannot hold the weight.
+  // the device cannot hold U8 storage (8-bit storage buffers).
   QMatMul(QTensor weight, const Device& dev);
+  // Throws Error(Shape) unless x ends in k, Error(DType) for other x dtypes, Error(Device) when x
+  // is not on device(), Error(Unsupported) when the device has no kernel for the format (Vulkan
+  // has all twelve) or cannot bind the weight (beyond maxStorageBufferRange).
   Tensor forward(const Tensor& x) const;
 
   const QTensor& weight() const;
