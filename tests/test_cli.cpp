@@ -201,10 +201,10 @@ TEST(CliBinary, BenchFirstRunsTwoProcesses) {
 }
 
 TEST(CliBinary, QuickSpeedBenches) {
-  const RunResult r = run_wick("bench matmul elementwise overhead --quick");
+  const RunResult r = run_wick("bench matmul qmatmul elementwise overhead --quick");
   EXPECT_EQ(r.status, 0);
-  for (const char* row :
-       {"| f32   | 32", "| bf16  | 64", "| add  ", "| matmul 1x1", "| narrow (a view)"})
+  for (const char* row : {"| f32   | 32", "| bf16  | 64", "| 1536 x 576 ", "| add  ",
+                          "| matmul 1x1", "| narrow (a view)"})
     EXPECT_HAS(r.output, row);
   EXPECT_EQ(r.output.find("WRONG"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("unsupported"), std::string::npos) << r.output;

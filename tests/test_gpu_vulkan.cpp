@@ -100,9 +100,10 @@ TEST(VulkanQueue, InFlightListIsBounded) {
 // The child side of the knob tests: prints what the device made of the environment.
 TEST(VulkanChild, DISABLED_ReportOptions) {
   Device d = Device::vulkan(0);
-  std::printf("CHILD ops_per_buffer=%lld fast_math=%d\n",
+  std::printf("CHILD ops_per_buffer=%lld fast_math=%d qmatvec_rows=%lld\n",
               static_cast<long long>(vk(d).options().queue.ops_per_buffer),
-              vk(d).options().fast_math ? 1 : 0);
+              vk(d).options().fast_math ? 1 : 0,
+              static_cast<long long>(vk(d).options().qmatvec.max_rows));
 }
 
 TEST(VulkanQueue, ComputePerBufferKnobIsParsed) {

@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cpu/parallel.h"
 #include "harness.h"
 #include "quantized/blocks.h"
 #include "quantized/kernels.h"
 #include "quantized/packed.h"
+#include "quantized_ref.h"
 #include "wick/quantized.h"
 
 namespace wick::testing {
@@ -97,26 +97,6 @@ TEST(QuantizedGgml, QuantizeAndDequantizeMatchReferenceBitForBit) {
 }
 
 // ---- round-trip error bounds ------------------------------------------------------------------
-
-// Rows of random blocks: a random scale per block (1e-3 .. 1e2), plus an all-zero block, a
-// negative-only block and a block with one outlier 100x its neighbours.
-std::vector<float> block_test_data(Rng& rng, int64_t rows, int64_t k, int64_t block) {
-  std::vector<float> v(static_cast<size_t>(rows * k));
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  const int64_t n_blocks = rows * k / block;
-  for (int64_t b = 0; b < n_blocks; b++) {
-    float* x = v.data() + b * block;
-    const float scale = std::pow(10.0f, static_cast<float>(rng.uniform(-3, 2)));
-    const int64_t kind = b % 5;
-    for (int64_t j = 0; j < block; j++) x[j] = scale * normal(rng.gen());
-    if (kind == 1) std::fill(x, x + block, 0.0f);
-    if (kind == 2)
-      for (int64_t j = 0; j < block; j++) x[j] = -std::fabs(x[j]) - 0.1f * scale;
-    if (kind == 3)
-      x[rng.integer(0, block - 1)] = 100.0f * scale * (rng.uniform(0, 1) < 0.5 ? -1 : 1);
-  }
-  return v;
-}
 
 // f32 slack for a dequantized value of magnitude about `mag`.
 double fp_slack(double mag) {
@@ -398,62 +378,6 @@ struct SimdLevelGuard {
   ~SimdLevelGuard() { q::set_simd_level(q::detected_simd_level()); }
 };
 
-// Runs a test body on `n` CPU threads. The many small products of the conformance loop run on
-// one (on a loaded 2-core machine every fork/join can wait for a time slice); the split itself
-// has its own test (ThreadsSplitRowsWithIdenticalResults).
-struct ThreadCountGuard {
-  explicit ThreadCountGuard(int n) : saved(wick::cpu::max_threads()) {
-    wick::cpu::ThreadPool::instance().set_threads(n);
-  }
-  ~ThreadCountGuard() { wick::cpu::ThreadPool::instance().set_threads(saved); }
-  int saved;
-};
-
-// Expected y = x @ W^T from float64 sums of the dequantized weights, with the allowed error. The
-// integer path quantizes each x block to 8 bits (step d_x = amax_block / 127, rounding error
-// <= d_x / 2 per element), so output o may be off by sum over blocks of d_x/2 * sum_block |w_o|;
-// the f32 accumulation adds ~k * 2^-24 relative to sum |w x| (we allow 1e-5 of it).
-struct Expected {
-  std::vector<double> y, tol;
-};
-
-Expected expected_qmatmul(const std::vector<float>& w, const std::vector<double>& x, int64_t m,
-                          int64_t n, int64_t k, int64_t act_block) {
-  Expected e{std::vector<double>(static_cast<size_t>(m * n)),
-             std::vector<double>(static_cast<size_t>(m * n))};
-  std::vector<double> half_step(static_cast<size_t>(k));
-  for (int64_t r = 0; r < m; r++) {
-    const double* xr = x.data() + r * k;
-    for (int64_t b = 0; b < k / act_block; b++) {
-      double amax = 0;
-      for (int64_t j = 0; j < act_block; j++)
-        amax = std::max(amax, std::fabs(xr[b * act_block + j]));
-      std::fill_n(half_step.begin() + b * act_block, act_block, amax / 127 / 2 * (1 + 1e-6));
-    }
-    for (int64_t o = 0; o < n; o++) {
-      const float* wo = w.data() + o * k;
-      double want = 0, mag = 0, act_err = 0;
-      for (int64_t i = 0; i < k; i++) {
-        want += wo[i] * xr[i];
-        mag += std::fabs(wo[i] * xr[i]);
-        act_err += std::fabs(wo[i]) * half_step[static_cast<size_t>(i)];
-      }
-      e.y[static_cast<size_t>(r * n + o)] = want;
-      e.tol[static_cast<size_t>(r * n + o)] = act_err + 1e-5 * mag + 1e-30;
-    }
-  }
-  return e;
-}
-
-void check_qmatmul(const Tensor& y, const Expected& e, const std::string& what) {
-  ASSERT_EQ(y.dtype(), DType::F32) << what;
-  const std::vector<float> got = y.to_vec<float>();
-  ASSERT_EQ(got.size(), e.y.size()) << what;
-  for (size_t i = 0; i < got.size(); i++)
-    ASSERT_LE(std::fabs(got[i] - e.y[i]), e.tol[i])
-        << what << " element " << i << ": got " << got[i] << " want " << e.y[i];
-}
-
 // One test per format family keeps each short (the K formats' quantizers are slow).
 void check_matmul_on_every_level(const std::vector<QuantType>& types) {
   Rng rng;
@@ -661,7 +585,8 @@ TEST(QMatMul, EmptyDims) {
 
 // ---- devices ----------------------------------------------------------------------------------
 
-// dequantize writes to any device; QMatMul computes on the CPU and answers on x's device.
+// dequantize writes to any device; QMatMul(weight, dev) keeps its blocks on dev and multiplies
+// there. Every backend inherits these (WICK_INSTANTIATE_DEVICES).
 class QuantizedOnDevices : public DeviceTest {};
 
 TEST_P(QuantizedOnDevices, DequantizeAndMatmulFollowTheDevice) {
@@ -677,14 +602,98 @@ TEST_P(QuantizedOnDevices, DequantizeAndMatmulFollowTheDevice) {
     EXPECT_EQ(on_dev.dtype(), dt);
     WICK_EXPECT_CLOSE(on_dev, to_ref(dequantize(qw, dt)), Tol{0, 0});
   }
+  const QMatMul mm(qw, dev);
+  EXPECT_EQ(mm.device(), dev);
   const Ref xr = random_ref(rng, {2, k});
-  const QMatMul mm(qw);
   const Tensor y = mm.forward(make_tensor(xr, DType::F32, dev));
   EXPECT_EQ(y.device(), dev);
-  WICK_EXPECT_CLOSE(y, to_ref(mm.forward(make_tensor(xr, DType::F32, Device::cpu()))), Tol{0, 0});
+  EXPECT_EQ(y.dtype(), DType::F32);
+  check_qmatmul(
+      y, expected_qmatmul(dequantize(qw).to_vec<float>(), round_ref(xr, DType::F32).v, 2, n, k, 32),
+      "q4_1 on " + dev.name());
+}
+
+class QMatMulOnDevices : public DeviceTest {};
+
+TEST_P(QMatMulOnDevices, EveryFormatMatchesTheF64ReferenceForDecodeAndPromptShapes) {
+  // A GPU takes its matrix-vector kernel for m <= 8 at least, a tiled one for longer x (on GPUs;
+  // test_gpu_vulkan_quantized.cpp runs the GPU's choices on lavapipe too); n_out = 67 and 131 are
+  // no multiple of the rows per workgroup or of the tiles.
+  check_every_format(device(), {{1, 67}, {2, 67}, {7, 67}, {33, 67}, {128, 131}, {64, 64}});
+}
+
+TEST_P(QMatMulOnDevices, ReadsXThroughItsLayoutInEveryDtype) {
+  check_layouts_and_dtypes(device());
+}
+
+TEST_P(QMatMulOnDevices, PlainWeightsAndEmptyDims) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t : {QuantType::F32, QuantType::F16, QuantType::BF16}) {
+    const int64_t k = 40, n = 7, m = 3;  // plain types take any k
+    const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, 1), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    const Ref xr = random_ref(rng, {m, k});
+    const std::vector<float> got =
+        QMatMul(qw, dev).forward(make_tensor(xr, DType::F32, dev)).to_vec<float>();
+    for (int64_t r = 0; r < m; r++)
+      for (int64_t o = 0; o < n; o++) {
+        double want = 0, mag = 0;
+        for (int64_t i = 0; i < k; i++) {
+          const double p = w[static_cast<size_t>(o * k + i)] * xr.v[static_cast<size_t>(r * k + i)];
+          want += p;
+          mag += std::fabs(p);
+        }
+        ASSERT_NEAR(got[static_cast<size_t>(r * n + o)], want, 1e-5 * mag + 1e-30) << type_name(t);
+      }
+  }
+  const QTensor qw = quantize(Tensor::ones({3, 32}, DType::F32), QuantType::Q8_0);
+  const Tensor y = QMatMul(qw, dev).forward(Tensor::zeros({0, 32}, DType::F32, dev));
+  EXPECT_EQ(y.shape(), (Shape{0, 3}));
+  EXPECT_EQ(y.device(), dev);
+  const QTensor empty_k = quantize(Tensor::zeros({3, 0}, DType::F32), QuantType::Q4_1);
+  const Tensor z = QMatMul(empty_k, dev).forward(Tensor::zeros({2, 0}, DType::F32, dev));
+  EXPECT_EQ(z.device(), dev);
+  EXPECT_EQ(z.to_vec<float>(), std::vector<float>(6, 0.0f));
+  const QTensor no_rows = quantize(Tensor::zeros({0, 64}, DType::F32), QuantType::Q8_0);
+  EXPECT_EQ(QMatMul(no_rows, dev).forward(Tensor::ones({2, 64}, DType::F32, dev)).shape(),
+            (Shape{2, 0}));
+}
+
+TEST_P(QMatMulOnDevices, RefusesWrongShapesDtypesAndDevices) {
+  const Device dev = device();
+  const QMatMul mm(quantize(Tensor::ones({4, 64}, DType::F32), QuantType::Q4_1), dev);
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 32}, DType::F32, dev));
+      },
+      ErrorKind::Shape, {"QMatMul::forward", "[3, 32]", "64", "QTensor[4, 64; q4_1]"});
+  expect_error(
+      [&] {
+        mm.forward(Tensor::ones({3, 64}, DType::U32, dev));
+      },
+      ErrorKind::DType, {"QMatMul::forward", "u32", "[3, 64]"});
+  std::vector<Device> others;
+  for (const Device& d : available_devices())
+    if (d.kind() != dev.kind()) others.push_back(d);
+  for (const Device& other : others) {
+    expect_error(
+        [&] {
+          mm.forward(Tensor::ones({3, 64}, DType::F32, other));
+        },
+        ErrorKind::Device, {"QMatMul::forward", other.name(), dev.name(), "QTensor[4, 64; q4_1]"});
+    const QMatMul there(mm.weight(), other);
+    expect_error(
+        [&] {
+          there.forward(Tensor::ones({3, 64}, DType::F32, dev));
+        },
+        ErrorKind::Device, {"QMatMul::forward", other.name(), dev.name()});
+  }
 }
 
 WICK_INSTANTIATE_DEVICES(QuantizedOnDevices);
+WICK_INSTANTIATE_DEVICES(QMatMulOnDevices);
 
 // ---- errors -----------------------------------------------------------------------------------
 

@@ -21,6 +21,9 @@ struct Knobs {
   std::string kernel_cache;
   // WICK_POOL_LIMIT: bytes (suffixes K, M, G) of unused pooled GPU memory kept; 0 -> default.
   uint64_t pool_limit = 0;
+  // WICK_QMATVEC_ROWS: x rows up to which a GPU's quantized matmul uses its matrix-vector kernel
+  // (longer x: the tiled one). Unset or unparsable -> -1 (the backend's measured default).
+  int64_t qmatvec_rows = -1;
   // WICK_DEVICE: default device of the CLI ("cpu", "vulkan[:N]", "cuda[:N]"); empty -> cpu.
   std::string device;
 };

@@ -5,9 +5,10 @@
 //            mapping) kept alive by a shared owner.
 //   quantize(x, type)        f32 (or f16/bf16/f64) tensor -> QTensor, ggml's reference rounding.
 //   dequantize(q, dt, dev)   QTensor -> f32/f16/bf16 tensor.
-//   QMatMul                  y = x @ W^T for a weight W of shape (n_out, k), on the CPU: x rows are
-//                            quantized to 8 bits per block (as ggml does) and multiplied with
-//                            integer SIMD dot products; long inputs use dequantized tiles + sgemm.
+//   QMatMul                  y = x @ W^T for a weight W of shape (n_out, k), on the CPU (x rows
+//                            quantized to 8 bits per block, integer SIMD dot products; long inputs
+//                            use dequantized tiles + sgemm) or on a GPU (blocks uploaded once and
+//                            decoded by the kernels).
 //
 // Formats: q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_k q3_k q4_k q5_k q6_k q8_k, and the plain f32, f16,
 // bf16. The last dim of a QTensor is the block dim and must be a multiple of the block size.
@@ -72,19 +73,32 @@ Tensor dequantize(const QTensor& q, DType dt = DType::F32, const Device& dev = D
 // Dequantizes `n` elements (a multiple of the block size) of `type` at `src` into `dst`.
 void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
 
-// y = x @ W^T with W (n_out, k) quantized: x (..., k) -> y (..., n_out), f32, on x's device.
-// x may be f32, f16 or bf16 (converted to f32 first), in any layout. Computed on the CPU; x rows
-// are quantized to 8 bits per block first (as ggml does), so results differ from an f32 matmul by
-// at most half an activation step per block times sum |w|. Keeps the weight QTensor; on AVX2 and
-// AVX-512 CPUs q4_0/q4_1/q8_0 weights are also repacked once (as many bytes again), f16/bf16/
-// q8_1/q8_k weights are held as f32.
+// y = x @ W^T with W (n_out, k) quantized: x (..., k) -> y (..., n_out), f32, on the weight's
+// device. x may be f32, f16 or bf16, in any layout, and must be on the weight's device (else
+// Error(Device)): nothing is copied between devices behind the caller's back.
+//   CPU: x rows are quantized to 8 bits per block first (as ggml does), so results differ from an
+//     f32 matmul by at most half an activation step per block times sum |w|. Keeps the weight
+//     QTensor; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are also repacked once (as many
+//     bytes again), f16/bf16/q8_1/q8_k weights are held as f32.
+//   GPU (Vulkan): the blocks are uploaded once, at construction, and decoded by the kernels; x
+//     stays in f32 (not quantized), so results differ from an f64 matmul of x and the dequantized
+//     W only by f32 rounding. Plain weights (f32/f16/bf16) are held as an f32 device tensor and
+//     go through the f32 matmul. The host QTensor is kept too (weight()).
 class QMatMul {
  public:
-  // Throws Error(Shape) unless `weight` is 2-D, Error(Unsupported) for a type it cannot multiply.
+  // On the CPU. Throws Error(Shape) unless `weight` is 2-D, Error(Unsupported) for a type it
+  // cannot multiply.
   explicit QMatMul(QTensor weight);
+  // On `dev`: the blocks go to the device once, here. Same errors, plus Error(Unsupported) when
+  // the device cannot hold U8 storage (8-bit storage buffers).
+  QMatMul(QTensor weight, const Device& dev);
+  // Throws Error(Shape) unless x ends in k, Error(DType) for other x dtypes, Error(Device) when x
+  // is not on device(), Error(Unsupported) when the device has no kernel for the format (Vulkan
+  // has all twelve) or cannot bind the weight (beyond maxStorageBufferRange).
   Tensor forward(const Tensor& x) const;
 
   const QTensor& weight() const;
+  const Device& device() const;  // where forward() runs
   int64_t in_features() const;   // k
   int64_t out_features() const;  // n_out
 

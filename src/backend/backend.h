@@ -15,6 +15,7 @@
 #include "wick/device.h"
 #include "wick/dtype.h"
 #include "wick/error.h"
+#include "wick/quant_type.h"
 #include "wick/shape.h"
 
 namespace wick::backend {
@@ -120,6 +121,15 @@ class BackendDevice {
 
   // ---- matmul -----------------------------------------------------------------------------
   virtual void matmul(View a, View b, const MatmulDims& d, Storage& dst) = 0;
+  // dst (m, n_out) f32 = x (m, k) @ W^T for W (n_out, k) in a ggml block format: `wblocks` is a
+  // U8 storage on this device holding W's rows of k / block_elems blocks back to back (uploaded
+  // once by QMatMul). x: f32/f16/bf16, any strides; m, n_out > 0; k > 0, a multiple of the
+  // block size.
+  // Only GPU backends implement it: on the CPU, QMatMul (src/quantized/qmatmul.cpp) multiplies
+  // with weights it prepared once (repacked, or dense), which this call could not carry, so
+  // CpuDevice refuses it with Unsupported. A backend without a kernel for `type` does the same.
+  virtual void qmatmul(View x, const Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
+                       Storage& dst) = 0;
 
   // ---- indexing ---------------------------------------------------------------------------
   // Indices are u8/u32/i64 and already checked against the indexed dim's size by the front end

@@ -55,6 +55,10 @@ Knobs read_knobs() {
   if (const char* v = env("WICK_KERNEL_CACHE")) k.kernel_cache = v;
   if (const char* v = env("WICK_POOL_LIMIT")) k.pool_limit = parse_bytes(v);
   if (const char* v = env("WICK_DEVICE")) k.device = v;
+  if (const char* v = env("WICK_QMATVEC_ROWS")) {
+    int64_t n;
+    k.qmatvec_rows = parse_int(v, n) && n >= 0 ? n : -1;
+  }
   return k;
 }
 
@@ -74,6 +78,7 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_KERNEL_CACHE", k.kernel_cache.empty() ? "default" : k.kernel_cache},
       {"WICK_POOL_LIMIT", k.pool_limit == 0 ? "default" : std::to_string(k.pool_limit)},
       {"WICK_DEVICE", k.device.empty() ? "cpu" : k.device},
+      {"WICK_QMATVEC_ROWS", k.qmatvec_rows < 0 ? "default" : std::to_string(k.qmatvec_rows)},
   };
 }
 

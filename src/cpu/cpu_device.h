@@ -89,6 +89,9 @@ class CpuDevice final : public backend::BackendDevice {
 
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;
+  // Unsupported: QMatMul computes on the CPU itself (see backend.h).
+  void qmatmul(backend::View x, const backend::Storage& wblocks, QuantType type, int64_t n_out,
+               int64_t k, backend::Storage& dst) override;
 
   void index_select(backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst) override;

@@ -64,19 +64,14 @@ namespace {
 
 const char* kOp = "LlamaModel::load_gguf";
 
-// The one place quantized weights meet a device.
-nn::Linear quantized_linear(QTensor q, const std::string& name, const Device& dev) {
-  if (!dev.is_cpu())
-    fail(ErrorKind::Unsupported, kOp, "quantized weights (", name, ") run on the CPU only so far, not on ",
-         dev.name());
-  return nn::Linear(QMatMul(std::move(q)));
-}
+// The one place quantized weights meet a device: their blocks go there once, here.
+nn::Linear quantized_linear(QTensor q, const Device& dev) { return nn::Linear(QMatMul(std::move(q), dev)); }
 
 nn::Linear linear_from(const GgufFile& f, const std::string& name, const Device& dev) {
   const GgufTensorInfo& info = f.tensor_info(name);
   if (info.shape.rank() != 2)
     fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", info.shape, ", want 2-D");
-  if (info.is_quantized()) return quantized_linear(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes), name, dev);
+  if (info.is_quantized()) return quantized_linear(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes), dev);
   return nn::Linear(f.tensor(name, dev).to_dtype(DType::F32));
 }
 
@@ -106,7 +101,7 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
       const auto* b = reinterpret_cast<const uint8_t*>(i->data);
       bytes.insert(bytes.end(), b, b + i->nbytes);
     }
-    p.linears.push_back(quantized_linear(QTensor(infos[0]->type, Shape{rows, k}, std::move(bytes)), names[0], dev));
+    p.linears.push_back(quantized_linear(QTensor(infos[0]->type, Shape{rows, k}, std::move(bytes)), dev));
   } else {
     std::vector<Tensor> parts;
     for (const std::string& n : names) parts.push_back(f.tensor(n).to_dtype(DType::F32));
@@ -192,7 +187,7 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
     impl->lm_head = linear_from(f, "output.weight", dev);
     tick("output.weight");
   } else if (emb.is_quantized()) {
-    impl->lm_head = quantized_linear(impl->embed.qtable(), "token_embd.weight", dev);
+    impl->lm_head = quantized_linear(impl->embed.qtable(), dev);  // tied: blocks on dev too
   } else {
     impl->lm_head = nn::Linear(impl->embed.table().to_dtype(DType::F32).to_device(dev));
   }

@@ -1,17 +1,24 @@
-// QMatMul: y = x @ W^T on the CPU for a quantized W.
+// QMatMul: y = x @ W^T for a quantized W, on the weight's device.
 //
-// Up to kGemmMinRows x rows (decode, prompts): x rows are quantized to 8 bits per block and every
-// output is an integer SIMD dot product over W's blocks (kernels.h), threads splitting the output
-// rows; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and, on
-// AVX-512, each load of their codes serves up to 4 x rows. Longer inputs: W is dequantized one tile
-// of rows at a time and multiplied with sgemm. Plain weights (f32/f16/bf16) and formats without an
-// integer kernel (q8_1, q8_k) are kept as f32 and go straight to BLAS.
+// CPU. Up to kGemmMinRows x rows (decode, prompts): x rows are quantized to 8 bits per block and
+// every output is an integer SIMD dot product over W's blocks (kernels.h), threads splitting the
+// output rows; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and,
+// on AVX-512, each load of their codes serves up to 4 x rows. Longer inputs: W is dequantized one
+// tile of rows at a time and multiplied with sgemm. Plain weights (f32/f16/bf16) and formats
+// without an integer kernel (q8_1, q8_k) are kept as f32 and go straight to BLAS. These prepared
+// weights live here, so the CPU does not go through BackendDevice::qmatmul (see backend.h).
+//
+// GPU. The blocks are uploaded once into a U8 device storage and every forward is one
+// BackendDevice::qmatmul over x viewed as (m, k) in place (a copy only when x's leading dims do
+// not collapse into one stride). Plain weights are held as an f32 device tensor and use matmul.
 #include <cblas.h>
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <vector>
 
+#include "core/tensor_impl.h"
 #include "cpu/cpu_device.h"
 #include "cpu/parallel.h"
 #include "quantized/kernels.h"
@@ -52,42 +59,75 @@ void quantized::set_gemm_min_rows(int64_t rows) {
 
 struct QMatMul::Impl {
   QTensor weight;
+  Device device = Device::cpu();
   int64_t n_out = 0, k = 0;
   QuantType type = QuantType::F32;
+  // CPU
   std::vector<float> dense;  // W as f32 for types without an integer kernel
   const float* dense_ptr = nullptr;
   std::vector<uint8_t> packed;  // q4_0/q4_1/q8_0 on AVX2+ CPUs: packed.h layout
+  // GPU
+  backend::StoragePtr blocks;  // U8: the QTensor's bytes
+  Tensor dense_device;         // plain types: W (n_out, k) as f32
 };
 
-QMatMul::QMatMul(QTensor weight) {
+namespace {
+
+bool is_plain(QuantType t) {
+  return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16;
+}
+
+void prepare_cpu(QMatMul::Impl& impl, const QTensor& weight) {
+  if (!quantized::dot_kernel_scalar(weight.type())) {
+    if (weight.type() == QuantType::F32) {
+      impl.dense_ptr = reinterpret_cast<const float*>(weight.data());
+    } else {
+      impl.dense.resize(static_cast<size_t>(impl.n_out * impl.k));
+      if (!impl.dense.empty())
+        dequantize_row(weight.type(), weight.data(), impl.dense.data(), impl.n_out * impl.k);
+      impl.dense_ptr = impl.dense.data();
+    }
+  }
+  if (quantized::packable(weight.type()) &&
+      quantized::packed_kernel(weight.type(), quantized::detected_simd_level()))
+    impl.packed = quantized::pack_rows(weight.type(), weight.data(), impl.n_out, impl.k);
+}
+
+void prepare_device(QMatMul::Impl& impl, const QTensor& weight) {
+  if (is_plain(weight.type()))
+    impl.dense_device = dequantize(weight, DType::F32, impl.device);
+  else if (weight.nbytes() > 0)
+    impl.blocks = impl.device.backend().from_host(DType::U8, weight.data(), weight.nbytes());
+}
+
+}  // namespace
+
+QMatMul::QMatMul(QTensor weight) : QMatMul(std::move(weight), Device::cpu()) {}
+
+QMatMul::QMatMul(QTensor weight, const Device& dev) {
   const char* op = "QMatMul";
   if (weight.shape().rank() != 2)
     fail(ErrorKind::Shape, op, "weight must be 2-D (n_out, k), got ", weight.str());
   if (!quant_type_supported(weight.type()))
     fail(ErrorKind::Unsupported, op, "no matmul for weight ", weight.str());
   auto impl = std::make_shared<Impl>();
+  impl->device = dev;
   impl->n_out = weight.shape()[0];
   impl->k = weight.shape()[1];
   impl->type = weight.type();
-  if (!quantized::dot_kernel_scalar(weight.type())) {
-    if (weight.type() == QuantType::F32) {
-      impl->dense_ptr = reinterpret_cast<const float*>(weight.data());
-    } else {
-      impl->dense.resize(static_cast<size_t>(impl->n_out * impl->k));
-      if (!impl->dense.empty())
-        dequantize_row(weight.type(), weight.data(), impl->dense.data(), impl->n_out * impl->k);
-      impl->dense_ptr = impl->dense.data();
-    }
-  }
-  if (quantized::packable(weight.type()) &&
-      quantized::packed_kernel(weight.type(), quantized::detected_simd_level()))
-    impl->packed = quantized::pack_rows(weight.type(), weight.data(), impl->n_out, impl->k);
+  if (dev.is_cpu())
+    prepare_cpu(*impl, weight);
+  else
+    prepare_device(*impl, weight);
   impl->weight = std::move(weight);
   impl_ = std::move(impl);
 }
 
 const QTensor& QMatMul::weight() const {
   return impl_->weight;
+}
+const Device& QMatMul::device() const {
+  return impl_->device;
 }
 size_t quantized::packed_weight_bytes(const QMatMul& mm) {
   return mm.impl_->packed.size();
@@ -192,33 +232,20 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
 
 }  // namespace
 
-Tensor QMatMul::forward(const Tensor& x) const {
-  const char* op = "QMatMul::forward";
-  const Impl& w = *impl_;
-  if (x.dtype() != DType::F32 && x.dtype() != DType::F16 && x.dtype() != DType::BF16)
-    fail(ErrorKind::DType, op, "x must be f32, f16 or bf16, got ", x.dtype(), " of shape ",
-         x.shape(), " (weight ", w.weight.str(), ")");
-  if (x.rank() == 0 || x.dim(-1) != w.k)
-    fail(ErrorKind::Shape, op, "x of shape ", x.shape(), " must end in k = ", w.k, " (weight ",
-         w.weight.str(), ")");
-  std::vector<int64_t> out_dims = x.dims();
-  out_dims.back() = w.n_out;
-  const Shape out_shape(out_dims);
-  const int64_t m = w.k == 0 ? out_shape.numel() / std::max<int64_t>(w.n_out, 1) : x.numel() / w.k;
+namespace {
 
+Tensor forward_cpu(const QMatMul::Impl& w, const Tensor& x, const Shape& out_shape, int64_t m) {
   // Read x in place when it already is contiguous f32 host memory.
   std::vector<float> x_copy;
   const float* xp = nullptr;
-  if (x.device().is_cpu() && x.dtype() == DType::F32 && x.is_contiguous()) {
+  if (x.dtype() == DType::F32 && x.is_contiguous()) {
     xp = cpu::cpu_storage(*x.storage()).as<float>() + x.layout().start_offset;
   } else {
     x_copy = x.to_vec<float>();
     xp = x_copy.data();
   }
-
-  const Device cpu_dev = Device::cpu();
   backend::StoragePtr storage =
-      cpu_dev.backend().alloc(DType::F32, static_cast<size_t>(m * w.n_out));
+      w.device.backend().alloc(DType::F32, static_cast<size_t>(m * w.n_out));
   float* y = cpu::cpu_storage(*storage).as<float>();
   if (m > 0 && w.n_out > 0) {
     if (w.k == 0)
@@ -230,8 +257,67 @@ Tensor QMatMul::forward(const Tensor& x) const {
     else
       integer_dots(w, xp, y, m);
   }
-  Tensor out(std::move(storage), Layout::contiguous(out_shape), DType::F32, cpu_dev);
-  return x.device().is_cpu() ? out : out.to_device(x.device());
+  return Tensor(std::move(storage), Layout::contiguous(out_shape), DType::F32, w.device);
+}
+
+// x (..., k) as an (m, k) layout over the same storage, when its leading dims collapse into one
+// row stride (contiguous, narrowed along the last dim, transposed 2-D views, ...).
+std::optional<Layout> rows_layout(const Layout& l, int64_t m, int64_t k) {
+  const size_t r = l.rank();
+  int64_t row_stride = 0, expect = 0;
+  bool first = true;
+  for (size_t d = r - 1; d-- > 0;) {
+    if (l.shape[d] == 1) continue;
+    if (first) {
+      row_stride = l.strides[d];
+      first = false;
+    } else if (l.strides[d] != expect) {
+      return std::nullopt;
+    }
+    expect = l.strides[d] * l.shape[d];
+  }
+  return Layout(Shape{m, k}, {row_stride, l.strides[r - 1]}, l.start_offset);
+}
+
+Tensor forward_device(const QMatMul::Impl& w, const Tensor& x, const Shape& out_shape, int64_t m) {
+  const Device& dev = w.device;
+  Tensor x2;
+  if (std::optional<Layout> rows = rows_layout(x.layout(), m, w.k))
+    x2 = Tensor(x.storage(), std::move(*rows), x.dtype(), dev);
+  else
+    x2 = x.contiguous().reshape(Shape{m, w.k});
+  if (w.dense_device.defined())
+    return x2.to_dtype(DType::F32).matmul(w.dense_device.t()).reshape(out_shape);
+  Tensor y = core::empty(Shape{m, w.n_out}, DType::F32, dev);
+  if (y.numel() == 0) return y.reshape(out_shape);
+  if (w.k == 0)
+    dev.backend().fill(*y.storage(), y.layout(), 0.0);
+  else
+    dev.backend().qmatmul(core::view(x2), *w.blocks, w.type, w.n_out, w.k, *y.storage());
+  return y.reshape(out_shape);
+}
+
+}  // namespace
+
+Tensor QMatMul::forward(const Tensor& x) const {
+  const char* op = "QMatMul::forward";
+  const Impl& w = *impl_;
+  if (x.dtype() != DType::F32 && x.dtype() != DType::F16 && x.dtype() != DType::BF16)
+    fail(ErrorKind::DType, op, "x must be f32, f16 or bf16, got ", x.dtype(), " of shape ",
+         x.shape(), " (weight ", w.weight.str(), ")");
+  if (x.rank() == 0 || x.dim(-1) != w.k)
+    fail(ErrorKind::Shape, op, "x of shape ", x.shape(), " must end in k = ", w.k, " (weight ",
+         w.weight.str(), ")");
+  if (x.device() != w.device)
+    fail(ErrorKind::Device, op, "x ", x.shape(), " is on ", x.device().name(), " but the weight ",
+         w.weight.str(), " is on ", w.device.name(), "; move x there or build the QMatMul on ",
+         x.device().name());
+  std::vector<int64_t> out_dims = x.dims();
+  out_dims.back() = w.n_out;
+  const Shape out_shape(out_dims);
+  int64_t m = 1;
+  for (size_t d = 0; d + 1 < x.rank(); d++) m *= x.dims()[d];
+  return w.device.is_cpu() ? forward_cpu(w, x, out_shape, m) : forward_device(w, x, out_shape, m);
 }
 
 }  // namespace wick

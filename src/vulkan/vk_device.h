@@ -5,7 +5,8 @@
 // command queue's lock, then returns without waiting. Read-back (to_host) and synchronize() are
 // the only places that wait. Op families live in their own files: vk_memory.cpp (alloc, upload,
 // read-back, copies, casts, fill), vk_elementwise.cpp, vk_random.cpp, vk_reduce.cpp,
-// vk_matmul.cpp, vk_indexing.cpp; vk_launch.cpp holds the launch helpers they share.
+// vk_matmul.cpp, vk_quantized.cpp, vk_indexing.cpp; vk_launch.cpp holds the launch helpers they
+// share.
 #pragma once
 
 #include <array>
@@ -38,12 +39,25 @@ class VulkanStorage final : public backend::Storage {
   gpu::BufferRef buffer_;
 };
 
+// The quantized matrix-vector kernel (qmatvec.comp): threads and output rows per workgroup, and
+// the longest x it takes (longer x: the tiled qmatmul.comp).
+struct QMatVecShape {
+  uint32_t threads = 32, rows = 2;
+  int64_t max_rows = 8;
+};
+// The measured defaults per device class (the table in vk_quantized.cpp).
+QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);
+
 // Settings of one device; from_knobs() reads the WICK_* knobs and the measured defaults.
 struct VulkanOptions {
   gpu::QueueConfig queue;
   uint64_t pool_limit = 0;   // 0: default for the device
   std::string kernel_cache;  // folder; "" = off
   bool fast_math = true;
+  // Subgroup arithmetic in the kernels that use it (qmatvec.comp), where the device has it; off:
+  // their shared-memory path (tests run both).
+  bool subgroups = true;
+  QMatVecShape qmatvec;  // WICK_QMATVEC_ROWS sets max_rows
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -119,6 +133,8 @@ class VulkanDevice final : public backend::BackendDevice {
 
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;
+  void qmatmul(backend::View x, const backend::Storage& wblocks, QuantType type, int64_t n_out,
+               int64_t k, backend::Storage& dst) override;
 
   void index_select(backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst) override;

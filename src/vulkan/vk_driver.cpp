@@ -230,6 +230,8 @@ void VkDriver::create_device() {
   caps_.max_group_count_x = lim.maxComputeWorkGroupCount[0];
   caps_.max_group_count_z = lim.maxComputeWorkGroupCount[2];
   caps_.subgroup_size = sub.subgroupSize;
+  caps_.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                              (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   for (uint32_t i = 0; i < memory_.memoryHeapCount; i++)
     if (memory_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)

@@ -41,7 +41,8 @@ struct DeviceCaps {
   uint32_t max_group_count_x = 0;
   uint32_t max_group_count_z = 0;
   uint32_t subgroup_size = 0;
-  uint64_t device_local_bytes = 0;  // the largest device-local heap
+  bool subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
+  uint64_t device_local_bytes = 0;   // the largest device-local heap
 };
 
 struct VulkanInstance;  // the process-wide VkInstance

@@ -16,9 +16,8 @@ class UsageError : public std::runtime_error {
 enum class Command { Help, Version, Info, Bench, Generate };
 
 // Every benchmark, in the order `wick bench` runs them.
-inline const std::vector<std::string> kBenchNames = {"batch_mm", "storage",     "queue",   "first",
-                                                     "matmul",   "elementwise", "overhead",
-                                                     "gen"};
+inline const std::vector<std::string> kBenchNames = {"batch_mm", "storage", "queue",    "first", "matmul",
+                                                     "qmatmul",  "elementwise", "overhead", "gen"};
 
 struct Args {
   Command command = Command::Help;

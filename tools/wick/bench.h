@@ -1,5 +1,5 @@
 // The benchmarks of `wick bench`: the seed's experiment programs (batch_mm, storage, queue,
-// first) and wick's own speed goals (matmul, elementwise, overhead).
+// first) and wick's own speed goals (matmul, qmatmul, elementwise, overhead).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,7 @@ bool bench_storage(const BenchContext& ctx);
 bool bench_queue(const BenchContext& ctx);
 bool bench_first(const BenchContext& ctx);
 bool bench_matmul(const BenchContext& ctx);
+bool bench_qmatmul(const BenchContext& ctx);
 bool bench_elementwise(const BenchContext& ctx);
 bool bench_overhead(const BenchContext& ctx);
 bool bench_gen(const BenchContext& ctx);

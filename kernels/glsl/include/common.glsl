@@ -35,7 +35,10 @@ spirv_execution_mode(capabilities = [4466], 4461, WICK_WIDTH);  // SignedZeroInf
 spirv_execution_mode(capabilities = [4464], 4459, WICK_WIDTH);  // DenormPreserve
 #endif
 
+// A kernel may set its own workgroup size with -DWG_SIZE=n (the quantized matmuls do).
+#ifndef WG_SIZE
 #define WG_SIZE 256
+#endif
 layout(local_size_x = WG_SIZE) in;
 
 // The host launches ceil(n / WG_SIZE) groups as a 2-D grid (x <= 65535): this is the linear index.

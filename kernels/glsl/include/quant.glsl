@@ -1,0 +1,199 @@
+// ggml's block formats, decoded on the device (the layouts of src/quantized/blocks.h, byte for
+// byte). The weight is one buffer of raw blocks, rows of k / QK blocks back to back. Every block
+// size is even, so the buffer is read as 16-bit words (16-bit storage): a value at byte b is in
+// word b / 2. The format is the define QTYPE (a QuantType id); the kernel defines QUANT_BINDING.
+//
+// dequant8(block, j, w) writes elements j .. j+7 (j a multiple of 8) of the block starting at byte
+// `block`. In every format those 8 elements share one scale and come from runs of 8 consecutive
+// bytes at even offsets, so a call reads at most 12 words. The arithmetic (f32 products in
+// ggml's order) is that of src/quantized/dequantize.cpp.
+#define Q4_0 2
+#define Q4_1 3
+#define Q5_0 6
+#define Q5_1 7
+#define Q8_0 8
+#define Q8_1 9
+#define Q2_K 10
+#define Q3_K 11
+#define Q4_K 12
+#define Q5_K 13
+#define Q6_K 14
+#define Q8_K 15
+
+#if QTYPE == Q4_0
+#define QK 32u
+#define BLOCK_BYTES 18u
+#elif QTYPE == Q4_1
+#define QK 32u
+#define BLOCK_BYTES 20u
+#elif QTYPE == Q5_0
+#define QK 32u
+#define BLOCK_BYTES 22u
+#elif QTYPE == Q5_1
+#define QK 32u
+#define BLOCK_BYTES 24u
+#elif QTYPE == Q8_0
+#define QK 32u
+#define BLOCK_BYTES 34u
+#elif QTYPE == Q8_1
+#define QK 32u
+#define BLOCK_BYTES 36u
+#elif QTYPE == Q2_K
+#define QK 256u
+#define BLOCK_BYTES 84u
+#elif QTYPE == Q3_K
+#define QK 256u
+#define BLOCK_BYTES 110u
+#elif QTYPE == Q4_K
+#define QK 256u
+#define BLOCK_BYTES 144u
+#elif QTYPE == Q5_K
+#define QK 256u
+#define BLOCK_BYTES 176u
+#elif QTYPE == Q6_K
+#define QK 256u
+#define BLOCK_BYTES 210u
+#elif QTYPE == Q8_K
+#define QK 256u
+#define BLOCK_BYTES 292u
+#else
+#error "quant.glsl: QTYPE is not a block format"
+#endif
+
+layout(set = 0, binding = QUANT_BINDING) readonly buffer QuantBlocks { uint16_t wq[]; };
+
+// The 4 bytes at even byte offset b, little-endian.
+uint q_u32(uint b) { return uint(wq[b >> 1]) | (uint(wq[(b >> 1) + 1u]) << 16); }
+// The byte at b.
+uint q_u8(uint b) { return (uint(wq[b >> 1]) >> ((b & 1u) * 8u)) & 0xffu; }
+// The f16 at even byte offset b.
+float q_f16(uint b) { return unpackHalf2x16(uint(wq[b >> 1])).x; }
+// The 8 bytes at even byte offset b: bytes 0-3 in .x, 4-7 in .y.
+uvec2 q_bytes8(uint b) { return uvec2(q_u32(b), q_u32(b + 4u)); }
+// Bits [shift, shift + bits) of byte i (0..7) of q.
+uint q_bits(uvec2 q, uint i, uint shift, uint bits) {
+  return bitfieldExtract(i < 4u ? q.x : q.y, int(8u * (i & 3u) + shift), int(bits));
+}
+// Byte i of q as a signed 8-bit value.
+int q_i8(uvec2 q, uint i) { return bitfieldExtract(int(i < 4u ? q.x : q.y), int(8u * (i & 3u)), 8); }
+
+#if QTYPE == Q4_K || QTYPE == Q5_K
+// Scale and min (6 bits each) of group g (0..7) from the 12 packed bytes at `sc` (k4_scale_min).
+uvec2 k4_scale_min(uint sc, uint g) {
+  if (g < 4u) return uvec2(q_u8(sc + g) & 63u, q_u8(sc + g + 4u) & 63u);
+  const uint hi = q_u8(sc + g + 4u);
+  return uvec2((hi & 0xfu) | ((q_u8(sc + g - 4u) >> 6) << 4), (hi >> 4) | ((q_u8(sc + g) >> 6) << 4));
+}
+#endif
+
+void dequant8(uint blk, uint j, out float w[8]) {
+#if QTYPE == Q4_0 || QTYPE == Q4_1
+  // Element e < 16: low nibble of qs[e]; e >= 16: high nibble of qs[e - 16].
+  const uint qs = QTYPE == Q4_0 ? 2u : 4u;
+  const float d = q_f16(blk);
+  const uvec2 q = q_bytes8(blk + qs + (j & 15u));
+  const uint shift = (j >> 4) * 4u;
+#if QTYPE == Q4_0
+  for (uint i = 0u; i < 8u; i++) w[i] = float(int(q_bits(q, i, shift, 4u)) - 8) * d;
+#else
+  const float m = q_f16(blk + 2u);
+  for (uint i = 0u; i < 8u; i++) w[i] = float(q_bits(q, i, shift, 4u)) * d + m;
+#endif
+#elif QTYPE == Q5_0 || QTYPE == Q5_1
+  // As Q4, plus the fifth bit of element e in bit e of qh.
+  const uint qh_at = QTYPE == Q5_0 ? 2u : 4u;
+  const float d = q_f16(blk);
+  const uint qh = q_u32(blk + qh_at) >> j;
+  const uvec2 q = q_bytes8(blk + qh_at + 4u + (j & 15u));
+  const uint shift = (j >> 4) * 4u;
+#if QTYPE == Q5_1
+  const float m = q_f16(blk + 2u);
+#endif
+  for (uint i = 0u; i < 8u; i++) {
+    const uint v = q_bits(q, i, shift, 4u) | (((qh >> i) & 1u) << 4);
+#if QTYPE == Q5_0
+    w[i] = float(int(v) - 16) * d;
+#else
+    w[i] = float(v) * d + m;
+#endif
+  }
+#elif QTYPE == Q8_0 || QTYPE == Q8_1 || QTYPE == Q8_K
+#if QTYPE == Q8_K
+  const float d = uintBitsToFloat(q_u32(blk));
+  const uint qs = 4u;
+#else
+  const float d = q_f16(blk);
+  const uint qs = QTYPE == Q8_0 ? 2u : 4u;
+#endif
+  const uvec2 q = q_bytes8(blk + qs + j);
+  for (uint i = 0u; i < 8u; i++) w[i] = float(q_i8(q, i)) * d;
+#elif QTYPE == Q2_K
+  // Layout: scales[16] qs[64] d dmin. In each 128-element half, element e' takes bits
+  // 2 (e' / 32) of qs[32 half + e' % 32]; its group of 16 is e' / 16.
+  const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
+  const uint sc = q_u8(blk + g);
+  const float dl = q_f16(blk + 80u) * float(sc & 0xfu), ml = q_f16(blk + 82u) * float(sc >> 4);
+  const uvec2 q = q_bytes8(blk + 16u + 32u * half_ + (e & 31u));
+  const uint shift = 2u * (e >> 5);
+  for (uint i = 0u; i < 8u; i++) w[i] = dl * float(q_bits(q, i, shift, 2u)) - ml;
+#elif QTYPE == Q3_K
+  // Layout: hmask[32] qs[64] scales[12] d. Low 2 bits as Q2_K; the high bit of element e' of
+  // half h is bit 4 h + e' / 32 of hmask[e' % 32] (clear: minus 4). Scales: 6-bit signed.
+  const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
+  const uint low = g < 8u ? q_u8(blk + 96u + g) & 0xfu : q_u8(blk + 96u + g - 8u) >> 4;
+  const uint high = (q_u8(blk + 104u + (g & 3u)) >> (2u * (g >> 2))) & 3u;
+  const float dl = q_f16(blk + 108u) * float(int(low | (high << 4)) - 32);
+  const uvec2 q = q_bytes8(blk + 32u + 32u * half_ + (e & 31u));
+  const uvec2 h = q_bytes8(blk + (e & 31u));
+  const uint shift = 2u * (e >> 5), hshift = 4u * half_ + (e >> 5);
+  for (uint i = 0u; i < 8u; i++)
+    w[i] = dl * float(int(q_bits(q, i, shift, 2u)) - (q_bits(h, i, hshift, 1u) != 0u ? 0 : 4));
+#elif QTYPE == Q4_K || QTYPE == Q5_K
+  // Layout: d dmin scales[12] (qh[32]) qs[128]. Chunk c (64 elements) uses qs[32c .. 32c+32):
+  // low nibbles are group 2c, high nibbles group 2c+1; Q5_K's fifth bit of element l of group g
+  // is bit g of qh[l].
+  const uint g = j >> 5, l = j & 31u;
+  const uvec2 sm = k4_scale_min(blk + 4u, g);
+  const float dl = q_f16(blk) * float(sm.x), ml = q_f16(blk + 2u) * float(sm.y);
+#if QTYPE == Q4_K
+  const uvec2 q = q_bytes8(blk + 16u + 32u * (j >> 6) + l);
+#else
+  const uvec2 q = q_bytes8(blk + 48u + 32u * (j >> 6) + l);
+  const uvec2 h = q_bytes8(blk + 16u + l);
+#endif
+  const uint shift = 4u * (g & 1u);
+  for (uint i = 0u; i < 8u; i++) {
+#if QTYPE == Q4_K
+    const uint v = q_bits(q, i, shift, 4u);
+#else
+    const uint v = q_bits(q, i, shift, 4u) | (q_bits(h, i, g, 1u) << 4);
+#endif
+    w[i] = dl * float(v) - ml;
+  }
+#elif QTYPE == Q6_K
+  // Layout: ql[128] qh[64] scales[16] (int8) d. In half h, element 32 s + l takes the low (s < 2)
+  // or high nibble of ql[64 h + 32 (s % 2) + l] and bits 2 s of qh[32 h + l]; scale 8 h + 2 s + l / 16.
+  const uint half_ = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
+  const int sc = bitfieldExtract(int(q_u8(blk + 192u + 8u * half_ + 2u * s + (l >> 4))), 0, 8);
+  const float ds = q_f16(blk + 208u) * float(sc);
+  const uvec2 ql = q_bytes8(blk + 64u * half_ + 32u * (s & 1u) + l);
+  const uvec2 qh = q_bytes8(blk + 128u + 32u * half_ + l);
+  const uint shift = s < 2u ? 0u : 4u;
+  for (uint i = 0u; i < 8u; i++) {
+    const int v = int(q_bits(ql, i, shift, 4u) | (q_bits(qh, i, 2u * s, 2u) << 4)) - 32;
+    w[i] = ds * float(v);
+  }
+#endif
+}
+
+// The push constants of the quantized matmuls (qmatvec.comp, qmatmul.comp): y (m, n_out) f32
+// contiguous = x (m, k) @ W^T, x read through its strides, W rows `row_bytes` apart.
+layout(push_constant) uniform QMatMulPush {
+  uint m;
+  uint n_out;
+  uint k;
+  uint row_bytes;
+  uint x_offset;
+  uint x_row;  // stride between rows of x
+  uint x_k;    // stride along k
+} pc;

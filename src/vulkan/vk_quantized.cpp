@@ -1,0 +1,142 @@
+// Vulkan quantized matmul: y = x @ W^T with W's ggml blocks in a device buffer (QMatMul uploads
+// them once). For a few x rows (decode) qmatvec.comp decodes W on the fly and reads each weight
+// byte once per 8 x rows; longer inputs (prompts) go to qmatmul.comp on GPUs, a tiled GEMM that
+// decodes W's tiles into shared memory (the table below says where the switch is). Both read x
+// (f32, f16 or bf16) through its strides and compute in f32: x is not quantized to 8 bits as on the
+// CPU. The format is a define (QTYPE), so each kernel is compiled once per format and dtype.
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "vulkan/vk_device.h"
+
+namespace wick::vulkan {
+
+using backend::Storage;
+using backend::View;
+
+namespace {
+
+constexpr int64_t kMaxVecCols = 8;           // MAX_COLS in qmatvec.comp
+constexpr uint32_t kMaxVecRowsPerGroup = 8;  // MAX_ROWS
+
+bool has_kernel(QuantType t) {
+  switch (t) {
+    case QuantType::Q4_0:
+    case QuantType::Q4_1:
+    case QuantType::Q5_0:
+    case QuantType::Q5_1:
+    case QuantType::Q8_0:
+    case QuantType::Q8_1:
+    case QuantType::Q2_K:
+    case QuantType::Q3_K:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K:
+    case QuantType::Q6_K:
+    case QuantType::Q8_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The tuning tables: data, not code (qmatvec.comp's shape: default_qmatvec_shape below).
+// qmatmul.comp: the output tile.
+struct TileChoice {
+  uint32_t bm, bn;
+};
+TileChoice choose_tiles(int64_t m, int64_t n_out) {
+  if (m >= 128 && n_out >= 128) return {64, 64};
+  return {32, 32};
+}
+
+}  // namespace
+
+QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
+  // CPU implementations (lavapipe) run a workgroup on one host thread, 8 invocations per SIMD
+  // vector: one vector per workgroup (no barrier) and 8 rows measured fastest (SmolLM2 shapes,
+  // 1.5-2.4x faster than 32 x 2 or 64 x 4). Their barriers are slow: the tiled kernel lost to
+  // qmatvec at every m tried (m = 16: 12x, m = 64: 5x), so qmatvec takes every x. GPUs: one
+  // 32-wide subgroup and two rows per workgroup (ggml's choice for NVIDIA; not measured here),
+  // and the tiled kernel beyond 8 x rows.
+  if (caps.is_cpu) return {8, 8, std::numeric_limits<int64_t>::max()};
+  return {32, 2, kMaxVecCols};
+}
+
+void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
+                           Storage& dst) {
+  const char* op = "qmatmul";
+  const DType dt = x.storage.dtype();
+  require(dt, op);
+  const QuantTypeInfo* info = quant_type_info(type);
+  if (!info || !has_kernel(type))
+    fail(ErrorKind::Unsupported, op, "no Vulkan kernel for weights of type ",
+         info ? info->name : std::to_string(static_cast<uint32_t>(type)));
+  if (!caps().storage16)
+    fail(ErrorKind::Unsupported, op, info->name, " weights need 16-bit storage buffers, which ",
+         caps().name, " lacks");
+  WICK_ASSERT(x.layout.rank() == 2 && x.layout.shape[1] == k && k > 0 &&
+              k % info->block_elems == 0 && dst.dtype() == DType::F32);
+  const int64_t m = x.layout.shape[0];
+  const int64_t row_bytes = k / info->block_elems * info->block_bytes;
+  WICK_ASSERT(wblocks.nbytes() == static_cast<size_t>(n_out * row_bytes));
+  if (wblocks.nbytes() > caps().max_storage_buffer_range)
+    fail(ErrorKind::Unsupported, op, "weight [", n_out, ", ", k, "] of ", info->name, ": ",
+         wblocks.nbytes(), " bytes exceed the ", caps().max_storage_buffer_range,
+         " bytes a kernel can bind on ", caps().name);
+  to_index(n_out * row_bytes, "weight bytes");
+  to_index(m * n_out, "output elements");
+  to_index(x.layout.start_offset + (m - 1) * x.layout.strides[0] + (k - 1) * x.layout.strides[1],
+           "x index");
+
+  PushConstants pc;
+  pc.u32(to_index(m, "rows"));
+  pc.u32(to_index(n_out, "n_out"));
+  pc.u32(to_index(k, "k"));
+  pc.u32(to_index(row_bytes, "row bytes"));
+  pc.u32(to_index(x.layout.start_offset, "offset"));
+  pc.u32(to_index(x.layout.strides[0], "stride"));
+  pc.u32(to_index(x.layout.strides[1], "stride"));
+
+  gpu::Defines defs;
+  add_dtype(defs, "", dt);
+  defs.emplace_back("QTYPE", std::to_string(static_cast<uint32_t>(type)));
+  gpu::KernelKey key;
+  std::array<uint32_t, 3> groups{};
+  const QMatVecShape& v = options_.qmatvec;
+  // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
+  WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
+              v.threads * v.rows * kMaxVecCols * 4 <= 32768);
+  const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
+  if (m <= v.max_rows && col_groups <= caps().max_group_count_z) {
+    defs.emplace_back("WG_SIZE", std::to_string(v.threads));
+    if (caps().subgroup_arithmetic && options_.subgroups)
+      defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
+    const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
+    key = key_for("qmatvec.comp", std::move(defs), {cols, v.rows});
+    // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
+    // over the groups of x rows.
+    const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
+    const uint64_t gx = std::clamp<uint64_t>(n, 1, caps().max_group_count_x);
+    groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>((n + gx - 1) / gx),
+              static_cast<uint32_t>(col_groups)};
+  } else {
+    const TileChoice t = choose_tiles(m, n_out);
+    const uint32_t aligned = (m % t.bm == 0 ? 1u : 0u) | (n_out % t.bn == 0 ? 2u : 0u);
+    key = key_for("qmatmul.comp", std::move(defs), {t.bm, t.bn, aligned});
+    const int64_t gy = (m + t.bm - 1) / t.bm;
+    if (gy > 65535)  // the smallest maxComputeWorkGroupCount[1] Vulkan allows
+      fail(ErrorKind::Unsupported, op, m, " rows of x need ", gy,
+           " workgroups along y, more than 65535; split x");
+    groups = {to_index((n_out + t.bn - 1) / t.bn, "tile count"), static_cast<uint32_t>(gy), 1};
+  }
+  const gpu::Pipeline& pipeline = kernels_->pipeline(key);  // may compile: outside the lock
+  // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x, y.
+  const gpu::BufferAccess args[] = {{&buffer(wblocks), gpu::Access::Read},
+                                    {&buffer(x.storage), gpu::Access::Read},
+                                    {&buffer(dst), gpu::Access::Write}};
+  queue_->record(
+      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
+}
+
+}  // namespace wick::vulkan

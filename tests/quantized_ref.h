@@ -1,0 +1,65 @@
+// Shared by the quantized tests (test_quantized.cpp on every device, the Vulkan-specific ones):
+// random block data, the float64 reference of QMatMul with its allowed error, and the
+// every-format conformance loop.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cpu/parallel.h"
+#include "harness.h"
+#include "wick/quantized.h"
+
+namespace wick::testing {
+
+// Rows of random blocks: a random scale per block (1e-3 .. 1e2), plus an all-zero block, a
+// negative-only block and a block with one outlier 100x its neighbours.
+std::vector<float> block_test_data(Rng& rng, int64_t rows, int64_t k, int64_t block);
+
+// Runs a test body on `n` CPU threads. The many small products of the conformance loops run on
+// one (on a loaded 2-core machine every fork/join can wait for a time slice); the split itself
+// has its own test (QMatMul.ThreadsSplitRowsWithIdenticalResults).
+struct ThreadCountGuard {
+  explicit ThreadCountGuard(int n) : saved(cpu::max_threads()) {
+    cpu::ThreadPool::instance().set_threads(n);
+  }
+  ~ThreadCountGuard() { cpu::ThreadPool::instance().set_threads(saved); }
+  int saved;
+};
+
+// Expected y = x @ W^T (w: the dequantized weight, n x k; x: m x k) from float64 sums, with the
+// allowed error per output.
+struct Expected {
+  std::vector<double> y, tol;
+};
+// The CPU's error: the integer path quantizes each x block of `act_block` elements to 8 bits
+// (step d_x = amax_block / 127, rounding error <= d_x / 2 per element), so output o may be off by
+// sum over blocks of d_x/2 * sum_block |w_o|; the f32 accumulation adds ~k * 2^-24 relative to
+// sum |w x| (we allow 1e-5 of it).
+Expected expected_qmatmul(const std::vector<float>& w, const std::vector<double>& x, int64_t m,
+                          int64_t n, int64_t k, int64_t act_block);
+// The error allowed on `dev`: the CPU's above; GPU kernels keep x in f32, so only f32 rounding
+// remains: each product and each of the k additions rounds once (|error| <= (k + 2) 2^-24
+// sum |w x|), plus one rounding of each dequantized weight where the device fuses d * q + m.
+Expected expected_on(const Device& dev, QuantType t, const std::vector<float>& w,
+                     const std::vector<double>& x, int64_t m, int64_t n, int64_t k);
+// Asserts y (f32) is within e's tolerance everywhere (a poisoned, unwritten element is NaN and
+// fails).
+void check_qmatmul(const Tensor& y, const Expected& e, const std::string& what);
+
+// Every block format QMatMul multiplies.
+const std::vector<QuantType>& quantized_matmul_types();
+
+// QMatMul(W, dev) for every format, k = 256 and one other k (3 blocks of 32 for the 32-element
+// formats, 512 for the K formats), and each (m, n_out) in `shapes`, on random f32 x, against
+// expected_on.
+void check_every_format(const Device& dev, const std::vector<std::pair<int64_t, int64_t>>& shapes);
+
+// QMatMul(W, dev) on x of every layout variant (transposed and narrowed x are read in place
+// through their strides, permuted 3-D x is copied first), f32/f16/bf16 x (converted by the
+// kernel), x of 3, 40, 2 x 3 rows and a vector; q4_0 (18-byte blocks, not 4-byte aligned) and
+// q6_k.
+void check_layouts_and_dtypes(const Device& dev);
+
+}  // namespace wick::testing

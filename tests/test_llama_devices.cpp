@@ -1,0 +1,58 @@
+// LlamaModel end to end on tiny random models with block-quantized matrices: on every device the
+// quantized weights load there (blocks uploaded once; the tied lm_head is a QMatMul on the
+// device, the embedding dequantizes the rows it looks up) and give the CPU's logits.
+#include <cmath>
+
+#include "gguf_bytes.h"
+#include "quantized/kernels.h"
+#include "tiny_llama.h"
+#include "wick/llama.h"
+
+namespace wick::testing {
+namespace {
+
+class LlamaOnDevices : public DeviceTest {};
+
+TEST_P(LlamaOnDevices, QuantizedWeightsRunOnTheDevice) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  // The CPU reference multiplies in f32 (dequantized tiles + sgemm) like the GPU kernels, rather
+  // than with 8-bit activations, so that only f32 rounding separates the two.
+  struct GemmRowsGuard {
+    GemmRowsGuard() { quantized::set_gemm_min_rows(1); }
+    ~GemmRowsGuard() { quantized::set_gemm_min_rows(0); }
+  } f32_reference;
+  for (const auto& [type, tied] : {std::pair{QuantType::Q8_0, true}, {QuantType::Q4_1, false}}) {
+    SCOPED_TRACE(quant_type_info(type)->name);
+    TinyLlamaConfig cfg;
+    cfg.hidden = 64;
+    cfg.heads = 4;
+    cfg.kv_heads = 2;  // kv dim 32
+    cfg.ffn = 96;
+    cfg.matrix_quant = cfg.embed_quant = type;
+    cfg.tied_embeddings = tied;
+    TempDir dir;
+    write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
+    LlamaModel on_cpu = LlamaModel::load_gguf(dir.file("tiny.gguf"), Device::cpu(), 16);
+    LlamaModel on_dev = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 16);
+    EXPECT_EQ(on_dev.device(), dev);
+    // A prompt, then two decode steps.
+    for (const std::vector<uint32_t>& tokens :
+         {std::vector<uint32_t>{5, 9, 17, 3}, std::vector<uint32_t>{30},
+          std::vector<uint32_t>{8}}) {
+      const Tensor want = on_cpu.forward(tokens), got = on_dev.forward(tokens);
+      ASSERT_EQ(got.device(), dev);
+      ASSERT_EQ(got.shape(), (Shape{cfg.vocab}));
+      const Ref ref = to_ref(want);
+      double range = 0;
+      for (double v : ref.v) range = std::max(range, std::fabs(v));
+      WICK_EXPECT_CLOSE(got, ref, Tol{1e-4 * range, 0});
+    }
+  }
+}
+
+WICK_INSTANTIATE_DEVICES(LlamaOnDevices);
+
+}  // namespace
+}  // namespace wick::testing
