@@ -462,6 +462,32 @@ TEST_F(CacheFixture, TwoLevelsInMemory) {
   EXPECT_EQ(fp.constants, (std::vector<uint32_t>{2}));
 }
 
+
+// Ops look pipelines up by a compact id and build the key only the first time: a known id must
+// not build its key again, and ids that differ in any value (a dtype, an op) get their own key.
+TEST_F(CacheFixture, KernelIdsBuildTheirKeyOnceAndKeepValuesApart) {
+  FakeDriver drv;
+  gpu::KernelCache cache(drv, sources, gpu::DiskCache(""), true);
+  int built = 0;
+  auto make = [&](const char* dt) {
+    return [&, dt] {
+      built++;
+      return key("k.comp", {7}, {{"DT", dt}});
+    };
+  };
+  gpu::KernelId f32_id{1, {7, 0}}, f16_id{1, {7, 1}}, other_family{2, {7, 0}};
+  const gpu::Pipeline& p32 = cache.pipeline(f32_id, make("f32"));
+  EXPECT_EQ(&cache.pipeline(f32_id, make("f32")), &p32);
+  EXPECT_EQ(built, 1) << "a known id builds no key";
+  const gpu::Pipeline& p16 = cache.pipeline(f16_id, make("f16"));
+  EXPECT_NE(&p16, &p32) << "another dtype is another pipeline";
+  EXPECT_EQ(drv.compiles(), 2) << "compiled with its own defines";
+  EXPECT_EQ(&cache.pipeline(other_family, make("f32")), &p32)
+      << "another id for the same key shares the key's pipeline";
+  EXPECT_EQ(built, 3);
+  EXPECT_EQ(&cache.pipeline(f16_id, make("f16")), &p16);
+  EXPECT_EQ(built, 3);
+}
 TEST_F(CacheFixture, DiskCacheHitsInANewCache) {
   {
     FakeDriver drv;

@@ -183,6 +183,23 @@ const Pipeline& KernelCache::pipeline(const KernelKey& key) {
   return *slot->pipeline;
 }
 
+size_t KernelCache::KernelIdHash::operator()(const KernelId& id) const {
+  uint64_t h = id.family;
+  for (uint32_t v : id.values) h = (h ^ v) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+const Pipeline* KernelCache::find(const KernelId& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
+}
+
+void KernelCache::remember(const KernelId& id, const Pipeline& p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  by_id_.emplace(id, &p);
+}
+
 KernelCache::Stats KernelCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

@@ -6,6 +6,7 @@
 // Each entry is built once; threads that need another entry are not blocked meanwhile.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -49,6 +50,15 @@ class SourceTable : public IncludeResolver {
   mutable std::map<std::string, std::string> closure_;  // name -> name_hash
 };
 
+// A compact name of a KernelKey chosen by its caller: a family (one per place that builds keys)
+// and the values the key is built from (op, dtypes, constants). Ops look their pipeline up by it
+// on every call and build the full key, with its strings, only the first time.
+struct KernelId {
+  uint32_t family = 0;
+  std::array<uint32_t, 7> values{};
+  bool operator==(const KernelId&) const = default;
+};
+
 struct KernelKey {
   std::string source;  // a SourceTable name; with `text` set, only a name for messages
   Defines defines;
@@ -64,6 +74,15 @@ class KernelCache {
 
   // The pipeline for `key`, compiling and creating it on first use.
   const Pipeline& pipeline(const KernelKey& key);
+  // The pipeline named `id`; make_key() gives its KernelKey and runs only while `id` is unknown.
+  // The caller makes sure that one id always names the same key.
+  template <typename MakeKey>
+  const Pipeline& pipeline(const KernelId& id, MakeKey&& make_key) {
+    if (const Pipeline* p = find(id)) return *p;
+    const Pipeline& p = pipeline(make_key());
+    remember(id, p);
+    return p;
+  }
 
   const DiskCache& disk() const { return disk_; }
   bool fast_math() const { return fast_math_; }
@@ -81,6 +100,11 @@ class KernelCache {
  private:
   struct ModuleSlot;
   struct PipelineSlot;
+  struct KernelIdHash {
+    size_t operator()(const KernelId& id) const;
+  };
+  const Pipeline* find(const KernelId& id) const;
+  void remember(const KernelId& id, const Pipeline& p);
   const ModuleCode& module(const KernelKey& key, const std::string& module_key);
   ModuleCode build_module(const KernelKey& key, const std::string& module_key);
 
@@ -91,6 +115,7 @@ class KernelCache {
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<ModuleSlot>> modules_;
   std::unordered_map<std::string, std::unique_ptr<PipelineSlot>> pipelines_;
+  std::unordered_map<KernelId, const Pipeline*, KernelIdHash> by_id_;
   Stats stats_;
 };
 

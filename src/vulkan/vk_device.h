@@ -9,6 +9,7 @@
 // share.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <initializer_list>
@@ -74,6 +75,13 @@ inline constexpr uint32_t kWorkgroupSize = 256;  // WG_SIZE in kernels/glsl/incl
 
 // v as a 32-bit kernel index (the kernels index with uint); Unsupported when it does not fit.
 uint32_t to_index(int64_t v, const char* what);
+
+// The places that build kernel keys; with the values a key is built from they name its pipeline
+// (gpu::KernelId), so an op's steady state builds no key strings.
+enum class KernelFamily : uint32_t {
+  Unary = 1, Binary, Compare, Where, Copy, Fill, Index, Scatter, Reduce, Norm, Rope, Sort, Gemv,
+  Matmul, QMatVec, QMatMul, Rand,
+};
 
 // A value of a kernel's push constants after the layout header (op parameters).
 struct PushParam {
@@ -185,7 +193,7 @@ class VulkanDevice final : public backend::BackendDevice {
   // Runs a kernel using include/rows.glsl over x split into outer dims and `inner` dims (sorted):
   // x binds at 0, extra inputs after it, `out` (contiguous over the outer dims) last.
   // per_group: a workgroup per outer index, else a thread.
-  void launch_rows(const gpu::KernelKey& key, backend::View x, const std::vector<size_t>& inner,
+  void launch_rows(const gpu::Pipeline& pipeline, backend::View x, const std::vector<size_t>& inner,
                    gpu::Buffer& out, bool per_group,
                    std::initializer_list<BoundView> extra_inputs = {},
                    std::initializer_list<PushParam> params = {});
@@ -195,7 +203,7 @@ class VulkanDevice final : public backend::BackendDevice {
   // Runs a strided kernel (kernels/glsl/include/strided.glsl) over out's shape: inputs bind at
   // 0.., the output last. out_strided: the kernel writes through out's layout (else contiguous).
   // unordered: one more buffer bound last, used only through order-free atomics (error flag).
-  void launch_strided(const gpu::KernelKey& key, std::initializer_list<Operand> inputs, Operand out,
+  void launch_strided(const gpu::Pipeline& pipeline, std::initializer_list<Operand> inputs, Operand out,
                       bool out_strided, std::initializer_list<PushParam> params = {},
                       gpu::Buffer* unordered = nullptr);
   // Kernels report what the CPU refuses (out-of-range ids, integer division by zero) in device
@@ -214,11 +222,22 @@ class VulkanDevice final : public backend::BackendDevice {
   std::array<uint32_t, 3> grid(uint64_t n) const;
   // Throws Unsupported naming `op` when the device cannot hold `dt`.
   void require(DType dt, const char* op) const;
+  // The pipeline of `family` for `values` (everything its key depends on besides the device);
+  // make_key() builds the key the first time only.
+  template <typename MakeKey>
+  const gpu::Pipeline& kernel(KernelFamily family, std::initializer_list<uint32_t> values,
+                              MakeKey&& make_key) {
+    gpu::KernelId id;
+    id.family = static_cast<uint32_t>(family);
+    WICK_ASSERT(values.size() <= id.values.size());
+    std::copy(values.begin(), values.end(), id.values.begin());
+    return kernels_->pipeline(id, make_key);
+  }
   // The key of kernels/glsl/<source> with the device's capability defines added.
   gpu::KernelKey key_for(const char* source, gpu::Defines defines,
                          std::vector<uint32_t> constants = {}) const;
   // copy.comp converting `from` to `to` (a plain copy when equal).
-  gpu::KernelKey copy_kernel(DType from, DType to) const;
+  const gpu::Pipeline& copy_kernel(DType from, DType to);
   // DT=<dtype> and DT_KIND=<0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64> under a prefix ("", "SRC_").
   static void add_dtype(gpu::Defines& defines, const std::string& prefix, DType dt);
   // The PushParam kind op parameters of a kernel on `dt` travel as.

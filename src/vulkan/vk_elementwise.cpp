@@ -14,12 +14,17 @@ void VulkanDevice::unary(UnaryOp op, backend::UnaryParams p, View x, Storage& ds
   const DType dt = x.storage.dtype();
   const char* name = backend::unary_op_name(op);
   require(dt, name);
-  gpu::Defines d;
-  add_dtype(d, "", dt);
-  d.emplace_back("PARAM_T", param_type(dt));
+  const auto op_code = static_cast<uint32_t>(op);
+  const gpu::Pipeline& pipeline =
+      kernel(KernelFamily::Unary, {op_code, static_cast<uint32_t>(dt)}, [&] {
+        gpu::Defines d;
+        add_dtype(d, "", dt);
+        d.emplace_back("PARAM_T", param_type(dt));
+        return key_for("unary.comp", std::move(d), {op_code});
+      });
   const Layout out = Layout::contiguous(x.layout.shape);
   const PushParam::Kind pk = param_kind(dt);
-  launch_strided(key_for("unary.comp", d, {static_cast<uint32_t>(op)}),
+  launch_strided(pipeline,
                  {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out}, false,
                  {{pk, p.p0}, {pk, p.p1}});
 }
@@ -28,13 +33,18 @@ void VulkanDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
   const DType dt = a.storage.dtype();
   const char* name = backend::binary_op_name(op);
   require(dt, name);
-  gpu::Defines d;
-  add_dtype(d, "", dt);
   // Integer kernels report a division by zero through the device's error words.
   const bool integer = !is_float(dt);
-  if (integer) d.emplace_back("DTYPE_CODE", std::to_string(static_cast<int>(dt)) + "u");
+  const auto op_code = static_cast<uint32_t>(op);
+  const gpu::Pipeline& pipeline =
+      kernel(KernelFamily::Binary, {op_code, static_cast<uint32_t>(dt)}, [&] {
+        gpu::Defines d;
+        add_dtype(d, "", dt);
+        if (integer) d.emplace_back("DTYPE_CODE", std::to_string(static_cast<int>(dt)) + "u");
+        return key_for("binary.comp", std::move(d), {op_code});
+      });
   const Layout out = Layout::contiguous(a.layout.shape);
-  launch_strided(key_for("binary.comp", d, {static_cast<uint32_t>(op)}),
+  launch_strided(pipeline,
                  {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
                  {&buffer(dst), &out}, false, {}, integer ? error_flag_.get() : nullptr);
   if (integer && op == BinaryOp::Div) refuse_device_errors(&a.layout.shape);
@@ -45,10 +55,15 @@ void VulkanDevice::compare(CmpOp op, View a, View b, Storage& dst) {
   const char* name = backend::cmp_op_name(op);
   require(dt, name);
   require(DType::U8, name);
-  gpu::Defines d;
-  add_dtype(d, "", dt);
+  const auto op_code = static_cast<uint32_t>(op);
+  const gpu::Pipeline& pipeline =
+      kernel(KernelFamily::Compare, {op_code, static_cast<uint32_t>(dt)}, [&] {
+        gpu::Defines d;
+        add_dtype(d, "", dt);
+        return key_for("compare.comp", std::move(d), {op_code});
+      });
   const Layout out = Layout::contiguous(a.layout.shape);
-  launch_strided(key_for("compare.comp", d, {static_cast<uint32_t>(op)}),
+  launch_strided(pipeline,
                  {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
                  {&buffer(dst), &out}, false);
 }
@@ -57,11 +72,16 @@ void VulkanDevice::where_cond(View cond, View on_true, View on_false, Storage& d
   const DType dt = on_true.storage.dtype();
   require(cond.storage.dtype(), "where_cond");
   require(dt, "where_cond");
-  gpu::Defines d;
-  add_dtype(d, "", dt);
-  add_dtype(d, "COND_", cond.storage.dtype());
+  const DType cond_dt = cond.storage.dtype();
+  const gpu::Pipeline& pipeline = kernel(
+      KernelFamily::Where, {static_cast<uint32_t>(dt), static_cast<uint32_t>(cond_dt)}, [&] {
+        gpu::Defines d;
+        add_dtype(d, "", dt);
+        add_dtype(d, "COND_", cond_dt);
+        return key_for("where.comp", std::move(d));
+      });
   const Layout out = Layout::contiguous(cond.layout.shape);
-  launch_strided(key_for("where.comp", d),
+  launch_strided(pipeline,
                  {{&buffer(cond.storage), &cond.layout},
                   {&buffer(on_true.storage), &on_true.layout},
                   {&buffer(on_false.storage), &on_false.layout}},

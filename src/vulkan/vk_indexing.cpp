@@ -41,10 +41,15 @@ void VulkanDevice::launch_index(uint32_t mode, const char* op, View src, View id
   const Layout base = without_dim(src.layout, out_shape, dim);
   const Layout id_layout = mode == 0 ? along_dim(ids.layout, out_shape, dim) : ids.layout;
   const Layout out = Layout::contiguous(out_shape);
-  gpu::Defines d;
-  add_dtype(d, "", dt);
-  add_dtype(d, "ID_", ids.storage.dtype());
-  launch_strided(key_for("index.comp", d),
+  const DType id_dt = ids.storage.dtype();
+  const gpu::Pipeline& pipeline =
+      kernel(KernelFamily::Index, {static_cast<uint32_t>(dt), static_cast<uint32_t>(id_dt)}, [&] {
+        gpu::Defines d;
+        add_dtype(d, "", dt);
+        add_dtype(d, "ID_", id_dt);
+        return key_for("index.comp", std::move(d));
+      });
+  launch_strided(pipeline,
                  {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_layout}},
                  {&buffer(dst), &out}, false,
                  {PushParam::u32(to_index(src.layout.strides[dim], "stride")),
@@ -67,11 +72,16 @@ void VulkanDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst,
   int64_t inner = 1;
   for (size_t i = dim + 1; i < dst_shape.rank(); i++) inner *= dst_shape[i];
   const Layout out = Layout::contiguous(dst_shape);
-  gpu::Defines d;
-  add_dtype(d, "", dt);
-  add_dtype(d, "ID_", ids.storage.dtype());
+  const DType id_dt = ids.storage.dtype();
+  const gpu::Pipeline& pipeline =
+      kernel(KernelFamily::Scatter, {static_cast<uint32_t>(dt), static_cast<uint32_t>(id_dt)}, [&] {
+        gpu::Defines d;
+        add_dtype(d, "", dt);
+        add_dtype(d, "ID_", id_dt);
+        return key_for("scatter.comp", std::move(d));
+      });
   launch_strided(
-      key_for("scatter.comp", d), {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_base}},
+      pipeline, {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_base}},
       {&buffer(dst), &out}, false,
       {PushParam::u32(to_index(src.layout.strides[dim], "stride")),
        PushParam::u32(to_index(ids_stride, "stride")),

@@ -106,7 +106,7 @@ gpu::KernelKey VulkanDevice::key_for(const char* source, gpu::Defines defines,
   return k;
 }
 
-void VulkanDevice::launch_strided(const gpu::KernelKey& key, std::initializer_list<Operand> inputs,
+void VulkanDevice::launch_strided(const gpu::Pipeline& pipeline, std::initializer_list<Operand> inputs,
                                   Operand out, bool out_strided,
                                   std::initializer_list<PushParam> params, gpu::Buffer* unordered) {
   WICK_ASSERT(inputs.size() + 1 <= kMaxOperands);
@@ -130,9 +130,8 @@ void VulkanDevice::launch_strided(const gpu::KernelKey& key, std::initializer_li
   const size_t outer = rank > kMaxRank ? rank - kMaxRank : 0;
   int64_t outer_count = 1, inner_numel = 1;
   for (size_t d = 0; d < rank; d++) (d < outer ? outer_count : inner_numel) *= plan.shape[d];
-  std::vector<PushConstants> pushes;
-  std::vector<int64_t> idx(outer, 0);
-  for (int64_t o = 0; o < outer_count; o++) {
+  // Push constants of the dispatch for outer index o at multi-index idx.
+  auto push_for = [&](int64_t o, const std::vector<int64_t>& idx) {
     PushConstants pc;
     pc.u32(static_cast<uint32_t>(inner_numel));
     pc.u32(static_cast<uint32_t>(rank - outer));
@@ -149,24 +148,33 @@ void VulkanDevice::launch_strided(const gpu::KernelKey& key, std::initializer_li
       for (size_t d = 0; d < kMaxRank; d++)
         pc.u32(outer + d < rank ? static_cast<uint32_t>(plan.strides[k][outer + d]) : 0);
     for (const PushParam& p : params) pc.param(p);
-    pushes.push_back(pc);
-    for (size_t d = outer; d-- > 0;) {
-      if (++idx[d] < plan.shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-
-  const gpu::Pipeline& pipeline = kernels_->pipeline(key);  // may compile: outside the lock
+    return pc;
+  };
   std::array<gpu::BufferAccess, kMaxOperands + 1> args;
   size_t n_args = 0;
   for (const Operand& in : inputs) args[n_args++] = {in.buffer, gpu::Access::Read};
   args[n_args++] = {out.buffer, gpu::Access::Write};
   if (unordered) args[n_args++] = {unordered, gpu::Access::Unordered};
   const auto groups = grid(static_cast<uint64_t>(inner_numel));
+  const std::span<const gpu::BufferAccess> bound(args.data(), n_args);
+  if (outer == 0) {  // the common case: one dispatch, nothing on the heap
+    const PushConstants pc = push_for(0, {});
+    queue_->record([&](gpu::CommandQueue::Recorder& r) {
+      r.dispatch(pipeline, bound, pc.words(), groups);
+    });
+    return;
+  }
+  std::vector<PushConstants> pushes;
+  std::vector<int64_t> idx(outer, 0);
+  for (int64_t o = 0; o < outer_count; o++) {
+    pushes.push_back(push_for(o, idx));
+    for (size_t d = outer; d-- > 0;) {
+      if (++idx[d] < plan.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
   queue_->record([&](gpu::CommandQueue::Recorder& r) {
-    for (const PushConstants& pc : pushes)
-      r.dispatch(pipeline, std::span<const gpu::BufferAccess>(args.data(), n_args), pc.words(),
-                 groups);
+    for (const PushConstants& pc : pushes) r.dispatch(pipeline, bound, pc.words(), groups);
   });
 }
 

@@ -54,7 +54,7 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
   gpu::Buffer *first = &buffer(a.storage), *second = &buffer(b.storage);
   int64_t rows = d.m, cols = d.n, a_off = a.layout.start_offset, b_off = b.layout.start_offset;
   int64_t a_row = sa_m, a_k = sa_k, b_k = sb_k, b_col = sb_n;
-  std::vector<int64_t> a_batch = plan.strides[0], b_batch = plan.strides[1];
+  std::vector<int64_t> a_batch = plan.strides[0].to_vector(), b_batch = plan.strides[1].to_vector();
   if (gemv && d.m == 1 && d.n != 1) {  // y = b^T a: b is the matrix, its rows are the n columns
     std::swap(first, second);
     std::swap(a_off, b_off);
@@ -65,23 +65,28 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
     b_k = sa_k;
   }
   const bool per_group = gemv && a_k == 1 && d.k >= 64;  // rows contiguous along k: coalesce
-  gpu::Defines defs;
-  add_dtype(defs, "", dt);
-  gpu::KernelKey key;
+  auto dtype_defines = [dt] {
+    gpu::Defines defs;
+    add_dtype(defs, "", dt);
+    return defs;
+  };
+  const gpu::Pipeline* pipeline;
   std::array<uint32_t, 3> groups{};
   if (gemv) {
-    key = key_for("gemv.comp", defs, {per_group ? 1u : 0u});
+    const uint32_t group = per_group ? 1u : 0u;
+    pipeline = &kernel(KernelFamily::Gemv, {group, static_cast<uint32_t>(dt)},
+                       [&] { return key_for("gemv.comp", dtype_defines(), {group}); });
     groups = per_group ? grid(static_cast<uint64_t>(rows) * kWorkgroupSize)
                        : grid(static_cast<uint64_t>(rows));
   } else {
     const TileChoice t = choose_tiles(d.m, d.n, d.k);
     const uint32_t aligned =
         (d.m % t.bm == 0 ? 1u : 0u) | (d.n % t.bn == 0 ? 2u : 0u) | (d.k % t.bk == 0 ? 4u : 0u);
-    key = key_for("matmul.comp", defs, {t.bm, t.bn, t.bk, aligned});
+    pipeline = &kernel(KernelFamily::Matmul, {t.bm, t.bn, t.bk, aligned, static_cast<uint32_t>(dt)},
+                       [&] { return key_for("matmul.comp", dtype_defines(), {t.bm, t.bn, t.bk, aligned}); });
     groups = {to_index((d.n + t.bn - 1) / t.bn, "tile count"),
               to_index((d.m + t.bm - 1) / t.bm, "tile count"), 1};
   }
-  const gpu::Pipeline& pipeline = kernels_->pipeline(key);
 
   // The batch runs along the grid's z; beyond the device limit, in several dispatches.
   const int64_t max_z = caps().max_group_count_z;
@@ -108,7 +113,7 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
       auto g = groups;
       g[2] = static_cast<uint32_t>(
           std::min<int64_t>(max_z, d.batch - static_cast<int64_t>(i) * max_z));
-      rec.dispatch(pipeline, args, pushes[i].words(), g);
+      rec.dispatch(*pipeline, args, pushes[i].words(), g);
     }
   });
 }

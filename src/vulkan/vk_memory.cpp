@@ -33,12 +33,14 @@ void check_span(const Layout& l, const Storage& s, const char* op) {
 
 }  // namespace
 
-gpu::KernelKey VulkanDevice::copy_kernel(DType from, DType to) const {
-  gpu::Defines d;
-  add_dtype(d, "SRC_", from);
-  add_dtype(d, "DST_", to);
-  d.emplace_back("SAME_DT", from == to ? "1" : "0");
-  return key_for("copy.comp", std::move(d));
+const gpu::Pipeline& VulkanDevice::copy_kernel(DType from, DType to) {
+  return kernel(KernelFamily::Copy, {static_cast<uint32_t>(from), static_cast<uint32_t>(to)}, [&] {
+    gpu::Defines d;
+    add_dtype(d, "SRC_", from);
+    add_dtype(d, "DST_", to);
+    d.emplace_back("SAME_DT", from == to ? "1" : "0");
+    return key_for("copy.comp", std::move(d));
+  });
 }
 
 StoragePtr VulkanDevice::alloc(DType dt, size_t numel) {
@@ -145,8 +147,10 @@ void VulkanDevice::fill(Storage& dst, const Layout& dst_layout, double value) {
     queue_->record([&](gpu::CommandQueue::Recorder& r) { r.fill(b, offset, bytes, pattern); });
     return;
   }
-  const gpu::Defines d = {{"ELEM_BYTES", std::to_string(size)}};
-  launch_strided(key_for("fill.comp", d), {}, {&buffer(dst), &dst_layout}, true,
+  const gpu::Pipeline& pipeline = kernel(KernelFamily::Fill, {static_cast<uint32_t>(size)}, [&] {
+    return key_for("fill.comp", {{"ELEM_BYTES", std::to_string(size)}});
+  });
+  launch_strided(pipeline, {}, {&buffer(dst), &dst_layout}, true,
                  {PushParam::u32(static_cast<uint32_t>(bits)),
                   PushParam::u32(static_cast<uint32_t>(bits >> 32))});
 }

@@ -98,10 +98,14 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   pc.u32(to_index(x.layout.strides[0], "stride"));
   pc.u32(to_index(x.layout.strides[1], "stride"));
 
-  gpu::Defines defs;
-  add_dtype(defs, "", dt);
-  defs.emplace_back("QTYPE", std::to_string(static_cast<uint32_t>(type)));
-  gpu::KernelKey key;
+  const auto qtype = static_cast<uint32_t>(type), dt_code = static_cast<uint32_t>(dt);
+  auto base_defines = [&] {
+    gpu::Defines defs;
+    add_dtype(defs, "", dt);
+    defs.emplace_back("QTYPE", std::to_string(qtype));
+    return defs;
+  };
+  const gpu::Pipeline* pipeline;
   std::array<uint32_t, 3> groups{};
   const QMatVecShape& v = options_.qmatvec;
   // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
@@ -109,11 +113,14 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
               v.threads * v.rows * kMaxVecCols * 4 <= 32768);
   const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
   if (m <= v.max_rows && col_groups <= caps().max_group_count_z) {
-    defs.emplace_back("WG_SIZE", std::to_string(v.threads));
-    if (caps().subgroup_arithmetic && options_.subgroups)
-      defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
     const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
-    key = key_for("qmatvec.comp", std::move(defs), {cols, v.rows});
+    pipeline = &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, dt_code}, [&] {
+      gpu::Defines defs = base_defines();
+      defs.emplace_back("WG_SIZE", std::to_string(v.threads));
+      if (caps().subgroup_arithmetic && options_.subgroups)
+        defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
+      return key_for("qmatvec.comp", std::move(defs), {cols, v.rows});
+    });
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
     const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
@@ -123,20 +130,21 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   } else {
     const TileChoice t = choose_tiles(m, n_out);
     const uint32_t aligned = (m % t.bm == 0 ? 1u : 0u) | (n_out % t.bn == 0 ? 2u : 0u);
-    key = key_for("qmatmul.comp", std::move(defs), {t.bm, t.bn, aligned});
+    pipeline = &kernel(KernelFamily::QMatMul, {t.bm, t.bn, aligned, qtype, dt_code}, [&] {
+      return key_for("qmatmul.comp", base_defines(), {t.bm, t.bn, aligned});
+    });
     const int64_t gy = (m + t.bm - 1) / t.bm;
     if (gy > 65535)  // the smallest maxComputeWorkGroupCount[1] Vulkan allows
       fail(ErrorKind::Unsupported, op, m, " rows of x need ", gy,
            " workgroups along y, more than 65535; split x");
     groups = {to_index((n_out + t.bn - 1) / t.bn, "tile count"), static_cast<uint32_t>(gy), 1};
   }
-  const gpu::Pipeline& pipeline = kernels_->pipeline(key);  // may compile: outside the lock
   // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x, y.
   const gpu::BufferAccess args[] = {{&buffer(wblocks), gpu::Access::Read},
                                     {&buffer(x.storage), gpu::Access::Read},
                                     {&buffer(dst), gpu::Access::Write}};
   queue_->record(
-      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
+      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(*pipeline, args, pc.words(), groups); });
 }
 
 }  // namespace wick::vulkan

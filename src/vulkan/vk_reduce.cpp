@@ -36,15 +36,15 @@ Group collapse(const Layout& l, const std::vector<size_t>& dims) {
   if (sh.empty()) return g;
   const Layout sub(Shape(sh), st, 0);
   const auto plan = cpu::make_plan<1>(sub.shape, {&sub});
-  g.shape = plan.shape;
-  g.strides = plan.strides[0];
+  g.shape = plan.shape.to_vector();
+  g.strides = plan.strides[0].to_vector();
   g.numel = plan.numel;
   return g;
 }
 
 }  // namespace
 
-void VulkanDevice::launch_rows(const gpu::KernelKey& key, View x, const std::vector<size_t>& inner,
+void VulkanDevice::launch_rows(const gpu::Pipeline& pipeline, View x, const std::vector<size_t>& inner,
                                gpu::Buffer& out, bool per_group,
                                std::initializer_list<BoundView> extra_inputs,
                                std::initializer_list<PushParam> params) {
@@ -91,7 +91,6 @@ void VulkanDevice::launch_rows(const gpu::KernelKey& key, View x, const std::vec
   pc.u32(0);  // output offset
   for (const PushParam& p : params) pc.param(p);
 
-  const gpu::Pipeline& pipeline = kernels_->pipeline(key);
   std::vector<gpu::BufferAccess> args{{in, gpu::Access::Read}};
   for (const BoundView& e : extra_inputs) args.push_back({e.buffer, gpu::Access::Read});
   args.push_back({&out, gpu::Access::Write});
@@ -108,26 +107,33 @@ void VulkanDevice::reduce(ReduceOp op, View x, const std::vector<size_t>& dims, 
   int64_t n_inner = 1;
   for (size_t d : dims) n_inner *= x.layout.shape[d];
   const bool per_group = n_inner >= kPerGroupMin;
-  gpu::Defines d;
-  add_dtype(d, "", dt);
   const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
-  d.emplace_back("OUT_INDEX", arg ? "1" : "0");
-  launch_rows(key_for("reduce.comp", d, {static_cast<uint32_t>(op), per_group ? 1u : 0u}), x, dims,
-              buffer(dst), per_group);
+  const auto op_code = static_cast<uint32_t>(op), group = per_group ? 1u : 0u;
+  const gpu::Pipeline& pipeline =
+      kernel(KernelFamily::Reduce, {op_code, group, static_cast<uint32_t>(dt)}, [&] {
+        gpu::Defines d;
+        add_dtype(d, "", dt);
+        d.emplace_back("OUT_INDEX", arg ? "1" : "0");
+        return key_for("reduce.comp", std::move(d), {op_code, group});
+      });
+  launch_rows(pipeline, x, dims, buffer(dst), per_group);
 }
 
 void VulkanDevice::norm(uint32_t kind, const char* name, View x, const View* alpha,
                         const View* beta, double eps, Storage& dst) {
   const DType dt = x.storage.dtype();
   require(dt, name);
-  gpu::Defines d;
-  add_dtype(d, "", dt);
-  d.emplace_back("PARAM_T", param_type(dt));
+  const gpu::Pipeline& pipeline = kernel(KernelFamily::Norm, {kind, static_cast<uint32_t>(dt)}, [&] {
+    gpu::Defines d;
+    add_dtype(d, "", dt);
+    d.emplace_back("PARAM_T", param_type(dt));
+    return key_for("norm.comp", std::move(d), {kind});
+  });
   // Unused parameter slots bind x again (read-only), so every binding the kernel names is valid.
   const View a = alpha ? *alpha : x, b = beta ? *beta : x;
   auto stride_of = [](const View& v) { return v.layout.rank() ? v.layout.strides.back() : 0; };
   const PushParam::Kind pk = param_kind(dt);
-  launch_rows(key_for("norm.comp", d, {kind}), x, {x.layout.rank() - 1}, buffer(dst), true,
+  launch_rows(pipeline, x, {x.layout.rank() - 1}, buffer(dst), true,
               {{&buffer(a.storage)}, {&buffer(b.storage)}},
               {PushParam::u32(to_index(a.layout.start_offset, "offset")),
                PushParam::u32(to_index(stride_of(a), "stride")),
@@ -162,10 +168,12 @@ void VulkanDevice::rope(View x, View cos, View sin, bool interleaved, Storage& d
     for (int64_t s : v->layout.strides) pc.u32(to_index(s, "stride"));
     pc.u32(to_index(v->layout.start_offset, "offset"));
   }
-  gpu::Defines d;
-  add_dtype(d, "", dt);
-  const gpu::Pipeline& pipeline =
-      kernels_->pipeline(key_for("rope.comp", d, {interleaved ? 1u : 0u}));
+  const uint32_t mode = interleaved ? 1u : 0u;
+  const gpu::Pipeline& pipeline = kernel(KernelFamily::Rope, {mode, static_cast<uint32_t>(dt)}, [&] {
+    gpu::Defines d;
+    add_dtype(d, "", dt);
+    return key_for("rope.comp", std::move(d), {mode});
+  });
   const gpu::BufferAccess args[] = {{&buffer(x.storage), gpu::Access::Read},
                                     {&buffer(cos.storage), gpu::Access::Read},
                                     {&buffer(sin.storage), gpu::Access::Read},
@@ -182,10 +190,13 @@ void VulkanDevice::arg_sort_last_dim(View x, bool ascending, Storage& dst) {
   if (n > kMaxSortRow)
     fail(ErrorKind::Unsupported, "arg_sort_last_dim", "rows of ", n, " elements (shape ",
          x.layout.shape, ") exceed the ", kMaxSortRow, " that vulkan sorts in one workgroup");
-  gpu::Defines d;
-  add_dtype(d, "", dt);
-  launch_rows(key_for("sort.comp", d, {ascending ? 0u : 1u}), x, {x.layout.rank() - 1}, buffer(dst),
-              true);
+  const uint32_t order = ascending ? 0u : 1u;
+  const gpu::Pipeline& pipeline = kernel(KernelFamily::Sort, {order, static_cast<uint32_t>(dt)}, [&] {
+    gpu::Defines d;
+    add_dtype(d, "", dt);
+    return key_for("sort.comp", std::move(d), {order});
+  });
+  launch_rows(pipeline, x, {x.layout.rank() - 1}, buffer(dst), true);
 }
 
 }  // namespace wick::vulkan
