@@ -35,7 +35,8 @@ std::string device_test_name(const ::testing::TestParamInfo<std::string>& info) 
 }
 
 static uint64_t initial_seed() {
-  if (const char* env = std::getenv("WICK_TEST_SEED"); env && *env) return std::strtoull(env, nullptr, 10);
+  if (const char* env = std::getenv("WICK_TEST_SEED"); env && *env)
+    return std::strtoull(env, nullptr, 10);
   static std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
          static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -43,8 +44,12 @@ static uint64_t initial_seed() {
 
 Rng::Rng() : Rng(initial_seed()) {}
 
-double Rng::uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(gen_); }
-int64_t Rng::integer(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen_); }
+double Rng::uniform(double lo, double hi) {
+  return std::uniform_real_distribution<double>(lo, hi)(gen_);
+}
+int64_t Rng::integer(int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(gen_);
+}
 
 int64_t Ref::index(const std::vector<int64_t>& idx) const {
   int64_t off = 0;
@@ -65,7 +70,8 @@ Ref random_int_ref(Rng& rng, const Shape& shape, int64_t lo, int64_t hi) {
 }
 
 Shape random_shape(Rng& rng, size_t min_rank, size_t max_rank, int64_t max_dim) {
-  const auto rank = static_cast<size_t>(rng.integer(static_cast<int64_t>(min_rank), static_cast<int64_t>(max_rank)));
+  const auto rank = static_cast<size_t>(
+      rng.integer(static_cast<int64_t>(min_rank), static_cast<int64_t>(max_rank)));
   std::vector<int64_t> d(rank);
   for (auto& x : d) x = rng.integer(1, max_dim);
   return Shape(d);
@@ -80,7 +86,9 @@ Ref round_ref(const Ref& r, DType dt) {
   return out;
 }
 
-Ref to_ref(const Tensor& t) { return Ref{t.shape(), t.to_vec_f64()}; }
+Ref to_ref(const Tensor& t) {
+  return Ref{t.shape(), t.to_vec_f64()};
+}
 
 void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
   if (shape.numel() == 0) return;
@@ -100,11 +108,16 @@ void for_each_index(const Shape& shape, const std::function<void(const std::vect
 
 const char* variant_name(Variant v) {
   switch (v) {
-    case Variant::Contiguous: return "contiguous";
-    case Variant::Transposed: return "transposed";
-    case Variant::Narrowed: return "narrowed";
-    case Variant::Offset: return "offset";
-    case Variant::Permuted: return "permuted";
+    case Variant::Contiguous:
+      return "contiguous";
+    case Variant::Transposed:
+      return "transposed";
+    case Variant::Narrowed:
+      return "narrowed";
+    case Variant::Offset:
+      return "offset";
+    case Variant::Permuted:
+      return "permuted";
   }
   return "?";
 }
@@ -122,12 +135,14 @@ static Ref permute_ref(const Ref& r, const std::vector<int64_t>& perm) {
   return out;
 }
 
-static Tensor permuted_tensor(const Ref& r, DType dt, const Device& dev, const std::vector<int64_t>& perm) {
+static Tensor permuted_tensor(const Ref& r, DType dt, const Device& dev,
+                              const std::vector<int64_t>& perm) {
   const Ref p = permute_ref(r, perm);
   Tensor t = Tensor::from_vec(p.v, p.shape, dev).to_dtype(dt);
   // Stored as shape[perm]; permute by the inverse permutation to get back r's shape.
   std::vector<int64_t> inv(perm.size());
-  for (size_t i = 0; i < perm.size(); i++) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); i++)
+    inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   return t.permute(inv);
 }
 
@@ -183,44 +198,55 @@ Tensor make_broadcast(const Ref& r, const Shape& to, DType dt, const Device& dev
 
 Tol tol_for(DType dt) {
   switch (dt) {
-    case DType::F64: return {1e-12, 1e-12};
-    case DType::F32: return {1e-5, 1e-5};
-    case DType::F16: return {2e-3, 2e-3};
-    case DType::BF16: return {1.6e-2, 1.6e-2};
-    default: return {0, 0};
+    case DType::F64:
+      return {1e-12, 1e-12};
+    case DType::F32:
+      return {1e-5, 1e-5};
+    case DType::F16:
+      return {2e-3, 2e-3};
+    case DType::BF16:
+      return {1.6e-2, 1.6e-2};
+    default:
+      return {0, 0};
   }
 }
 
 ::testing::AssertionResult close(const Tensor& got, const Ref& want, Tol tol) {
   if (got.shape() != want.shape)
-    return ::testing::AssertionFailure() << "shape " << got.shape() << " != expected " << want.shape;
+    return ::testing::AssertionFailure()
+           << "shape " << got.shape() << " != expected " << want.shape;
   const std::vector<double> g = got.to_vec_f64();
   int bad = 0;
   std::ostringstream os;
   for (size_t i = 0; i < g.size(); i++) {
     const double a = g[i], b = want.v[i];
     bool ok;
-    if (std::isnan(b)) ok = std::isnan(a);
-    else if (std::isinf(b)) ok = a == b;
-    else ok = std::abs(a - b) <= tol.atol + tol.rtol * std::abs(b);
+    if (std::isnan(b))
+      ok = std::isnan(a);
+    else if (std::isinf(b))
+      ok = a == b;
+    else
+      ok = std::abs(a - b) <= tol.atol + tol.rtol * std::abs(b);
     if (!ok) {
       if (bad < 8) os << "\n  [" << i << "] got " << a << " want " << b;
       bad++;
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << g.size() << " elements differ (atol "
-                                       << tol.atol << ", rtol " << tol.rtol << ") for "
-                                       << got.str() << os.str();
+  return ::testing::AssertionFailure()
+         << bad << " of " << g.size() << " elements differ (atol " << tol.atol << ", rtol "
+         << tol.rtol << ") for " << got.str() << os.str();
 }
 
-void expect_error(const std::function<void()>& f, ErrorKind kind, const std::vector<std::string>& needles) {
+void expect_error(const std::function<void()>& f, ErrorKind kind,
+                  const std::vector<std::string>& needles) {
   try {
     f();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), kind) << "wrong error kind: " << e.what();
     for (const auto& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' missing from: " << e.what();
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
+          << "'" << n << "' missing from: " << e.what();
     return;
   } catch (const std::exception& e) {
     ADD_FAILURE() << "expected wick::Error, got std::exception: " << e.what();

@@ -34,8 +34,8 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
 
 std::string device_test_name(const ::testing::TestParamInfo<std::string>& info);
 
-#define WICK_INSTANTIATE_DEVICES(Suite)                                                 \
-  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                              \
+#define WICK_INSTANTIATE_DEVICES(Suite)                                               \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                            \
                            ::testing::ValuesIn(::wick::testing::test_device_names()), \
                            ::wick::testing::device_test_name)
 
@@ -80,10 +80,11 @@ void for_each_index(const Shape& shape, const std::function<void(const std::vect
 // How an input tensor is laid out in memory. Values are the same in every variant.
 enum class Variant { Contiguous, Transposed, Narrowed, Offset, Permuted };
 const char* variant_name(Variant v);
-inline constexpr Variant kAllVariants[] = {Variant::Contiguous, Variant::Transposed, Variant::Narrowed,
-                                           Variant::Offset, Variant::Permuted};
+inline constexpr Variant kAllVariants[] = {Variant::Contiguous, Variant::Transposed,
+                                           Variant::Narrowed, Variant::Offset, Variant::Permuted};
 // A tensor on `dev` of dtype `dt` holding round_ref(r, dt), laid out as `variant`.
-Tensor make_tensor(const Ref& r, DType dt, const Device& dev, Variant variant = Variant::Contiguous);
+Tensor make_tensor(const Ref& r, DType dt, const Device& dev,
+                   Variant variant = Variant::Contiguous);
 // A tensor of shape `to` whose size-1 dims in r.shape are broadcast (stride 0).
 Tensor make_broadcast(const Ref& r, const Shape& to, DType dt, const Device& dev);
 
@@ -96,7 +97,8 @@ Tol tol_for(DType dt);
 // Expects got to have want's shape and every element within tolerance (NaN matches NaN, inf
 // matches inf of the same sign). Reports the first few mismatches.
 ::testing::AssertionResult close(const Tensor& got, const Ref& want, Tol tol);
-#define WICK_EXPECT_CLOSE(got, want, ...) EXPECT_TRUE(::wick::testing::close((got), (want), __VA_ARGS__))
+#define WICK_EXPECT_CLOSE(got, want, ...) \
+  EXPECT_TRUE(::wick::testing::close((got), (want), __VA_ARGS__))
 
 // The float dtypes every backend must take; all dtypes.
 inline const std::vector<DType> kFloatDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64};

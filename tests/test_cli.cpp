@@ -91,9 +91,12 @@ TEST(CliArgs, Generate) {
   EXPECT_EQ(b.n_predict, 32);
   expect_usage_error({"generate", "--prompt", "x"}, "needs --model");
   expect_usage_error({"generate", "--model", "m"}, "needs --prompt");
-  expect_usage_error({"generate", "--model", "m", "--prompt", "x", "-n", "0"}, "-n needs a whole number >= 1");
-  expect_usage_error({"generate", "--model", "m", "--prompt", "x", "-n", "3x"}, "-n needs a number");
-  expect_usage_error({"generate", "--model", "m", "--prompt", "x", "--temp", "-1"}, "--temp must be >= 0");
+  expect_usage_error({"generate", "--model", "m", "--prompt", "x", "-n", "0"},
+                     "-n needs a whole number >= 1");
+  expect_usage_error({"generate", "--model", "m", "--prompt", "x", "-n", "3x"},
+                     "-n needs a number");
+  expect_usage_error({"generate", "--model", "m", "--prompt", "x", "--temp", "-1"},
+                     "--temp must be >= 0");
   expect_usage_error({"generate", "--model", "m", "--prompt", "x", "--top-p", "1.5"}, "--top-p");
   expect_usage_error({"generate", "--model"}, "--model needs a path");
   expect_usage_error({"generate", "--full"}, "unknown option '--full' for 'wick generate'");
@@ -224,7 +227,8 @@ TEST(CliBinary, GenerateOnATinyModel) {
   const std::string sampled = "generate " + model + " --prompt 'abc' -n 8 --temp 1 --seed 3";
   const RunResult s1 = run_wick(sampled + " --chat"), s2 = run_wick(sampled + " --chat");
   EXPECT_EQ(s1.status, 0) << s1.output;
-  EXPECT_EQ(s1.output.substr(0, s1.output.find("load:")), s2.output.substr(0, s2.output.find("load:")));
+  EXPECT_EQ(s1.output.substr(0, s1.output.find("load:")),
+            s2.output.substr(0, s2.output.find("load:")));
   const RunResult missing = run_wick("generate --model /nonexistent.gguf --prompt x");
   EXPECT_EQ(missing.status, 1);
   EXPECT_HAS(missing.output, "/nonexistent.gguf");
@@ -233,8 +237,8 @@ TEST(CliBinary, GenerateOnATinyModel) {
 TEST(CliBinary, BenchGenQuick) {
   const RunResult r = run_wick("bench gen --quick");
   EXPECT_EQ(r.status, 0) << r.output;
-  for (const char* cell : {"model: small model with random weights", "prefill 16 tok/s", "decode tok/s",
-                           "first token after load", "| cpu "})
+  for (const char* cell : {"model: small model with random weights", "prefill 16 tok/s",
+                           "decode tok/s", "first token after load", "| cpu "})
     EXPECT_HAS(r.output, cell);
 }
 

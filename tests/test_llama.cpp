@@ -27,7 +27,8 @@ Vec matvec(const Ref& w, const Vec& x) {
   Vec y(static_cast<size_t>(out), 0.0);
   for (int64_t o = 0; o < out; o++) {
     double s = 0;
-    for (int64_t i = 0; i < in; i++) s += w.v[static_cast<size_t>(o * in + i)] * x[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < in; i++)
+      s += w.v[static_cast<size_t>(o * in + i)] * x[static_cast<size_t>(i)];
     y[static_cast<size_t>(o)] = s;
   }
   return y;
@@ -46,10 +47,12 @@ Vec rms_norm(const Vec& x, const Ref& alpha, double eps) {
 void rope_interleaved(Vec& x, int64_t heads, int64_t d, int64_t pos, double theta) {
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < d / 2; i++) {
-      const double a = static_cast<double>(pos) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      const double a = static_cast<double>(pos) *
+                       std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
       double& x0 = x[static_cast<size_t>(h * d + 2 * i)];
       double& x1 = x[static_cast<size_t>(h * d + 2 * i + 1)];
-      const double r0 = x0 * std::cos(a) - x1 * std::sin(a), r1 = x0 * std::sin(a) + x1 * std::cos(a);
+      const double r0 = x0 * std::cos(a) - x1 * std::sin(a),
+                   r1 = x0 * std::sin(a) + x1 * std::cos(a);
       x0 = r0;
       x1 = r1;
     }
@@ -58,7 +61,8 @@ void rope_interleaved(Vec& x, int64_t heads, int64_t d, int64_t pos, double thet
 // Logits of every position of `ids` (run from position 0), straight from the definition.
 std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t>& ids) {
   const TinyLlamaConfig& c = m.config;
-  const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads, g = h / kvh, t = static_cast<int64_t>(ids.size());
+  const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads, g = h / kvh,
+                t = static_cast<int64_t>(ids.size());
   std::map<std::string, Ref> w;
   for (const auto& [name, tensor] : m.weights) w.emplace(name, to_ref(tensor.to_dtype(DType::F64)));
   std::vector<Vec> x(static_cast<size_t>(t));
@@ -88,7 +92,8 @@ std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t
         for (int64_t j = 0; j <= p; j++) {
           double dot = 0;
           for (int64_t i = 0; i < d; i++)
-            dot += q[static_cast<size_t>(p)][static_cast<size_t>(hh * d + i)] * k[static_cast<size_t>(j)][static_cast<size_t>(kv * d + i)];
+            dot += q[static_cast<size_t>(p)][static_cast<size_t>(hh * d + i)] *
+                   k[static_cast<size_t>(j)][static_cast<size_t>(kv * d + i)];
           s[static_cast<size_t>(j)] = dot / std::sqrt(static_cast<double>(d));
           mx = std::max(mx, s[static_cast<size_t>(j)]);
         }
@@ -96,7 +101,9 @@ std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t
         for (double& e : s) sum += e = std::exp(e - mx);
         for (int64_t j = 0; j <= p; j++)
           for (int64_t i = 0; i < d; i++)
-            att[static_cast<size_t>(hh * d + i)] += s[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j)][static_cast<size_t>(kv * d + i)];
+            att[static_cast<size_t>(hh * d + i)] +=
+                s[static_cast<size_t>(j)] / sum *
+                v[static_cast<size_t>(j)][static_cast<size_t>(kv * d + i)];
       }
       const Vec o = matvec(w.at(pre + "attn_output.weight"), att);
       Vec& xp = x[static_cast<size_t>(p)];
@@ -111,11 +118,14 @@ std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t
   }
   const Ref& head = c.tied_embeddings ? w.at("token_embd.weight") : w.at("output.weight");
   std::vector<Vec> logits;
-  for (const Vec& xp : x) logits.push_back(matvec(head, rms_norm(xp, w.at("output_norm.weight"), c.rms_eps)));
+  for (const Vec& xp : x)
+    logits.push_back(matvec(head, rms_norm(xp, w.at("output_norm.weight"), c.rms_eps)));
   return logits;
 }
 
-Ref as_ref(const Vec& v) { return Ref{Shape{static_cast<int64_t>(v.size())}, v}; }
+Ref as_ref(const Vec& v) {
+  return Ref{Shape{static_cast<int64_t>(v.size())}, v};
+}
 
 // Tolerance for logits: f32 arithmetic everywhere, or activations quantized to 8 bits per block
 // against block weights (K formats: one activation scale per 256 values, so twice the error
@@ -231,13 +241,16 @@ TEST_P(Llama, GenerateStreamsTokensAndStopsAtEndOfSequence) {
   std::vector<uint32_t> until_eos;
   size_t stop = 0;  // the last token whose first occurrence is in got[0..2]
   for (size_t i = 1; i < 3; i++)
-    if (std::find(got.begin(), got.begin() + static_cast<long>(i), got[i]) == got.begin() + static_cast<long>(i)) stop = i;
+    if (std::find(got.begin(), got.begin() + static_cast<long>(i), got[i]) ==
+        got.begin() + static_cast<long>(i))
+      stop = i;
   st = generate(model, prompt, 6, greedy2, static_cast<int32_t>(got[stop]), [&](uint32_t id) {
     until_eos.push_back(id);
     return true;
   });
   EXPECT_TRUE(st.stopped_at_eos);
-  EXPECT_EQ(until_eos, std::vector<uint32_t>(got.begin(), got.begin() + static_cast<long>(stop) + 1));
+  EXPECT_EQ(until_eos,
+            std::vector<uint32_t>(got.begin(), got.begin() + static_cast<long>(stop) + 1));
   model.reset();
   Sampler greedy3;
   int calls = 0;
@@ -252,8 +265,8 @@ TEST_P(Llama, Errors) {
   const TinyLlama m = write_tiny_llama(dir.file("tiny.gguf"), rng);
   LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), device(), 8);
   EXPECT_EQ(model.max_seq(), 8);
-  expect_error([&] { model.forward({static_cast<uint32_t>(m.config.vocab)}); }, ErrorKind::OutOfRange,
-               {"token id", std::to_string(m.config.vocab)});
+  expect_error([&] { model.forward({static_cast<uint32_t>(m.config.vocab)}); },
+               ErrorKind::OutOfRange, {"token id", std::to_string(m.config.vocab)});
   expect_error([&] { model.forward({}); }, ErrorKind::Shape, {"no tokens"});
   model.forward(random_ids(rng, 6, m.config.vocab));
   expect_error([&] { model.forward(random_ids(rng, 3, m.config.vocab)); }, ErrorKind::OutOfRange,
@@ -293,7 +306,8 @@ TEST(LlamaGguf, TokenizerAndChatTemplateComeFromTheFile) {
   EXPECT_EQ(tok.bos_id(), static_cast<int32_t>(m.bos_id));
   EXPECT_EQ(tok.eos_id(), static_cast<int32_t>(m.eos_id));
   EXPECT_FALSE(gguf_adds_bos(f));
-  for (const char* text : {"abc def", " hello world", "zzz"}) EXPECT_EQ(tok.decode(tok.encode(text)), text);
+  for (const char* text : {"abc def", " hello world", "zzz"})
+    EXPECT_EQ(tok.decode(tok.encode(text)), text);
   EXPECT_TRUE(tok.is_control(tok.token_id("<|im_end|>")));
   const ChatTemplate tmpl = load_gguf_chat_template(f);
   const ChatMessage msg{"user", "hi"};
@@ -302,13 +316,13 @@ TEST(LlamaGguf, TokenizerAndChatTemplateComeFromTheFile) {
   GgufWriter w;
   w.set("general.architecture", "llama");
   w.write(dir.file("bare.gguf"));
-  expect_error([&] { load_gguf_tokenizer(GgufFile::open(dir.file("bare.gguf"))); }, ErrorKind::Parse,
-               {"bare.gguf", "tokenizer"});
+  expect_error([&] { load_gguf_tokenizer(GgufFile::open(dir.file("bare.gguf"))); },
+               ErrorKind::Parse, {"bare.gguf", "tokenizer"});
   GgufWriter w2;
   w2.set("tokenizer.ggml.model", "llama");
   w2.write(dir.file("spm.gguf"));
-  expect_error([&] { load_gguf_tokenizer(GgufFile::open(dir.file("spm.gguf"))); }, ErrorKind::Unsupported,
-               {"'llama'", "gpt2"});
+  expect_error([&] { load_gguf_tokenizer(GgufFile::open(dir.file("spm.gguf"))); },
+               ErrorKind::Unsupported, {"'llama'", "gpt2"});
 }
 
 // ---- sampling -----------------------------------------------------------------------------------
@@ -321,7 +335,8 @@ TEST(Sampler, GreedyPicksTheFirstMaximum) {
 
 TEST(Sampler, TemperatureFollowsTheSoftmaxAndIsSeeded) {
   // p = softmax(l / T): with l = log(1, 2, 3, 4) and T = 1, p = (0.1, 0.2, 0.3, 0.4).
-  const Tensor l = Tensor::from_vec(std::vector<float>{0.0f, std::log(2.0f), std::log(3.0f), std::log(4.0f)}, {4});
+  const Tensor l = Tensor::from_vec(
+      std::vector<float>{0.0f, std::log(2.0f), std::log(3.0f), std::log(4.0f)}, {4});
   SamplingOptions o;
   o.temperature = 1.0;
   o.seed = 12345;
@@ -334,13 +349,16 @@ TEST(Sampler, TemperatureFollowsTheSoftmaxAndIsSeeded) {
     count[x]++;
   }
   for (int i = 0; i < 4; i++)  // 5 sigma of a binomial
-    EXPECT_NEAR(count[static_cast<size_t>(i)] / double(n), 0.1 * (i + 1), 5 * std::sqrt(0.25 / n)) << i;
+    EXPECT_NEAR(count[static_cast<size_t>(i)] / double(n), 0.1 * (i + 1), 5 * std::sqrt(0.25 / n))
+        << i;
 
   // top-k 2 keeps {3, 2}; top-p 0.65 keeps {3, 2} (0.4 + 0.3 >= 0.65).
   for (int mode = 0; mode < 2; mode++) {
     SamplingOptions o2 = o;
-    if (mode == 0) o2.top_k = 2;
-    else o2.top_p = 0.65;
+    if (mode == 0)
+      o2.top_k = 2;
+    else
+      o2.top_p = 0.65;
     Sampler s(o2);
     std::vector<int> c(4, 0);
     for (int i = 0; i < 4000; i++) c[s.sample(l)]++;

@@ -18,7 +18,9 @@
 namespace wick::testing {
 namespace {
 
-std::filesystem::path repo_root() { return std::filesystem::path(__FILE__).parent_path().parent_path(); }
+std::filesystem::path repo_root() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path();
+}
 
 std::string model_path() {
   if (const char* env = std::getenv("WICK_SMOLLM2_GGUF"); env && *env) return env;
@@ -65,15 +67,19 @@ TEST_P(SmolLM2, GreedyTokensMatchLlamaCpp) {
     const auto want_gen = c["generated_ids"].get<std::vector<int32_t>>();
     std::vector<int32_t> got;
     for (size_t step = 0; step < want_gen.size(); step++) {
-      const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      const auto best =
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       got.push_back(best);
       if (best != want_gen[step]) {
-        const double margin = logits[static_cast<size_t>(best)] - logits[static_cast<size_t>(want_gen[step])];
-        EXPECT_LT(margin, 0.6) << "step " << step << ": wick picks " << best << ", llama.cpp " << want_gen[step];
+        const double margin =
+            logits[static_cast<size_t>(best)] - logits[static_cast<size_t>(want_gen[step])];
+        EXPECT_LT(margin, 0.6) << "step " << step << ": wick picks " << best << ", llama.cpp "
+                               << want_gen[step];
         diverged++;
         break;
       }
-      if (step + 1 < want_gen.size()) logits = model.forward({static_cast<uint32_t>(best)}).to_vec<float>();
+      if (step + 1 < want_gen.size())
+        logits = model.forward({static_cast<uint32_t>(best)}).to_vec<float>();
     }
     if (got == want_gen) {
       EXPECT_EQ(tok.decode(got), c["generated_text"].get<std::string>());

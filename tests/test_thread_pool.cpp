@@ -20,7 +20,8 @@ void expect_each_index_once(int64_t n, int64_t grain) {
     ranges++;
     for (int64_t i = b; i < e; i++) hits[static_cast<size_t>(i)]++;
   });
-  for (int64_t i = 0; i < n; i++) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n " << n << " index " << i;
+  for (int64_t i = 0; i < n; i++)
+    ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "n " << n << " index " << i;
   EXPECT_GE(ranges.load(), n > 0 ? 1 : 0);
 }
 
@@ -39,7 +40,8 @@ TEST(ThreadPool, UsesSeveralThreadsWhenAllowed) {
   parallel_for(2, 1, [&](int64_t, int64_t) {
     arrived++;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (arrived.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    while (arrived.load() < 2 && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
     std::lock_guard<std::mutex> lock(m);
     ids.insert(std::this_thread::get_id());
   });
@@ -54,7 +56,8 @@ TEST(ThreadPool, ThreadLimitOfOneRunsOnTheCaller) {
   EXPECT_EQ(max_threads(), 1);
   const auto me = std::this_thread::get_id();
   bool all_here = true;
-  parallel_for(1000, 1, [&](int64_t, int64_t) { all_here = all_here && std::this_thread::get_id() == me; });
+  parallel_for(1000, 1,
+               [&](int64_t, int64_t) { all_here = all_here && std::this_thread::get_id() == me; });
   pool.set_threads(saved);
   EXPECT_TRUE(all_here);
 }

@@ -10,7 +10,9 @@
 
 namespace wick::cpu {
 
-inline int max_threads() { return ThreadPool::instance().threads(); }
+inline int max_threads() {
+  return ThreadPool::instance().threads();
+}
 
 // Ranges of at least `grain` items (except when n < grain), a few per thread so that a thread
 // that starts late leaves its share to the others.

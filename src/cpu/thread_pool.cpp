@@ -57,7 +57,8 @@ bool ThreadPool::claim_and_run(uint64_t generation) {
     // Read after the ticket: these belong to `generation` or a later job, and in the later case
     // the compare-exchange below fails.
     if (chunk >= n_chunks_.load(std::memory_order_acquire)) break;
-    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
       continue;
     // The chunk is ours: the job cannot finish (and its fields cannot change) before we count it.
     t_in_chunk = true;
@@ -81,7 +82,8 @@ void ThreadPool::worker_loop(int index) {
     uint64_t gen = ticket_.load(std::memory_order_acquire) >> 32;
     if (gen == seen) {
       const auto until = std::chrono::steady_clock::now() + kSpin;
-      while ((gen = ticket_.load(std::memory_order_acquire) >> 32) == seen && !stop_.load(std::memory_order_relaxed)) {
+      while ((gen = ticket_.load(std::memory_order_acquire) >> 32) == seen &&
+             !stop_.load(std::memory_order_relaxed)) {
         if (std::chrono::steady_clock::now() > until) {
           std::unique_lock<std::mutex> lock(sleep_mutex_);
           sleepers_.fetch_add(1, std::memory_order_seq_cst);

@@ -1,15 +1,15 @@
 // The CPU backend's worker threads. parallel_for (parallel.h) splits a range into chunks that the
 // caller and the workers claim one at a time from a shared counter; the caller then waits only for
-// chunks another thread has claimed. A worker that is slow to wake — on a machine with more runnable
-// threads than cores it may not run for milliseconds — claims nothing and costs nothing, where a
-// fork/join barrier (OpenMP's) would stall every op until it ran.
+// chunks another thread has claimed. A worker that is slow to wake — on a machine with more
+// runnable threads than cores it may not run for milliseconds — claims nothing and costs nothing,
+// where a fork/join barrier (OpenMP's) would stall every op until it ran.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>

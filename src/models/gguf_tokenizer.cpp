@@ -17,14 +17,17 @@ int32_t optional_id(const GgufFile& f, std::string_view key) {
 Tokenizer load_gguf_tokenizer(const GgufFile& f) {
   const char* op = "load_gguf_tokenizer";
   const GgufValue* model = f.find("tokenizer.ggml.model");
-  if (!model) fail(ErrorKind::Parse, op, f.name(), ": no tokenizer.ggml.model key (the file carries no tokenizer)");
+  if (!model)
+    fail(ErrorKind::Parse, op, f.name(),
+         ": no tokenizer.ggml.model key (the file carries no tokenizer)");
   if (model->as_string() != "gpt2")
     fail(ErrorKind::Unsupported, op, f.name(), ": tokenizer model '", model->as_string(),
          "' (only byte-level BPE, 'gpt2', is implemented)");
   std::vector<std::string> tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
   std::vector<std::string> merges = f.get_array<std::string>("tokenizer.ggml.merges");
   std::vector<int32_t> types;
-  if (f.find("tokenizer.ggml.token_type")) types = f.get_array<int32_t>("tokenizer.ggml.token_type");
+  if (f.find("tokenizer.ggml.token_type"))
+    types = f.get_array<int32_t>("tokenizer.ggml.token_type");
   SpecialTokens special;
   special.bos = optional_id(f, "tokenizer.ggml.bos_token_id");
   special.eos = optional_id(f, "tokenizer.ggml.eos_token_id");
@@ -32,7 +35,8 @@ Tokenizer load_gguf_tokenizer(const GgufFile& f) {
   special.unk = optional_id(f, "tokenizer.ggml.unknown_token_id");
   const GgufValue* pre = f.find("tokenizer.ggml.pre");
   const std::string pre_name = pre ? pre->as_string() : "gpt2";
-  return Tokenizer::from_vocab(std::move(tokens), std::move(merges), std::move(types), special, pre_name);
+  return Tokenizer::from_vocab(std::move(tokens), std::move(merges), std::move(types), special,
+                               pre_name);
 }
 
 bool gguf_adds_bos(const GgufFile& f) {

@@ -53,8 +53,9 @@ struct LlamaModel::Impl {
   std::vector<Layer> layers;
   Tensor out_norm;
   nn::Linear lm_head;
-  Tensor cos, sin;      // (max_seq, head_dim / 2)
-  Tensor cos_q, sin_q;  // the same times 1/sqrt(head_dim): q's rotation also applies the score scale
+  Tensor cos, sin;  // (max_seq, head_dim / 2)
+  Tensor cos_q,
+      sin_q;  // the same times 1/sqrt(head_dim): q's rotation also applies the score scale
 
   Tensor attention(Layer& l, const Tensor& x, int64_t t) const;
   Tensor causal_mask(int64_t t, int64_t total) const;
@@ -65,25 +66,30 @@ namespace {
 const char* kOp = "LlamaModel::load_gguf";
 
 // The one place quantized weights meet a device: their blocks go there once, here.
-nn::Linear quantized_linear(QTensor q, const Device& dev) { return nn::Linear(QMatMul(std::move(q), dev)); }
+nn::Linear quantized_linear(QTensor q, const Device& dev) {
+  return nn::Linear(QMatMul(std::move(q), dev));
+}
 
 nn::Linear linear_from(const GgufFile& f, const std::string& name, const Device& dev) {
   const GgufTensorInfo& info = f.tensor_info(name);
   if (info.shape.rank() != 2)
-    fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", info.shape, ", want 2-D");
-  if (info.is_quantized()) return quantized_linear(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes), dev);
+    fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", info.shape,
+         ", want 2-D");
+  if (info.is_quantized())
+    return quantized_linear(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes), dev);
   return nn::Linear(f.tensor(name, dev).to_dtype(DType::F32));
 }
 
 // Loads `names` (2-D, the same input size) as one Projections.
-Projections projections_from(const GgufFile& f, const std::vector<std::string>& names, const Device& dev) {
+Projections projections_from(const GgufFile& f, const std::vector<std::string>& names,
+                             const Device& dev) {
   Projections p;
   std::vector<const GgufTensorInfo*> infos;
   for (const std::string& n : names) {
     infos.push_back(&f.tensor_info(n));
     if (infos.back()->shape.rank() != 2 || infos.back()->shape[1] != infos[0]->shape[1])
-      fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", n, " has shape ", infos.back()->shape, ", want [n, ",
-           infos[0]->shape[1], "]");
+      fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", n, " has shape ", infos.back()->shape,
+           ", want [n, ", infos[0]->shape[1], "]");
     p.sizes.push_back(infos.back()->shape[0]);
   }
   bool same = true;
@@ -101,7 +107,8 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
       const auto* b = reinterpret_cast<const uint8_t*>(i->data);
       bytes.insert(bytes.end(), b, b + i->nbytes);
     }
-    p.linears.push_back(quantized_linear(QTensor(infos[0]->type, Shape{rows, k}, std::move(bytes)), dev));
+    p.linears.push_back(
+        quantized_linear(QTensor(infos[0]->type, Shape{rows, k}, std::move(bytes)), dev));
   } else {
     std::vector<Tensor> parts;
     for (const std::string& n : names) parts.push_back(f.tensor(n).to_dtype(DType::F32));
@@ -113,7 +120,8 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
 Tensor vector_from(const GgufFile& f, const std::string& name, int64_t n, const Device& dev) {
   Tensor t = f.tensor(name, dev).to_dtype(DType::F32);
   if (t.shape() != Shape{n})
-    fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", t.shape(), ", want [", n, "]");
+    fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", t.shape(), ", want [",
+         n, "]");
   return t;
 }
 
@@ -133,13 +141,16 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
   c.intermediate = f.get_int("llama.feed_forward_length");
   c.n_layers = f.get_int("llama.block_count");
   c.n_heads = f.get_int("llama.attention.head_count");
-  c.n_kv_heads = f.find("llama.attention.head_count_kv") ? f.get_int("llama.attention.head_count_kv") : c.n_heads;
+  c.n_kv_heads = f.find("llama.attention.head_count_kv")
+                     ? f.get_int("llama.attention.head_count_kv")
+                     : c.n_heads;
   c.context_length = f.get_int("llama.context_length");
   c.rope_theta = f.find("llama.rope.freq_base") ? f.get_float("llama.rope.freq_base") : 10000.0;
   c.rms_eps = f.get_float("llama.attention.layer_norm_rms_epsilon");
-  if (c.n_heads <= 0 || c.n_kv_heads <= 0 || c.hidden % c.n_heads != 0 || c.n_heads % c.n_kv_heads != 0)
-    fail(ErrorKind::Parse, kOp, path, ": inconsistent heads: hidden ", c.hidden, ", heads ", c.n_heads,
-         ", kv heads ", c.n_kv_heads);
+  if (c.n_heads <= 0 || c.n_kv_heads <= 0 || c.hidden % c.n_heads != 0 ||
+      c.n_heads % c.n_kv_heads != 0)
+    fail(ErrorKind::Parse, kOp, path, ": inconsistent heads: hidden ", c.hidden, ", heads ",
+         c.n_heads, ", kv heads ", c.n_kv_heads);
   c.head_dim = c.hidden / c.n_heads;
   if (c.head_dim % 2 != 0) fail(ErrorKind::Parse, kOp, path, ": odd head dim ", c.head_dim);
   c.rope_interleaved = true;
@@ -156,10 +167,12 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
 
   const GgufTensorInfo& emb = f.tensor_info("token_embd.weight");
   if (emb.shape.rank() != 2 || emb.shape[1] != c.hidden)
-    fail(ErrorKind::Parse, kOp, path, ": token_embd.weight has shape ", emb.shape, ", want [vocab, ", c.hidden, "]");
+    fail(ErrorKind::Parse, kOp, path, ": token_embd.weight has shape ", emb.shape,
+         ", want [vocab, ", c.hidden, "]");
   c.vocab_size = emb.shape[0];
-  impl->embed = emb.is_quantized() ? nn::Embedding(QTensor(emb.type, emb.shape, nullptr, emb.data, emb.nbytes))
-                                   : nn::Embedding(f.tensor("token_embd.weight"));
+  impl->embed = emb.is_quantized()
+                    ? nn::Embedding(QTensor(emb.type, emb.shape, nullptr, emb.data, emb.nbytes))
+                    : nn::Embedding(f.tensor("token_embd.weight"));
   tick("token_embd.weight");
 
   const Shape cache_shape{1, c.n_kv_heads, impl->max_seq, c.head_dim};
@@ -168,14 +181,18 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
     Layer l;
     l.attn_norm = vector_from(f, p + "attn_norm.weight", c.hidden, dev);
     l.ffn_norm = vector_from(f, p + "ffn_norm.weight", c.hidden, dev);
-    l.qkv = projections_from(f, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, dev);
+    l.qkv =
+        projections_from(f, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, dev);
     l.o = linear_from(f, p + "attn_output.weight", dev);
     l.gate_up = projections_from(f, {p + "ffn_gate.weight", p + "ffn_up.weight"}, dev);
     l.down = linear_from(f, p + "ffn_down.weight", dev);
-    if (l.qkv.sizes != std::vector<int64_t>{c.hidden, c.n_kv_heads * c.head_dim, c.n_kv_heads * c.head_dim})
-      fail(ErrorKind::Parse, kOp, path, ": ", p, "attn_{q,k,v} have ", l.qkv.sizes[0], ", ", l.qkv.sizes[1], ", ",
-           l.qkv.sizes[2], " rows, want ", c.hidden, ", ", c.n_kv_heads * c.head_dim, ", ", c.n_kv_heads * c.head_dim);
-    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+    if (l.qkv.sizes !=
+        std::vector<int64_t>{c.hidden, c.n_kv_heads * c.head_dim, c.n_kv_heads * c.head_dim})
+      fail(ErrorKind::Parse, kOp, path, ": ", p, "attn_{q,k,v} have ", l.qkv.sizes[0], ", ",
+           l.qkv.sizes[1], ", ", l.qkv.sizes[2], " rows, want ", c.hidden, ", ",
+           c.n_kv_heads * c.head_dim, ", ", c.n_kv_heads * c.head_dim);
+    for (const char* m :
+         {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
       tick(p + m + ".weight");
     l.k_cache = Tensor::zeros(cache_shape, DType::F32, dev);
     l.v_cache = Tensor::zeros(cache_shape, DType::F32, dev);
@@ -197,7 +214,8 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
   std::vector<float> cs(static_cast<size_t>(impl->max_seq * half)), sn(cs.size());
   for (int64_t p = 0; p < impl->max_seq; p++)
     for (int64_t i = 0; i < half; i++) {
-      const double inv = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim));
+      const double inv =
+          std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim));
       const double a = static_cast<double>(p) * inv;
       cs[p * half + i] = static_cast<float>(std::cos(a));
       sn[p * half + i] = static_cast<float>(std::sin(a));
@@ -216,12 +234,24 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
   return m;
 }
 
-const LlamaConfig& LlamaModel::config() const { return impl_->cfg; }
-const GgufFile& LlamaModel::gguf() const { return *impl_->file; }
-const Device& LlamaModel::device() const { return impl_->dev; }
-int64_t LlamaModel::max_seq() const { return impl_->max_seq; }
-int64_t LlamaModel::position() const { return impl_->pos; }
-void LlamaModel::reset() { impl_->pos = 0; }
+const LlamaConfig& LlamaModel::config() const {
+  return impl_->cfg;
+}
+const GgufFile& LlamaModel::gguf() const {
+  return *impl_->file;
+}
+const Device& LlamaModel::device() const {
+  return impl_->dev;
+}
+int64_t LlamaModel::max_seq() const {
+  return impl_->max_seq;
+}
+int64_t LlamaModel::position() const {
+  return impl_->pos;
+}
+void LlamaModel::reset() {
+  impl_->pos = 0;
+}
 
 // (t, total) additive mask: query i (at position pos + i) sees keys 0 ..= pos + i.
 Tensor LlamaModel::Impl::causal_mask(int64_t t, int64_t total) const {
@@ -247,7 +277,9 @@ Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
   // Grouped-query attention: the g query heads of one kv head form one (g * t)-row batch.
   const Tensor qg = q.reshape({1, kvh, g * t, d});
   Tensor att = qg.matmul(keys.t());
-  if (t > 1) att = (att.reshape({1, kvh, g, t, total}) + causal_mask(t, total)).reshape({1, kvh, g * t, total});
+  if (t > 1)
+    att = (att.reshape({1, kvh, g, t, total}) + causal_mask(t, total))
+              .reshape({1, kvh, g * t, total});
   const Tensor y = att.softmax_last_dim().matmul(values);  // (1, kvh, g * t, d)
   return l.o.forward(y.reshape({1, h, t, d}).transpose(1, 2).reshape({t, h * d}));
 }
@@ -257,8 +289,8 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
   const auto t = static_cast<int64_t>(tokens.size());
   if (t == 0) fail(ErrorKind::Shape, "LlamaModel::forward", "no tokens given");
   if (m.pos + t > m.max_seq)
-    fail(ErrorKind::OutOfRange, "LlamaModel::forward", "position ", m.pos, " + ", t, " tokens exceeds the cache of ",
-         m.max_seq);
+    fail(ErrorKind::OutOfRange, "LlamaModel::forward", "position ", m.pos, " + ", t,
+         " tokens exceeds the cache of ", m.max_seq);
   Tensor x = m.embed.forward(tokens, m.dev);  // (t, hidden)
   for (Layer& l : m.layers) {
     x = x + m.attention(l, x.rms_norm(l.attn_norm, m.cfg.rms_eps), t);
@@ -282,7 +314,8 @@ GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt,
   for (int64_t i = 0; i < max_new; i++) {
     const uint32_t tok = sampler.sample(logits);  // reads the logits back: the step's sync point
     const auto now = Clock::now();
-    (i == 0 ? st.prefill_seconds : st.decode_seconds) += std::chrono::duration<double>(now - t0).count();
+    (i == 0 ? st.prefill_seconds : st.decode_seconds) +=
+        std::chrono::duration<double>(now - t0).count();
     t0 = now;
     st.generated_tokens++;
     const bool go_on = on_token ? on_token(tok) : true;

@@ -11,7 +11,9 @@ int64_t Linear::out_features() const {
   return qmatmul_ ? qmatmul_->out_features() : weight_.dim(0);
 }
 
-int64_t Embedding::vocab() const { return qtable_.defined() ? qtable_.shape()[0] : table_.dim(0); }
+int64_t Embedding::vocab() const {
+  return qtable_.defined() ? qtable_.shape()[0] : table_.dim(0);
+}
 
 Tensor Embedding::forward(const std::vector<uint32_t>& ids, const Device& dev) const {
   const int64_t v = vocab();

@@ -10,7 +10,8 @@ namespace wick {
 Sampler::Sampler(SamplingOptions opts) : opts_(opts), state_(opts.seed) {
   if (opts_.top_p <= 0 || opts_.top_p > 1)
     fail(ErrorKind::OutOfRange, "Sampler", "top_p must be in (0, 1], got ", opts_.top_p);
-  if (opts_.top_k < 0) fail(ErrorKind::OutOfRange, "Sampler", "top_k must be >= 0, got ", opts_.top_k);
+  if (opts_.top_k < 0)
+    fail(ErrorKind::OutOfRange, "Sampler", "top_k must be >= 0, got ", opts_.top_k);
 }
 
 // splitmix64: small, fast, and the same sequence on every platform.
@@ -24,8 +25,9 @@ double Sampler::next_uniform() {
 
 uint32_t Sampler::sample(const Tensor& logits) {
   if (logits.rank() != 1 || logits.numel() == 0)
-    fail(ErrorKind::Shape, "Sampler::sample", "logits must be a non-empty vector, got ", logits.shape());
-  if (opts_.temperature <= 0) {  // greedy; the first maximum wins
+    fail(ErrorKind::Shape, "Sampler::sample", "logits must be a non-empty vector, got ",
+         logits.shape());
+  if (opts_.temperature <= 0) {     // greedy; the first maximum wins
     if (!logits.device().is_cpu())  // reduce on the device: 4 bytes come back, not the vocabulary
       return logits.argmax(0).to_vec<uint32_t>()[0];
     const std::vector<float> l = logits.to_vec<float>();
@@ -36,7 +38,8 @@ uint32_t Sampler::sample(const Tensor& logits) {
   std::vector<uint32_t> idx(l.size());
   std::iota(idx.begin(), idx.end(), 0u);
   size_t keep = l.size();
-  if (opts_.top_k > 0 && static_cast<size_t>(opts_.top_k) < keep) keep = static_cast<size_t>(opts_.top_k);
+  if (opts_.top_k > 0 && static_cast<size_t>(opts_.top_k) < keep)
+    keep = static_cast<size_t>(opts_.top_k);
   // Candidates by decreasing logit (ties by index, so the result is deterministic).
   auto by_logit = [&](uint32_t a, uint32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); };
   std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(keep), idx.end(), by_logit);

@@ -132,7 +132,8 @@ struct VulkanInstance {
       // Mesa's own shader disk cache races with pipeline teardown in lavapipe (Mesa 22.3): with it
       // on, 4 of 16 processes hung at exit (a driver thread spinning in LLVM's MCJIT destructor
       // while the queue drained); with it off, none of 16. wick persists its kernels and the
-      // VkPipelineCache data itself, so the driver's cache is redundant: off unless the user set it.
+      // VkPipelineCache data itself, so the driver's cache is redundant: off unless the user set
+      // it.
       setenv("MESA_SHADER_CACHE_DISABLE", "true", /*overwrite=*/0);
       auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
       app.pApplicationName = "wick";

@@ -55,8 +55,8 @@ double parse_number(std::string_view opt, std::string_view v) {
 int64_t parse_count(std::string_view opt, std::string_view v, int64_t lo) {
   const double x = parse_number(opt, v);
   if (x != std::floor(x) || x < static_cast<double>(lo) || x > 1e12)
-    throw UsageError(std::string(opt) + " needs a whole number >= " + std::to_string(lo) + ", got '" +
-                     std::string(v) + "'");
+    throw UsageError(std::string(opt) + " needs a whole number >= " + std::to_string(lo) +
+                     ", got '" + std::string(v) + "'");
   return static_cast<int64_t>(x);
 }
 

@@ -16,8 +16,8 @@ class UsageError : public std::runtime_error {
 enum class Command { Help, Version, Info, Bench, Generate };
 
 // Every benchmark, in the order `wick bench` runs them.
-inline const std::vector<std::string> kBenchNames = {"batch_mm", "storage", "queue",    "first", "matmul",
-                                                     "qmatmul",  "elementwise", "overhead", "gen"};
+inline const std::vector<std::string> kBenchNames = {
+    "batch_mm", "storage", "queue", "first", "matmul", "qmatmul", "elementwise", "overhead", "gen"};
 
 struct Args {
   Command command = Command::Help;
@@ -29,16 +29,16 @@ struct Args {
   bool worker = false;               // --worker: internal, this process was re-executed by a bench
 
   // generate (and bench gen: --model, -n, --prompt-tokens)
-  std::string model;         // --model PATH; bench gen: empty -> the fetched SmolLM2, else synthetic
-  std::string prompt;        // --prompt TEXT
-  int64_t n_predict = 128;   // -n N: tokens to generate
+  std::string model;        // --model PATH; bench gen: empty -> the fetched SmolLM2, else synthetic
+  std::string prompt;       // --prompt TEXT
+  int64_t n_predict = 128;  // -n N: tokens to generate
   int64_t prompt_tokens = 128;  // bench gen: --prompt-tokens N, length of the timed prompt
-  double temperature = 0.0;  // --temp T (0: greedy)
-  int64_t top_k = 0;         // --top-k K (0: off)
-  double top_p = 1.0;        // --top-p P (1: off)
-  uint64_t seed = 299792458;  // --seed S
-  bool chat = false;         // --chat: wrap the prompt in the model's chat template
-  int64_t max_seq = 0;       // --ctx N: KV cache length (0: the model's, capped)
+  double temperature = 0.0;     // --temp T (0: greedy)
+  int64_t top_k = 0;            // --top-k K (0: off)
+  double top_p = 1.0;           // --top-p P (1: off)
+  uint64_t seed = 299792458;    // --seed S
+  bool chat = false;            // --chat: wrap the prompt in the model's chat template
+  int64_t max_seq = 0;          // --ctx N: KV cache length (0: the model's, capped)
 };
 
 // Parses argv[1..argc); throws UsageError.

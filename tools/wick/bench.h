@@ -14,11 +14,11 @@
 namespace wick::cli {
 
 struct BenchContext {
-  std::string device_spec;  // "cpu", "vulkan:0", ...: parsed here and handed to child processes
-  bool full = false;        // slow sizes too
-  bool quick = false;       // small sizes, few runs
-  std::string command;      // the command line as typed, for the report lines
-  std::string model;        // gen: --model
+  std::string device_spec;      // "cpu", "vulkan:0", ...: parsed here and handed to child processes
+  bool full = false;            // slow sizes too
+  bool quick = false;           // small sizes, few runs
+  std::string command;          // the command line as typed, for the report lines
+  std::string model;            // gen: --model
   int64_t prompt_tokens = 128;  // gen: --prompt-tokens
   int64_t n_predict = 128;      // gen: -n
   std::ostream* out = nullptr;

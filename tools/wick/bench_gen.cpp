@@ -1,12 +1,12 @@
 // `wick bench gen`: load time, prefill and decode tokens/s of a llama model. Without --model it
 // uses the fetched SmolLM2-135M-Instruct when present, else a model of the same shape with random
 // Q4_1 weights written by wick's own GGUF writer (throughput does not depend on the values).
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <random>
-
-#include <unistd.h>
 
 #include "bench.h"
 #include "generate.h"
@@ -36,8 +36,7 @@ void add_quantized(GgufWriter& w, const std::string& name, const Shape& shape, Q
   Device::cpu().set_seed(seed);
   const Tensor t = Tensor::randn(0.0, 0.05, shape, DType::F32);
   const QTensor q = quantize(t, type);
-  w.add_raw_tensor(name, type, shape,
-                   {reinterpret_cast<const std::byte*>(q.data()), q.nbytes()});
+  w.add_raw_tensor(name, type, shape, {reinterpret_cast<const std::byte*>(q.data()), q.nbytes()});
 }
 
 // Writes a llama GGUF of `s` with random weights (Q4_1 matrices, Q8_0 tied embeddings, f32
@@ -88,9 +87,10 @@ bool bench_gen(const BenchContext& ctx) {
             ("wick-bench-gen-" + std::to_string(::getpid()) + ".gguf");
     const double ms = time_ms([&] { write_synthetic_model(synth.string(), s); });
     path = synth.string();
-    what = std::string(ctx.quick ? "small" : "SmolLM2-135M-shaped") + " model with random weights (" +
-           std::to_string(s.layers) + " layers, hidden " + std::to_string(s.hidden) +
-           ", Q4_1 + Q8_0 tied embeddings; written in " + fixed(ms, 0) + " ms)";
+    what = std::string(ctx.quick ? "small" : "SmolLM2-135M-shaped") +
+           " model with random weights (" + std::to_string(s.layers) + " layers, hidden " +
+           std::to_string(s.hidden) + ", Q4_1 + Q8_0 tied embeddings; written in " + fixed(ms, 0) +
+           " ms)";
   }
   struct Cleanup {
     std::filesystem::path p;
@@ -138,13 +138,16 @@ bool bench_gen(const BenchContext& ctx) {
   }
 
   ctx.os() << "model: " << what << "\n\n";
-  Table t({"device", "load", "first token after load", "prefill " + std::to_string(prompt_len) + " tok/s",
-           "decode tok/s (" + std::to_string(decode_len) + " tokens)", "first run: prefill / decode"});
+  Table t({"device", "load", "first token after load",
+           "prefill " + std::to_string(prompt_len) + " tok/s",
+           "decode tok/s (" + std::to_string(decode_len) + " tokens)",
+           "first run: prefill / decode"});
   t.add_row({dev.name(), fixed(load_s * 1e3, 1) + " ms", fixed(first_token_ms, 1) + " ms",
              fixed(median(prefill), 1), fixed(median(decode), 1),
              fixed(cold.prefill_tps, 1) + " / " + fixed(cold.decode_tps, 1)});
   t.print(ctx.os());
-  ctx.os() << "\nMedians of " << runs << " runs after a first run (each run: reset the cache, prefill the "
+  ctx.os() << "\nMedians of " << runs
+           << " runs after a first run (each run: reset the cache, prefill the "
            << "prompt of random token ids, decode greedily).\n\n";
   return true;
 }

@@ -58,8 +58,10 @@ int run_generate(const Args& args) {
   // Control tokens written in a chat-formatted prompt are meant as such; in a plain prompt they
   // are text.
   std::vector<uint32_t> prompt;
-  if (gguf_adds_bos(model.gguf()) && tok.bos_id() >= 0) prompt.push_back(static_cast<uint32_t>(tok.bos_id()));
-  for (int32_t id : tok.encode(text, /*allow_special=*/args.chat)) prompt.push_back(static_cast<uint32_t>(id));
+  if (gguf_adds_bos(model.gguf()) && tok.bos_id() >= 0)
+    prompt.push_back(static_cast<uint32_t>(tok.bos_id()));
+  for (int32_t id : tok.encode(text, /*allow_special=*/args.chat))
+    prompt.push_back(static_cast<uint32_t>(id));
   if (prompt.empty()) fail(ErrorKind::Shape, "wick generate", "the prompt encodes to no tokens");
 
   int32_t eos = tok.eos_id();
@@ -86,9 +88,10 @@ int run_generate(const Args& args) {
   const double decode_tokens = static_cast<double>(st.generated_tokens - 1);
   std::fprintf(stderr, "\n%s on %s\n", args.model.c_str(), dev.name().c_str());
   std::fprintf(stderr, "load:       %8.1f ms\n", load_s * 1e3);
-  std::fprintf(stderr, "prompt:     %8lld tokens  %8.1f ms  %8.1f tokens/s (to the first new token)\n",
-               static_cast<long long>(st.prompt_tokens), st.prefill_seconds * 1e3,
-               st.prefill_seconds > 0 ? static_cast<double>(st.prompt_tokens) / st.prefill_seconds : 0.0);
+  std::fprintf(
+      stderr, "prompt:     %8lld tokens  %8.1f ms  %8.1f tokens/s (to the first new token)\n",
+      static_cast<long long>(st.prompt_tokens), st.prefill_seconds * 1e3,
+      st.prefill_seconds > 0 ? static_cast<double>(st.prompt_tokens) / st.prefill_seconds : 0.0);
   std::fprintf(stderr, "generation: %8lld tokens  %8.1f ms  %8.1f tokens/s%s\n",
                static_cast<long long>(st.generated_tokens), st.decode_seconds * 1e3,
                st.decode_seconds > 0 ? decode_tokens / st.decode_seconds : 0.0,

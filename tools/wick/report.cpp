@@ -1,7 +1,5 @@
 #include "report.h"
 
-#include "cpu/parallel.h"
-
 #include <cblas.h>
 
 #include <algorithm>
@@ -9,6 +7,8 @@
 #include <ctime>
 #include <fstream>
 #include <thread>
+
+#include "cpu/parallel.h"
 
 namespace wick::cli {
 
