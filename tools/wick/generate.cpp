@@ -1,23 +1,13 @@
 #include "generate.h"
 
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 
+#include "report.h"
 #include "wick/gguf.h"
 #include "wick/wick.h"
 
 namespace wick::cli {
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-}  // namespace
 
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
                                     double* seconds) {
@@ -26,7 +16,7 @@ LlamaModel load_model_with_progress(const std::string& path, const Device& dev, 
   int last_percent = -1;
   auto progress = [&](uint64_t done, uint64_t total) {
     // Quiet for quick loads; a bar once loading has taken a moment.
-    if (!drawn && seconds_since(t0) < 0.25) return;
+    if (!drawn && ms_since(t0) < 250) return;
     const int percent = total ? static_cast<int>(100 * done / total) : 100;
     if (percent == last_percent) return;
     last_percent = percent;
@@ -39,7 +29,7 @@ LlamaModel load_model_with_progress(const std::string& path, const Device& dev, 
   };
   LlamaModel m = LlamaModel::load_gguf(path, dev, max_seq, progress);
   if (drawn) std::fprintf(stderr, "\n");
-  if (seconds) *seconds = seconds_since(t0);
+  if (seconds) *seconds = ms_since(t0) / 1e3;
   return m;
 }
 
