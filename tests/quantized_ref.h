@@ -39,11 +39,22 @@ struct Expected {
 // sum |w x| (we allow 1e-5 of it).
 Expected expected_qmatmul(const std::vector<float>& w, const std::vector<double>& x, int64_t m,
                           int64_t n, int64_t k, int64_t act_block);
-// The error allowed on `dev`: the CPU's above; GPU kernels keep x in f32, so only f32 rounding
-// remains: each product and each of the k additions rounds once (|error| <= (k + 2) 2^-24
-// sum |w x|), plus one rounding of each dequantized weight where the device fuses d * q + m.
-Expected expected_on(const Device& dev, QuantType t, const std::vector<float>& w,
-                     const std::vector<double>& x, int64_t m, int64_t n, int64_t k);
+// The error allowed on every device for weights of type `t` and m rows of x: the CPU's 8-bit
+// activation bound above where it takes integer dot products (its formats with dot kernels, below
+// quantized::gemm_min_rows() rows) and the GPUs, which quantize x the same way there; elsewhere
+// (q8_1/q8_k weights, longer x) every device multiplies in f32, so only f32 rounding remains: each
+// product and each of the k additions rounds once (|error| <= (k + 2) 2^-24 sum |w x|), plus one
+// rounding of each dequantized weight where the device fuses d * q + m.
+Expected expected_for(QuantType t, const std::vector<float>& w, const std::vector<double>& x,
+                      int64_t m, int64_t n, int64_t k);
+// max over outputs of |a - b| / sum_i (|w_i| + max_block |w|) |x_i| (w: the dequantized weight,
+// n x k, in blocks of `block`; x: m x k): what separates two backends that compute the same
+// products in different orders. The block's largest |w| is in the sum because the CPU's SIMD
+// kernels fold a per-block offset into a second product (q4_0's 8 d, q8_0's 128 d as unsigned
+// codes; the min of q4_1 and the K formats), up to that times sum |x|, whose rounding counts too.
+double gap_over_term_sum(const std::vector<float>& a, const std::vector<float>& b,
+                         const std::vector<float>& w, int64_t block, const std::vector<float>& x,
+                         int64_t m, int64_t n, int64_t k);
 // Asserts y (f32) is within e's tolerance everywhere (a poisoned, unwritten element is NaN and
 // fails).
 void check_qmatmul(const Tensor& y, const Expected& e, const std::string& what);
@@ -53,7 +64,7 @@ const std::vector<QuantType>& quantized_matmul_types();
 
 // QMatMul(W, dev) for every format, k = 256 and one other k (3 blocks of 32 for the 32-element
 // formats, 512 for the K formats), and each (m, n_out) in `shapes`, on random f32 x, against
-// expected_on.
+// expected_for.
 void check_every_format(const Device& dev, const std::vector<std::pair<int64_t, int64_t>>& shapes);
 
 // QMatMul(W, dev) on x of every layout variant (transposed and narrowed x are read in place

@@ -81,9 +81,10 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
 //     QTensor; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are also repacked once (as many
 //     bytes again), f16/bf16/q8_1/q8_k weights are held as f32.
 //   GPU (Vulkan): the blocks are uploaded once, at construction, and decoded by the kernels; x
-//     stays in f32 (not quantized), so results differ from an f64 matmul of x and the dequantized
-//     W only by f32 rounding. Plain weights (f32/f16/bf16) are held as an f32 device tensor and
-//     go through the f32 matmul. The host QTensor is kept too (weight()).
+//     is quantized to 8 bits exactly as on the CPU (same rows, same formats), so both backends
+//     give the same products and differ only in summation order. Plain weights (f32/f16/bf16)
+//     are held as an f32 device tensor and go through the f32 matmul. The host QTensor is kept
+//     too (weight()).
 class QMatMul {
  public:
   // On the CPU. Throws Error(Shape) unless `weight` is 2-D, Error(Unsupported) for a type it

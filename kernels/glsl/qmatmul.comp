@@ -4,6 +4,7 @@
 // in shared memory. A workgroup of 16 x 16 threads computes a BM x BN tile of y, each thread
 // (BM/16) x (BN/16) outputs, stepping through k by BK = 32 (k is a multiple of every block size,
 // so only m and n_out need bound checks; ALIGNED bit 0: m % BM == 0, bit 1: n_out % BN == 0).
+// ACT_Q8: x comes quantized to 8 bits by qact.comp and is staged as d_x * q (the CPU's values).
 #include "include/common.glsl"
 #include "include/dtype.glsl"
 #define QUANT_BINDING 0
@@ -15,7 +16,12 @@ layout(constant_id = 2) const uint ALIGNED = 0u;
 #define BK 32u
 const uint TM = BM / 16u, TN = BN / 16u;  // at most 4 each
 
+#ifdef ACT_Q8
+// x quantized by qact.comp (row r at word r * pc.x_row), staged as d_x * q: the CPU's products.
+layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
+#else
 layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
+#endif
 layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
 
 shared float Xs[BK * BM];
@@ -33,7 +39,15 @@ void main() {
     for (uint e = t; e < BM * BK; e += WG_SIZE) {
       const uint i = e / BK, kk = e % BK, r = row0 + i;
       float v = 0.0;
-      if (full_m || r < pc.m) v = LOAD(DT, x[pc.x_offset + r * pc.x_row + (k0 + kk) * pc.x_k]);
+      if (full_m || r < pc.m) {
+#ifdef ACT_Q8
+        const uint ex = k0 + kk, base = r * pc.x_row;
+        const int q = bitfieldExtract(int(xq[base + ex / 4u]), int(8u * (ex & 3u)), 8);
+        v = uintBitsToFloat(xq[base + act_scale_word(pc.k, ex)]) * float(q);
+#else
+        v = LOAD(DT, x[pc.x_offset + r * pc.x_row + (k0 + kk) * pc.x_k]);
+#endif
+      }
       Xs[kk * BM + i] = v;
     }
     // BN rows of W, BK / 8 runs of 8 elements each.

@@ -6,6 +6,8 @@
 // (consecutive threads, consecutive runs: coalesced), then the partial sums are added across the
 // workgroup: subgroupAdd where the device has it (WICK_SUBGROUP_ARITHMETIC), then one
 // shared-memory pass over the subgroups' sums (over every thread's without subgroups).
+// ACT_Q8: x comes quantized to 8 bits by qact.comp, and each run is the CPU's integer dot product
+// (decode8_int in include/quant.glsl) times the two scales; otherwise x is read in f32.
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -19,7 +21,12 @@
 layout(constant_id = 0) const uint NUM_COLS = 1u;  // x rows per workgroup, 1 .. MAX_COLS
 layout(constant_id = 1) const uint NUM_ROWS = 1u;  // 1 .. MAX_ROWS
 
+#ifdef ACT_Q8
+// x quantized by qact.comp: row c at word c * pc.x_row (x_offset and x_k unused).
+layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
+#else
 layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
+#endif
 layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
 
 shared float s_part[MAX_ROWS * MAX_COLS * WG_SIZE];
@@ -32,6 +39,61 @@ void main() {
   for (uint r = 0u; r < NUM_ROWS; r++)
     for (uint c = 0u; c < NUM_COLS; c++) acc[r][c] = 0.0;
 
+#ifdef ACT_Q8
+  // The CPU's integer dot products, 8 elements at a time: per run, (d_w d_x) * sum(v q) with the
+  // group's integer scale, minus (d_x dmin) * min * sum(q) for the K formats with a min; the
+  // 32-element formats with a min add m_w * s_x once per block (the thread at its start).
+  for (uint run = t; run < pc.k / 8u; run += WG_SIZE) {
+    const uint e = run * 8u;
+    int xi[MAX_COLS][8];
+    float dx[MAX_COLS];
+#ifdef QUANT_MIN
+    float sx[MAX_COLS];
+    int xsum[MAX_COLS];
+#endif
+    for (uint c = 0u; c < NUM_COLS; c++) {
+      const uint base = (col0 + c) * pc.x_row;
+      const uvec2 words = c < n_cols ? uvec2(xq[base + e / 4u], xq[base + e / 4u + 1u]) : uvec2(0u);
+      for (uint i = 0u; i < 8u; i++)
+        xi[c][i] = bitfieldExtract(int(i < 4u ? words.x : words.y), int(8u * (i & 3u)), 8);
+      const uint sw = base + act_scale_word(pc.k, e);
+      dx[c] = c < n_cols ? uintBitsToFloat(xq[sw]) : 0.0;
+#ifdef QUANT_MIN
+#ifndef QUANT_K
+      sx[c] = c < n_cols && e % 32u == 0u ? uintBitsToFloat(xq[sw + 1u]) : 0.0;
+#else
+      xsum[c] = 0;
+      for (uint i = 0u; i < 8u; i++) xsum[c] += xi[c][i];
+#endif
+#endif
+    }
+    const uint blk = (e / QK) * BLOCK_BYTES, j = e % QK;
+    for (uint r = 0u; r < NUM_ROWS; r++) {
+      const uint row = row0 + r;
+      if (row >= pc.n_out) break;
+      int v[8];
+      float dw, mw;
+      int sc, mn;
+      decode8_int(row * pc.row_bytes + blk, j, v, dw, mw, sc, mn);
+      for (uint c = 0u; c < NUM_COLS; c++) {
+        int isum = 0;
+        for (uint i = 0u; i < 8u; i++) isum += v[i] * xi[c][i];
+#ifndef QUANT_K
+        float s = dw * dx[c] * float(isum);
+#ifdef QUANT_MIN
+        s += mw * sx[c];
+#endif
+#else
+        float s = dx[c] * dw * float(sc * isum);
+#ifdef QUANT_MIN
+        s -= dx[c] * mw * float(mn * xsum[c]);
+#endif
+#endif
+        acc[r][c] += s;
+      }
+    }
+  }
+#else
   for (uint run = t; run < pc.k / 8u; run += WG_SIZE) {
     const uint e = run * 8u;
     float xv[MAX_COLS][8];
@@ -52,6 +114,8 @@ void main() {
       }
     }
   }
+
+#endif
 
 #ifdef WICK_SUBGROUP_ARITHMETIC
   for (uint r = 0u; r < NUM_ROWS; r++)

@@ -79,8 +79,24 @@ uint32_t to_index(int64_t v, const char* what);
 // The places that build kernel keys; with the values a key is built from they name its pipeline
 // (gpu::KernelId), so an op's steady state builds no key strings.
 enum class KernelFamily : uint32_t {
-  Unary = 1, Binary, Compare, Where, Copy, Fill, Index, Scatter, Reduce, Norm, Rope, Sort, Gemv,
-  Matmul, QMatVec, QMatMul, Rand,
+  Unary = 1,
+  Binary,
+  Compare,
+  Where,
+  Copy,
+  Fill,
+  Index,
+  Scatter,
+  Reduce,
+  Norm,
+  Rope,
+  Sort,
+  Gemv,
+  Matmul,
+  QMatVec,
+  QMatMul,
+  QAct,
+  Rand,
 };
 
 // A value of a kernel's push constants after the layout header (op parameters).
@@ -203,8 +219,8 @@ class VulkanDevice final : public backend::BackendDevice {
   // Runs a strided kernel (kernels/glsl/include/strided.glsl) over out's shape: inputs bind at
   // 0.., the output last. out_strided: the kernel writes through out's layout (else contiguous).
   // unordered: one more buffer bound last, used only through order-free atomics (error flag).
-  void launch_strided(const gpu::Pipeline& pipeline, std::initializer_list<Operand> inputs, Operand out,
-                      bool out_strided, std::initializer_list<PushParam> params = {},
+  void launch_strided(const gpu::Pipeline& pipeline, std::initializer_list<Operand> inputs,
+                      Operand out, bool out_strided, std::initializer_list<PushParam> params = {},
                       gpu::Buffer* unordered = nullptr);
   // Kernels report what the CPU refuses (out-of-range ids, integer division by zero) in device
   // words (include/errors.glsl) instead of faulting. The ops that can fail wait for themselves

@@ -1,13 +1,19 @@
 // Vulkan quantized matmul: y = x @ W^T with W's ggml blocks in a device buffer (QMatMul uploads
 // them once). For a few x rows (decode) qmatvec.comp decodes W on the fly and reads each weight
 // byte once per 8 x rows; longer inputs (prompts) go to qmatmul.comp on GPUs, a tiled GEMM that
-// decodes W's tiles into shared memory (the table below says where the switch is). Both read x
-// (f32, f16 or bf16) through its strides and compute in f32: x is not quantized to 8 bits as on the
-// CPU. The format is a define (QTYPE), so each kernel is compiled once per format and dtype.
+// decodes W's tiles into shared memory (the table below says where the switch is). As on the CPU,
+// x is first quantized to 8 bits per block (qact.comp, the CPU's activation quantizer value for
+// value) for the formats the CPU has integer dot products for, up to the rows where the CPU
+// switches to f32 sgemm (quantized::gemm_min_rows()); then both kernels compute the CPU's products
+// (qmatvec: integer sums per run of 8; qmatmul: d_x * q staged as f32), so the two backends differ
+// only in summation order. Beyond those rows, and for q8_1/q8_k weights (f32 BLAS on the CPU), x
+// (f32, f16 or bf16) is read through its strides in f32. The format is a define (QTYPE), so each
+// kernel is compiled once per format (and x dtype where it reads x).
 #include <algorithm>
 #include <limits>
 #include <string>
 
+#include "quantized/kernels.h"
 #include "vulkan/vk_device.h"
 
 namespace wick::vulkan {
@@ -50,6 +56,11 @@ TileChoice choose_tiles(int64_t m, int64_t n_out) {
   return {32, 32};
 }
 
+// The formats the CPU multiplies with integer dot products of 8-bit x (its dot kernels).
+bool quantizes_x(QuantType t) {
+  return quantized::dot_kernel_scalar(t) != nullptr;
+}
+
 }  // namespace
 
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
@@ -89,19 +100,64 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   to_index(x.layout.start_offset + (m - 1) * x.layout.strides[0] + (k - 1) * x.layout.strides[1],
            "x index");
 
+  // x quantized as the CPU does (integer dots below its sgemm threshold): qact.comp writes each
+  // row's k int8 values (k / 4 words) and its f32 scales, which the matmul kernels read in place
+  // of x.
+  const bool act_q8 = quantizes_x(type) && m < quantized::gemm_min_rows();
+  const int64_t act_block = quantized::act_kind(type) == quantized::ActKind::Block32 ? 32 : 256;
+  const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
+  gpu::BufferRef xq;
+  const gpu::Pipeline* quantize = nullptr;
+  PushConstants qpc;
+  std::array<uint32_t, 3> qgroups{};
+  if (act_q8) {
+    to_index(m * act_row_words, "quantized x words");
+    xq = device_pool_->acquire(static_cast<size_t>(m * act_row_words) * 4);
+    // The CPU's scalar quantizer rounds halves away from zero, its AVX-512 one to even: follow
+    // the one it uses now (kernels.h), so that the values agree bit for bit.
+    const bool ties_away = quantized::act_quantizer(quantized::active_simd_level()) ==
+                           &quantized::quantize_act_row_scalar;
+    qpc.u32(to_index(m, "rows"));
+    qpc.u32(to_index(k, "k"));
+    qpc.u32(to_index(x.layout.start_offset, "offset"));
+    qpc.u32(to_index(x.layout.strides[0], "stride"));
+    qpc.u32(to_index(x.layout.strides[1], "stride"));
+    qpc.u32(to_index(act_row_words, "quantized row words"));
+    qpc.u32(ties_away ? 1u : 0u);
+    quantize = &kernel(KernelFamily::QAct,
+                       {static_cast<uint32_t>(act_block), static_cast<uint32_t>(dt)}, [&] {
+                         gpu::Defines qdefs;
+                         add_dtype(qdefs, "", dt);
+                         qdefs.emplace_back("ACT_BLOCK", std::to_string(act_block));
+                         return key_for("qact.comp", std::move(qdefs));
+                       });
+    qgroups = grid(static_cast<uint64_t>(m * (k / act_block)));
+  }
+
   PushConstants pc;
   pc.u32(to_index(m, "rows"));
   pc.u32(to_index(n_out, "n_out"));
   pc.u32(to_index(k, "k"));
   pc.u32(to_index(row_bytes, "row bytes"));
-  pc.u32(to_index(x.layout.start_offset, "offset"));
-  pc.u32(to_index(x.layout.strides[0], "stride"));
-  pc.u32(to_index(x.layout.strides[1], "stride"));
+  if (act_q8) {  // the quantized rows: contiguous, act_row_words apart
+    pc.u32(0);
+    pc.u32(static_cast<uint32_t>(act_row_words));
+    pc.u32(1);
+  } else {
+    pc.u32(to_index(x.layout.start_offset, "offset"));
+    pc.u32(to_index(x.layout.strides[0], "stride"));
+    pc.u32(to_index(x.layout.strides[1], "stride"));
+  }
 
-  const auto qtype = static_cast<uint32_t>(type), dt_code = static_cast<uint32_t>(dt);
+  // Kernel ids: x's dtype, or one past the last dtype code for the quantized rows.
+  const auto qtype = static_cast<uint32_t>(type);
+  const uint32_t x_code = act_q8 ? 0xffu : static_cast<uint32_t>(dt);
   auto base_defines = [&] {
     gpu::Defines defs;
-    add_dtype(defs, "", dt);
+    if (act_q8)
+      defs.emplace_back("ACT_Q8", "1");
+    else
+      add_dtype(defs, "", dt);
     defs.emplace_back("QTYPE", std::to_string(qtype));
     return defs;
   };
@@ -114,7 +170,7 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
   if (m <= v.max_rows && col_groups <= caps().max_group_count_z) {
     const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
-    pipeline = &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, dt_code}, [&] {
+    pipeline = &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, x_code}, [&] {
       gpu::Defines defs = base_defines();
       defs.emplace_back("WG_SIZE", std::to_string(v.threads));
       if (caps().subgroup_arithmetic && options_.subgroups)
@@ -130,7 +186,7 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   } else {
     const TileChoice t = choose_tiles(m, n_out);
     const uint32_t aligned = (m % t.bm == 0 ? 1u : 0u) | (n_out % t.bn == 0 ? 2u : 0u);
-    pipeline = &kernel(KernelFamily::QMatMul, {t.bm, t.bn, aligned, qtype, dt_code}, [&] {
+    pipeline = &kernel(KernelFamily::QMatMul, {t.bm, t.bn, aligned, qtype, x_code}, [&] {
       return key_for("qmatmul.comp", base_defines(), {t.bm, t.bn, aligned});
     });
     const int64_t gy = (m + t.bm - 1) / t.bm;
@@ -139,12 +195,16 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
            " workgroups along y, more than 65535; split x");
     groups = {to_index((n_out + t.bn - 1) / t.bn, "tile count"), static_cast<uint32_t>(gy), 1};
   }
-  // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x, y.
+  // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y.
   const gpu::BufferAccess args[] = {{&buffer(wblocks), gpu::Access::Read},
-                                    {&buffer(x.storage), gpu::Access::Read},
+                                    {act_q8 ? xq.get() : &buffer(x.storage), gpu::Access::Read},
                                     {&buffer(dst), gpu::Access::Write}};
-  queue_->record(
-      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(*pipeline, args, pc.words(), groups); });
+  const gpu::BufferAccess qargs[] = {{&buffer(x.storage), gpu::Access::Read},
+                                     {xq.get(), gpu::Access::Write}};
+  queue_->record([&](gpu::CommandQueue::Recorder& r) {
+    if (quantize) r.dispatch(*quantize, qargs, qpc.words(), qgroups);
+    r.dispatch(*pipeline, args, pc.words(), groups);
+  });
 }
 
 }  // namespace wick::vulkan

@@ -186,6 +186,111 @@ void dequant8(uint blk, uint j, out float w[8]) {
 #endif
 }
 
+#ifdef ACT_Q8
+// For x quantized to 8 bits (qact.comp, ACT_Q8): elements j .. j+7 of the block at `blk` as the
+// integers of the CPU's dot kernels (src/quantized/dot_scalar.cpp) with their scales. The 32-element
+// formats: w = dw * v (+ mw); the K formats: w = dw * sc * v (- mw * mn) with the integer scale
+// sc and min mn of the group (16 or 32 elements) holding j. QUANT_MIN: the format has a min.
+#if QTYPE == Q4_1 || QTYPE == Q5_1 || QTYPE == Q2_K || QTYPE == Q4_K || QTYPE == Q5_K
+#define QUANT_MIN 1
+#endif
+#if QTYPE >= Q2_K
+#define QUANT_K 1  // 256-element blocks: x's scales are per 256 (ggml's Q8_K)
+#endif
+#if QTYPE == Q8_1 || QTYPE == Q8_K
+#error "quant.glsl: q8_1 and q8_k weights take f32 x (the CPU multiplies them in f32)"
+#endif
+void decode8_int(uint blk, uint j, out int v[8], out float dw, out float mw, out int sc, out int mn) {
+  mw = 0.0;
+  sc = 1;
+  mn = 0;
+#if QTYPE == Q4_0 || QTYPE == Q4_1
+  const uint qs = QTYPE == Q4_0 ? 2u : 4u;
+  dw = q_f16(blk);
+  const uvec2 q = q_bytes8(blk + qs + (j & 15u));
+  const uint shift = (j >> 4) * 4u;
+#if QTYPE == Q4_0
+  for (uint i = 0u; i < 8u; i++) v[i] = int(q_bits(q, i, shift, 4u)) - 8;
+#else
+  mw = q_f16(blk + 2u);
+  for (uint i = 0u; i < 8u; i++) v[i] = int(q_bits(q, i, shift, 4u));
+#endif
+#elif QTYPE == Q5_0 || QTYPE == Q5_1
+  const uint qh_at = QTYPE == Q5_0 ? 2u : 4u;
+  dw = q_f16(blk);
+  const uint qh = q_u32(blk + qh_at) >> j;
+  const uvec2 q = q_bytes8(blk + qh_at + 4u + (j & 15u));
+  const uint shift = (j >> 4) * 4u;
+#if QTYPE == Q5_1
+  mw = q_f16(blk + 2u);
+  const int offset = 0;
+#else
+  const int offset = 16;
+#endif
+  for (uint i = 0u; i < 8u; i++) v[i] = int(q_bits(q, i, shift, 4u) | (((qh >> i) & 1u) << 4)) - offset;
+#elif QTYPE == Q8_0
+  dw = q_f16(blk);
+  const uvec2 q = q_bytes8(blk + 2u + j);
+  for (uint i = 0u; i < 8u; i++) v[i] = q_i8(q, i);
+#elif QTYPE == Q2_K
+  const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
+  const uint scm = q_u8(blk + g);
+  sc = int(scm & 0xfu);
+  mn = int(scm >> 4);
+  dw = q_f16(blk + 80u);
+  mw = q_f16(blk + 82u);
+  const uvec2 q = q_bytes8(blk + 16u + 32u * half_ + (e & 31u));
+  const uint shift = 2u * (e >> 5);
+  for (uint i = 0u; i < 8u; i++) v[i] = int(q_bits(q, i, shift, 2u));
+#elif QTYPE == Q3_K
+  const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
+  const uint low = g < 8u ? q_u8(blk + 96u + g) & 0xfu : q_u8(blk + 96u + g - 8u) >> 4;
+  const uint high = (q_u8(blk + 104u + (g & 3u)) >> (2u * (g >> 2))) & 3u;
+  sc = int(low | (high << 4)) - 32;
+  dw = q_f16(blk + 108u);
+  const uvec2 q = q_bytes8(blk + 32u + 32u * half_ + (e & 31u));
+  const uvec2 h = q_bytes8(blk + (e & 31u));
+  const uint shift = 2u * (e >> 5), hshift = 4u * half_ + (e >> 5);
+  for (uint i = 0u; i < 8u; i++)
+    v[i] = int(q_bits(q, i, shift, 2u)) - (q_bits(h, i, hshift, 1u) != 0u ? 0 : 4);
+#elif QTYPE == Q4_K || QTYPE == Q5_K
+  const uint g = j >> 5, l = j & 31u;
+  const uvec2 sm = k4_scale_min(blk + 4u, g);
+  sc = int(sm.x);
+  mn = int(sm.y);
+  dw = q_f16(blk);
+  mw = q_f16(blk + 2u);
+#if QTYPE == Q4_K
+  const uvec2 q = q_bytes8(blk + 16u + 32u * (j >> 6) + l);
+#else
+  const uvec2 q = q_bytes8(blk + 48u + 32u * (j >> 6) + l);
+  const uvec2 h = q_bytes8(blk + 16u + l);
+#endif
+  const uint shift = 4u * (g & 1u);
+  for (uint i = 0u; i < 8u; i++) {
+#if QTYPE == Q4_K
+    v[i] = int(q_bits(q, i, shift, 4u));
+#else
+    v[i] = int(q_bits(q, i, shift, 4u) | (q_bits(h, i, g, 1u) << 4));
+#endif
+  }
+#elif QTYPE == Q6_K
+  const uint half_ = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
+  sc = bitfieldExtract(int(q_u8(blk + 192u + 8u * half_ + 2u * s + (l >> 4))), 0, 8);
+  dw = q_f16(blk + 208u);
+  const uvec2 ql = q_bytes8(blk + 64u * half_ + 32u * (s & 1u) + l);
+  const uvec2 qh = q_bytes8(blk + 128u + 32u * half_ + l);
+  const uint shift = s < 2u ? 0u : 4u;
+  for (uint i = 0u; i < 8u; i++)
+    v[i] = int(q_bits(ql, i, shift, 4u) | (q_bits(qh, i, 2u * s, 2u) << 4)) - 32;
+#endif
+}
+
+// Where qact.comp puts a row's values: word e / 4 holds element e; the scales follow the k / 4
+// words of q: (d, s) per 32 elements, or d per 256 (QK: the weight's block is x's block).
+uint act_scale_word(uint k, uint e) { return k / 4u + (QK == 32u ? 2u * (e / 32u) : e / 256u); }
+#endif
+
 // The push constants of the quantized matmuls (qmatvec.comp, qmatmul.comp): y (m, n_out) f32
 // contiguous = x (m, k) @ W^T, x read through its strides, W rows `row_bytes` apart.
 layout(push_constant) uniform QMatMulPush {
