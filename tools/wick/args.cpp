@@ -117,6 +117,8 @@ Args parse_args(int argc, const char* const* argv) {
       a.n_predict = parse_count(name, value("a count"), 1);
     } else if ((bench || gen) && name == "--ctx") {
       a.max_seq = parse_count(name, value("a count"), 1);
+    } else if (bench && name == "--save-model") {
+      a.save_model = value("a path");
     } else if (bench && name == "--prompt-tokens") {
       a.prompt_tokens = parse_count(name, value("a count"), 1);
     } else if (gen && name == "--prompt") {
@@ -201,6 +203,9 @@ std::string help_text(Command command) {
              "  --model P    gen: the GGUF model (default: models/SmolLM2-135M-Instruct.Q4_1.gguf\n"
              "               when present, else a SmolLM2-135M-shaped model with random Q4_1\n"
              "               weights written to a temporary file)\n"
+             "  --save-model P  gen: write the random-weight model to P and keep it (it has a\n"
+             "               byte-level vocabulary, so other runtimes such as llama.cpp load it "
+             "too)\n"
              "  --prompt-tokens N  gen: prompt length (default 128); -n N: tokens decoded (128)\n"
              "  --full       also the slow sizes (matmul n = 4096 on the CPU)\n"
              "  --quick      small sizes and few runs (for tests and sanitizer builds)\n"

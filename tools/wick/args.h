@@ -30,6 +30,7 @@ struct Args {
 
   // generate (and bench gen: --model, -n, --prompt-tokens)
   std::string model;        // --model PATH; bench gen: empty -> the fetched SmolLM2, else synthetic
+  std::string save_model;   // bench gen: --save-model PATH keeps the synthetic model there
   std::string prompt;       // --prompt TEXT
   int64_t n_predict = 128;  // -n N: tokens to generate
   int64_t prompt_tokens = 128;  // bench gen: --prompt-tokens N, length of the timed prompt

@@ -94,6 +94,7 @@ int run_bench(const Args& args, const std::string& command) {
   ctx.quick = args.quick;
   ctx.command = command;
   ctx.model = args.model;
+  ctx.save_model = args.save_model;
   ctx.prompt_tokens = args.prompt_tokens;
   ctx.n_predict = args.n_predict;
   ctx.out = &std::cout;

@@ -19,6 +19,7 @@ struct BenchContext {
   bool quick = false;           // small sizes, few runs
   std::string command;          // the command line as typed, for the report lines
   std::string model;            // gen: --model
+  std::string save_model;       // gen: --save-model
   int64_t prompt_tokens = 128;  // gen: --prompt-tokens
   int64_t n_predict = 128;      // gen: -n
   std::ostream* out = nullptr;

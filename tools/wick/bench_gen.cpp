@@ -8,6 +8,7 @@
 #include <iostream>
 #include <random>
 
+#include "args.h"
 #include "bench.h"
 #include "generate.h"
 #include "report.h"
@@ -39,6 +40,36 @@ void add_quantized(GgufWriter& w, const std::string& name, const Shape& shape, Q
   w.add_raw_tensor(name, type, shape, {reinterpret_cast<const std::byte*>(q.data()), q.nbytes()});
 }
 
+// A vocabulary of `n` tokens that other runtimes accept: <|endoftext|> (id 0, control), the 256
+// byte-level tokens of GPT-2's byte-to-unicode map, then filler tokens; no merges.
+void set_byte_level_vocab(GgufWriter& w, int64_t n) {
+  std::vector<std::string> tokens = {"<|endoftext|>"};
+  int extra = 0;
+  for (int b = 0; b < 256; b++) {
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+    const int cp = printable ? b : 256 + extra++;
+    std::string utf8;  // code points below 0x800: one or two bytes
+    if (cp < 0x80) {
+      utf8 = static_cast<char>(cp);
+    } else {
+      utf8 += static_cast<char>(0xc0 | (cp >> 6));
+      utf8 += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+    tokens.push_back(utf8);
+  }
+  while (static_cast<int64_t>(tokens.size()) < n)
+    tokens.push_back("<t" + std::to_string(tokens.size()) + ">");
+  std::vector<int32_t> types(tokens.size(), 1);
+  types[0] = 3;
+  w.set("tokenizer.ggml.model", std::string("gpt2"));
+  w.set("tokenizer.ggml.pre", std::string("default"));
+  w.set("tokenizer.ggml.tokens", GgufValue::array(tokens));
+  w.set("tokenizer.ggml.token_type", GgufValue::array(types));
+  w.set("tokenizer.ggml.merges", GgufValue::array(std::vector<std::string>{}));
+  w.set("tokenizer.ggml.bos_token_id", uint32_t{0});
+  w.set("tokenizer.ggml.eos_token_id", uint32_t{0});
+}
+
 // Writes a llama GGUF of `s` with random weights (Q4_1 matrices, Q8_0 tied embeddings, f32
 // norms), as SmolLM2's file has them.
 void write_synthetic_model(const std::string& path, const SynthShape& s) {
@@ -53,6 +84,7 @@ void write_synthetic_model(const std::string& path, const SynthShape& s) {
   w.set("llama.attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
   w.set("llama.rope.freq_base", 100000.0f);
   w.set("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  set_byte_level_vocab(w, s.vocab);
   const int64_t kv = s.kv_heads * (s.hidden / s.heads);
   uint64_t seed = 1;
   add_quantized(w, "token_embd.weight", {s.vocab, s.hidden}, QuantType::Q8_0, seed++);
@@ -79,12 +111,17 @@ bool bench_gen(const BenchContext& ctx) {
   std::string path = ctx.model;
   std::string what = path;
   std::filesystem::path synth;
-  if (path.empty() && !ctx.quick && std::filesystem::exists(kFetchedModel)) {
+  if (!ctx.save_model.empty() && !path.empty())
+    throw UsageError(
+        "bench gen: --save-model writes the random-weight model; it does not go with --model");
+  if (path.empty() && ctx.save_model.empty() && !ctx.quick &&
+      std::filesystem::exists(kFetchedModel)) {
     path = what = kFetchedModel;
   } else if (path.empty()) {
     const SynthShape s = synth_shape(ctx.quick);
-    synth = std::filesystem::temp_directory_path() /
-            ("wick-bench-gen-" + std::to_string(::getpid()) + ".gguf");
+    synth = ctx.save_model.empty() ? std::filesystem::temp_directory_path() /
+                                         ("wick-bench-gen-" + std::to_string(::getpid()) + ".gguf")
+                                   : std::filesystem::path(ctx.save_model);
     const double ms = time_ms([&] { write_synthetic_model(synth.string(), s); });
     path = synth.string();
     what = std::string(ctx.quick ? "small" : "SmolLM2-135M-shaped") +
@@ -98,7 +135,7 @@ bool bench_gen(const BenchContext& ctx) {
       std::error_code ec;
       if (!p.empty()) std::filesystem::remove(p, ec);
     }
-  } cleanup{synth};
+  } cleanup{ctx.save_model.empty() ? synth : std::filesystem::path()};
 
   const Device dev = ctx.device();
   const int64_t prompt_len = ctx.quick ? 16 : ctx.prompt_tokens;
