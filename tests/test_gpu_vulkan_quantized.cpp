@@ -55,7 +55,9 @@ TEST_P(VulkanQMatMul, ForwardIsOneOrTwoDispatchesWithNoHostRoundTrip) {
     const auto before = stats().queue;
     const Tensor y = mm.forward(x);
     const auto after = stats().queue;
-    EXPECT_EQ(after.dispatches - before.dispatches, fused ? 1u : 2u)
+    // Fused for the 32-element formats only (a K block is too long for one thread).
+    const bool one = fused && t == QuantType::Q4_1;
+    EXPECT_EQ(after.dispatches - before.dispatches, one ? 1u : 2u)
         << "quantize x (in the matmul when fused), then the matmul";
     EXPECT_EQ(after.commits - before.commits, 0u) << "nothing was read back or waited for";
     EXPECT_EQ(y.device(), d);

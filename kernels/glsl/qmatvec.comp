@@ -8,9 +8,11 @@
 // shared-memory pass over the subgroups' sums (over every thread's without subgroups).
 // ACT_Q8: x comes quantized to 8 bits by qact.comp, and each run is the CPU's integer dot product
 // (decode8_int in include/quant.glsl) times the two scales; otherwise x is read in f32.
-// ACT_INLINE (with ACT_Q8): x is read through its strides and each workgroup quantizes its x rows
-// itself into shared memory (include/qact.glsl, the same values), saving qact.comp's dispatch and
-// its barrier; the host picks it when the rows fit in Q_WORDS words of shared memory.
+// ACT_INLINE (with ACT_Q8, 32-element blocks): each workgroup quantizes its x rows itself into
+// shared memory (include/qact.glsl, the same values), saving qact.comp's dispatch and its barrier:
+// the rows are first staged in shared memory by all threads (coalesced), then each thread
+// quantizes whole blocks from there (from global memory, its serial loads cost more than the
+// dispatch saved). The host picks it when the rows fit (X_FLOATS and Q_WORDS).
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -25,11 +27,13 @@ layout(constant_id = 0) const uint NUM_COLS = 1u;  // x rows per workgroup, 1 ..
 layout(constant_id = 1) const uint NUM_ROWS = 1u;  // 1 .. MAX_ROWS
 
 #if defined(ACT_Q8) && defined(ACT_INLINE)
-layout(constant_id = 2) const uint Q_WORDS = 1u;  // >= NUM_COLS * qact_row_words(k)
+layout(constant_id = 2) const uint Q_WORDS = 1u;   // >= NUM_COLS * qact_row_words(k)
+layout(constant_id = 3) const uint X_FLOATS = 1u;  // >= NUM_COLS * k
 layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
 shared uint s_xq[Q_WORDS];
+shared float s_x[X_FLOATS];
 uint qact_row_words(uint k);  // include/qact.glsl
-float qact_load(uint row, uint e) { return LOAD(DT, x[pc.x_offset + row * pc.x_row + e * pc.x_k]); }
+float qact_load(uint row, uint e) { return s_x[(row - gl_WorkGroupID.z * NUM_COLS) * pc.k + e]; }
 void qact_store(uint row, uint word, uint v) {
   s_xq[(row - gl_WorkGroupID.z * NUM_COLS) * qact_row_words(pc.k) + word] = v;
 }
@@ -59,6 +63,9 @@ void main() {
 
 #ifdef ACT_Q8
 #ifdef ACT_INLINE
+  for (uint i = t; i < n_cols * pc.k; i += WG_SIZE)
+    s_x[i] = LOAD(DT, x[pc.x_offset + (col0 + i / pc.k) * pc.x_row + (i % pc.k) * pc.x_k]);
+  barrier();
   for (uint id = t; id < n_cols * (pc.k / ACT_BLOCK); id += WG_SIZE) {
     const uint c = id / (pc.k / ACT_BLOCK), b = id % (pc.k / ACT_BLOCK);
     quantize_act_block(col0 + c, b, pc.k, (pc.flags & 1u) != 0u);

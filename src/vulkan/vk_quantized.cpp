@@ -117,11 +117,15 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   const bool act_q8 = quantizes_x(type) && m < quantized::gemm_min_rows();
   const int64_t act_block = quantized::act_kind(type) == quantized::ActKind::Block32 ? 32 : 256;
   const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
-  // Shared words for the quantized rows, in steps of 256 (a few pipelines, not one per k).
-  const int64_t inline_words = (cols * act_row_words + 255) / 256 * 256;
+  // Fused: 32-element blocks (one thread quantizes a 256-element block too slowly), with x's rows
+  // staged in shared memory as f32 and quantized there; shared sizes in steps of 256 words (a few
+  // pipelines, not one per k).
+  const auto round256 = [](int64_t w) { return (w + 255) / 256 * 256; };
+  const int64_t inline_words = round256(cols * act_row_words), inline_floats = round256(cols * k);
   const bool act_inline =
-      act_q8 && use_vec && options_.fusion &&
-      (inline_words + v.threads * kMaxVecRowsPerGroup * kMaxVecCols) * 4 <= kMinSharedBytes;
+      act_q8 && act_block == 32 && use_vec && options_.fusion &&
+      (inline_words + inline_floats + v.threads * kMaxVecRowsPerGroup * kMaxVecCols) * 4 <=
+          kMinSharedBytes;
   // The CPU's scalar quantizer rounds halves away from zero, its AVX-512 one to even: follow the
   // one it uses now (kernels.h), so that the values agree bit for bit.
   const bool ties_away = act_q8 && quantized::act_quantizer(quantized::active_simd_level()) ==
@@ -185,14 +189,16 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   std::array<uint32_t, 3> groups{};
   if (use_vec) {
     const uint32_t q_words = act_inline ? static_cast<uint32_t>(inline_words) : 1u;
-    pipeline = &kernel(KernelFamily::QMatVec,
-                       {cols, v.rows, v.threads, qtype, dt_code, x_mode, q_words}, [&] {
-                         gpu::Defines defs = base_defines();
-                         defs.emplace_back("WG_SIZE", std::to_string(v.threads));
-                         if (caps().subgroup_arithmetic && options_.subgroups)
-                           defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-                         return key_for("qmatvec.comp", std::move(defs), {cols, v.rows, q_words});
-                       });
+    const uint32_t x_floats = act_inline ? static_cast<uint32_t>(inline_floats) : 1u;
+    pipeline = &kernel(
+        KernelFamily::QMatVec,
+        {cols, v.rows, v.threads, qtype, dt_code, x_mode, q_words | x_floats << 16}, [&] {
+          gpu::Defines defs = base_defines();
+          defs.emplace_back("WG_SIZE", std::to_string(v.threads));
+          if (caps().subgroup_arithmetic && options_.subgroups)
+            defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
+          return key_for("qmatvec.comp", std::move(defs), {cols, v.rows, q_words, x_floats});
+        });
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
     const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
