@@ -1,7 +1,6 @@
 // The Vulkan quantized matmul's mechanisms (its numbers are checked on every device by the
-// QMatMulOnDevices suite in test_quantized.cpp): x quantized to 8 bits as on the CPU, inside the
-// matrix-vector kernel (fused) or by a dispatch of its own before the matmul, with no host round
-// trip; inputs and outputs declared to the hazard tracker, one
+// QMatMulOnDevices suite in test_quantized.cpp): x quantized to 8 bits as on the CPU, then one
+// matmul dispatch, with no host round trip; inputs and outputs declared to the hazard tracker, one
 // module per format with the row count as a specialization constant, and the GPUs' kernel choices
 // (tiled kernel, reduction across subgroups or without them), which lavapipe's own defaults do not
 // take. And the point of the 8-bit x: the Vulkan kernels give the CPU's numbers up to summation
@@ -33,39 +32,29 @@ double cpu_gap(const Tensor& y, const QTensor& w, const Tensor& x) {
                            quant_type_info(w.type())->block_elems, x_cpu.to_vec<float>(), m, n, k);
 }
 
-// Fused (the default): qmatvec.comp quantizes x itself; unfused: qact.comp, then the matmul.
-struct VulkanQMatMul : ::testing::TestWithParam<bool> {
+struct VulkanQMatMul : ::testing::Test {
   PoisonOff quiet;  // exact dispatch and barrier counts
-  bool fused = GetParam();
-  Device d = private_device([&](VulkanOptions& o) {
-    o.queue.ops_per_buffer = 1000;
-    o.fusion = fused;
-  });
+  Device d = private_device([](VulkanOptions& o) { o.queue.ops_per_buffer = 1000; });
   Rng rng;
   vulkan::VulkanDevice::Stats stats() const { return vk(d).stats(); }
 };
 
-TEST_P(VulkanQMatMul, ForwardIsOneOrTwoDispatchesWithNoHostRoundTrip) {
+TEST_F(VulkanQMatMul, ForwardIsTwoDispatchesWithNoHostRoundTrip) {
   SCOPED_TRACE(rng.seed());
-  for (QuantType t : {QuantType::Q4_K, QuantType::Q4_1}) {
-    const QTensor w = random_weight(rng, 96, 256, t);
-    const QMatMul mm(w, d);
-    const Tensor x = make_tensor(random_ref(rng, {3, 256}), DType::F32, d);
-    d.synchronize();
-    const auto before = stats().queue;
-    const Tensor y = mm.forward(x);
-    const auto after = stats().queue;
-    // Fused for the 32-element formats only (a K block is too long for one thread).
-    const bool one = fused && t == QuantType::Q4_1;
-    EXPECT_EQ(after.dispatches - before.dispatches, one ? 1u : 2u)
-        << "quantize x (in the matmul when fused), then the matmul";
-    EXPECT_EQ(after.commits - before.commits, 0u) << "nothing was read back or waited for";
-    EXPECT_EQ(y.device(), d);
-    EXPECT_LT(cpu_gap(y, w, x), 1e-5);
-  }
+  const QTensor w = random_weight(rng, 96, 256, QuantType::Q4_K);
+  const QMatMul mm(w, d);
+  const Tensor x = make_tensor(random_ref(rng, {3, 256}), DType::F32, d);
+  d.synchronize();
+  const auto before = stats().queue;
+  const Tensor y = mm.forward(x);
+  const auto after = stats().queue;
+  EXPECT_EQ(after.dispatches - before.dispatches, 2u) << "quantize x, then the matmul";
+  EXPECT_EQ(after.commits - before.commits, 0u) << "nothing was read back or waited for";
+  EXPECT_EQ(y.device(), d);
+  EXPECT_LT(cpu_gap(y, w, x), 1e-5);
 }
 
-TEST_P(VulkanQMatMul, DeclaresItsInputsAndOutputToTheHazardTracker) {
+TEST_F(VulkanQMatMul, DeclaresItsInputsAndOutputToTheHazardTracker) {
   SCOPED_TRACE(rng.seed());
   const QTensor w = random_weight(rng, 40, 64, QuantType::Q8_0);
   const QMatMul mm(w, d);
@@ -75,20 +64,19 @@ TEST_P(VulkanQMatMul, DeclaresItsInputsAndOutputToTheHazardTracker) {
   d.synchronize();  // the uploads are done; the next list starts clean
   const uint64_t before = stats().queue.barriers;
   const Tensor x = a + b;
-  // Reads x (one barrier); unfused, its matmul then reads the quantized x (another).
+  // Reads x (one barrier), then its matmul reads the quantized x (another).
   const Tensor y = mm.forward(x);
-  const uint64_t own = fused ? 0 : 1;
-  EXPECT_EQ(stats().queue.barriers - before, 1u + own);
+  EXPECT_EQ(stats().queue.barriers - before, 2u);
   const Tensor z = y + c;  // reads y: another
-  EXPECT_EQ(stats().queue.barriers - before, 2u + own);
+  EXPECT_EQ(stats().queue.barriers - before, 3u);
   // Reads only what no queued op writes: none but the one between its own two dispatches.
   const Tensor unrelated = mm.forward(a);
-  EXPECT_EQ(stats().queue.barriers - before, 2u + 2 * own);
+  EXPECT_EQ(stats().queue.barriers - before, 4u);
   EXPECT_LT(cpu_gap(z - c, w, x), 1e-5);
   EXPECT_LT(cpu_gap(unrelated, w, a), 1e-5);
 }
 
-TEST_P(VulkanQMatMul, OneModulePerFormatAndDtypeOnePipelinePerRowCount) {
+TEST_F(VulkanQMatMul, OneModulePerFormatAndDtypeOnePipelinePerRowCount) {
   const QTensor w4 = random_weight(rng, 16, 64, QuantType::Q4_0);
   const QTensor w8 = random_weight(rng, 16, 64, QuantType::Q8_0);
   const QMatMul m4(w4, d), m8(w8, d);
@@ -101,29 +89,25 @@ TEST_P(VulkanQMatMul, OneModulePerFormatAndDtypeOnePipelinePerRowCount) {
   m4.forward(x(1));  // cached
   m8.forward(x(1));  // another format: another module
   const auto k3 = stats().kernels;
-  // Unfused, the first forward also builds the quantizer of x (one per block size and dtype),
-  // which every 32-element format shares.
-  EXPECT_EQ(k1.compiles + k1.disk_hits - k0.compiles - k0.disk_hits, fused ? 1u : 2u);
+  // The first forward also builds the quantizer of x (one per block size and dtype), which
+  // every 32-element format shares.
+  EXPECT_EQ(k1.compiles + k1.disk_hits - k0.compiles - k0.disk_hits, 2u);
   EXPECT_EQ(k2.compiles + k2.disk_hits, k1.compiles + k1.disk_hits);
   EXPECT_EQ(k2.pipelines - k1.pipelines, 1u);
   EXPECT_EQ(k3.compiles + k3.disk_hits - k2.compiles - k2.disk_hits, 1u);
   EXPECT_EQ(k3.pipelines - k2.pipelines, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fusion, VulkanQMatMul, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "fused" : "unfused"; });
-
 TEST(VulkanQMatMulShapes, TheGpuChoicesRunHereToo) {
   // lavapipe's defaults (8 threads = one of its subgroups, 8 rows, qmatvec for every m) are not a
   // GPU's: run every format with the GPU's (32 threads = 4 lavapipe subgroups, 2 rows, the tiled
   // kernel beyond 8 x rows), with subgroup arithmetic and with the shared-memory reduction of
-  // devices that lack it; x quantized in qmatvec (fused) with subgroups, by qact.comp without.
+  // devices that lack it.
   for (bool subgroups : {true, false}) {
-    SCOPED_TRACE(subgroups ? "subgroups, fused" : "shared memory, unfused");
+    SCOPED_TRACE(subgroups ? "subgroups" : "shared memory");
     const Device gpu_like = private_device([&](VulkanOptions& o) {
       o.qmatvec = {32, 2, 8};
       o.subgroups = subgroups;
-      o.fusion = subgroups;
     });
     check_every_format(gpu_like, {{1, 67}, {5, 67}, {9, 67}, {33, 131}, {128, 131}});
     if (::testing::Test::HasFatalFailure()) return;
@@ -149,18 +133,15 @@ TEST(VulkanQMatMulShapes, CpuAndVulkanAgreeUpToSummationOrderForEveryFormat) {
   // The same products as the CPU's (8-bit x, integer sums) leave only f32 rounding in the sums
   // between the two: 1e-5 of the terms' magnitudes (gap_over_term_sum; f32 x would leave the
   // 8-bit activation error, ~4e-3). On the CPU's detected quantizer and on its scalar one (the
-  // other rounding of halves), with lavapipe's kernel choices (x quantized in qmatvec) and the
-  // GPUs' (tiled kernel from 9 rows; x quantized by qact.comp).
+  // other rounding of halves), with lavapipe's kernel choices and the GPUs' (tiled kernel from 9
+  // rows).
   Rng rng;
   SCOPED_TRACE(rng.seed());
   ThreadCountGuard one_thread(1);
   struct LevelGuard {
     ~LevelGuard() { quantized::set_simd_level(quantized::detected_simd_level()); }
   } level_guard;
-  const Device gpu_like = private_device([](VulkanOptions& o) {
-    o.qmatvec = {32, 2, 8};
-    o.fusion = false;
-  });
+  const Device gpu_like = private_device([](VulkanOptions& o) { o.qmatvec = {32, 2, 8}; });
   for (const Device& dev : {vk0(), gpu_like}) {
     for (quantized::SimdLevel level :
          {quantized::detected_simd_level(), quantized::SimdLevel::Scalar}) {

@@ -24,9 +24,6 @@ struct Knobs {
   // WICK_QMATVEC_ROWS: x rows up to which a GPU's quantized matmul uses its matrix-vector kernel
   // (longer x: the tiled one). Unset or unparsable -> -1 (the backend's measured default).
   int64_t qmatvec_rows = -1;
-  // WICK_FUSION: 0/false/off makes GPU backends run fused kernels as their separate steps (for
-  // measuring what a fusion gains); default on.
-  bool fusion = true;
   // WICK_DEVICE: default device of the CLI ("cpu", "vulkan[:N]", "cuda[:N]"); empty -> cpu.
   std::string device;
 };

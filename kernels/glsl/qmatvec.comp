@@ -8,11 +8,6 @@
 // shared-memory pass over the subgroups' sums (over every thread's without subgroups).
 // ACT_Q8: x comes quantized to 8 bits by qact.comp, and each run is the CPU's integer dot product
 // (decode8_int in include/quant.glsl) times the two scales; otherwise x is read in f32.
-// ACT_INLINE (with ACT_Q8, 32-element blocks): each workgroup quantizes its x rows itself into
-// shared memory (include/qact.glsl, the same values), saving qact.comp's dispatch and its barrier:
-// the rows are first staged in shared memory by all threads (coalesced), then each thread
-// quantizes whole blocks from there (from global memory, its serial loads cost more than the
-// dispatch saved). The host picks it when the rows fit (X_FLOATS and Q_WORDS).
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -26,26 +21,9 @@
 layout(constant_id = 0) const uint NUM_COLS = 1u;  // x rows per workgroup, 1 .. MAX_COLS
 layout(constant_id = 1) const uint NUM_ROWS = 1u;  // 1 .. MAX_ROWS
 
-#if defined(ACT_Q8) && defined(ACT_INLINE)
-layout(constant_id = 2) const uint Q_WORDS = 1u;   // >= NUM_COLS * qact_row_words(k)
-layout(constant_id = 3) const uint X_FLOATS = 1u;  // >= NUM_COLS * k
-layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
-shared uint s_xq[Q_WORDS];
-shared float s_x[X_FLOATS];
-uint qact_row_words(uint k);  // include/qact.glsl
-float qact_load(uint row, uint e) { return s_x[(row - gl_WorkGroupID.z * NUM_COLS) * pc.k + e]; }
-void qact_store(uint row, uint word, uint v) {
-  s_xq[(row - gl_WorkGroupID.z * NUM_COLS) * qact_row_words(pc.k) + word] = v;
-}
-#include "include/qact.glsl"
-// Row c of this workgroup's quantized x (rows relative to col0).
-#define XQ_BASE(c) ((c) * qact_row_words(pc.k))
-#define XQ_AT(i) s_xq[i]
-#elif defined(ACT_Q8)
+#ifdef ACT_Q8
 // x quantized by qact.comp: row c at word c * pc.x_row (x_offset and x_k unused).
 layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
-#define XQ_BASE(c) ((col0 + (c)) * pc.x_row)
-#define XQ_AT(i) xq[i]
 #else
 layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
 #endif
@@ -62,16 +40,6 @@ void main() {
     for (uint c = 0u; c < NUM_COLS; c++) acc[r][c] = 0.0;
 
 #ifdef ACT_Q8
-#ifdef ACT_INLINE
-  for (uint i = t; i < n_cols * pc.k; i += WG_SIZE)
-    s_x[i] = LOAD(DT, x[pc.x_offset + (col0 + i / pc.k) * pc.x_row + (i % pc.k) * pc.x_k]);
-  barrier();
-  for (uint id = t; id < n_cols * (pc.k / ACT_BLOCK); id += WG_SIZE) {
-    const uint c = id / (pc.k / ACT_BLOCK), b = id % (pc.k / ACT_BLOCK);
-    quantize_act_block(col0 + c, b, pc.k, (pc.flags & 1u) != 0u);
-  }
-  barrier();
-#endif
   // The CPU's integer dot products, 8 elements at a time: per run, (d_w d_x) * sum(v q) with the
   // group's integer scale, minus (d_x dmin) * min * sum(q) for the K formats with a min; the
   // 32-element formats with a min add m_w * s_x once per block (the thread at its start).
@@ -84,15 +52,15 @@ void main() {
     int xsum[MAX_COLS];
 #endif
     for (uint c = 0u; c < NUM_COLS; c++) {
-      const uint base = XQ_BASE(c);
-      const uvec2 words = c < n_cols ? uvec2(XQ_AT(base + e / 4u), XQ_AT(base + e / 4u + 1u)) : uvec2(0u);
+      const uint base = (col0 + c) * pc.x_row;
+      const uvec2 words = c < n_cols ? uvec2(xq[base + e / 4u], xq[base + e / 4u + 1u]) : uvec2(0u);
       for (uint i = 0u; i < 8u; i++)
         xi[c][i] = bitfieldExtract(int(i < 4u ? words.x : words.y), int(8u * (i & 3u)), 8);
       const uint sw = base + act_scale_word(pc.k, e);
-      dx[c] = c < n_cols ? uintBitsToFloat(XQ_AT(sw)) : 0.0;
+      dx[c] = c < n_cols ? uintBitsToFloat(xq[sw]) : 0.0;
 #ifdef QUANT_MIN
 #ifndef QUANT_K
-      sx[c] = c < n_cols && e % 32u == 0u ? uintBitsToFloat(XQ_AT(sw + 1u)) : 0.0;
+      sx[c] = c < n_cols && e % 32u == 0u ? uintBitsToFloat(xq[sw + 1u]) : 0.0;
 #else
       xsum[c] = 0;
       for (uint i = 0u; i < 8u; i++) xsum[c] += xi[c][i];

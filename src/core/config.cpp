@@ -52,10 +52,6 @@ Knobs read_knobs() {
     std::string_view s(v);
     k.fast_math = !(s == "0" || s == "false" || s == "off" || s == "no");
   }
-  if (const char* v = env("WICK_FUSION")) {
-    std::string_view s(v);
-    k.fusion = !(s == "0" || s == "false" || s == "off" || s == "no");
-  }
   if (const char* v = env("WICK_KERNEL_CACHE")) k.kernel_cache = v;
   if (const char* v = env("WICK_POOL_LIMIT")) k.pool_limit = parse_bytes(v);
   if (const char* v = env("WICK_DEVICE")) k.device = v;
@@ -83,7 +79,6 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_POOL_LIMIT", k.pool_limit == 0 ? "default" : std::to_string(k.pool_limit)},
       {"WICK_DEVICE", k.device.empty() ? "cpu" : k.device},
       {"WICK_QMATVEC_ROWS", k.qmatvec_rows < 0 ? "default" : std::to_string(k.qmatvec_rows)},
-      {"WICK_FUSION", k.fusion ? "on" : "off"},
   };
 }
 

@@ -43,7 +43,6 @@ VulkanOptions VulkanOptions::from_knobs(const DeviceCaps& caps) {
   o.fast_math = k.fast_math;
   o.qmatvec = default_qmatvec_shape(caps);
   if (k.qmatvec_rows >= 0) o.qmatvec.max_rows = k.qmatvec_rows;
-  o.fusion = k.fusion;
   return o;
 }
 

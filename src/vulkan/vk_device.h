@@ -59,9 +59,6 @@ struct VulkanOptions {
   // their shared-memory path (tests run both).
   bool subgroups = true;
   QMatVecShape qmatvec;  // WICK_QMATVEC_ROWS sets max_rows
-  // Fused kernels (WICK_FUSION): qmatvec.comp quantizes x itself instead of a qact.comp dispatch
-  // before it. Off: the separate steps (tests run both; same values).
-  bool fusion = true;
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 

@@ -25,7 +25,6 @@ namespace {
 
 constexpr int64_t kMaxVecCols = 8;           // MAX_COLS in qmatvec.comp
 constexpr uint32_t kMaxVecRowsPerGroup = 8;  // MAX_ROWS
-constexpr int64_t kMinSharedBytes = 32768;   // the least shared memory of the devices we target
 
 bool has_kernel(QuantType t) {
   switch (t) {
@@ -101,42 +100,23 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   to_index(x.layout.start_offset + (m - 1) * x.layout.strides[0] + (k - 1) * x.layout.strides[1],
            "x index");
 
-  // Which kernel: qmatvec for a few x rows, the tiled qmatmul beyond.
-  const QMatVecShape& v = options_.qmatvec;
-  // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
-  WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
-              v.threads * v.rows * kMaxVecCols * 4 <= kMinSharedBytes);
-  const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
-  const bool use_vec = m <= v.max_rows && col_groups <= caps().max_group_count_z;
-  const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
-
-  // x quantized as the CPU does (integer dots below its sgemm threshold): each row's k int8 values
-  // (k / 4 words) and its f32 scales, which the matmul kernels read in place of x. Written by
-  // qact.comp into a buffer, or, fused, by each qmatvec workgroup into shared memory when its rows
-  // fit beside the kernel's partial sums.
+  // x quantized as the CPU does (integer dots below its sgemm threshold): qact.comp writes each
+  // row's k int8 values (k / 4 words) and its f32 scales, which the matmul kernels read in place
+  // of x.
   const bool act_q8 = quantizes_x(type) && m < quantized::gemm_min_rows();
   const int64_t act_block = quantized::act_kind(type) == quantized::ActKind::Block32 ? 32 : 256;
   const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
-  // Fused: 32-element blocks (one thread quantizes a 256-element block too slowly), with x's rows
-  // staged in shared memory as f32 and quantized there; shared sizes in steps of 256 words (a few
-  // pipelines, not one per k).
-  const auto round256 = [](int64_t w) { return (w + 255) / 256 * 256; };
-  const int64_t inline_words = round256(cols * act_row_words), inline_floats = round256(cols * k);
-  const bool act_inline =
-      act_q8 && act_block == 32 && use_vec && options_.fusion &&
-      (inline_words + inline_floats + v.threads * kMaxVecRowsPerGroup * kMaxVecCols) * 4 <=
-          kMinSharedBytes;
-  // The CPU's scalar quantizer rounds halves away from zero, its AVX-512 one to even: follow the
-  // one it uses now (kernels.h), so that the values agree bit for bit.
-  const bool ties_away = act_q8 && quantized::act_quantizer(quantized::active_simd_level()) ==
-                                       &quantized::quantize_act_row_scalar;
   gpu::BufferRef xq;
   const gpu::Pipeline* quantize = nullptr;
   PushConstants qpc;
   std::array<uint32_t, 3> qgroups{};
-  if (act_q8 && !act_inline) {
+  if (act_q8) {
     to_index(m * act_row_words, "quantized x words");
     xq = device_pool_->acquire(static_cast<size_t>(m * act_row_words) * 4);
+    // The CPU's scalar quantizer rounds halves away from zero, its AVX-512 one to even: follow
+    // the one it uses now (kernels.h), so that the values agree bit for bit.
+    const bool ties_away = quantized::act_quantizer(quantized::active_simd_level()) ==
+                           &quantized::quantize_act_row_scalar;
     qpc.u32(to_index(m, "rows"));
     qpc.u32(to_index(k, "k"));
     qpc.u32(to_index(x.layout.start_offset, "offset"));
@@ -159,7 +139,7 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   pc.u32(to_index(n_out, "n_out"));
   pc.u32(to_index(k, "k"));
   pc.u32(to_index(row_bytes, "row bytes"));
-  if (act_q8 && !act_inline) {  // the quantized rows: contiguous, act_row_words apart
+  if (act_q8) {  // the quantized rows: contiguous, act_row_words apart
     pc.u32(0);
     pc.u32(static_cast<uint32_t>(act_row_words));
     pc.u32(1);
@@ -168,37 +148,35 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
     pc.u32(to_index(x.layout.strides[0], "stride"));
     pc.u32(to_index(x.layout.strides[1], "stride"));
   }
-  pc.u32(ties_away ? 1u : 0u);
 
-  // Kernel ids: how x arrives (0: f32 through its strides, 1: quantized by qact.comp, 2: quantized
-  // in the kernel) and its dtype.
-  const auto qtype = static_cast<uint32_t>(type), dt_code = static_cast<uint32_t>(dt);
-  const uint32_t x_mode = act_inline ? 2u : act_q8 ? 1u : 0u;
+  // Kernel ids: x's dtype, or one past the last dtype code for the quantized rows.
+  const auto qtype = static_cast<uint32_t>(type);
+  const uint32_t x_code = act_q8 ? 0xffu : static_cast<uint32_t>(dt);
   auto base_defines = [&] {
     gpu::Defines defs;
-    if (x_mode != 1) add_dtype(defs, "", dt);
-    if (act_q8) defs.emplace_back("ACT_Q8", "1");
-    if (act_inline) {
-      defs.emplace_back("ACT_INLINE", "1");
-      defs.emplace_back("ACT_BLOCK", std::to_string(act_block));
-    }
+    if (act_q8)
+      defs.emplace_back("ACT_Q8", "1");
+    else
+      add_dtype(defs, "", dt);
     defs.emplace_back("QTYPE", std::to_string(qtype));
     return defs;
   };
   const gpu::Pipeline* pipeline;
   std::array<uint32_t, 3> groups{};
-  if (use_vec) {
-    const uint32_t q_words = act_inline ? static_cast<uint32_t>(inline_words) : 1u;
-    const uint32_t x_floats = act_inline ? static_cast<uint32_t>(inline_floats) : 1u;
-    pipeline = &kernel(
-        KernelFamily::QMatVec,
-        {cols, v.rows, v.threads, qtype, dt_code, x_mode, q_words | x_floats << 16}, [&] {
-          gpu::Defines defs = base_defines();
-          defs.emplace_back("WG_SIZE", std::to_string(v.threads));
-          if (caps().subgroup_arithmetic && options_.subgroups)
-            defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-          return key_for("qmatvec.comp", std::move(defs), {cols, v.rows, q_words, x_floats});
-        });
+  const QMatVecShape& v = options_.qmatvec;
+  // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
+  WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
+              v.threads * v.rows * kMaxVecCols * 4 <= 32768);
+  const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
+  if (m <= v.max_rows && col_groups <= caps().max_group_count_z) {
+    const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
+    pipeline = &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, x_code}, [&] {
+      gpu::Defines defs = base_defines();
+      defs.emplace_back("WG_SIZE", std::to_string(v.threads));
+      if (caps().subgroup_arithmetic && options_.subgroups)
+        defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
+      return key_for("qmatvec.comp", std::move(defs), {cols, v.rows});
+    });
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
     const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
@@ -208,7 +186,7 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   } else {
     const TileChoice t = choose_tiles(m, n_out);
     const uint32_t aligned = (m % t.bm == 0 ? 1u : 0u) | (n_out % t.bn == 0 ? 2u : 0u);
-    pipeline = &kernel(KernelFamily::QMatMul, {t.bm, t.bn, aligned, qtype, dt_code, x_mode}, [&] {
+    pipeline = &kernel(KernelFamily::QMatMul, {t.bm, t.bn, aligned, qtype, x_code}, [&] {
       return key_for("qmatmul.comp", base_defines(), {t.bm, t.bn, aligned});
     });
     const int64_t gy = (m + t.bm - 1) / t.bm;
@@ -219,7 +197,7 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   }
   // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y.
   const gpu::BufferAccess args[] = {{&buffer(wblocks), gpu::Access::Read},
-                                    {xq ? xq.get() : &buffer(x.storage), gpu::Access::Read},
+                                    {act_q8 ? xq.get() : &buffer(x.storage), gpu::Access::Read},
                                     {&buffer(dst), gpu::Access::Write}};
   const gpu::BufferAccess qargs[] = {{&buffer(x.storage), gpu::Access::Read},
                                      {xq.get(), gpu::Access::Write}};

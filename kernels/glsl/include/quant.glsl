@@ -301,5 +301,4 @@ layout(push_constant) uniform QMatMulPush {
   uint x_offset;
   uint x_row;  // stride between rows of x
   uint x_k;    // stride along k
-  uint flags;  // bit 0: round halves away from zero when quantizing x (qmatvec.comp ACT_INLINE)
 } pc;
