@@ -8,6 +8,9 @@
 #include "gguf_bytes.h"
 #include "harness.h"
 #include "tiny_llama.h"
+#include "wick/gguf.h"
+#include "wick/llama.h"
+#include "wick/tokenizer.h"
 
 namespace wick::testing {
 namespace {
@@ -240,6 +243,25 @@ TEST(CliBinary, BenchGenQuick) {
   for (const char* cell : {"model: small model with random weights", "prefill 16 tok/s",
                            "decode tok/s", "first token after load", "| cpu "})
     EXPECT_HAS(r.output, cell);
+}
+
+TEST(CliBinary, BenchGenSavesItsModelForOtherRuntimes) {
+  TempDir dir;
+  const std::string path = dir.file("synth.gguf");
+  const RunResult r = run_wick("bench gen --quick --save-model '" + path + "'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  // The file stays, a llama model with a vocabulary of every byte (what llama.cpp needs to load it).
+  const GgufFile f = GgufFile::open(path);
+  EXPECT_EQ(f.get<std::string>("general.architecture"), "llama");
+  EXPECT_EQ(f.get<std::string>("tokenizer.ggml.model"), "gpt2");
+  const Tokenizer tok = load_gguf_tokenizer(f);
+  const std::string text = "any bytes: \n\t\xc3\xa9\x01";
+  const std::vector<int32_t> ids = tok.encode(text, false);
+  EXPECT_EQ(ids.size(), text.size()) << "no merges: one token per byte";
+  EXPECT_EQ(tok.decode(ids), text);
+  const RunResult both = run_wick("bench gen --quick --model x.gguf --save-model '" + path + "'");
+  EXPECT_EQ(both.status, 2) << both.output;
+  EXPECT_HAS(both.output, "--save-model");
 }
 
 }  // namespace
