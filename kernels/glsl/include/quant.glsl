@@ -84,6 +84,28 @@ uvec2 k4_scale_min(uint sc, uint g) {
   const uint hi = q_u8(sc + g + 4u);
   return uvec2((hi & 0xfu) | ((q_u8(sc + g - 4u) >> 6) << 4), (hi >> 4) | ((q_u8(sc + g) >> 6) << 4));
 }
+
+// Layout: d dmin scales[12] (qh[32]) qs[128]. Chunk c (64 elements) uses qs[32c .. 32c+32): low
+// nibbles are group 2c, high nibbles group 2c+1; Q5_K's fifth bit of element l of group g is bit g
+// of qh[l]. The unsigned values of elements j .. j+7; returns their group's (scale, min).
+uvec2 k4_values8(uint blk, uint j, out uint v[8]) {
+  const uint g = j >> 5, l = j & 31u;
+#if QTYPE == Q4_K
+  const uvec2 q = q_bytes8(blk + 16u + 32u * (j >> 6) + l);
+#else
+  const uvec2 q = q_bytes8(blk + 48u + 32u * (j >> 6) + l);
+  const uvec2 h = q_bytes8(blk + 16u + l);
+#endif
+  const uint shift = 4u * (g & 1u);
+  for (uint i = 0u; i < 8u; i++) {
+#if QTYPE == Q4_K
+    v[i] = q_bits(q, i, shift, 4u);
+#else
+    v[i] = q_bits(q, i, shift, 4u) | (q_bits(h, i, g, 1u) << 4);
+#endif
+  }
+  return k4_scale_min(blk + 4u, g);
+}
 #endif
 
 void dequant8(uint blk, uint j, out float w[8]) {
@@ -149,27 +171,10 @@ void dequant8(uint blk, uint j, out float w[8]) {
   for (uint i = 0u; i < 8u; i++)
     w[i] = dl * float(int(q_bits(q, i, shift, 2u)) - (q_bits(h, i, hshift, 1u) != 0u ? 0 : 4));
 #elif QTYPE == Q4_K || QTYPE == Q5_K
-  // Layout: d dmin scales[12] (qh[32]) qs[128]. Chunk c (64 elements) uses qs[32c .. 32c+32):
-  // low nibbles are group 2c, high nibbles group 2c+1; Q5_K's fifth bit of element l of group g
-  // is bit g of qh[l].
-  const uint g = j >> 5, l = j & 31u;
-  const uvec2 sm = k4_scale_min(blk + 4u, g);
+  uint v[8];
+  const uvec2 sm = k4_values8(blk, j, v);
   const float dl = q_f16(blk) * float(sm.x), ml = q_f16(blk + 2u) * float(sm.y);
-#if QTYPE == Q4_K
-  const uvec2 q = q_bytes8(blk + 16u + 32u * (j >> 6) + l);
-#else
-  const uvec2 q = q_bytes8(blk + 48u + 32u * (j >> 6) + l);
-  const uvec2 h = q_bytes8(blk + 16u + l);
-#endif
-  const uint shift = 4u * (g & 1u);
-  for (uint i = 0u; i < 8u; i++) {
-#if QTYPE == Q4_K
-    const uint v = q_bits(q, i, shift, 4u);
-#else
-    const uint v = q_bits(q, i, shift, 4u) | (q_bits(h, i, g, 1u) << 4);
-#endif
-    w[i] = dl * float(v) - ml;
-  }
+  for (uint i = 0u; i < 8u; i++) w[i] = dl * float(v[i]) - ml;
 #elif QTYPE == Q6_K
   // Layout: ql[128] qh[64] scales[16] (int8) d. In half h, element 32 s + l takes the low (s < 2)
   // or high nibble of ql[64 h + 32 (s % 2) + l] and bits 2 s of qh[32 h + l]; scale 8 h + 2 s + l / 16.
@@ -254,26 +259,13 @@ void decode8_int(uint blk, uint j, out int v[8], out float dw, out float mw, out
   for (uint i = 0u; i < 8u; i++)
     v[i] = int(q_bits(q, i, shift, 2u)) - (q_bits(h, i, hshift, 1u) != 0u ? 0 : 4);
 #elif QTYPE == Q4_K || QTYPE == Q5_K
-  const uint g = j >> 5, l = j & 31u;
-  const uvec2 sm = k4_scale_min(blk + 4u, g);
+  uint u[8];
+  const uvec2 sm = k4_values8(blk, j, u);
   sc = int(sm.x);
   mn = int(sm.y);
   dw = q_f16(blk);
   mw = q_f16(blk + 2u);
-#if QTYPE == Q4_K
-  const uvec2 q = q_bytes8(blk + 16u + 32u * (j >> 6) + l);
-#else
-  const uvec2 q = q_bytes8(blk + 48u + 32u * (j >> 6) + l);
-  const uvec2 h = q_bytes8(blk + 16u + l);
-#endif
-  const uint shift = 4u * (g & 1u);
-  for (uint i = 0u; i < 8u; i++) {
-#if QTYPE == Q4_K
-    v[i] = int(q_bits(q, i, shift, 4u));
-#else
-    v[i] = int(q_bits(q, i, shift, 4u) | (q_bits(h, i, g, 1u) << 4));
-#endif
-  }
+  for (uint i = 0u; i < 8u; i++) v[i] = int(u[i]);
 #elif QTYPE == Q6_K
   const uint half_ = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
   sc = bitfieldExtract(int(q_u8(blk + 192u + 8u * half_ + 2u * s + (l >> 4))), 0, 8);
