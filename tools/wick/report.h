@@ -34,11 +34,14 @@ struct Timing {
 };
 
 // Runs f once, then again until `max_later` more runs or until `budget_ms` is spent (at least
-// `min_later` more runs whatever the budget).
+// `min_later` more runs whatever the budget). warm_ms > 0: between the first run and the timed
+// ones, f runs untimed for that long (GPUs clock down while the host works and take that long to
+// clock up again).
 template <typename F>
-Timing measure(F&& f, int min_later, int max_later, double budget_ms) {
+Timing measure(F&& f, int min_later, int max_later, double budget_ms, double warm_ms = 0) {
   Timing t;
   t.first_ms = time_ms(f);
+  for (double warm = 0; warm < warm_ms;) warm += time_ms(f);
   std::vector<double> later;
   double spent = t.first_ms;
   while (static_cast<int>(later.size()) < max_later &&
