@@ -54,8 +54,8 @@ struct LlamaModel::Impl {
   Tensor out_norm;
   nn::Linear lm_head;
   Tensor cos, sin;  // (max_seq, head_dim / 2)
-  Tensor cos_q,
-      sin_q;  // the same times 1/sqrt(head_dim): q's rotation also applies the score scale
+  // The same times 1/sqrt(head_dim): q's rotation also applies the score scale.
+  Tensor cos_q, sin_q;
 
   Tensor attention(Layer& l, const Tensor& x, int64_t t) const;
   Tensor causal_mask(int64_t t, int64_t total) const;

@@ -27,13 +27,12 @@ uint32_t Sampler::sample(const Tensor& logits) {
   if (logits.rank() != 1 || logits.numel() == 0)
     fail(ErrorKind::Shape, "Sampler::sample", "logits must be a non-empty vector, got ",
          logits.shape());
-  if (opts_.temperature <= 0) {     // greedy; the first maximum wins
-    if (!logits.device().is_cpu())  // reduce on the device: 4 bytes come back, not the vocabulary
-      return logits.argmax(0).to_vec<uint32_t>()[0];
-    const std::vector<float> l = logits.to_vec<float>();
-    return static_cast<uint32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-  }
+  // Greedy: the first maximum wins; on a GPU it is found there (4 bytes come back, not the
+  // vocabulary).
+  const bool greedy = opts_.temperature <= 0;
+  if (greedy && !logits.device().is_cpu()) return logits.argmax(0).to_vec<uint32_t>()[0];
   const std::vector<float> l = logits.to_vec<float>();
+  if (greedy) return static_cast<uint32_t>(std::max_element(l.begin(), l.end()) - l.begin());
 
   std::vector<uint32_t> idx(l.size());
   std::iota(idx.begin(), idx.end(), 0u);

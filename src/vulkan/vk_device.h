@@ -254,6 +254,13 @@ class VulkanDevice final : public backend::BackendDevice {
                          std::vector<uint32_t> constants = {}) const;
   // copy.comp converting `from` to `to` (a plain copy when equal).
   const gpu::Pipeline& copy_kernel(DType from, DType to);
+  // A kernel of `source` on `dt` whose op parameters travel as PARAM_T and whose op `code` is
+  // specialization constant 0 (unary.comp, rand.comp).
+  const gpu::Pipeline& param_op_kernel(KernelFamily family, const char* source, uint32_t code,
+                                       DType dt);
+  // index.comp / scatter.comp for values of `dt` and ids of `id_dt`.
+  const gpu::Pipeline& indexed_kernel(KernelFamily family, const char* source, DType dt,
+                                      DType id_dt);
   // DT=<dtype> and DT_KIND=<0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64> under a prefix ("", "SRC_").
   static void add_dtype(gpu::Defines& defines, const std::string& prefix, DType dt);
   // The PushParam kind op parameters of a kernel on `dt` travel as.

@@ -10,22 +10,25 @@ using backend::Storage;
 using backend::UnaryOp;
 using backend::View;
 
+const gpu::Pipeline& VulkanDevice::param_op_kernel(KernelFamily family, const char* source,
+                                                   uint32_t code, DType dt) {
+  return kernel(family, {code, static_cast<uint32_t>(dt)}, [&] {
+    gpu::Defines d;
+    add_dtype(d, "", dt);
+    d.emplace_back("PARAM_T", param_type(dt));
+    return key_for(source, std::move(d), {code});
+  });
+}
+
 void VulkanDevice::unary(UnaryOp op, backend::UnaryParams p, View x, Storage& dst) {
   const DType dt = x.storage.dtype();
   const char* name = backend::unary_op_name(op);
   require(dt, name);
-  const auto op_code = static_cast<uint32_t>(op);
   const gpu::Pipeline& pipeline =
-      kernel(KernelFamily::Unary, {op_code, static_cast<uint32_t>(dt)}, [&] {
-        gpu::Defines d;
-        add_dtype(d, "", dt);
-        d.emplace_back("PARAM_T", param_type(dt));
-        return key_for("unary.comp", std::move(d), {op_code});
-      });
+      param_op_kernel(KernelFamily::Unary, "unary.comp", static_cast<uint32_t>(op), dt);
   const Layout out = Layout::contiguous(x.layout.shape);
   const PushParam::Kind pk = param_kind(dt);
-  launch_strided(pipeline,
-                 {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out}, false,
+  launch_strided(pipeline, {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out}, false,
                  {{pk, p.p0}, {pk, p.p1}});
 }
 
@@ -44,8 +47,7 @@ void VulkanDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
         return key_for("binary.comp", std::move(d), {op_code});
       });
   const Layout out = Layout::contiguous(a.layout.shape);
-  launch_strided(pipeline,
-                 {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
+  launch_strided(pipeline, {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
                  {&buffer(dst), &out}, false, {}, integer ? error_flag_.get() : nullptr);
   if (integer && op == BinaryOp::Div) refuse_device_errors(&a.layout.shape);
 }
@@ -63,8 +65,7 @@ void VulkanDevice::compare(CmpOp op, View a, View b, Storage& dst) {
         return key_for("compare.comp", std::move(d), {op_code});
       });
   const Layout out = Layout::contiguous(a.layout.shape);
-  launch_strided(pipeline,
-                 {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
+  launch_strided(pipeline, {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
                  {&buffer(dst), &out}, false);
 }
 
@@ -73,8 +74,8 @@ void VulkanDevice::where_cond(View cond, View on_true, View on_false, Storage& d
   require(cond.storage.dtype(), "where_cond");
   require(dt, "where_cond");
   const DType cond_dt = cond.storage.dtype();
-  const gpu::Pipeline& pipeline = kernel(
-      KernelFamily::Where, {static_cast<uint32_t>(dt), static_cast<uint32_t>(cond_dt)}, [&] {
+  const gpu::Pipeline& pipeline =
+      kernel(KernelFamily::Where, {static_cast<uint32_t>(dt), static_cast<uint32_t>(cond_dt)}, [&] {
         gpu::Defines d;
         add_dtype(d, "", dt);
         add_dtype(d, "COND_", cond_dt);

@@ -27,6 +27,16 @@ Layout along_dim(const Layout& ids, const Shape& shape, size_t d) {
 
 }  // namespace
 
+const gpu::Pipeline& VulkanDevice::indexed_kernel(KernelFamily family, const char* source, DType dt,
+                                                  DType id_dt) {
+  return kernel(family, {static_cast<uint32_t>(dt), static_cast<uint32_t>(id_dt)}, [&] {
+    gpu::Defines d;
+    add_dtype(d, "", dt);
+    add_dtype(d, "ID_", id_dt);
+    return key_for(source, std::move(d));
+  });
+}
+
 void VulkanDevice::launch_index(uint32_t mode, const char* op, View src, View ids, size_t dim,
                                 Storage& dst) {
   const DType dt = src.storage.dtype();
@@ -42,15 +52,8 @@ void VulkanDevice::launch_index(uint32_t mode, const char* op, View src, View id
   const Layout id_layout = mode == 0 ? along_dim(ids.layout, out_shape, dim) : ids.layout;
   const Layout out = Layout::contiguous(out_shape);
   const DType id_dt = ids.storage.dtype();
-  const gpu::Pipeline& pipeline =
-      kernel(KernelFamily::Index, {static_cast<uint32_t>(dt), static_cast<uint32_t>(id_dt)}, [&] {
-        gpu::Defines d;
-        add_dtype(d, "", dt);
-        add_dtype(d, "ID_", id_dt);
-        return key_for("index.comp", std::move(d));
-      });
-  launch_strided(pipeline,
-                 {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_layout}},
+  const gpu::Pipeline& pipeline = indexed_kernel(KernelFamily::Index, "index.comp", dt, id_dt);
+  launch_strided(pipeline, {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_layout}},
                  {&buffer(dst), &out}, false,
                  {PushParam::u32(to_index(src.layout.strides[dim], "stride")),
                   PushParam::u32(to_index(src.layout.shape[dim], "dim")),
@@ -73,13 +76,7 @@ void VulkanDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst,
   for (size_t i = dim + 1; i < dst_shape.rank(); i++) inner *= dst_shape[i];
   const Layout out = Layout::contiguous(dst_shape);
   const DType id_dt = ids.storage.dtype();
-  const gpu::Pipeline& pipeline =
-      kernel(KernelFamily::Scatter, {static_cast<uint32_t>(dt), static_cast<uint32_t>(id_dt)}, [&] {
-        gpu::Defines d;
-        add_dtype(d, "", dt);
-        add_dtype(d, "ID_", id_dt);
-        return key_for("scatter.comp", std::move(d));
-      });
+  const gpu::Pipeline& pipeline = indexed_kernel(KernelFamily::Scatter, "scatter.comp", dt, id_dt);
   launch_strided(
       pipeline, {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_base}},
       {&buffer(dst), &out}, false,

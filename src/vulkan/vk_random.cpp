@@ -32,13 +32,7 @@ void VulkanDevice::random(uint32_t mode, Storage& dst, double p0, double p1) {
     base = rng_counter_;
     rng_counter_ += n;
   }
-  const gpu::Pipeline& pipeline =
-      kernel(KernelFamily::Rand, {mode, static_cast<uint32_t>(dt)}, [&] {
-        gpu::Defines d;
-        add_dtype(d, "", dt);
-        d.emplace_back("PARAM_T", param_type(dt));
-        return key_for("rand.comp", std::move(d), {mode});
-      });
+  const gpu::Pipeline& pipeline = param_op_kernel(KernelFamily::Rand, "rand.comp", mode, dt);
   PushConstants pc;
   pc.u32(static_cast<uint32_t>(n));
   pc.u32(0);  // output offset
