@@ -254,10 +254,10 @@ class VulkanDevice final : public backend::BackendDevice {
                          std::vector<uint32_t> constants = {}) const;
   // copy.comp converting `from` to `to` (a plain copy when equal).
   const gpu::Pipeline& copy_kernel(DType from, DType to);
-  // A kernel of `source` on `dt` whose op parameters travel as PARAM_T and whose op `code` is
-  // specialization constant 0 (unary.comp, rand.comp).
-  const gpu::Pipeline& param_op_kernel(KernelFamily family, const char* source, uint32_t code,
-                                       DType dt);
+  // A kernel of `source` on `dt` whose op `code` is specialization constant 0 (unary, compare,
+  // rand, norm, rope, sort); with_params: its op parameters travel as PARAM_T (param_type(dt)).
+  const gpu::Pipeline& op_kernel(KernelFamily family, const char* source, uint32_t code, DType dt,
+                                 bool with_params);
   // index.comp / scatter.comp for values of `dt` and ids of `id_dt`.
   const gpu::Pipeline& indexed_kernel(KernelFamily family, const char* source, DType dt,
                                       DType id_dt);

@@ -10,12 +10,12 @@ using backend::Storage;
 using backend::UnaryOp;
 using backend::View;
 
-const gpu::Pipeline& VulkanDevice::param_op_kernel(KernelFamily family, const char* source,
-                                                   uint32_t code, DType dt) {
+const gpu::Pipeline& VulkanDevice::op_kernel(KernelFamily family, const char* source, uint32_t code,
+                                             DType dt, bool with_params) {
   return kernel(family, {code, static_cast<uint32_t>(dt)}, [&] {
     gpu::Defines d;
     add_dtype(d, "", dt);
-    d.emplace_back("PARAM_T", param_type(dt));
+    if (with_params) d.emplace_back("PARAM_T", param_type(dt));
     return key_for(source, std::move(d), {code});
   });
 }
@@ -25,7 +25,7 @@ void VulkanDevice::unary(UnaryOp op, backend::UnaryParams p, View x, Storage& ds
   const char* name = backend::unary_op_name(op);
   require(dt, name);
   const gpu::Pipeline& pipeline =
-      param_op_kernel(KernelFamily::Unary, "unary.comp", static_cast<uint32_t>(op), dt);
+      op_kernel(KernelFamily::Unary, "unary.comp", static_cast<uint32_t>(op), dt, true);
   const Layout out = Layout::contiguous(x.layout.shape);
   const PushParam::Kind pk = param_kind(dt);
   launch_strided(pipeline, {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out}, false,
@@ -57,13 +57,8 @@ void VulkanDevice::compare(CmpOp op, View a, View b, Storage& dst) {
   const char* name = backend::cmp_op_name(op);
   require(dt, name);
   require(DType::U8, name);
-  const auto op_code = static_cast<uint32_t>(op);
   const gpu::Pipeline& pipeline =
-      kernel(KernelFamily::Compare, {op_code, static_cast<uint32_t>(dt)}, [&] {
-        gpu::Defines d;
-        add_dtype(d, "", dt);
-        return key_for("compare.comp", std::move(d), {op_code});
-      });
+      op_kernel(KernelFamily::Compare, "compare.comp", static_cast<uint32_t>(op), dt, false);
   const Layout out = Layout::contiguous(a.layout.shape);
   launch_strided(pipeline, {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
                  {&buffer(dst), &out}, false);

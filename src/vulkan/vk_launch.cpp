@@ -106,9 +106,10 @@ gpu::KernelKey VulkanDevice::key_for(const char* source, gpu::Defines defines,
   return k;
 }
 
-void VulkanDevice::launch_strided(const gpu::Pipeline& pipeline, std::initializer_list<Operand> inputs,
-                                  Operand out, bool out_strided,
-                                  std::initializer_list<PushParam> params, gpu::Buffer* unordered) {
+void VulkanDevice::launch_strided(const gpu::Pipeline& pipeline,
+                                  std::initializer_list<Operand> inputs, Operand out,
+                                  bool out_strided, std::initializer_list<PushParam> params,
+                                  gpu::Buffer* unordered) {
   WICK_ASSERT(inputs.size() + 1 <= kMaxOperands);
   const Shape& shape = out.layout->shape;
   // Collapse dims jointly over all operands; unused slots repeat the output, which merges freely.
@@ -159,9 +160,8 @@ void VulkanDevice::launch_strided(const gpu::Pipeline& pipeline, std::initialize
   const std::span<const gpu::BufferAccess> bound(args.data(), n_args);
   if (outer == 0) {  // the common case: one dispatch, nothing on the heap
     const PushConstants pc = push_for(0, {});
-    queue_->record([&](gpu::CommandQueue::Recorder& r) {
-      r.dispatch(pipeline, bound, pc.words(), groups);
-    });
+    queue_->record(
+        [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, bound, pc.words(), groups); });
     return;
   }
   std::vector<PushConstants> pushes;

@@ -82,8 +82,10 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
     const TileChoice t = choose_tiles(d.m, d.n, d.k);
     const uint32_t aligned =
         (d.m % t.bm == 0 ? 1u : 0u) | (d.n % t.bn == 0 ? 2u : 0u) | (d.k % t.bk == 0 ? 4u : 0u);
-    pipeline = &kernel(KernelFamily::Matmul, {t.bm, t.bn, t.bk, aligned, static_cast<uint32_t>(dt)},
-                       [&] { return key_for("matmul.comp", dtype_defines(), {t.bm, t.bn, t.bk, aligned}); });
+    pipeline =
+        &kernel(KernelFamily::Matmul, {t.bm, t.bn, t.bk, aligned, static_cast<uint32_t>(dt)}, [&] {
+          return key_for("matmul.comp", dtype_defines(), {t.bm, t.bn, t.bk, aligned});
+        });
     groups = {to_index((d.n + t.bn - 1) / t.bn, "tile count"),
               to_index((d.m + t.bm - 1) / t.bm, "tile count"), 1};
   }

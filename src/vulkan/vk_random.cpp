@@ -32,7 +32,7 @@ void VulkanDevice::random(uint32_t mode, Storage& dst, double p0, double p1) {
     base = rng_counter_;
     rng_counter_ += n;
   }
-  const gpu::Pipeline& pipeline = param_op_kernel(KernelFamily::Rand, "rand.comp", mode, dt);
+  const gpu::Pipeline& pipeline = op_kernel(KernelFamily::Rand, "rand.comp", mode, dt, true);
   PushConstants pc;
   pc.u32(static_cast<uint32_t>(n));
   pc.u32(0);  // output offset

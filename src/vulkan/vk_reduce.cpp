@@ -44,8 +44,8 @@ Group collapse(const Layout& l, const std::vector<size_t>& dims) {
 
 }  // namespace
 
-void VulkanDevice::launch_rows(const gpu::Pipeline& pipeline, View x, const std::vector<size_t>& inner,
-                               gpu::Buffer& out, bool per_group,
+void VulkanDevice::launch_rows(const gpu::Pipeline& pipeline, View x,
+                               const std::vector<size_t>& inner, gpu::Buffer& out, bool per_group,
                                std::initializer_list<BoundView> extra_inputs,
                                std::initializer_list<PushParam> params) {
   const Layout& l = x.layout;
@@ -123,12 +123,7 @@ void VulkanDevice::norm(uint32_t kind, const char* name, View x, const View* alp
                         const View* beta, double eps, Storage& dst) {
   const DType dt = x.storage.dtype();
   require(dt, name);
-  const gpu::Pipeline& pipeline = kernel(KernelFamily::Norm, {kind, static_cast<uint32_t>(dt)}, [&] {
-    gpu::Defines d;
-    add_dtype(d, "", dt);
-    d.emplace_back("PARAM_T", param_type(dt));
-    return key_for("norm.comp", std::move(d), {kind});
-  });
+  const gpu::Pipeline& pipeline = op_kernel(KernelFamily::Norm, "norm.comp", kind, dt, true);
   // Unused parameter slots bind x again (read-only), so every binding the kernel names is valid.
   const View a = alpha ? *alpha : x, b = beta ? *beta : x;
   auto stride_of = [](const View& v) { return v.layout.rank() ? v.layout.strides.back() : 0; };
@@ -168,12 +163,8 @@ void VulkanDevice::rope(View x, View cos, View sin, bool interleaved, Storage& d
     for (int64_t s : v->layout.strides) pc.u32(to_index(s, "stride"));
     pc.u32(to_index(v->layout.start_offset, "offset"));
   }
-  const uint32_t mode = interleaved ? 1u : 0u;
-  const gpu::Pipeline& pipeline = kernel(KernelFamily::Rope, {mode, static_cast<uint32_t>(dt)}, [&] {
-    gpu::Defines d;
-    add_dtype(d, "", dt);
-    return key_for("rope.comp", std::move(d), {mode});
-  });
+  const gpu::Pipeline& pipeline =
+      op_kernel(KernelFamily::Rope, "rope.comp", interleaved ? 1u : 0u, dt, false);
   const gpu::BufferAccess args[] = {{&buffer(x.storage), gpu::Access::Read},
                                     {&buffer(cos.storage), gpu::Access::Read},
                                     {&buffer(sin.storage), gpu::Access::Read},
@@ -190,12 +181,8 @@ void VulkanDevice::arg_sort_last_dim(View x, bool ascending, Storage& dst) {
   if (n > kMaxSortRow)
     fail(ErrorKind::Unsupported, "arg_sort_last_dim", "rows of ", n, " elements (shape ",
          x.layout.shape, ") exceed the ", kMaxSortRow, " that vulkan sorts in one workgroup");
-  const uint32_t order = ascending ? 0u : 1u;
-  const gpu::Pipeline& pipeline = kernel(KernelFamily::Sort, {order, static_cast<uint32_t>(dt)}, [&] {
-    gpu::Defines d;
-    add_dtype(d, "", dt);
-    return key_for("sort.comp", std::move(d), {order});
-  });
+  const gpu::Pipeline& pipeline =
+      op_kernel(KernelFamily::Sort, "sort.comp", ascending ? 0u : 1u, dt, false);
   launch_rows(pipeline, x, {x.layout.rank() - 1}, buffer(dst), true);
 }
 
