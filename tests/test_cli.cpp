@@ -250,7 +250,8 @@ TEST(CliBinary, BenchGenSavesItsModelForOtherRuntimes) {
   const std::string path = dir.file("synth.gguf");
   const RunResult r = run_wick("bench gen --quick --save-model '" + path + "'");
   EXPECT_EQ(r.status, 0) << r.output;
-  // The file stays, a llama model with a vocabulary of every byte (what llama.cpp needs to load it).
+  // The file stays, a llama model with a vocabulary of every byte (what llama.cpp needs to load
+  // it).
   const GgufFile f = GgufFile::open(path);
   EXPECT_EQ(f.get<std::string>("general.architecture"), "llama");
   EXPECT_EQ(f.get<std::string>("tokenizer.ggml.model"), "gpt2");

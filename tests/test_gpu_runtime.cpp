@@ -462,7 +462,6 @@ TEST_F(CacheFixture, TwoLevelsInMemory) {
   EXPECT_EQ(fp.constants, (std::vector<uint32_t>{2}));
 }
 
-
 // Ops look pipelines up by a compact id and build the key only the first time: a known id must
 // not build its key again, and ids that differ in any value (a dtype, an op) get their own key.
 TEST_F(CacheFixture, KernelIdsBuildTheirKeyOnceAndKeepValuesApart) {

@@ -37,8 +37,10 @@ class PlanDims {
   int64_t back() const { return data()[n_ - 1]; }
   void push_back(int64_t v) {
     if (n_ == kInline) heap_.assign(inline_.begin(), inline_.end());
-    if (n_ >= kInline) heap_.push_back(v);
-    else inline_[n_] = v;
+    if (n_ >= kInline)
+      heap_.push_back(v);
+    else
+      inline_[n_] = v;
     n_++;
   }
   std::vector<int64_t> to_vector() const { return {begin(), end()}; }
@@ -132,4 +134,3 @@ void visit(const StridedPlan<N>& p, F&& f, int64_t grain = kParallelGrain) {
 }
 
 }  // namespace wick::cpu
-
