@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <iomanip>
 #include <numeric>
 #include <sstream>
 
@@ -228,7 +229,9 @@ Tol tol_for(DType dt) {
     else
       ok = std::abs(a - b) <= tol.atol + tol.rtol * std::abs(b);
     if (!ok) {
-      if (bad < 8) os << "\n  [" << i << "] got " << a << " want " << b;
+      if (bad < 8)  // 17 digits: enough to show a one-ulp difference of any dtype
+        os << std::setprecision(17) << "\n  [" << i << "] got " << a << " want " << b << " (off by "
+           << std::setprecision(3) << std::abs(a - b) / std::abs(b) << " relative)";
       bad++;
     }
   }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -42,7 +43,7 @@ TEST_P(SmolLM2, GreedyTokensMatchLlamaCpp) {
   LlamaModel model = LlamaModel::load_gguf(path, device(), 256);
   const Tokenizer tok = load_gguf_tokenizer(model.gguf());
   EXPECT_EQ(gguf_adds_bos(model.gguf()), ref["metadata_add_bos"].get<bool>());
-  int diverged = 0;
+  int disagreements = 0, clear_disagreements = 0;
   for (const auto& c : ref["cases"]) {
     const std::string prompt = c["prompt"];
     SCOPED_TRACE(prompt);
@@ -61,9 +62,11 @@ TEST_P(SmolLM2, GreedyTokensMatchLlamaCpp) {
       EXPECT_NEAR(logits[id], want, 0.4 + 0.01 * std::abs(want)) << "token " << id;
     }
 
-    // Greedy: the same tokens, except that at a near-tie the sequences may part: where the two
-    // picks' logits in wick are closer than the implementations' measured disagreement (sd 0.15,
-    // so 4 sd).
+    // Greedy, teacher-forced: at every step wick's pick is compared with llama.cpp's, then
+    // llama.cpp's token is fed, so all 32 steps are checked even after a disagreement. A
+    // disagreement is allowed only at a near-tie: the two picks' logits in wick closer than the
+    // implementations' measured disagreement (sd 0.15, so 4 sd); ties that close flip with any
+    // change of summation order or exp's last bits.
     const auto want_gen = c["generated_ids"].get<std::vector<int32_t>>();
     std::vector<int32_t> got;
     for (size_t step = 0; step < want_gen.size(); step++) {
@@ -75,19 +78,24 @@ TEST_P(SmolLM2, GreedyTokensMatchLlamaCpp) {
             logits[static_cast<size_t>(best)] - logits[static_cast<size_t>(want_gen[step])];
         EXPECT_LT(margin, 0.6) << "step " << step << ": wick picks " << best << ", llama.cpp "
                                << want_gen[step];
-        diverged++;
-        break;
+        std::cout << "  step " << step << ": wick " << best << " vs llama.cpp " << want_gen[step]
+                  << ", " << margin << " apart in wick's logits\n";
+        disagreements++;
+        if (margin >= 0.15) clear_disagreements++;
       }
       if (step + 1 < want_gen.size())
-        logits = model.forward({static_cast<uint32_t>(best)}).to_vec<float>();
+        logits = model.forward({static_cast<uint32_t>(want_gen[step])}).to_vec<float>();
     }
     if (got == want_gen) {
       EXPECT_EQ(tok.decode(got), c["generated_text"].get<std::string>());
     }
   }
-  // The bar: at least three prompts agree on all 32 tokens. Every device quantizes activations to
+  // The bar: of the 128 steps at most 8 pick another token than llama.cpp, each at a near-tie,
+  // and at most one of them by more than one sd of the implementations' disagreement (measured:
+  // CPU 3 steps, one 0.43 apart; Vulkan 5, all within 0.1). Every device quantizes activations to
   // 8 bits per block as llama.cpp does (Vulkan with qact.comp, value for value as the CPU).
-  EXPECT_LE(diverged, static_cast<int>(ref["cases"].size()) - 3);
+  EXPECT_LE(disagreements, 8);
+  EXPECT_LE(clear_disagreements, 1);
 }
 
 WICK_INSTANTIATE_DEVICES(SmolLM2);

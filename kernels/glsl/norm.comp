@@ -10,7 +10,7 @@
 #define LOG log64
 #define NEG_INF (-inf64())
 #else
-#define EXP exp
+#define EXP exp_accurate
 #define LOG log
 #define NEG_INF (-inf_f32())
 #endif

@@ -14,6 +14,31 @@ float tanh_stable(float x) {
 #endif
 }
 
+// exp within ~2 ulp over f32's range. GLSL promises only 3 + 2|x| ulp (35 at |x| = 16), which
+// softmax's exp(x - max) shows. x = k ln2 + r with |r| <= ln2/2 (ln2 in two parts so k ln2 is
+// exact enough), exp(r) by its Taylor series to r^7 (truncation < 0.1 ulp), then scaled by 2^k.
+// Not switched off by WICK_FAST_MATH: where it is used (softmax) memory, not the ALU, is the cost.
+float exp_accurate(float x) {
+  if (x > 88.72284) return inf_f32();
+  if (x < -103.97208) return 0.0;  // below half the smallest subnormal; also -inf
+  if (is_nan(x)) return x;
+  const float k = round(x * 1.44269504);
+  const float r = fma(k, -1.4286068e-6, fma(k, -0.693145751953125, x));
+  float p = 1.0 / 5040.0;
+  p = fma(p, r, 1.0 / 720.0);
+  p = fma(p, r, 1.0 / 120.0);
+  p = fma(p, r, 1.0 / 24.0);
+  p = fma(p, r, 1.0 / 6.0);
+  p = fma(p, r, 0.5);
+  p = fma(p, r, 1.0);
+  p = fma(p, r, 1.0);
+  // ldexp's exponent stays within the normal range: 2^k itself need not be a float.
+  const int e = int(k);
+  if (e < -120) return ldexp(p, e + 64) * 5.421010862427522e-20;  // 2^-64
+  if (e > 127) return ldexp(p, e - 1) * 2.0;
+  return ldexp(p, e);
+}
+
 // erf, Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
 float erf_approx(float x) {
   const float a = abs(x);
