@@ -91,11 +91,13 @@ TEST(VulkanBench, DISABLED_DeviceInfo) {
   std::printf(
       "device: %s | driver %s %s | api %u.%u | subgroup %u (arithmetic %d) | f64 %d i64 %d "
       "16-bit %d 8-bit %d "
-      "push-descriptor %d | coop matrix: %s | storage range %llu MiB | device-local %llu MiB\n",
+      "push-descriptor %d | coop matrix: %s (f16 GEMM kernel: %s) | storage range %llu MiB | "
+      "device-local %llu MiB\n",
       c.name.c_str(), c.driver_name.c_str(), c.driver_info.c_str(),
       VK_API_VERSION_MAJOR(c.api_version), VK_API_VERSION_MINOR(c.api_version), c.subgroup_size,
       c.subgroup_arithmetic, c.float64, c.int64, c.storage16, c.storage8, c.push_descriptor,
       c.cooperative_matrix.empty() ? "none" : c.cooperative_matrix.c_str(),
+      c.coopmat_f16 ? "on" : "off",
       static_cast<unsigned long long>(c.max_storage_buffer_range >> 20),
       static_cast<unsigned long long>(c.device_local_bytes >> 20));
   std::printf("float controls: preserve NaN f32 %d f64 %d, preserve subnormals f32 %d f64 %d\n",

@@ -128,7 +128,8 @@ void VulkanDevice::refuse_device_errors(const Shape* shape) {
 }
 
 VulkanDevice::Stats VulkanDevice::stats() const {
-  return {queue_->stats(), device_pool_->stats(), host_pool_->stats(), kernels_->stats()};
+  return {queue_->stats(), device_pool_->stats(), host_pool_->stats(), kernels_->stats(),
+          coop_matmuls_.load(std::memory_order_relaxed)};
 }
 
 void VulkanDevice::run_custom(const CustomKernel& kernel,

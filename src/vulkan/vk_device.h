@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <initializer_list>
 #include <memory>
@@ -59,6 +60,9 @@ struct VulkanOptions {
   // their shared-memory path (tests run both).
   bool subgroups = true;
   QMatVecShape qmatvec;  // WICK_QMATVEC_ROWS sets max_rows
+  // f16 matmul on cooperative matrices (matmul_coop.comp) where the device has them; off: the
+  // SIMT kernel (tests compare the two).
+  bool cooperative_matrix = true;
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -93,6 +97,7 @@ enum class KernelFamily : uint32_t {
   Sort,
   Gemv,
   Matmul,
+  MatmulCoop,
   QMatVec,
   QMatMul,
   QAct,
@@ -194,6 +199,7 @@ class VulkanDevice final : public backend::BackendDevice {
     gpu::CommandQueue::Stats queue;
     gpu::BufferPool::Stats device_pool, host_pool;
     gpu::KernelCache::Stats kernels;
+    uint64_t coop_matmuls = 0;  // matmuls recorded with matmul_coop.comp
   };
   Stats stats() const;
 
@@ -281,6 +287,7 @@ class VulkanDevice final : public backend::BackendDevice {
   std::unique_ptr<gpu::BufferPool> device_pool_, host_pool_;
   std::unique_ptr<gpu::CommandQueue> queue_;
   double creation_ms_ = 0;
+  std::atomic<uint64_t> coop_matmuls_{0};
   gpu::BufferRef error_flag_;  // host-visible: {op code, index, dim size, 0}
   std::mutex rng_mu_;
   uint64_t rng_seed_ = 299792458, rng_counter_ = 0;

@@ -199,6 +199,24 @@ VkDriver::VkDriver(int ordinal) : instance_(VulkanInstance::get()) {
   create_device();
 }
 
+bool VkDriver::has_coopmat_f16_shape() const {
+  auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance_->handle, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (!list) return false;
+  uint32_t n = 0;
+  if (list(physical_, &n, nullptr) != VK_SUCCESS || n == 0) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(
+      n, vk_struct<VkCooperativeMatrixPropertiesNV>(
+             VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+  if (list(physical_, &n, shapes.data()) != VK_SUCCESS) return false;
+  return std::any_of(shapes.begin(), shapes.begin() + n, [](const auto& p) {
+    return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 &&
+           p.AType == VK_COMPONENT_TYPE_FLOAT16_NV && p.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           p.CType == VK_COMPONENT_TYPE_FLOAT32_NV && p.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           p.scope == VK_SCOPE_SUBGROUP_NV;
+  });
+}
+
 void VkDriver::create_device() {
   // Properties.
   auto p12 = vk_struct<VkPhysicalDeviceVulkan12Properties>(
@@ -287,6 +305,28 @@ void VkDriver::create_device() {
       caps_.cooperative_matrix += e;
     }
   if (caps_.push_descriptor) enable_exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+
+  // Cooperative matrices (tensor cores) through VK_NV_cooperative_matrix, the one Debian 12's
+  // glslang compiles: used when the device lists the 16x16x16 f16 shape the kernel is written for.
+  auto coop = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  if (has_ext(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && f12.shaderFloat16 &&
+      f12.vulkanMemoryModel && f11.storageBuffer16BitAccess && caps_.subgroup_size == 32 &&
+      has_coopmat_f16_shape()) {
+    auto want = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+    auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    f2.pNext = &want;
+    vkGetPhysicalDeviceFeatures2(physical_, &f2);
+    if (want.cooperativeMatrix) {
+      caps_.coopmat_f16 = true;
+      coop.cooperativeMatrix = VK_TRUE;
+      e12.shaderFloat16 = VK_TRUE;
+      e12.vulkanMemoryModel = VK_TRUE;
+      e12.pNext = &coop;
+      enable_exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    }
+  }
 
   // A queue that computes; a compute-only family when there is one.
   uint32_t nq = 0;

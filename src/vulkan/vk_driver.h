@@ -36,7 +36,10 @@ struct DeviceCaps {
   // Float controls the kernels ask for where offered: keep NaN/inf/-0, keep subnormals.
   bool preserve_nan32 = false, preserve_nan64 = false;
   bool preserve_denorm32 = false, preserve_denorm64 = false;
-  std::string cooperative_matrix;  // the cooperative-matrix extensions present (not used yet)
+  std::string cooperative_matrix;  // the cooperative-matrix extensions present
+  // VK_NV_cooperative_matrix enabled with a 16x16x16 f16 x f16 -> f32 subgroup shape, and the
+  // features its kernels need (shaderFloat16, the Vulkan memory model): matmul_coop.comp runs.
+  bool coopmat_f16 = false;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_group_count_x = 0;
   uint32_t max_group_count_z = 0;
@@ -91,6 +94,8 @@ class VkDriver final : public gpu::Driver {
 
   static BufferObj& buffer_of(uint64_t handle);
   void create_device();
+  // Whether the device lists the cooperative-matrix shape matmul_coop.comp uses.
+  bool has_coopmat_f16_shape() const;
   uint32_t memory_type(uint32_t allowed, gpu::MemoryKind kind) const;
   CmdList& current();  // the open command buffer, begun on first use
   VkDescriptorSet allocate_set(CmdList& list);

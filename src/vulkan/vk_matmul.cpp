@@ -27,6 +27,20 @@ TileChoice choose_tiles(int64_t m, int64_t n, int64_t /*k*/) {
   return {32, 32, 16};
 }
 
+// How matmul_coop.comp stages an operand (its A_MODE / B_MODE): 1 by 16-byte vectors along
+// `first` (stride 1 there; the other stride, the offset, the batch strides and the dim's length
+// multiples of 8 halves), 2 the same along `second`, 0 element by element.
+constexpr int64_t kCoopBk = 32;  // BK in matmul_coop.comp
+uint32_t operand_mode(int64_t first_stride, int64_t second_stride, int64_t offset,
+                      const std::vector<int64_t>& batch_strides, int64_t first_len,
+                      int64_t second_len) {
+  auto by8 = [](int64_t v) { return v % 8 == 0; };
+  if (!by8(offset) || !std::all_of(batch_strides.begin(), batch_strides.end(), by8)) return 0;
+  if (first_stride == 1 && by8(second_stride) && by8(first_len)) return 1;
+  if (second_stride == 1 && by8(first_stride) && by8(second_len)) return 2;
+  return 0;
+}
+
 }  // namespace
 
 void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage& dst) {
@@ -78,6 +92,20 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
                        [&] { return key_for("gemv.comp", dtype_defines(), {group}); });
     groups = per_group ? grid(static_cast<uint64_t>(rows) * kWorkgroupSize)
                        : grid(static_cast<uint64_t>(rows));
+  } else if (dt == DType::F16 && caps().coopmat_f16 && options_.cooperative_matrix) {
+    // Tensor cores (matmul_coop.comp): each operand staged by 16-byte vectors where its strides
+    // allow, along whichever dim is contiguous; else gathered element by element.
+    const uint32_t tile = d.m >= 512 && d.n >= 512 ? 128u : 64u;
+    const uint32_t a_mode = operand_mode(a_k, a_row, a_off, a_batch, d.k, d.m);
+    const uint32_t b_mode = operand_mode(b_col, b_k, b_off, b_batch, d.n, d.k);
+    const uint32_t aligned =
+        (d.m % tile == 0 ? 1u : 0u) | (d.n % tile == 0 ? 2u : 0u) | (d.k % kCoopBk == 0 ? 4u : 0u);
+    pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode}, [&] {
+      return key_for("matmul_coop.comp", dtype_defines(), {tile, tile, aligned, a_mode, b_mode});
+    });
+    groups = {to_index((d.n + tile - 1) / tile, "tile count"),
+              to_index((d.m + tile - 1) / tile, "tile count"), 1};
+    coop_matmuls_.fetch_add(1, std::memory_order_relaxed);
   } else {
     const TileChoice t = choose_tiles(d.m, d.n, d.k);
     const uint32_t aligned =
