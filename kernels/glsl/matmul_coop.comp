@@ -2,8 +2,9 @@
 // f16 GEMM on cooperative matrices (tensor cores), VK_NV_cooperative_matrix: C (batch, m, n) =
 // A (batch, m, k) x B (batch, k, n), f16 in, f32 sums, f16 out. 256 threads = 8 subgroups of 32
 // as 2 x 4; a workgroup computes a BM x BN tile, each subgroup (BM/2) x (BN/4) of it as 16 x 16
-// fragments. k advances by BK = 32: both tiles are staged in shared memory in units of 8 halves
-// (uvec4), while the next k tile is already being read from global memory into registers.
+// fragments. k advances by BK = 32 through two shared-memory stages (in units of 8 halves,
+// uvec4): while one stage feeds the tensor cores, the next k tile is read from global memory into
+// registers and then stored into the other stage, so each step needs one barrier.
 //
 // How an operand reaches shared memory (A_MODE, B_MODE; chosen by the host from its strides):
 //   0: gathered element by element through its strides (any layout);
@@ -16,6 +17,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "include/common.glsl"
 #include "include/dtype.glsl"
 #include "include/batch.glsl"
@@ -31,6 +33,8 @@ const uint FM = BM / 32u, FN = BN / 64u;  // 16 x 16 fragments per subgroup: row
 const uint SK = BK / 8u + 1u;   // k-contiguous rows (A mode 0/1, B mode 2)
 const uint SM = BM / 8u + 1u;   // m-contiguous rows (A mode 2)
 const uint SN = BN / 8u + 1u;   // n-contiguous rows (B mode 0/1)
+const uint A_STAGE = A_MODE == 2u ? BK * SM : BM * SK;  // uvec4 per stage
+const uint B_STAGE = B_MODE == 2u ? BN * SK : BK * SN;
 const uint A_VECS = BM * BK / 8u, B_VECS = BK * BN / 8u;  // vectors per tile
 const uint A_PER = (A_VECS + WG_SIZE - 1u) / WG_SIZE, B_PER = (B_VECS + WG_SIZE - 1u) / WG_SIZE;
 
@@ -41,9 +45,9 @@ layout(set = 0, binding = 1) readonly buffer B4 { uvec4 b4[]; };
 layout(set = 0, binding = 2) writeonly buffer C { uint16_t c[]; };
 layout(set = 0, binding = 2) writeonly buffer CH { float16_t ch[]; };
 
-shared uvec4 As[A_MODE == 2u ? BK * SM : BM * SK];
-shared uvec4 Bs[B_MODE == 2u ? BN * SK : BK * SN];
-shared float scratch[8u * 256u];  // one 16 x 16 f32 fragment per subgroup (edge tiles)
+// Two stages each. Edge tiles reuse As after the last step: a 16 x 16 f32 fragment per subgroup.
+shared uvec4 As[2u * A_STAGE];
+shared uvec4 Bs[2u * B_STAGE];
 
 uint row0, col0;
 uvec2 base;
@@ -116,53 +120,60 @@ void main() {
   const uint wm = (sg / 4u) * (BM / 2u), wn = (sg % 4u) * (BN / 4u);  // the subgroup's corner
 
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
-  for (uint i = 0u; i < FM; i++)
-    for (uint j = 0u; j < FN; j++) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  [[unroll]] for (uint i = 0u; i < FM; i++)
+    [[unroll]] for (uint j = 0u; j < FN; j++) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   uvec4 ra[A_PER], rb[B_PER];
-  for (uint p = 0u; p < A_PER; p++)
-    if (t + p * WG_SIZE < A_VECS) ra[p] = a_load(t + p * WG_SIZE, 0u);
-  for (uint p = 0u; p < B_PER; p++)
-    if (t + p * WG_SIZE < B_VECS) rb[p] = b_load(t + p * WG_SIZE, 0u);
+  [[unroll]] for (uint p = 0u; p < A_PER; p++)
+    if (t + p * WG_SIZE < A_VECS) As[a_slot(t + p * WG_SIZE)] = a_load(t + p * WG_SIZE, 0u);
+  [[unroll]] for (uint p = 0u; p < B_PER; p++)
+    if (t + p * WG_SIZE < B_VECS) Bs[b_slot(t + p * WG_SIZE)] = b_load(t + p * WG_SIZE, 0u);
+  barrier();
 
+  uint stage = 0u;
   for (uint k0 = 0u; k0 < pc.depth; k0 += BK) {
-    for (uint p = 0u; p < A_PER; p++)
-      if (t + p * WG_SIZE < A_VECS) As[a_slot(t + p * WG_SIZE)] = ra[p];
-    for (uint p = 0u; p < B_PER; p++)
-      if (t + p * WG_SIZE < B_VECS) Bs[b_slot(t + p * WG_SIZE)] = rb[p];
-    barrier();
-    if (k0 + BK < pc.depth) {  // the next tile's loads overlap this tile's products
-      for (uint p = 0u; p < A_PER; p++)
+    const bool more = k0 + BK < pc.depth;
+    if (more) {  // the next tile's loads are in flight during this tile's products
+      [[unroll]] for (uint p = 0u; p < A_PER; p++)
         if (t + p * WG_SIZE < A_VECS) ra[p] = a_load(t + p * WG_SIZE, k0 + BK);
-      for (uint p = 0u; p < B_PER; p++)
+      [[unroll]] for (uint p = 0u; p < B_PER; p++)
         if (t + p * WG_SIZE < B_VECS) rb[p] = b_load(t + p * WG_SIZE, k0 + BK);
     }
-    for (uint kk = 0u; kk < BK; kk += 16u) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
-      for (uint i = 0u; i < FM; i++) {
+    const uint ab = stage * A_STAGE, bb = stage * B_STAGE;
+    [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
+      [[unroll]] for (uint i = 0u; i < FM; i++) {
         const uint r = wm + 16u * i;
         if (A_MODE == 2u)
-          coopMatLoadNV(fa[i], As, kk * SM + r / 8u, SM, true);
+          coopMatLoadNV(fa[i], As, ab + kk * SM + r / 8u, SM, true);
         else
-          coopMatLoadNV(fa[i], As, r * SK + kk / 8u, SK, false);
+          coopMatLoadNV(fa[i], As, ab + r * SK + kk / 8u, SK, false);
       }
-      for (uint j = 0u; j < FN; j++) {
+      [[unroll]] for (uint j = 0u; j < FN; j++) {
         const uint col = wn + 16u * j;
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
         if (B_MODE == 2u)
-          coopMatLoadNV(fb[j], Bs, col * SK + kk / 8u, SK, true);
+          coopMatLoadNV(fb, Bs, bb + col * SK + kk / 8u, SK, true);
         else
-          coopMatLoadNV(fb[j], Bs, kk * SN + col / 8u, SN, false);
+          coopMatLoadNV(fb, Bs, bb + kk * SN + col / 8u, SN, false);
+        [[unroll]] for (uint i = 0u; i < FM; i++) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
       }
-      for (uint i = 0u; i < FM; i++)
-        for (uint j = 0u; j < FN; j++) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+    }
+    if (more) {
+      stage ^= 1u;
+      const uint na = stage * A_STAGE, nb = stage * B_STAGE;
+      [[unroll]] for (uint p = 0u; p < A_PER; p++)
+        if (t + p * WG_SIZE < A_VECS) As[na + a_slot(t + p * WG_SIZE)] = ra[p];
+      [[unroll]] for (uint p = 0u; p < B_PER; p++)
+        if (t + p * WG_SIZE < B_VECS) Bs[nb + b_slot(t + p * WG_SIZE)] = rb[p];
     }
     barrier();
   }
 
   const uint dst = z * pc.rows * pc.cols;
   if (full_m && full_n) {  // whole fragments straight to memory
-    for (uint i = 0u; i < FM; i++)
-      for (uint j = 0u; j < FN; j++) {
+    [[unroll]] for (uint i = 0u; i < FM; i++)
+      [[unroll]] for (uint j = 0u; j < FN; j++) {
         const uint r = row0 + wm + 16u * i, col = col0 + wn + 16u * j;
         const fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h =
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j]);
@@ -170,17 +181,18 @@ void main() {
       }
     return;
   }
-  // Edge tiles: each fragment through the subgroup's scratch, written where it is in range.
-  const uint lane = gl_SubgroupInvocationID;
-  for (uint i = 0u; i < FM; i++)
-    for (uint j = 0u; j < FN; j++) {
-      coopMatStoreNV(acc[i][j], scratch, sg * 256u, 16u, false);
+  // Edge tiles: each fragment through the subgroup's 64 vectors of As (f32 bits; every subgroup
+  // passed the last barrier, so the stages are free), written where it is in range.
+  const uint lane = gl_SubgroupInvocationID, own = sg * 64u;
+  [[unroll]] for (uint i = 0u; i < FM; i++)
+    [[unroll]] for (uint j = 0u; j < FN; j++) {
+      coopMatStoreNV(acc[i][j], As, own, 4u, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       for (uint e = lane; e < 256u; e += 32u) {
         const uint r = row0 + wm + 16u * i + e / 16u, col = col0 + wn + 16u * j + e % 16u;
         if (r < pc.rows && col < pc.cols)
-          c[dst + r * pc.cols + col] = uint16_t(pack_f16(scratch[sg * 256u + e]));
+          c[dst + r * pc.cols + col] = uint16_t(pack_f16(uintBitsToFloat(As[own + e / 4u][e % 4u])));
       }
       subgroupBarrier();
     }

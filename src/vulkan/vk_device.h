@@ -63,6 +63,7 @@ struct VulkanOptions {
   // f16 matmul on cooperative matrices (matmul_coop.comp) where the device has them; off: the
   // SIMT kernel (tests compare the two).
   bool cooperative_matrix = true;
+  uint32_t coop_tile = 0;  // matmul_coop.comp's tile side (64 or 128); 0: chosen by shape
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 

@@ -95,7 +95,11 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
   } else if (dt == DType::F16 && caps().coopmat_f16 && options_.cooperative_matrix) {
     // Tensor cores (matmul_coop.comp): each operand staged by 16-byte vectors where its strides
     // allow, along whichever dim is contiguous; else gathered element by element.
-    const uint32_t tile = d.m >= 512 && d.n >= 512 ? 128u : 64u;
+    const uint32_t tile =
+        options_.coop_tile ? options_.coop_tile : (d.m >= 512 && d.n >= 512 ? 128u : 64u);
+    if (tile != 64 && tile != 128)
+      fail(ErrorKind::Unsupported, "matmul", "the cooperative-matrix tile is 64 or 128, not ",
+           tile);
     const uint32_t a_mode = operand_mode(a_k, a_row, a_off, a_batch, d.k, d.m);
     const uint32_t b_mode = operand_mode(b_col, b_k, b_off, b_batch, d.n, d.k);
     const uint32_t aligned =
