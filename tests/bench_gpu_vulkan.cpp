@@ -89,14 +89,16 @@ TEST(VulkanBench, DISABLED_DeviceInfo) {
   for (int i = 0; i < 5; i++) later.push_back(vk(Device::vulkan(0)).creation_ms());
   const vulkan::DeviceCaps& c = vk(first).caps();
   std::printf(
-      "device: %s | driver %s %s | api %u.%u | subgroup %u (arithmetic %d) | f64 %d i64 %d "
+      "device: %s | driver %s %s | api %u.%u | subgroup %u (arithmetic %d) | shared %u KiB | f64 "
+      "%d "
+      "i64 %d "
       "16-bit %d 8-bit %d "
       "push-descriptor %d | coop matrix: %s (f16 GEMM kernel: %s) | storage range %llu MiB | "
       "device-local %llu MiB\n",
       c.name.c_str(), c.driver_name.c_str(), c.driver_info.c_str(),
       VK_API_VERSION_MAJOR(c.api_version), VK_API_VERSION_MINOR(c.api_version), c.subgroup_size,
-      c.subgroup_arithmetic, c.float64, c.int64, c.storage16, c.storage8, c.push_descriptor,
-      c.cooperative_matrix.empty() ? "none" : c.cooperative_matrix.c_str(),
+      c.subgroup_arithmetic, c.max_shared_memory >> 10, c.float64, c.int64, c.storage16, c.storage8,
+      c.push_descriptor, c.cooperative_matrix.empty() ? "none" : c.cooperative_matrix.c_str(),
       c.coopmat_f16 ? "on" : "off",
       static_cast<unsigned long long>(c.max_storage_buffer_range >> 20),
       static_cast<unsigned long long>(c.device_local_bytes >> 20));

@@ -1,8 +1,8 @@
 #version 450
 // f16 GEMM on cooperative matrices (tensor cores), VK_NV_cooperative_matrix: C (batch, m, n) =
-// A (batch, m, k) x B (batch, k, n), f16 in, f32 sums, f16 out. 256 threads = 8 subgroups of 32
-// as 2 x 4; a workgroup computes a BM x BN tile, each subgroup (BM/2) x (BN/4) of it as 16 x 16
-// fragments. k advances by BK = 32 through two shared-memory stages (in units of 8 halves,
+// A (batch, m, k) x B (batch, k, n), f16 in, f32 sums, f16 out. WG_SIZE threads (128 or 256, a
+// define) = subgroups of 32 as 2 x (WG_SIZE / 64); a workgroup computes a BM x BN tile, each
+// subgroup (BM / 2) x (BN / (WG_SIZE / 64)) of it as 16 x 16 fragments. k advances by BK = 32 through two shared-memory stages (in units of 8 halves,
 // uvec4): while one stage feeds the tensor cores, the next k tile is read from global memory into
 // registers and then stored into the other stage, so each step needs one barrier.
 //
@@ -28,7 +28,9 @@ layout(constant_id = 2) const uint ALIGNED = 0u;
 layout(constant_id = 3) const uint A_MODE = 0u;
 layout(constant_id = 4) const uint B_MODE = 0u;
 const uint BK = 32u;
-const uint FM = BM / 32u, FN = BN / 64u;  // 16 x 16 fragments per subgroup: rows, columns
+const uint WARPS_N = WG_SIZE / 64u;  // subgroups along n (2 along m)
+const uint WM = BM / 2u, WN = BN / WARPS_N;  // a subgroup's part of the tile
+const uint FM = WM / 16u, FN = WN / 16u;     // its 16 x 16 fragments
 // Shared strides in uvec4 units, one vector of padding against bank conflicts.
 const uint SK = BK / 8u + 1u;   // k-contiguous rows (A mode 0/1, B mode 2)
 const uint SM = BM / 8u + 1u;   // m-contiguous rows (A mode 2)
@@ -117,7 +119,7 @@ void main() {
   full_m = (ALIGNED & 1u) != 0u;
   full_n = (ALIGNED & 2u) != 0u;
   full_k = (ALIGNED & 4u) != 0u;
-  const uint wm = (sg / 4u) * (BM / 2u), wn = (sg % 4u) * (BN / 4u);  // the subgroup's corner
+  const uint wm = (sg / WARPS_N) * WM, wn = (sg % WARPS_N) * WN;  // the subgroup's corner
 
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
   [[unroll]] for (uint i = 0u; i < FM; i++)

@@ -63,7 +63,8 @@ struct VulkanOptions {
   // f16 matmul on cooperative matrices (matmul_coop.comp) where the device has them; off: the
   // SIMT kernel (tests compare the two).
   bool cooperative_matrix = true;
-  uint32_t coop_tile = 0;  // matmul_coop.comp's tile side (64 or 128); 0: chosen by shape
+  uint32_t coop_tile = 0;     // matmul_coop.comp's tile side (64 or 128); 0: chosen by shape
+  uint32_t coop_threads = 0;  // its workgroup size (128 or 256); 0: the measured default
   static VulkanOptions from_knobs(const DeviceCaps& caps);
 };
 

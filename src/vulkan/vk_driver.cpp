@@ -249,6 +249,7 @@ void VkDriver::create_device() {
   caps_.max_group_count_x = lim.maxComputeWorkGroupCount[0];
   caps_.max_group_count_z = lim.maxComputeWorkGroupCount[2];
   caps_.subgroup_size = sub.subgroupSize;
+  caps_.max_shared_memory = lim.maxComputeSharedMemorySize;
   caps_.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                               (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);

@@ -44,6 +44,7 @@ struct DeviceCaps {
   uint32_t max_group_count_x = 0;
   uint32_t max_group_count_z = 0;
   uint32_t subgroup_size = 0;
+  uint32_t max_shared_memory = 0;  // bytes of shared memory per workgroup
   bool subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
   uint64_t device_local_bytes = 0;   // the largest device-local heap
 };

@@ -104,8 +104,14 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
     const uint32_t b_mode = operand_mode(b_col, b_k, b_off, b_batch, d.n, d.k);
     const uint32_t aligned =
         (d.m % tile == 0 ? 1u : 0u) | (d.n % tile == 0 ? 2u : 0u) | (d.k % kCoopBk == 0 ? 4u : 0u);
-    pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode}, [&] {
-      return key_for("matmul_coop.comp", dtype_defines(), {tile, tile, aligned, a_mode, b_mode});
+    const uint32_t threads = options_.coop_threads ? options_.coop_threads : 256u;
+    if (threads != 128 && threads != 256)
+      fail(ErrorKind::Unsupported, "matmul",
+           "the cooperative-matrix kernel runs 128 or 256 threads, not ", threads);
+    pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode, threads}, [&] {
+      gpu::Defines defs = dtype_defines();
+      defs.emplace_back("WG_SIZE", std::to_string(threads));
+      return key_for("matmul_coop.comp", std::move(defs), {tile, tile, aligned, a_mode, b_mode});
     });
     groups = {to_index((d.n + tile - 1) / tile, "tile count"),
               to_index((d.m + tile - 1) / tile, "tile count"), 1};
