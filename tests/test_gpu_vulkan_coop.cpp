@@ -53,10 +53,9 @@ Tensor laid_out(const Ref& r, Layout3 how, const Device& dev) {
 }
 
 TEST(VulkanCoopMatmul, EveryStagingModeAndEdgeAgainstFloat64) {
-  const Device dev = vk0();
-  if (!vk(dev).caps().coopmat_f16)
-    GTEST_SKIP() << vk(dev).caps().name << " has no 16x16x16 f16 cooperative matrix "
-                 << "(extensions: " << vk(dev).caps().cooperative_matrix << ")";
+  if (!vk(vk0()).caps().coopmat_f16)
+    GTEST_SKIP() << vk(vk0()).caps().name << " has no 16x16x16 f16 cooperative matrix "
+                 << "(extensions: " << vk(vk0()).caps().cooperative_matrix << ")";
   Rng rng;
   SCOPED_TRACE(rng.seed());
   struct Case {
@@ -73,25 +72,29 @@ TEST(VulkanCoopMatmul, EveryStagingModeAndEdgeAgainstFloat64) {
       {2, 16, 24, 24, false},    // smaller than a tile
   };
   const Layout3 layouts[] = {Layout3::RowMajor, Layout3::Transposed, Layout3::OddStrides};
-  for (const Case& c : cases)
-    for (Layout3 la : layouts)
-      for (Layout3 lb : layouts) {
-        SCOPED_TRACE(::testing::Message()
-                     << "batch " << c.batch << " m " << c.m << " k " << c.k << " n " << c.n
-                     << " layouts " << static_cast<int>(la) << "/" << static_cast<int>(lb));
-        const Ref a = round_ref(random_ref(rng, {c.batch, c.m, c.k}), DType::F16);
-        const Ref b =
-            round_ref(random_ref(rng, {c.broadcast_b ? 1 : c.batch, c.k, c.n}), DType::F16);
-        Tensor tb = laid_out(b, lb, dev);
-        if (c.broadcast_b) tb = tb.broadcast_as(Shape{c.batch, c.k, c.n});
-        const uint64_t before = vk(dev).stats().coop_matmuls;
-        const Tensor got = laid_out(a, la, dev).matmul(tb);
-        EXPECT_EQ(vk(dev).stats().coop_matmuls, before + 1) << "not the cooperative kernel";
-        // f32 sums of k products in [-4, 4] (a few ulps of sqrt(k) * 4 each), then f16 rounding.
-        const double u = std::ldexp(1.0, -24);
-        const Tol tol{static_cast<double>(c.k) * u * 8 + 4 * u, 2 * std::ldexp(1.0, -11)};
-        WICK_EXPECT_CLOSE(got, round_ref(reference_matmul(a, b), DType::F16), tol);
-      }
+  for (uint32_t threads : {128u, 256u}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    const Device dev = private_device([&](vulkan::VulkanOptions& o) { o.coop_threads = threads; });
+    for (const Case& c : cases)
+      for (Layout3 la : layouts)
+        for (Layout3 lb : layouts) {
+          SCOPED_TRACE(::testing::Message()
+                       << "batch " << c.batch << " m " << c.m << " k " << c.k << " n " << c.n
+                       << " layouts " << static_cast<int>(la) << "/" << static_cast<int>(lb));
+          const Ref a = round_ref(random_ref(rng, {c.batch, c.m, c.k}), DType::F16);
+          const Ref b =
+              round_ref(random_ref(rng, {c.broadcast_b ? 1 : c.batch, c.k, c.n}), DType::F16);
+          Tensor tb = laid_out(b, lb, dev);
+          if (c.broadcast_b) tb = tb.broadcast_as(Shape{c.batch, c.k, c.n});
+          const uint64_t before = vk(dev).stats().coop_matmuls;
+          const Tensor got = laid_out(a, la, dev).matmul(tb);
+          EXPECT_EQ(vk(dev).stats().coop_matmuls, before + 1) << "not the cooperative kernel";
+          // f32 sums of k products in [-4, 4] (a few ulps of sqrt(k) * 4 each), then f16 rounding.
+          const double u = std::ldexp(1.0, -24);
+          const Tol tol{static_cast<double>(c.k) * u * 8 + 4 * u, 2 * std::ldexp(1.0, -11)};
+          WICK_EXPECT_CLOSE(got, round_ref(reference_matmul(a, b), DType::F16), tol);
+        }
+  }
 }
 
 TEST(VulkanCoopMatmul, OffGivesTheSimtKernel) {
