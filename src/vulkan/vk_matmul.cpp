@@ -95,19 +95,21 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
   } else if (dt == DType::F16 && caps().coopmat_f16 && options_.cooperative_matrix) {
     // Tensor cores (matmul_coop.comp): each operand staged by 16-byte vectors where its strides
     // allow, along whichever dim is contiguous; else gathered element by element.
-    const uint32_t tile =
-        options_.coop_tile ? options_.coop_tile : (d.m >= 512 && d.n >= 512 ? 128u : 64u);
-    if (tile != 64 && tile != 128)
-      fail(ErrorKind::Unsupported, "matmul", "the cooperative-matrix tile is 64 or 128, not ",
-           tile);
+    // Tile and workgroup by shape (measured on an H200, docs/perf.md): 128 x 128 tiles with 4
+    // subgroups of 64 x 64 once there are a few waves of them, 8 subgroups of 64 x 32 below
+    // that, 64 x 64 tiles for small products.
+    const int64_t tiles128 = ((d.m + 127) / 128) * ((d.n + 127) / 128);
+    uint32_t tile = d.m >= 512 && d.n >= 512 ? 128u : 64u;
+    uint32_t threads = tile == 128 && tiles128 >= 512 ? 128u : 256u;
+    if (options_.coop_tile) tile = options_.coop_tile;
+    if (options_.coop_threads) threads = options_.coop_threads;
+    if ((tile != 64 && tile != 128) || (threads != 128 && threads != 256))
+      fail(ErrorKind::Unsupported, "matmul", "the cooperative-matrix kernel takes tiles of 64 or ",
+           "128 and 128 or 256 threads, not ", tile, " and ", threads);
     const uint32_t a_mode = operand_mode(a_k, a_row, a_off, a_batch, d.k, d.m);
     const uint32_t b_mode = operand_mode(b_col, b_k, b_off, b_batch, d.n, d.k);
     const uint32_t aligned =
         (d.m % tile == 0 ? 1u : 0u) | (d.n % tile == 0 ? 2u : 0u) | (d.k % kCoopBk == 0 ? 4u : 0u);
-    const uint32_t threads = options_.coop_threads ? options_.coop_threads : 256u;
-    if (threads != 128 && threads != 256)
-      fail(ErrorKind::Unsupported, "matmul",
-           "the cooperative-matrix kernel runs 128 or 256 threads, not ", threads);
     pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode, threads}, [&] {
       gpu::Defines defs = dtype_defines();
       defs.emplace_back("WG_SIZE", std::to_string(threads));
