@@ -16,15 +16,54 @@ namespace {
 
 constexpr size_t kBatchRank = 3;  // BATCH_RANK in include/batch.glsl
 
-// The tile table: data, not code. First row whose conditions hold wins.
+// The tile table: data, not code. The first row whose conditions hold wins. Every tile runs 256
+// threads, (bm / 16) x (bn / 16) outputs each, and two shared stages of (bm + bn + 8) x bk
+// elements: at most 17.4 KiB in these rows (lavapipe allows 32). 64-bit dtypes stop at 4 x 4
+// per thread (registers). The big tile needs workgroups enough to fill a large GPU (132 SMs on
+// an H200, two workgroups each), so it asks for a number of tiles over the whole batch.
 struct TileChoice {
   uint32_t bm, bn, bk;
 };
-TileChoice choose_tiles(int64_t m, int64_t n, int64_t /*k*/) {
-  // Large outputs: 64 x 64 tiles (4 x 4 per thread). Smaller ones: 32 x 32 (2 x 2), so enough
-  // workgroups exist to fill the device.
-  if (m >= 128 && n >= 128) return {64, 64, 16};
+struct TileRow {
+  bool wide;          // for 64-bit dtypes (f64, i64): twice the registers and shared memory
+  int64_t min_mn;     // m and n at least this
+  int64_t min_tiles;  // at least this many bm x bn tiles over the whole batch
+  TileChoice tile;
+};
+constexpr TileRow kTileTable[] = {
+    {false, 128, 128, {128, 128, 8}},  // 8 x 8 per thread
+    {false, 128, 0, {64, 64, 16}},     // 4 x 4
+    {false, 0, 0, {32, 32, 16}},       // 2 x 2
+    {true, 128, 0, {64, 64, 8}},       // 4 x 4
+    {true, 0, 0, {32, 32, 16}},        // 2 x 2
+};
+
+TileChoice choose_tiles(int64_t m, int64_t n, int64_t batch, DType dt) {
+  const bool wide = dtype_size(dt) == 8;
+  for (const TileRow& row : kTileTable) {
+    const int64_t tiles =
+        (m + row.tile.bm - 1) / row.tile.bm * ((n + row.tile.bn - 1) / row.tile.bn) * batch;
+    if (row.wide == wide && m >= row.min_mn && n >= row.min_mn && tiles >= row.min_tiles)
+      return row.tile;
+  }
   return {32, 32, 16};
+}
+
+// How matmul.comp fetches an operand's k-tile (LOADS): 0 scalar, k fastest; 1 scalar, the outer
+// dim (m of A, n of B) fastest; 2 vec4 along k; 3 vec4 along the outer dim. vec4 needs that dim
+// contiguous and its length, the offset and every other stride multiples of 4, so that a vec4 is
+// aligned and lies wholly inside or outside the operand.
+uint32_t load_mode(int64_t stride_k, int64_t stride_outer, int64_t k, int64_t outer, int64_t offset,
+                   const std::vector<int64_t>& batch_strides) {
+  const auto all4 = [&](std::initializer_list<int64_t> vs) {
+    bool ok = offset % 4 == 0;
+    for (int64_t v : vs) ok = ok && v % 4 == 0;
+    for (int64_t v : batch_strides) ok = ok && v % 4 == 0;
+    return ok;
+  };
+  if (stride_k == 1 && all4({k, stride_outer})) return 2;
+  if (stride_outer == 1 && all4({outer, stride_k})) return 3;
+  return stride_outer == 1 && stride_k != 1 ? 1 : 0;
 }
 
 // How matmul_coop.comp stages an operand (its A_MODE / B_MODE): 1 by 16-byte vectors along
@@ -119,12 +158,16 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
               to_index((d.m + tile - 1) / tile, "tile count"), 1};
     coop_matmuls_.fetch_add(1, std::memory_order_relaxed);
   } else {
-    const TileChoice t = choose_tiles(d.m, d.n, d.k);
+    const TileChoice t = choose_tiles(d.m, d.n, d.batch, dt);
     const uint32_t aligned =
         (d.m % t.bm == 0 ? 1u : 0u) | (d.n % t.bn == 0 ? 2u : 0u) | (d.k % t.bk == 0 ? 4u : 0u);
-    pipeline =
-        &kernel(KernelFamily::Matmul, {t.bm, t.bn, t.bk, aligned, static_cast<uint32_t>(dt)}, [&] {
-          return key_for("matmul.comp", dtype_defines(), {t.bm, t.bn, t.bk, aligned});
+    // Small tiles keep one fetch order: fewer pipelines to build (lavapipe's CI builds them all).
+    const uint32_t loads = t.bm < 64 ? 0u
+                                     : load_mode(a_k, a_row, d.k, d.m, a_off, a_batch) |
+                                           load_mode(b_k, b_col, d.k, d.n, b_off, b_batch) << 2;
+    pipeline = &kernel(
+        KernelFamily::Matmul, {t.bm, t.bn, t.bk, aligned, loads, static_cast<uint32_t>(dt)}, [&] {
+          return key_for("matmul.comp", dtype_defines(), {t.bm, t.bn, t.bk, aligned, loads});
         });
     groups = {to_index((d.n + t.bn - 1) / t.bn, "tile count"),
               to_index((d.m + t.bm - 1) / t.bm, "tile count"), 1};

@@ -240,6 +240,47 @@ TEST_P(Matmul, ManyBatchesAndLargeMatrices) {
   check_matmul(dev, a, b, DType::F64, Variant::Contiguous, Variant::Narrowed);
 }
 
+// Products big enough for the Vulkan table's large tiles (vk_matmul.cpp: 128 x 128 for 32-bit
+// dtypes once there are 128 such tiles over the batch, else 64 x 64; 64 x 64 for f64): k not a
+// multiple of the k-tile; m and n odd (scalar fetches, every bound checked), multiples of 4 (vec4
+// fetches where a dim is contiguous; the right operand broadcast over the batch) or multiples of
+// every tile (no bound checks). f32 runs every layout on each side; the other dtypes the two orders
+// that give each operand vec4 fetches along k and along m or n. Each (tile, fetch modes, dtype) is
+// a pipeline to build, a third of a second on lavapipe: hence not every dtype x layout x layout.
+TEST_P(Matmul, LargeTiles) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  const std::pair<Shape, Shape> odd{{32, 131, 37}, {32, 37, 129}}, by4{{32, 132, 36}, {36, 260}},
+      exact{{32, 256, 24}, {32, 24, 256}};
+  std::vector<std::pair<Variant, Variant>> every;  // each layout once on each side
+  for (size_t i = 0; i < std::size(kAllVariants); i++)
+    every.emplace_back(kAllVariants[i], kAllVariants[(i + 1) % std::size(kAllVariants)]);
+  const std::vector<std::pair<Variant, Variant>> crossed = {
+      {Variant::Contiguous, Variant::Transposed}, {Variant::Transposed, Variant::Contiguous}};
+  auto run = [&](DType dt, const std::pair<Shape, Shape>& shapes,
+                 const std::vector<std::pair<Variant, Variant>>& layouts) {
+    const auto& [sa, sb] = shapes;
+    SCOPED_TRACE(std::string(dtype_name(dt)) + " a=" + sa.str() + " b=" + sb.str());
+    const Ref a = round_ref(random_values(rng, sa, dt), dt);
+    const Ref b = round_ref(random_values(rng, sb, dt), dt);
+    const Ref want = round_ref(ref_matmul(a, b), dt);  // once: the slow part on a CPU
+    for (const auto& [va, vb] : layouts) {
+      SCOPED_TRACE(std::string(variant_name(va)) + " x " + variant_name(vb));
+      WICK_EXPECT_CLOSE(make_tensor(a, dt, dev, va).matmul(make_tensor(b, dt, dev, vb)), want,
+                        matmul_tol(dt, sa.dims().back()));
+    }
+  };
+  run(DType::F32, odd, every);
+  run(DType::F32, by4, every);
+  run(DType::F32, exact, crossed);
+  run(DType::F32, {{2, 132, 36}, {2, 36, 260}}, crossed);  // too few 128-tiles: 64 x 64, k-tile 16
+  for (DType dt : {DType::F16, DType::BF16, DType::F64}) run(dt, by4, crossed);
+  // Integers: vec4 fetches along k of 8-bit and 64-bit words (k = 24 keeps u8 sums below 256).
+  run(DType::U8, exact, {crossed[0]});
+  run(DType::I64, by4, {crossed[0]});
+}
+
 // Integer matmul wraps modulo 2^bits of the dtype; the reference is exact integer arithmetic.
 TEST_P(Matmul, IntegerWraps) {
   Rng rng;

@@ -31,11 +31,31 @@
 #define W_u32 uint
 #define W_i64 int64_t
 
+// Four elements as one vector: STORAGE4_T in a buffer (vectorized loads), COMPUTE4_T in
+// registers and shared memory; LOAD4 converts the one to the other.
+#define T4_f32 vec4
+#define T4_f16 u16vec4
+#define T4_bf16 u16vec4
+#define T4_f64 dvec4
+#define T4_u8 u8vec4
+#define T4_u32 uvec4
+#define T4_i64 i64vec4
+#define C4_f32 vec4
+#define C4_f16 vec4
+#define C4_bf16 vec4
+#define C4_f64 dvec4
+#define C4_u8 uvec4
+#define C4_u32 uvec4
+#define C4_i64 i64vec4
+
 #define STORAGE_T(D) CAT(T_, D)
 #define COMPUTE_T(D) CAT(C_, D)
 #define LOAD(D, v) CAT(load_, D)(CAT(W_, D)(v))
 #define PACK(D, v) STORAGE_T(D)(CAT(pack_, D)(v))
 #define CONVERT(D, v) STORAGE_T(D)(CAT(to_, D)(v))
+#define STORAGE4_T(D) CAT(T4_, D)
+#define COMPUTE4_T(D) CAT(C4_, D)
+#define LOAD4(D, v) COMPUTE4_T(D)(LOAD(D, (v).x), LOAD(D, (v).y), LOAD(D, (v).z), LOAD(D, (v).w))
 // The same, widened (for values a function returns or keeps in a local): store with STORE_W.
 #define WIDE_T(D) CAT(W_, D)
 #define PACK_W(D, v) CAT(pack_, D)(v)
