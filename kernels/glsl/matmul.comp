@@ -43,7 +43,7 @@ CT acc[8][8];
 CT4 ra[2], rb[2];
 
 bool vec_mode(uint mode) { return mode >= K_VEC; }
-// Elements of an operand's k-tile (outer x BK) per fetch, and fetches per thread.
+// Fetches (scalars or vec4s) in an operand's k-tile of outer x BK elements, and per thread.
 uint fetch_total(uint mode, uint outer) { return outer * BK / (vec_mode(mode) ? 4u : 1u); }
 uint fetch_count(uint mode, uint outer) {
   return (fetch_total(mode, outer) + WG_SIZE - 1u) / WG_SIZE;
