@@ -474,6 +474,7 @@ gpu::Allocation VkDriver::allocate(size_t bytes, gpu::MemoryKind kind) {
 
 void VkDriver::free(const gpu::Allocation& a) {
   std::unique_ptr<BufferObj> obj(&buffer_of(a.handle));
+  free_count_.fetch_add(1, std::memory_order_release);
   if (exiting()) return;
   vkDestroyBuffer(device_, obj->buffer, nullptr);
   vkFreeMemory(device_, obj->memory, nullptr);  // unmaps too
@@ -579,6 +580,8 @@ VkDriver::CmdList& VkDriver::current() {
   check(vkBeginCommandBuffer(list->cb, &bi), "vkBeginCommandBuffer");
   open_ = list;
   bound_ = VK_NULL_HANDLE;
+  pushed_valid_ = false;
+  pushed_words_n_ = 0;
   return *list;
 }
 
@@ -616,26 +619,43 @@ void VkDriver::record_dispatch(const gpu::Dispatch& d) {
     vkCmdBindPipeline(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     bound_ = pipeline;
   }
-  VkDescriptorBufferInfo infos[gpu::kMaxBindings];
-  for (size_t i = 0; i < d.buffers.size(); i++)
-    infos[i] = {buffer_of(d.buffers[i].handle).buffer, 0, VK_WHOLE_SIZE};
-  auto write = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-  write.dstBinding = 0;
-  write.descriptorCount = static_cast<uint32_t>(d.buffers.size());
-  write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  write.pBufferInfo = infos;
-  if (push_descriptor_set_) {
-    push_descriptor_set_(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1, &write);
-  } else {
-    write.dstSet = allocate_set(list);
-    vkUpdateDescriptorSets(device_, 1, &write, 0, nullptr);
-    vkCmdBindDescriptorSets(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1,
-                            &write.dstSet, 0, nullptr);
+  const size_t n = d.buffers.size();
+  std::array<VkBuffer, gpu::kMaxBindings> buffers;
+  for (size_t i = 0; i < n; i++) buffers[i] = buffer_of(d.buffers[i].handle).buffer;
+  const uint64_t freed = free_count_.load(std::memory_order_acquire);
+  if (!pushed_valid_ || pushed_count_ != n || pushed_at_free_count_ != freed ||
+      !std::equal(buffers.begin(), buffers.begin() + n, pushed_buffers_.begin())) {
+    VkDescriptorBufferInfo infos[gpu::kMaxBindings];
+    for (size_t i = 0; i < n; i++) infos[i] = {buffers[i], 0, VK_WHOLE_SIZE};
+    auto write = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    write.dstBinding = 0;
+    write.descriptorCount = static_cast<uint32_t>(n);
+    write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    write.pBufferInfo = infos;
+    if (push_descriptor_set_) {
+      push_descriptor_set_(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1,
+                           &write);
+    } else {
+      write.dstSet = allocate_set(list);
+      vkUpdateDescriptorSets(device_, 1, &write, 0, nullptr);
+      vkCmdBindDescriptorSets(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1,
+                              &write.dstSet, 0, nullptr);
+    }
+    pushed_valid_ = true;
+    pushed_count_ = n;
+    pushed_at_free_count_ = freed;
+    std::copy(buffers.begin(), buffers.begin() + n, pushed_buffers_.begin());
   }
-  if (!d.push_constants.empty())
+  const size_t words = d.push_constants.size();
+  if (words != 0 &&
+      (words != pushed_words_n_ ||
+       !std::equal(d.push_constants.begin(), d.push_constants.end(), pushed_words_.begin()))) {
     vkCmdPushConstants(list.cb, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        static_cast<uint32_t>(d.push_constants.size_bytes()),
                        d.push_constants.data());
+    pushed_words_n_ = words;
+    std::copy(d.push_constants.begin(), d.push_constants.end(), pushed_words_.begin());
+  }
   vkCmdDispatch(list.cb, d.groups[0], d.groups[1], d.groups[2]);
 }
 

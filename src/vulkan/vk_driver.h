@@ -122,6 +122,17 @@ class VkDriver final : public gpu::Driver {
   std::vector<std::unique_ptr<CmdList>> lists_;
   CmdList* open_ = nullptr;
   VkPipeline bound_ = VK_NULL_HANDLE;
+  // What the open command buffer last pushed (every pipeline shares one layout, so both persist
+  // across binds): a dispatch with the same buffers or the same constants skips that call, one
+  // driver call of four per op in a run of same-shaped ops. A freed buffer may hand its VkBuffer
+  // value to a new one, so the buffer cache holds only while no buffer was freed since.
+  bool pushed_valid_ = false;
+  size_t pushed_count_ = 0;
+  std::array<VkBuffer, gpu::kMaxBindings> pushed_buffers_{};
+  uint64_t pushed_at_free_count_ = 0;
+  std::atomic<uint64_t> free_count_{0};
+  size_t pushed_words_n_ = 0;  // 0: nothing pushed in this command buffer
+  std::array<uint32_t, gpu::kMaxPushConstantBytes / 4> pushed_words_{};
 };
 
 }  // namespace wick::vulkan
