@@ -18,9 +18,10 @@ constexpr size_t kBatchRank = 3;  // BATCH_RANK in include/batch.glsl
 
 // The tile table: data, not code. The first row whose conditions hold wins. Every tile runs 256
 // threads, (bm / 16) x (bn / 16) outputs each, and two shared stages of (bm + bn + 8) x bk
-// elements: at most 17.4 KiB in these rows (lavapipe allows 32). 64-bit dtypes stop at 4 x 4
-// per thread (registers). The big tile needs workgroups enough to fill a large GPU (132 SMs on
-// an H200, two workgroups each), so it asks for a number of tiles over the whole batch.
+// elements, which must fit the device's shared memory (lavapipe: 32 KiB, so not the first row;
+// an H200: 48). 64-bit dtypes stop at 4 x 4 per thread (registers). The big tile needs
+// workgroups enough to fill a large GPU (132 SMs on an H200, two workgroups each), so it asks
+// for a number of tiles over the whole batch.
 struct TileChoice {
   uint32_t bm, bn, bk;
 };
@@ -31,20 +32,23 @@ struct TileRow {
   TileChoice tile;
 };
 constexpr TileRow kTileTable[] = {
-    {false, 128, 128, {128, 128, 8}},  // 8 x 8 per thread
-    {false, 128, 0, {64, 64, 16}},     // 4 x 4
-    {false, 0, 0, {32, 32, 16}},       // 2 x 2
-    {true, 128, 0, {64, 64, 8}},       // 4 x 4
-    {true, 0, 0, {32, 32, 16}},        // 2 x 2
+    {false, 128, 128, {128, 128, 16}},  // 8 x 8 per thread, half the barriers per k
+    {false, 128, 128, {128, 128, 8}},   // 8 x 8
+    {false, 128, 0, {64, 64, 16}},      // 4 x 4
+    {false, 0, 0, {32, 32, 16}},        // 2 x 2
+    {true, 128, 0, {64, 64, 8}},        // 4 x 4
+    {true, 0, 0, {32, 32, 16}},         // 2 x 2
 };
 
-TileChoice choose_tiles(int64_t m, int64_t n, int64_t batch, DType dt) {
+TileChoice choose_tiles(int64_t m, int64_t n, int64_t batch, DType dt, uint32_t shared_bytes) {
   const bool wide = dtype_size(dt) == 8;
   for (const TileRow& row : kTileTable) {
-    const int64_t tiles =
-        (m + row.tile.bm - 1) / row.tile.bm * ((n + row.tile.bn - 1) / row.tile.bn) * batch;
-    if (row.wide == wide && m >= row.min_mn && n >= row.min_mn && tiles >= row.min_tiles)
-      return row.tile;
+    const TileChoice& t = row.tile;
+    const int64_t tiles = (m + t.bm - 1) / t.bm * ((n + t.bn - 1) / t.bn) * batch;
+    const uint64_t shared = 2ull * t.bk * (t.bm + t.bn + 8) * (wide ? 8 : 4);
+    if (row.wide == wide && m >= row.min_mn && n >= row.min_mn && tiles >= row.min_tiles &&
+        shared <= shared_bytes)
+      return t;
   }
   return {32, 32, 16};
 }
@@ -158,7 +162,7 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
               to_index((d.m + tile - 1) / tile, "tile count"), 1};
     coop_matmuls_.fetch_add(1, std::memory_order_relaxed);
   } else {
-    const TileChoice t = choose_tiles(d.m, d.n, d.batch, dt);
+    const TileChoice t = choose_tiles(d.m, d.n, d.batch, dt, caps().max_shared_memory);
     const uint32_t aligned =
         (d.m % t.bm == 0 ? 1u : 0u) | (d.n % t.bn == 0 ? 2u : 0u) | (d.k % t.bk == 0 ? 4u : 0u);
     // Small tiles keep one fetch order: fewer pipelines to build (lavapipe's CI builds them all).
