@@ -6,23 +6,17 @@
 // uvec4): while one stage feeds the tensor cores, the next k tile is read from global memory into
 // registers and then stored into the other stage, so each step needs one barrier.
 //
-// Shared memory holds both tiles k-major — A as As[k][m], read as column-major fragments, B as
-// Bs[k][n], read as row-major ones: the orientations NVIDIA's implementation loads fastest (A
-// row-major or B column-major fragments ran at ~0.6-0.8x). How an operand arrives (A_MODE,
-// B_MODE; chosen by the host from its strides):
-//   0: gathered element by element through its strides (any layout), 8 along k for A, along n
-//      for B;
+// How an operand reaches shared memory (A_MODE, B_MODE; chosen by the host from its strides):
+//   0: gathered element by element through its strides (any layout);
 //   1: 16-byte vectors along k for A, along n for B (rows contiguous, 8-aligned);
-//   2: 16-byte vectors along m for A, along k for B (the transposed layouts).
-// A vector along k (A modes 0 and 1, B mode 2) is transposed on its way in: the lanes holding two
-// neighbouring rows (4 apart in the subgroup) swap halves and each stores 4 words of row pairs.
+//   2: 16-byte vectors along m for A, along k for B (the transposed layouts), kept in that
+//      orientation and read as column-major fragments.
 // ALIGNED (bit 0: m % BM == 0, bit 1: n % BN, bit 2: k % BK) drops bound checks; vector modes
 // need the vector's dimension to be a multiple of 8, so a vector is wholly in range or out.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #include "include/common.glsl"
 #include "include/dtype.glsl"
@@ -37,9 +31,12 @@ const uint BK = 32u;
 const uint WARPS_N = WG_SIZE / 64u;  // subgroups along n (2 along m)
 const uint WM = BM / 2u, WN = BN / WARPS_N;  // a subgroup's part of the tile
 const uint FM = WM / 16u, FN = WN / 16u;     // its 16 x 16 fragments
-// Shared row strides (one k) in uvec4 units, one vector of padding against bank conflicts.
-const uint SM = BM / 8u + 1u, SN = BN / 8u + 1u;
-const uint A_STAGE = BK * SM, B_STAGE = BK * SN;  // uvec4 per stage
+// Shared strides in uvec4 units, one vector of padding against bank conflicts.
+const uint SK = BK / 8u + 1u;   // k-contiguous rows (A mode 0/1, B mode 2)
+const uint SM = BM / 8u + 1u;   // m-contiguous rows (A mode 2)
+const uint SN = BN / 8u + 1u;   // n-contiguous rows (B mode 0/1)
+const uint A_STAGE = A_MODE == 2u ? BK * SM : BM * SK;  // uvec4 per stage
+const uint B_STAGE = B_MODE == 2u ? BN * SK : BK * SN;
 const uint A_VECS = BM * BK / 8u, B_VECS = BK * BN / 8u;  // vectors per tile
 const uint A_PER = (A_VECS + WG_SIZE - 1u) / WG_SIZE, B_PER = (B_VECS + WG_SIZE - 1u) / WG_SIZE;
 
@@ -51,7 +48,7 @@ layout(set = 0, binding = 2) writeonly buffer C { uint16_t c[]; };
 layout(set = 0, binding = 2) writeonly buffer CH { float16_t ch[]; };
 
 // Two stages each. Edge tiles reuse As after the last step: a 16 x 16 f32 fragment per subgroup.
-shared uvec4 As[2u * A_STAGE];  // at least 8 x 64 vectors: BK * SM >= 32 * 9
+shared uvec4 As[2u * A_STAGE];
 shared uvec4 Bs[2u * B_STAGE];
 
 uint row0, col0;
@@ -60,40 +57,15 @@ bool full_m, full_n, full_k;
 
 uint pack2(uint lo, uint hi) { return lo | (hi << 16); }
 
-// Stores vector v of a tile into stage array `arr` at `at` (uvec4 units). A vector along k (8 k
-// of row `o`, from k index kk0) is transposed: lanes 4 apart hold rows o and o + 1 (v = o * 4 +
-// k / 8, BK = 32), the even one stores k = kk0..kk0+3 and the odd one kk0+4..kk0+7, each as words of
-// (row o, row o + 1) at stride S per k. Every lane of the subgroup must take part.
-#define PUT_ALONG_K(arr, at, S, o, kk0, vec)                                                     \
-  {                                                                                              \
-    const uvec4 v_ = (vec);                                                                      \
-    const bool odd_ = (o & 1u) != 0u;                                                            \
-    const uvec2 recv_ = subgroupShuffleXor(odd_ ? v_.xy : v_.zw, 4u);                            \
-    const uvec2 lo_ = odd_ ? recv_ : v_.xy, hi_ = odd_ ? v_.zw : recv_;                          \
-    const uint row_ = (kk0) + (odd_ ? 4u : 0u), word_ = (o) / 2u;                                \
-    const uint w_[4] = uint[4]((lo_.x & 0xffffu) | (hi_.x << 16), (lo_.x >> 16) | (hi_.x & 0xffff0000u), \
-                               (lo_.y & 0xffffu) | (hi_.y << 16), (lo_.y >> 16) | (hi_.y & 0xffff0000u)); \
-    [[unroll]] for (uint r_ = 0u; r_ < 4u; r_++)                                                 \
-      arr[(at) + (row_ + r_) * (S) + word_ / 4u][word_ % 4u] = w_[r_];                           \
-  }
-
-void a_put(uint at, uint v, uvec4 vec) {
+// Vector v of the A tile at k0: where it lives in shared memory, and its 8 halves.
+uint a_slot(uint v) {
   if (A_MODE == 2u) {  // v = kk * (BM / 8) + i8: 8 rows at one k
-    As[at + (v / (BM / 8u)) * SM + v % (BM / 8u)] = vec;
-  } else {
-    const uint o = v / (BK / 8u), kk0 = (v % (BK / 8u)) * 8u;
-    PUT_ALONG_K(As, at, SM, o, kk0, vec);
+    const uint kk = v / (BM / 8u), i8 = v % (BM / 8u);
+    return kk * SM + i8;
   }
+  const uint i = v / (BK / 8u), k8 = v % (BK / 8u);  // one row, 8 k
+  return i * SK + k8;
 }
-void b_put(uint at, uint v, uvec4 vec) {
-  if (B_MODE == 2u) {  // v = j * (BK / 8) + k8: one column, 8 k
-    const uint o = v / (BK / 8u), kk0 = (v % (BK / 8u)) * 8u;
-    PUT_ALONG_K(Bs, at, SN, o, kk0, vec);
-  } else {  // v = kk * (BN / 8) + j8: one k, 8 columns
-    Bs[at + (v / (BN / 8u)) * SN + v % (BN / 8u)] = vec;
-  }
-}
-
 uvec4 a_load(uint v, uint k0) {
   if (A_MODE == 2u) {
     const uint kk = v / (BM / 8u), i = (v % (BM / 8u)) * 8u, r = row0 + i, k = k0 + kk;
@@ -112,6 +84,14 @@ uvec4 a_load(uint v, uint k0) {
   return uvec4(pack2(h[0], h[1]), pack2(h[2], h[3]), pack2(h[4], h[5]), pack2(h[6], h[7]));
 }
 
+uint b_slot(uint v) {
+  if (B_MODE == 2u) {  // v = j * (BK / 8) + k8: one column, 8 k
+    const uint j = v / (BK / 8u), k8 = v % (BK / 8u);
+    return j * SK + k8;
+  }
+  const uint kk = v / (BN / 8u), j8 = v % (BN / 8u);  // one k, 8 columns
+  return kk * SN + j8;
+}
 uvec4 b_load(uint v, uint k0) {
   if (B_MODE == 2u) {
     const uint j = v / (BK / 8u), kk = (v % (BK / 8u)) * 8u, col = col0 + j, k = k0 + kk;
@@ -147,9 +127,9 @@ void main() {
 
   uvec4 ra[A_PER], rb[B_PER];
   [[unroll]] for (uint p = 0u; p < A_PER; p++)
-    if (t + p * WG_SIZE < A_VECS) a_put(0u, t + p * WG_SIZE, a_load(t + p * WG_SIZE, 0u));
+    if (t + p * WG_SIZE < A_VECS) As[a_slot(t + p * WG_SIZE)] = a_load(t + p * WG_SIZE, 0u);
   [[unroll]] for (uint p = 0u; p < B_PER; p++)
-    if (t + p * WG_SIZE < B_VECS) b_put(0u, t + p * WG_SIZE, b_load(t + p * WG_SIZE, 0u));
+    if (t + p * WG_SIZE < B_VECS) Bs[b_slot(t + p * WG_SIZE)] = b_load(t + p * WG_SIZE, 0u);
   barrier();
 
   uint stage = 0u;
@@ -166,12 +146,18 @@ void main() {
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
       [[unroll]] for (uint i = 0u; i < FM; i++) {
         const uint r = wm + 16u * i;
-        coopMatLoadNV(fa[i], As, ab + kk * SM + r / 8u, SM, true);
+        if (A_MODE == 2u)
+          coopMatLoadNV(fa[i], As, ab + kk * SM + r / 8u, SM, true);
+        else
+          coopMatLoadNV(fa[i], As, ab + r * SK + kk / 8u, SK, false);
       }
       [[unroll]] for (uint j = 0u; j < FN; j++) {
         const uint col = wn + 16u * j;
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
-        coopMatLoadNV(fb, Bs, bb + kk * SN + col / 8u, SN, false);
+        if (B_MODE == 2u)
+          coopMatLoadNV(fb, Bs, bb + col * SK + kk / 8u, SK, true);
+        else
+          coopMatLoadNV(fb, Bs, bb + kk * SN + col / 8u, SN, false);
         [[unroll]] for (uint i = 0u; i < FM; i++) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
       }
     }
@@ -179,9 +165,9 @@ void main() {
       stage ^= 1u;
       const uint na = stage * A_STAGE, nb = stage * B_STAGE;
       [[unroll]] for (uint p = 0u; p < A_PER; p++)
-        if (t + p * WG_SIZE < A_VECS) a_put(na, t + p * WG_SIZE, ra[p]);
+        if (t + p * WG_SIZE < A_VECS) As[na + a_slot(t + p * WG_SIZE)] = ra[p];
       [[unroll]] for (uint p = 0u; p < B_PER; p++)
-        if (t + p * WG_SIZE < B_VECS) b_put(nb, t + p * WG_SIZE, rb[p]);
+        if (t + p * WG_SIZE < B_VECS) Bs[nb + b_slot(t + p * WG_SIZE)] = rb[p];
     }
     barrier();
   }
