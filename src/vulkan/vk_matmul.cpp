@@ -53,34 +53,33 @@ TileChoice choose_tiles(int64_t m, int64_t n, int64_t batch, DType dt, uint32_t 
   return {32, 32, 16};
 }
 
+// Whether an operand can be read by vectors of `width` elements along one of its matrix dims:
+// stride 1 along it, and its length there, the other stride, the offset and every batch stride
+// multiples of `width`, so that each vector is aligned and lies wholly inside or outside.
+bool vectors_fit(int64_t width, int64_t stride_along, int64_t len_along, int64_t stride_other,
+                 int64_t offset, const std::vector<int64_t>& batch_strides) {
+  auto fits = [width](int64_t v) { return v % width == 0; };
+  return stride_along == 1 && fits(len_along) && fits(stride_other) && fits(offset) &&
+         std::all_of(batch_strides.begin(), batch_strides.end(), fits);
+}
+
 // How matmul.comp fetches an operand's k-tile (LOADS): 0 scalar, k fastest; 1 scalar, the outer
-// dim (m of A, n of B) fastest; 2 vec4 along k; 3 vec4 along the outer dim. vec4 needs that dim
-// contiguous and its length, the offset and every other stride multiples of 4, so that a vec4 is
-// aligned and lies wholly inside or outside the operand.
+// dim (m of A, n of B) fastest; 2 vec4 along k; 3 vec4 along the outer dim.
 uint32_t load_mode(int64_t stride_k, int64_t stride_outer, int64_t k, int64_t outer, int64_t offset,
                    const std::vector<int64_t>& batch_strides) {
-  const auto all4 = [&](std::initializer_list<int64_t> vs) {
-    bool ok = offset % 4 == 0;
-    for (int64_t v : vs) ok = ok && v % 4 == 0;
-    for (int64_t v : batch_strides) ok = ok && v % 4 == 0;
-    return ok;
-  };
-  if (stride_k == 1 && all4({k, stride_outer})) return 2;
-  if (stride_outer == 1 && all4({outer, stride_k})) return 3;
+  if (vectors_fit(4, stride_k, k, stride_outer, offset, batch_strides)) return 2;
+  if (vectors_fit(4, stride_outer, outer, stride_k, offset, batch_strides)) return 3;
   return stride_outer == 1 && stride_k != 1 ? 1 : 0;
 }
 
-// How matmul_coop.comp stages an operand (its A_MODE / B_MODE): 1 by 16-byte vectors along
-// `first` (stride 1 there; the other stride, the offset, the batch strides and the dim's length
-// multiples of 8 halves), 2 the same along `second`, 0 element by element.
+// How matmul_coop.comp stages an operand (its A_MODE / B_MODE): 1 by 16-byte vectors (8 halves)
+// along `first`, 2 along `second`, 0 element by element.
 constexpr int64_t kCoopBk = 32;  // BK in matmul_coop.comp
 uint32_t operand_mode(int64_t first_stride, int64_t second_stride, int64_t offset,
                       const std::vector<int64_t>& batch_strides, int64_t first_len,
                       int64_t second_len) {
-  auto by8 = [](int64_t v) { return v % 8 == 0; };
-  if (!by8(offset) || !std::all_of(batch_strides.begin(), batch_strides.end(), by8)) return 0;
-  if (first_stride == 1 && by8(second_stride) && by8(first_len)) return 1;
-  if (second_stride == 1 && by8(first_stride) && by8(second_len)) return 2;
+  if (vectors_fit(8, first_stride, first_len, second_stride, offset, batch_strides)) return 1;
+  if (vectors_fit(8, second_stride, second_len, first_stride, offset, batch_strides)) return 2;
   return 0;
 }
 
