@@ -74,7 +74,6 @@ uint32_t load_mode(int64_t stride_k, int64_t stride_outer, int64_t k, int64_t ou
 
 // How matmul_coop.comp stages an operand (its A_MODE / B_MODE): 1 by 16-byte vectors (8 halves)
 // along `first`, 2 along `second`, 0 element by element.
-constexpr int64_t kCoopBk = 32;  // BK in matmul_coop.comp
 uint32_t operand_mode(int64_t first_stride, int64_t second_stride, int64_t offset,
                       const std::vector<int64_t>& batch_strides, int64_t first_len,
                       int64_t second_len) {
@@ -150,12 +149,17 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
            "128 and 128 or 256 threads, not ", tile, " and ", threads);
     const uint32_t a_mode = operand_mode(a_k, a_row, a_off, a_batch, d.k, d.m);
     const uint32_t b_mode = operand_mode(b_col, b_k, b_off, b_batch, d.n, d.k);
+    // k step 64 (one shared stage) where an operand arrives by vectors along k: its rows are
+    // then read 128 bytes at a time instead of 64 (measured on the H200: +10-30%); 32 (two
+    // stages) otherwise, which is faster there.
+    const uint32_t bk = a_mode == 1 || b_mode == 2 ? 64u : 32u;
     const uint32_t aligned =
-        (d.m % tile == 0 ? 1u : 0u) | (d.n % tile == 0 ? 2u : 0u) | (d.k % kCoopBk == 0 ? 4u : 0u);
-    pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode, threads}, [&] {
+        (d.m % tile == 0 ? 1u : 0u) | (d.n % tile == 0 ? 2u : 0u) | (d.k % bk == 0 ? 4u : 0u);
+    pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode, threads, bk}, [&] {
       gpu::Defines defs = dtype_defines();
       defs.emplace_back("WG_SIZE", std::to_string(threads));
-      return key_for("matmul_coop.comp", std::move(defs), {tile, tile, aligned, a_mode, b_mode});
+      return key_for("matmul_coop.comp", std::move(defs),
+                     {tile, tile, aligned, a_mode, b_mode, bk});
     });
     groups = {to_index((d.n + tile - 1) / tile, "tile count"),
               to_index((d.m + tile - 1) / tile, "tile count"), 1};
