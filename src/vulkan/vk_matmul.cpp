@@ -158,8 +158,8 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
     pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode, threads, bk}, [&] {
       gpu::Defines defs = dtype_defines();
       defs.emplace_back("WG_SIZE", std::to_string(threads));
-      return key_for("matmul_coop.comp", std::move(defs),
-                     {tile, tile, aligned, a_mode, b_mode, bk});
+      defs.emplace_back("BK_DEF", std::to_string(bk));
+      return key_for("matmul_coop.comp", std::move(defs), {tile, tile, aligned, a_mode, b_mode});
     });
     groups = {to_index((d.n + tile - 1) / tile, "tile count"),
               to_index((d.m + tile - 1) / tile, "tile count"), 1};
