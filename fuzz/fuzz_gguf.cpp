@@ -83,6 +83,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   touch_tensors(*f, input);
-  round_trip(*f);
+  // The writer pads every tensor to the alignment, so a file declaring 2^30 (a power of two,
+  // valid) rewrites to gigabytes: beyond the fuzzer's memory limit, not a bug. Real files use
+  // 32 or 64.
+  if (f->alignment() <= (1u << 20)) round_trip(*f);
   return 0;
 }
