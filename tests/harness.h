@@ -76,6 +76,9 @@ Ref round_ref(const Ref& r, DType dt);
 Ref to_ref(const Tensor& t);
 // Visits every multi-index of `shape` in row-major order.
 void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& f);
+// (batch..., m, k) x (batch..., k, n) in float64, batch dims broadcast as numpy does (missing
+// leading dims dropped, size-1 dims read at index 0).
+Ref ref_matmul(const Ref& a, const Ref& b);
 
 // How an input tensor is laid out in memory. Values are the same in every variant.
 enum class Variant { Contiguous, Transposed, Narrowed, Offset, Permuted };

@@ -10,24 +10,6 @@
 namespace wick::testing {
 namespace {
 
-// (batch, m, k) x (batch or 1, k, n) in float64; b's batch broadcasts when it is 1.
-Ref reference_matmul(const Ref& a, const Ref& b) {
-  const int64_t batch = a.shape[0], m = a.shape[1], k = a.shape[2], n = b.shape[2];
-  Ref out{Shape{batch, m, n}, std::vector<double>(static_cast<size_t>(batch * m * n))};
-  for (int64_t z = 0; z < batch; z++) {
-    const int64_t zb = b.shape[0] == 1 ? 0 : z;
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++) {
-        double s = 0;
-        for (int64_t p = 0; p < k; p++)
-          s += a.v[static_cast<size_t>((z * m + i) * k + p)] *
-               b.v[static_cast<size_t>((zb * k + p) * n + j)];
-        out.v[static_cast<size_t>((z * m + i) * n + j)] = s;
-      }
-  }
-  return out;
-}
-
 // How the operand tensor is laid out; the host picks the kernel's staging mode from it.
 enum class Layout3 { RowMajor, Transposed, OddStrides };
 
@@ -92,7 +74,7 @@ TEST(VulkanCoopMatmul, EveryStagingModeAndEdgeAgainstFloat64) {
           // f32 sums of k products in [-4, 4] (a few ulps of sqrt(k) * 4 each), then f16 rounding.
           const double u = std::ldexp(1.0, -24);
           const Tol tol{static_cast<double>(c.k) * u * 8 + 4 * u, 2 * std::ldexp(1.0, -11)};
-          WICK_EXPECT_CLOSE(got, round_ref(reference_matmul(a, b), DType::F16), tol);
+          WICK_EXPECT_CLOSE(got, round_ref(ref_matmul(a, b), DType::F16), tol);
         }
   }
 }
@@ -105,7 +87,7 @@ TEST(VulkanCoopMatmul, OffGivesTheSimtKernel) {
   const Tensor got = make_tensor(a, DType::F16, dev).matmul(make_tensor(b, DType::F16, dev));
   EXPECT_EQ(vk(dev).stats().coop_matmuls, 0u);
   const double u = std::ldexp(1.0, -24);
-  WICK_EXPECT_CLOSE(got, round_ref(reference_matmul(a, b), DType::F16),
+  WICK_EXPECT_CLOSE(got, round_ref(ref_matmul(a, b), DType::F16),
                     Tol{32 * u * 8 + 4 * u, 2 * std::ldexp(1.0, -11)});
 }
 

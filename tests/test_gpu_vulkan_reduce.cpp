@@ -292,35 +292,6 @@ TEST(VulkanSort, StableBothDirectionsEveryDType) {
 
 // ---- matmul -------------------------------------------------------------------------------------
 
-// (batch..., m, k) x (batch..., k, n) in float64, batch dims broadcast.
-Ref matmul_ref(const Ref& a, const Ref& b) {
-  const size_t ra = a.shape.rank(), rb = b.shape.rank();
-  const int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
-  const Shape ba(std::vector<int64_t>(a.shape.dims().begin(), a.shape.dims().end() - 2));
-  const Shape bb(std::vector<int64_t>(b.shape.dims().begin(), b.shape.dims().end() - 2));
-  const Shape batch = broadcast_shapes(ba, bb, "ref");
-  std::vector<int64_t> od = batch.dims();
-  od.insert(od.end(), {m, n});
-  Ref out{Shape(od), {}};
-  for_each_index(out.shape, [&](const std::vector<int64_t>& i) {
-    auto pick = [&](const Ref& x, int64_t r0, int64_t c0) {
-      const size_t rx = x.shape.rank();
-      std::vector<int64_t> j(rx);
-      for (size_t q = 0; q + 2 < rx; q++) {
-        const int64_t v = i[i.size() - 2 - (rx - 2) + q];
-        j[q] = x.shape[q] == 1 ? 0 : v;
-      }
-      j[rx - 2] = r0;
-      j[rx - 1] = c0;
-      return x.at(j);
-    };
-    double acc = 0;
-    for (int64_t q = 0; q < k; q++) acc += pick(a, i[i.size() - 2], q) * pick(b, q, i.back());
-    out.v.push_back(acc);
-  });
-  return out;
-}
-
 Tol matmul_tol(DType dt, int64_t k) {
   Tol t = tol_for(dt);
   t.atol *= std::sqrt(static_cast<double>(k)) * 4;
@@ -345,13 +316,13 @@ TEST(VulkanMatmul, TiledShapesDTypesAndTranspositions) {
                 b = round_ref(random_ref(rng, {c.k, c.n}), dt);
       const Variant va = kAllVariants[rng.integer(0, 4)], vb = kAllVariants[rng.integer(0, 4)];
       const Tensor got = make_tensor(a, dt, d, va).matmul(make_tensor(b, dt, d, vb));
-      WICK_EXPECT_CLOSE(got, round_ref(matmul_ref(a, b), dt), matmul_tol(dt, c.k));
+      WICK_EXPECT_CLOSE(got, round_ref(ref_matmul(a, b), dt), matmul_tol(dt, c.k));
     }
   }
   // Integers: exact (u32 wraps, the inputs keep it small).
   const Ref ai = random_int_ref(rng, {5, 6}, 0, 9), bi = random_int_ref(rng, {6, 3}, 0, 9);
   WICK_EXPECT_CLOSE(make_tensor(ai, DType::U32, d).matmul(make_tensor(bi, DType::U32, d)),
-                    matmul_ref(ai, bi), Tol{0, 0});
+                    ref_matmul(ai, bi), Tol{0, 0});
 }
 
 TEST(VulkanMatmul, GemvBothOrientations) {
@@ -364,11 +335,11 @@ TEST(VulkanMatmul, GemvBothOrientations) {
       const Ref v = round_ref(random_ref(rng, {1, k}), dt),
                 m = round_ref(random_ref(rng, {k, 40}), dt);
       WICK_EXPECT_CLOSE(make_tensor(v, dt, d).matmul(make_tensor(m, dt, d, Variant::Transposed)),
-                        round_ref(matmul_ref(v, m), dt), matmul_tol(dt, k));
+                        round_ref(ref_matmul(v, m), dt), matmul_tol(dt, k));
       const Ref a = round_ref(random_ref(rng, {3, 40, k}), dt),
                 x = round_ref(random_ref(rng, {k, 1}), dt);
       WICK_EXPECT_CLOSE(make_tensor(a, dt, d, Variant::Narrowed).matmul(make_tensor(x, dt, d)),
-                        round_ref(matmul_ref(a, x), dt), matmul_tol(dt, k));
+                        round_ref(ref_matmul(a, x), dt), matmul_tol(dt, k));
     }
   }
 }
@@ -385,13 +356,13 @@ TEST(VulkanMatmul, AnyBatchStridesIncludingTheSeedsBatchMmCase) {
   const Tensor xn = xt.narrow(1, 0, 2);
   Ref xn_ref{{2, 2, 3, 5}, {}};
   for_each_index(xn_ref.shape, [&](const std::vector<int64_t>& i) { xn_ref.v.push_back(x.at(i)); });
-  WICK_EXPECT_CLOSE(xn.matmul(yt), matmul_ref(xn_ref, y), matmul_tol(DType::F32, 5));
+  WICK_EXPECT_CLOSE(xn.matmul(yt), ref_matmul(xn_ref, y), matmul_tol(DType::F32, 5));
   // Broadcast batch dims (stride 0) on either side, and a transposed batch layout.
   const Ref p = round_ref(random_ref(rng, {3, 1, 4, 6}), DType::F32),
             q = round_ref(random_ref(rng, {5, 6, 2}), DType::F32);
   WICK_EXPECT_CLOSE(make_tensor(p, DType::F32, d, Variant::Transposed)
                         .matmul(make_tensor(q, DType::F32, d, Variant::Narrowed)),
-                    matmul_ref(p, q), matmul_tol(DType::F32, 6));
+                    ref_matmul(p, q), matmul_tol(DType::F32, 6));
 }
 
 }  // namespace

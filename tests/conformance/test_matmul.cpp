@@ -7,40 +7,6 @@
 namespace wick::testing {
 namespace {
 
-Shape batch_of(const Shape& s) {
-  return Shape(std::vector<int64_t>(s.dims().begin(), s.dims().end() - 2));
-}
-
-// Row-major offset of the matrix of a batched operand of shape s for an output batch index
-// (numpy broadcasting: missing leading dims are dropped, size-1 dims read index 0).
-int64_t matrix_offset(const Shape& s, const std::vector<int64_t>& out_batch) {
-  const size_t nb = s.rank() - 2, pad = out_batch.size() - nb;
-  int64_t off = 0;
-  for (size_t i = 0; i < nb; i++) off = off * s[i] + (s[i] == 1 ? 0 : out_batch[pad + i]);
-  return off * s[nb] * s[nb + 1];
-}
-
-// (batch..., m, k) x (batch..., k, n) in float64 with broadcast batch dims.
-Ref ref_matmul(const Ref& a, const Ref& b) {
-  const int64_t m = a.shape[a.shape.rank() - 2], k = a.shape[a.shape.rank() - 1];
-  const int64_t n = b.shape[b.shape.rank() - 1];
-  const Shape batch = broadcast_shapes(batch_of(a.shape), batch_of(b.shape), "ref");
-  std::vector<int64_t> od = batch.dims();
-  od.insert(od.end(), {m, n});
-  Ref out{Shape(od), {}};
-  for_each_index(batch, [&](const std::vector<int64_t>& bi) {
-    const double* pa = a.v.data() + matrix_offset(a.shape, bi);
-    const double* pb = b.v.data() + matrix_offset(b.shape, bi);
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++) {
-        double s = 0;
-        for (int64_t p = 0; p < k; p++) s += pa[i * k + p] * pb[p * n + j];
-        out.v.push_back(s);
-      }
-  });
-  return out;
-}
-
 // Tolerance for a sum of k products of values in [-2, 2] (|a * b| <= 4). Floats accumulate in
 // f32 (f64 for f64): each of the ~2k roundings errs by at most u_acc times a partial sum, and
 // partial sums stay within a few times sqrt(k) * 4 for random signs, so k * u_acc * 8 bounds the
