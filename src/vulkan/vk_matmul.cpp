@@ -133,6 +133,15 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
   };
   const gpu::Pipeline* pipeline;
   std::array<uint32_t, 3> groups{};
+  // The tiled kernels' ALIGNED constant (bit 0: m % bm == 0, bit 1: n % bn, bit 2: k % bk: no
+  // bound checks there) and their grid of bm x bn tiles.
+  auto aligned_flags = [&](int64_t bm, int64_t bn, int64_t bk) {
+    return (d.m % bm == 0 ? 1u : 0u) | (d.n % bn == 0 ? 2u : 0u) | (d.k % bk == 0 ? 4u : 0u);
+  };
+  auto tile_grid = [&](int64_t bm, int64_t bn) -> std::array<uint32_t, 3> {
+    return {to_index((d.n + bn - 1) / bn, "tile count"),
+            to_index((d.m + bm - 1) / bm, "tile count"), 1};
+  };
   if (gemv) {
     const uint32_t group = per_group ? 1u : 0u;
     pipeline = &kernel(KernelFamily::Gemv, {group, static_cast<uint32_t>(dt)},
@@ -159,21 +168,18 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
     // then read 128 bytes at a time instead of 64 (measured on the H200: +10-30%); 32 (two
     // stages) otherwise, which is faster there.
     const uint32_t bk = a_mode == 1 || b_mode == 2 ? 64u : 32u;
-    const uint32_t aligned =
-        (d.m % tile == 0 ? 1u : 0u) | (d.n % tile == 0 ? 2u : 0u) | (d.k % bk == 0 ? 4u : 0u);
+    const uint32_t aligned = aligned_flags(tile, tile, bk);
     pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode, threads, bk}, [&] {
       gpu::Defines defs = dtype_defines();
       defs.emplace_back("WG_SIZE", std::to_string(threads));
       defs.emplace_back("BK_DEF", std::to_string(bk));
       return key_for("matmul_coop.comp", std::move(defs), {tile, tile, aligned, a_mode, b_mode});
     });
-    groups = {to_index((d.n + tile - 1) / tile, "tile count"),
-              to_index((d.m + tile - 1) / tile, "tile count"), 1};
+    groups = tile_grid(tile, tile);
     coop_matmuls_.fetch_add(1, std::memory_order_relaxed);
   } else {
     const TileChoice t = choose_tiles(d.m, d.n, d.batch, dt, caps().max_shared_memory);
-    const uint32_t aligned =
-        (d.m % t.bm == 0 ? 1u : 0u) | (d.n % t.bn == 0 ? 2u : 0u) | (d.k % t.bk == 0 ? 4u : 0u);
+    const uint32_t aligned = aligned_flags(t.bm, t.bn, t.bk);
     // Small tiles keep one fetch order: fewer pipelines to build (lavapipe's CI builds them all).
     const uint32_t loads = t.bm < 64
                                ? 0u
@@ -183,8 +189,7 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
         KernelFamily::Matmul, {t.bm, t.bn, t.bk, aligned, loads, static_cast<uint32_t>(dt)}, [&] {
           return key_for("matmul.comp", dtype_defines(), {t.bm, t.bn, t.bk, aligned, loads});
         });
-    groups = {to_index((d.n + t.bn - 1) / t.bn, "tile count"),
-              to_index((d.m + t.bm - 1) / t.bm, "tile count"), 1};
+    groups = tile_grid(t.bm, t.bn);
   }
 
   // The batch runs along the grid's z; beyond the device limit, in several dispatches.
