@@ -6,8 +6,9 @@
 // 64 (the define BK_DEF), with both tiles staged in shared memory in units of 8 halves
 // (uvec4) while the next k tile is already being read from global memory into registers. BK = 32
 // uses two shared stages (one barrier per step); BK = 64, which reads an operand stored along k
-// in 128-byte runs per row instead of 64 (measured: +10-30% for those layouts on an H200),
-// fits one stage in 48 KiB (two barriers per step).
+// in 128-byte runs per row instead of 64, fits one stage in 48 KiB (two barriers per step). (On an
+// H200, 64 against 32 measured +11-25% for those layouts and -19% for the others, with operands
+// gathered element by element; not measured again since they arrive by vectors.)
 //
 // How an operand reaches shared memory (A_MODE, B_MODE; chosen by the host from its strides):
 //   0: gathered element by element through its strides (any layout);
@@ -120,27 +121,6 @@ uvec4 b_load(uint v, uint k0) {
   return uvec4(pack2(h[0], h[1]), pack2(h[2], h[3]), pack2(h[4], h[5]), pack2(h[6], h[7]));
 }
 
-#define PRODUCTS(ab, bb)                                                                       \
-  [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {                                           \
-    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];                                            \
-    [[unroll]] for (uint i = 0u; i < FM; i++) {                                                 \
-      const uint r = wm + 16u * i;                                                              \
-      if (A_MODE == 2u)                                                                         \
-        coopMatLoadNV(fa[i], As, (ab) + kk * SM + r / 8u, SM, true);                            \
-      else                                                                                      \
-        coopMatLoadNV(fa[i], As, (ab) + r * SK + kk / 8u, SK, false);                           \
-    }                                                                                           \
-    [[unroll]] for (uint j = 0u; j < FN; j++) {                                                 \
-      const uint col = wn + 16u * j;                                                            \
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;                                              \
-      if (B_MODE == 2u)                                                                         \
-        coopMatLoadNV(fb, Bs, (bb) + col * SK + kk / 8u, SK, true);                             \
-      else                                                                                      \
-        coopMatLoadNV(fb, Bs, (bb) + kk * SN + col / 8u, SN, false);                            \
-      [[unroll]] for (uint i = 0u; i < FM; i++) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]); \
-    }                                                                                           \
-  }
-
 void main() {
   const uint t = gl_LocalInvocationID.x, sg = gl_SubgroupID;
   const uint z = pc.batch_base + gl_WorkGroupID.z;
@@ -172,11 +152,25 @@ void main() {
       [[unroll]] for (uint p = 0u; p < B_PER; p++)
         if (t + p * WG_SIZE < B_VECS) rb[p] = b_load(t + p * WG_SIZE, k0 + BK);
     }
-    // The stage's offsets are literals in each copy of the products.
-    if (STAGES == 1u || stage == 0u) {
-      PRODUCTS(0u, 0u)
-    } else {
-      PRODUCTS(A_STAGE, B_STAGE)
+    const uint ab = stage * A_STAGE, bb = stage * B_STAGE;
+    [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
+      [[unroll]] for (uint i = 0u; i < FM; i++) {
+        const uint r = wm + 16u * i;
+        if (A_MODE == 2u)
+          coopMatLoadNV(fa[i], As, ab + kk * SM + r / 8u, SM, true);
+        else
+          coopMatLoadNV(fa[i], As, ab + r * SK + kk / 8u, SK, false);
+      }
+      [[unroll]] for (uint j = 0u; j < FN; j++) {
+        const uint col = wn + 16u * j;
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
+        if (B_MODE == 2u)
+          coopMatLoadNV(fb, Bs, bb + col * SK + kk / 8u, SK, true);
+        else
+          coopMatLoadNV(fb, Bs, bb + kk * SN + col / 8u, SN, false);
+        [[unroll]] for (uint i = 0u; i < FM; i++) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
+      }
     }
     if (STAGES == 1u) barrier();  // one stage: everyone is done reading it
     if (more) {

@@ -165,8 +165,8 @@ void VulkanDevice::matmul(View a, View b, const backend::MatmulDims& d, Storage&
     const uint32_t a_mode = operand_mode(a_k, a_row, a_off, a_batch, d.k, d.m);
     const uint32_t b_mode = operand_mode(b_col, b_k, b_off, b_batch, d.n, d.k);
     // k step 64 (one shared stage) where an operand arrives by vectors along k: its rows are
-    // then read 128 bytes at a time instead of 64 (measured on the H200: +10-30%); 32 (two
-    // stages) otherwise, which is faster there.
+    // then read 128 bytes at a time instead of 64; 32 (two stages) otherwise (measured on the
+    // H200 with gathered operands only, see matmul_coop.comp).
     const uint32_t bk = a_mode == 1 || b_mode == 2 ? 64u : 32u;
     const uint32_t aligned = aligned_flags(tile, tile, bk);
     pipeline = &kernel(KernelFamily::MatmulCoop, {tile, aligned, a_mode, b_mode, threads, bk}, [&] {
