@@ -1,0 +1,61 @@
+// Included first by every CUDA kernel: the launch ABI, indexing, and the parameter blocks of
+// shared/params.h as CUDA structs.
+//
+// The ABI (src/cuda/cu_driver.cpp launches it): every kernel is
+//   extern "C" __global__ void wick_main(const __grid_constant__ wick::KernelArgs args)
+// args.buffers[i] is binding i (the device address of the whole allocation, in the order the host
+// binds them, as in the GLSL kernels) and args.params holds the kernel's parameter block. A
+// kernel's specialization constants (GLSL's constant_id i) arrive as the defines WICK_SPEC_i;
+// WG_SIZE is the block size the host launches with (blockDim.x; the grid is 2-D like Vulkan's).
+#pragma once
+
+#include "shared/params.h"
+
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef long long int64_t;
+
+#ifndef WG_SIZE
+#define WG_SIZE 256
+#endif
+
+namespace wick {
+
+struct KernelArgs {
+  void* buffers[8];
+  alignas(8) uint32_t params[WICK_MAX_PARAM_BYTES / 4];
+};
+
+}  // namespace wick
+
+typedef uint32_t wick_u32;
+// A kernel with op parameters defines PARAM_T (float or double) before including this file.
+#ifdef PARAM_T
+typedef PARAM_T wick_param_t;
+#endif
+
+#define WICK_CU_FIELD(t, n) t n;
+#define WICK_CU_ARRAY(t, n, c) t n[c];
+
+// The kernel's parameter block: `WICK_PARAMS(Push, WICK_PARAMS_ROWS(...))` declares the struct
+// and PARAMS(args) reads it.
+#define WICK_PARAMS_STRUCT(name, fields) \
+  struct name {                          \
+    fields                               \
+  };
+#define PARAMS(T, args) (*reinterpret_cast<const T*>((args).params))
+
+// Buffer i of the dispatch as an array of T.
+template <typename T>
+__device__ __forceinline__ T* buffer_at(const wick::KernelArgs& args, int i) {
+  return static_cast<T*>(args.buffers[i]);
+}
+
+// The linear index of this thread in the host's 2-D grid of WG_SIZE-thread blocks.
+__device__ __forceinline__ uint32_t global_index() {
+  return blockIdx.x * WG_SIZE + threadIdx.x + blockIdx.y * gridDim.x * WG_SIZE;
+}
+// The block's linear index in that grid (kernels with a block per output).
+__device__ __forceinline__ uint32_t group_index() { return blockIdx.x + blockIdx.y * gridDim.x; }
