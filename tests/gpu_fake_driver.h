@@ -25,6 +25,7 @@ class FakeDriver : public gpu::Driver {
   struct FakePipeline : gpu::Pipeline {
     std::string module, entry;
     std::vector<uint32_t> constants;
+    uint32_t block = 0;
   };
 
   // When true, every submission finishes as soon as it is committed.
@@ -33,6 +34,11 @@ class FakeDriver : public gpu::Driver {
   std::string slow_marker;
   std::chrono::milliseconds slow_for{0};
   std::string identity_text = "fake-device/1";
+  gpu::DeviceCaps fake_caps;
+  gpu::KernelLanguage fake_language{{}, "", false};
+
+  const gpu::DeviceCaps& caps() const override { return fake_caps; }
+  const gpu::KernelLanguage& language() const override { return fake_language; }
 
   gpu::Allocation allocate(size_t bytes, gpu::MemoryKind kind) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -75,11 +81,13 @@ class FakeDriver : public gpu::Driver {
   }
   std::unique_ptr<gpu::Pipeline> create_pipeline(const gpu::ModuleCode& code,
                                                  const std::string& entry,
-                                                 std::span<const uint32_t> constants) override {
+                                                 std::span<const uint32_t> constants,
+                                                 uint32_t block) override {
     auto p = std::make_unique<FakePipeline>();
     p->module.assign(code.begin(), code.end());
     p->entry = entry;
     p->constants.assign(constants.begin(), constants.end());
+    p->block = block;
     pipelines_++;
     return p;
   }

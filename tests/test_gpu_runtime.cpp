@@ -441,6 +441,7 @@ struct CacheFixture : ::testing::Test {
     k.source = std::move(src);
     k.constants = std::move(constants);
     k.defines = std::move(defs);
+    k.block = 256;
     return k;
   }
 };

@@ -171,12 +171,12 @@ TEST_F(VulkanHazards, DroppedInputIsReusedOnlyAfterAWriteAfterReadBarrier) {
   // t is read by queued work, then dropped; the next op of its size gets t's buffer and writes
   // it. The queued read must still see the old values: the tracker puts a barrier before.
   Tensor t = a + b;
-  const gpu::Buffer* t_buffer = &static_cast<const vulkan::VulkanStorage&>(*t.storage()).buffer();
+  const gpu::Buffer* t_buffer = &static_cast<const gpu::GpuStorage&>(*t.storage()).buffer();
   Tensor y = t * c;  // reads t (RAW on t: one barrier)
   t = Tensor();
   const uint64_t before = barriers();
   Tensor z = e - a;  // takes t's buffer
-  EXPECT_EQ(&static_cast<const vulkan::VulkanStorage&>(*z.storage()).buffer(), t_buffer);
+  EXPECT_EQ(&static_cast<const gpu::GpuStorage&>(*z.storage()).buffer(), t_buffer);
   EXPECT_EQ(barriers() - before, 1u) << "write after the queued read needs a barrier";
   EXPECT_EQ(y.to_vec<float>()[5], (6.0f + 7.0f) * 8.0f);
   EXPECT_EQ(z.to_vec<float>()[5], 9.0f - 6.0f);
@@ -224,7 +224,7 @@ void main() { uint i = global_index(); if (i < p.n) y[i] = 2.0 * x[i]; }
 TEST(VulkanPool, TwoByteScalarGetsTwoBytes) {
   Device d = private_device();
   Tensor s = Tensor::scalar(f16(1.5f), d);
-  const gpu::Buffer& buf = static_cast<const vulkan::VulkanStorage&>(*s.storage()).buffer();
+  const gpu::Buffer& buf = static_cast<const gpu::GpuStorage&>(*s.storage()).buffer();
   EXPECT_GE(buf.capacity, 2u);
   EXPECT_GE(buf.alloc.size, 2u);
   EXPECT_EQ(s.to_scalar<float>(), 1.5f);

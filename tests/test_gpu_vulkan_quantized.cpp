@@ -175,7 +175,7 @@ TEST(VulkanQMatMulShapes, QMatVecRowsKnobIsParsed) {
     return run_child(exe, env, "VulkanChild.DISABLED_ReportOptions")["qmatvec_rows"];
   };
   const std::string def = rows("-u WICK_QMATVEC_ROWS");
-  EXPECT_EQ(def, std::to_string(vulkan::default_qmatvec_shape(vk(vk0()).caps()).max_rows));
+  EXPECT_EQ(def, std::to_string(gpu::default_qmatvec_shape(vk(vk0()).caps()).max_rows));
   EXPECT_EQ(rows("WICK_QMATVEC_ROWS=3"), "3");
   EXPECT_EQ(rows("WICK_QMATVEC_ROWS=0"), "0");
   EXPECT_EQ(rows("WICK_QMATVEC_ROWS=-2"), def) << "negative falls back to the default";

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/convert.h"
 #include "cpu/cpu_device.h"
 #include "cpu/strided.h"
 
@@ -28,25 +29,6 @@ void* host_alloc(size_t bytes) {
   return p;
 }
 
-// Copies/converts n elements: dst[j * ds] = src[j * ss].
-template <typename S, typename D>
-inline void convert_row(const S* s, int64_t ss, D* d, int64_t ds, int64_t n) {
-  if constexpr (std::is_same_v<S, D>) {
-    if (ss == 1 && ds == 1) {
-      std::memcpy(d, s, static_cast<size_t>(n) * sizeof(S));
-      return;
-    }
-    for (int64_t j = 0; j < n; j++) d[j * ds] = s[j * ss];
-  } else if constexpr ((std::is_same_v<D, f16> || std::is_same_v<D, bf16>) &&
-                       (std::is_same_v<S, float> || std::is_same_v<S, f16> || std::is_same_v<S, bf16>)) {
-    for (int64_t j = 0; j < n; j++) d[j * ds] = D(static_cast<float>(s[j * ss]));
-  } else if constexpr (std::is_same_v<D, float> && (std::is_same_v<S, f16> || std::is_same_v<S, bf16>)) {
-    for (int64_t j = 0; j < n; j++) d[j * ds] = static_cast<float>(s[j * ss]);
-  } else {
-    for (int64_t j = 0; j < n; j++) d[j * ds] = from_f64<D>(to_f64(s[j * ss]));
-  }
-}
-
 // dst (through dst_layout, dtype D) <- src (through src layout, dtype S), same shape.
 void strided_convert(View src, std::byte* dst, DType dst_dt, const Layout& dst_layout) {
   const auto plan = make_plan<2>(src.layout.shape, {&src.layout, &dst_layout});
@@ -56,9 +38,10 @@ void strided_convert(View src, std::byte* dst, DType dst_dt, const Layout& dst_l
     dispatch_dtype(dst_dt, [&](auto d0) {
       using D = decltype(d0);
       D* d = reinterpret_cast<D*>(dst);
-      visit(plan, [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& st) {
-        convert_row<S, D>(s + o[0], st[0], d + o[1], st[1], n);
-      });
+      visit(plan,
+            [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& st) {
+              convert_row<S, D>(s + o[0], st[0], d + o[1], st[1], n);
+            });
     });
   });
 }
@@ -67,7 +50,8 @@ void strided_convert(View src, std::byte* dst, DType dst_dt, const Layout& dst_l
 void check_span(const Layout& l, const Storage& s, const char* op) {
   const auto [lo, hi] = l.storage_span();
   if (l.numel() > 0 && (lo < 0 || hi > static_cast<int64_t>(s.numel())))
-    fail(ErrorKind::Internal, op, "layout ", l.str(), " outside storage of ", s.numel(), " elements");
+    fail(ErrorKind::Internal, op, "layout ", l.str(), " outside storage of ", s.numel(),
+         " elements");
 }
 
 }  // namespace
@@ -138,7 +122,8 @@ void CpuDevice::rand_uniform(Storage& dst, double lo, double hi) {
     D* d = cpu_storage(dst).as<D>();
     for (size_t i = 0; i < dst.numel(); i++) {
       D v = from_f64<D>(dist(rng_));
-      if (to_f64(v) >= hi && hi > lo) v = from_f64<D>(lo);  // rounding to a narrow type can reach hi
+      if (to_f64(v) >= hi && hi > lo)
+        v = from_f64<D>(lo);  // rounding to a narrow type can reach hi
       d[i] = v;
     }
   });

@@ -55,6 +55,14 @@ class CommandQueue {
                groups);
     }
     void copy(Buffer& src, uint64_t src_offset, Buffer& dst, uint64_t dst_offset, uint64_t bytes);
+    // Work the backend records itself through its API (a library's GEMM on the driver's
+    // stream): `record()` runs in order with the dispatches, after a barrier if `args` conflict.
+    template <typename F>
+    void external(std::span<const BufferAccess> args, F&& record) {
+      access(args);
+      record();
+      q_.stats_.dispatches++;
+    }
     void fill(Buffer& dst, uint64_t offset, uint64_t bytes, uint32_t pattern);
 
    private:

@@ -1,8 +1,10 @@
-// The small interface a GPU API driver (Vulkan now, CUDA later) supplies to the gpu/ runtime.
+// The small interface a GPU API driver (Vulkan, CUDA) supplies to the gpu/ runtime.
 //
-// Everything above it — when to commit, where barriers go, which buffer to reuse, what to cache —
-// is shared code in gpu/ (CommandQueue, HazardTracker, BufferPool, KernelCache). A driver only
-// allocates, compiles, creates pipelines, records into one open command list and submits it.
+// Everything above it — when to commit, where barriers go, which buffer to reuse, what to cache,
+// how an op becomes dispatches — is shared code in gpu/ (GpuDevice, CommandQueue, HazardTracker,
+// BufferPool, KernelCache). A driver only says what the device can do and in which language its
+// kernels are written, allocates, compiles, creates pipelines, records into one open command
+// list and submits it.
 // Recording calls are serialised by the caller (CommandQueue's lock); allocate/free, compile,
 // pipeline creation, wait and completed() may be called from any thread.
 #pragma once
@@ -16,7 +18,44 @@
 #include <utility>
 #include <vector>
 
+#include "shared/params.h"
+
 namespace wick::gpu {
+
+// What the ops need to know about a device, whatever its API.
+struct DeviceCaps {
+  std::string name;
+  bool is_cpu = false;                    // a CPU implementation (lavapipe): tuning tables differ
+  bool float64 = false;                   // kernels can compute in double
+  bool int64 = false;                     // kernels can use 64-bit integers
+  bool storage16 = false;                 // 16-bit values in buffers (f16, bf16)
+  bool storage8 = false;                  // 8-bit values in buffers (u8)
+  uint64_t max_storage_buffer_range = 0;  // bytes one kernel binding can address
+  uint32_t max_group_count_x = 0;
+  uint32_t max_group_count_z = 0;
+  uint32_t subgroup_size = 0;
+  uint32_t max_shared_memory = 0;    // bytes of shared memory per workgroup
+  bool subgroup_arithmetic = false;  // subgroupAdd etc. (warp shuffles)
+  uint64_t device_local_bytes = 0;   // the largest device-local heap
+};
+
+// A kernel source file compiled into the binary (see cmake/embed_kernels.cmake).
+struct EmbeddedFile {
+  const char* name;  // path under kernels/<api>/, e.g. "unary.comp", "include/dtype.glsl"
+  const char* text;
+  size_t size;
+};
+
+// The language a driver's kernels are written in: the files (kernels/<api>/ and kernels/shared/,
+// embedded at build time) and how a kernel family's file is named ("unary" -> "unary.comp").
+struct KernelLanguage {
+  std::span<const EmbeddedFile> files;
+  const char* extension;
+  // Specialization constants applied when the pipeline is created (Vulkan), or compiled into the
+  // module as the defines WICK_SPEC_0, WICK_SPEC_1, ... (CUDA): then they are part of the module's
+  // key, and the compiler receives them.
+  bool constants_at_compile = false;
+};
 
 enum class MemoryKind : uint8_t {
   DeviceLocal,  // fastest for kernels; maybe not visible to the host
@@ -45,7 +84,7 @@ struct IncludeResolver {
 struct CompileRequest {
   std::string name;    // for messages and #include resolution, e.g. "unary.comp"
   std::string source;  // the text
-  Defines defines;
+  Defines defines;     // with KernelLanguage::constants_at_compile, WICK_SPEC_i included
   bool fast_math = true;
   const IncludeResolver* includes = nullptr;
 };
@@ -64,16 +103,26 @@ struct Binding {
 struct Dispatch {
   const Pipeline* pipeline = nullptr;
   std::span<const Binding> buffers;
-  std::span<const uint32_t> push_constants;  // at most kMaxPushConstantBytes
-  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::span<const uint32_t> push_constants;  // the parameter block: at most kMaxPushConstantBytes
+  std::array<uint32_t, 3> groups{1, 1, 1};   // workgroups; their size is the pipeline's
 };
 
-inline constexpr size_t kMaxPushConstantBytes = 128;  // the Vulkan minimum guaranteed limit
+// The largest parameter block of any kernel (kernels/shared/params.h; Vulkan guarantees 128
+// bytes of push constants, CUDA passes them as a kernel argument).
+inline constexpr size_t kMaxPushConstantBytes = WICK_MAX_PARAM_BYTES;
 inline constexpr size_t kMaxBindings = 8;
 
 class Driver {
  public:
   virtual ~Driver() = default;
+
+  // ---- the device ---------------------------------------------------------------------------
+  virtual const DeviceCaps& caps() const = 0;
+  virtual const KernelLanguage& language() const = 0;
+  // Defines every kernel of this device is compiled with (what the device offers the kernels).
+  virtual void add_capability_defines(Defines& defines) const { (void)defines; }
+  // True once the driver must not be called any more (process exit after the API tore down).
+  virtual bool shutting_down() const { return false; }
 
   // ---- memory -------------------------------------------------------------------------------
   virtual Allocation allocate(size_t bytes, MemoryKind kind) = 0;
@@ -83,9 +132,19 @@ class Driver {
   // ---- kernels ------------------------------------------------------------------------------
   // Throws Error(Internal) with the compiler's log when the source does not compile.
   virtual ModuleCode compile(const CompileRequest& req) = 0;
+  // A pipeline of `block` threads per workgroup (the kernel's WG_SIZE define; GLSL kernels also
+  // declare it as their local size).
   virtual std::unique_ptr<Pipeline> create_pipeline(const ModuleCode& code,
                                                     const std::string& entry,
-                                                    std::span<const uint32_t> constants) = 0;
+                                                    std::span<const uint32_t> constants,
+                                                    uint32_t block) = 0;
+  // Checks a module loaded from the disk cache before use (structure, entry point); false: the
+  // entry is dropped and the kernel compiled again.
+  virtual bool validate_module(const ModuleCode& code, const std::string& entry) {
+    (void)code;
+    (void)entry;
+    return true;
+  }
   // Everything about the device and driver that changes compiled code (for disk-cache keys).
   virtual std::string identity() const = 0;
 

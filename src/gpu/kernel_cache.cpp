@@ -1,6 +1,7 @@
 #include "gpu/kernel_cache.h"
 
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 
 #include "gpu/hash.h"
@@ -71,7 +72,9 @@ std::string SourceTable::name_hash(const std::string& name) const {
 
 struct KernelCache::ModuleSlot {
   std::once_flag once;
-  ModuleCode code;
+  std::mutex mu;  // guards code once built: a rejected disk entry is replaced
+  std::shared_ptr<const ModuleCode> code;
+  bool from_disk = false;
 };
 
 struct KernelCache::PipelineSlot {
@@ -92,15 +95,35 @@ KernelCache::KernelCache(Driver& driver, const SourceTable& sources, DiskCache d
 
 KernelCache::~KernelCache() = default;
 
-ModuleCode KernelCache::build_module(const KernelKey& key, const std::string& module_key) {
+std::string KernelCache::disk_key(const std::string& module_key) const {
+  return std::string("wick ") + version() + "\n" + driver_.identity() + "\n" + module_key;
+}
+
+void KernelCache::warn_bad_entry(const KernelKey& key, const char* what) {
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr, "wick: kernel cache entry for %s in %s %s; compiling it again\n",
+                 key.source.c_str(), disk_.folder().c_str(), what);
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.disk_rejects++;
+}
+
+ModuleCode KernelCache::build_module(const KernelKey& key, const std::string& module_key,
+                                     bool compile, bool& from_disk) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string disk_key =
-      std::string("wick ") + version() + "\n" + driver_.identity() + "\n" + module_key;
-  if (auto hit = disk_.load(disk_key)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.disk_hits++;
-    stats_.compile_ms += ms_since(t0);
-    return std::move(*hit);
+  const std::string dk = disk_key(module_key);
+  if (!compile) {
+    if (auto hit = disk_.load(dk)) {
+      if (driver_.validate_module(*hit, key.entry)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        stats_.disk_hits++;
+        stats_.compile_ms += ms_since(t0);
+        from_disk = true;
+        return std::move(*hit);
+      }
+      warn_bad_entry(key, "is not a valid module");
+    }
   }
   CompileRequest req;
   req.name = key.source;
@@ -110,18 +133,25 @@ ModuleCode KernelCache::build_module(const KernelKey& key, const std::string& mo
     fail(ErrorKind::Internal, "kernel", "no kernel source named '", key.source, "'");
   }
   req.defines = key.defines;
+  if (driver_.language().constants_at_compile)
+    for (size_t i = 0; i < key.constants.size(); i++)
+      req.defines.emplace_back("WICK_SPEC_" + std::to_string(i),
+                               std::to_string(key.constants[i]) + "u");
   req.fast_math = fast_math_;
   req.includes = &sources_;
   ModuleCode code = driver_.compile(req);
-  const bool stored = disk_.store(disk_key, code);
+  const bool stored = disk_.store(dk, code);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.compiles++;
   if (stored) stats_.disk_writes++;
   stats_.compile_ms += ms_since(t0);
+  from_disk = false;
   return code;
 }
 
-const ModuleCode& KernelCache::module(const KernelKey& key, const std::string& module_key) {
+std::shared_ptr<const ModuleCode> KernelCache::module(const KernelKey& key,
+                                                      const std::string& module_key,
+                                                      bool& from_disk) {
   ModuleSlot* slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -130,11 +160,21 @@ const ModuleCode& KernelCache::module(const KernelKey& key, const std::string& m
     slot = s.get();
   }
   // Only callers of this key wait here; a throw leaves the slot empty for a retry.
-  std::call_once(slot->once, [&] { slot->code = build_module(key, module_key); });
+  std::call_once(slot->once, [&] {
+    bool disk = false;
+    auto code = std::make_shared<const ModuleCode>(build_module(key, module_key, false, disk));
+    std::lock_guard<std::mutex> lock(slot->mu);
+    slot->code = std::move(code);
+    slot->from_disk = disk;
+  });
+  std::lock_guard<std::mutex> lock(slot->mu);
+  from_disk = slot->from_disk;
   return slot->code;
 }
 
 const Pipeline& KernelCache::pipeline(const KernelKey& key) {
+  WICK_ASSERT(key.block > 0);
+  const bool constants_in_module = driver_.language().constants_at_compile;
   // The in-memory key names a file by its name (files do not change once added) and inline
   // source by its hash; it is built on every op, so no include hashing here, and the strings are
   // reused per thread rather than allocated.
@@ -151,13 +191,24 @@ const Pipeline& KernelCache::pipeline(const KernelKey& key) {
     options += '=';
     options += value;
   }
+  if (constants_in_module) {
+    options += "\nconstants=";
+    for (uint32_t c : key.constants) {
+      options += std::to_string(c);
+      options += ',';
+    }
+  }
   pk += options;
   pk += "\nentry=";
   pk += key.entry;
-  pk += "\nconstants=";
-  for (uint32_t c : key.constants) {
-    pk += std::to_string(c);
-    pk += ',';
+  pk += "\nblock=";
+  pk += std::to_string(key.block);
+  if (!constants_in_module) {
+    pk += "\nconstants=";
+    for (uint32_t c : key.constants) {
+      pk += std::to_string(c);
+      pk += ',';
+    }
   }
 
   PipelineSlot* slot;
@@ -173,9 +224,27 @@ const Pipeline& KernelCache::pipeline(const KernelKey& key) {
         key.source + "\n" +
         (key.text.empty() ? sources_.name_hash(key.source) : sources_.closure_hash(key.text)) +
         options + "\nfast_math=" + (fast_math_ ? "1" : "0");
-    const ModuleCode& code = module(key, module_key);
+    bool from_disk = false;
+    std::shared_ptr<const ModuleCode> code = module(key, module_key, from_disk);
     const auto t0 = std::chrono::steady_clock::now();
-    slot->pipeline = driver_.create_pipeline(code, key.entry, key.constants);
+    try {
+      slot->pipeline = driver_.create_pipeline(*code, key.entry, key.constants, key.block);
+    } catch (const Error&) {
+      if (!from_disk) throw;
+      // A module from disk the driver cannot use: compile it again and replace the entry (and
+      // the in-memory module other pipelines of it will use).
+      warn_bad_entry(key, "failed to make a pipeline");
+      bool disk = false;
+      auto fresh = std::make_shared<const ModuleCode>(build_module(key, module_key, true, disk));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ModuleSlot& m = *modules_[module_key];
+        std::lock_guard<std::mutex> mlock(m.mu);
+        m.code = fresh;
+        m.from_disk = false;
+      }
+      slot->pipeline = driver_.create_pipeline(*fresh, key.entry, key.constants, key.block);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     stats_.pipelines++;
     stats_.pipeline_ms += ms_since(t0);

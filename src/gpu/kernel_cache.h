@@ -2,7 +2,9 @@
 //   1. modules: compiled code per (source + its includes, defines, fast math), in memory;
 //   2. pipelines: per (module, entry, specialization constants), in memory;
 //   3. disk: compiled modules keyed by (source hash, options, device/driver identity, wick
-//      version), so a new process skips the compiler wherever its binary lives.
+//      version), so a new process skips the compiler wherever its binary lives. What comes from
+//      disk is checked by the driver first, and an entry the driver cannot use (invalid, or its
+//      pipeline fails) is compiled again from source and replaced, with one warning per process.
 // Each entry is built once; threads that need another entry are not blocked meanwhile.
 #pragma once
 
@@ -20,16 +22,6 @@
 #include "gpu/driver.h"
 
 namespace wick::gpu {
-
-// A kernel source file compiled into the binary (see cmake/embed_kernels.cmake).
-struct EmbeddedFile {
-  const char* name;  // path under kernels/<api>/, e.g. "unary.comp", "include/dtype.glsl"
-  const char* text;
-  size_t size;
-};
-
-// The files of kernels/glsl (generated at build time; defined in builds with the Vulkan backend).
-std::span<const EmbeddedFile> glsl_kernel_files();
 
 // Kernel sources by name: the #include resolver handed to the compiler.
 class SourceTable : public IncludeResolver {
@@ -64,7 +56,8 @@ struct KernelKey {
   Defines defines;
   std::vector<uint32_t> constants;  // specialization constants 0, 1, ...
   std::string entry = "main";
-  std::string text;  // inline source (custom kernels)
+  std::string text;    // inline source (custom kernels)
+  uint32_t block = 0;  // threads per workgroup: the WG_SIZE define (set by the device)
 };
 
 class KernelCache {
@@ -88,12 +81,13 @@ class KernelCache {
   bool fast_math() const { return fast_math_; }
 
   struct Stats {
-    uint64_t compiles = 0;     // modules compiled by the compiler
-    uint64_t disk_hits = 0;    // modules loaded from disk
-    uint64_t disk_writes = 0;  // modules written to disk
-    uint64_t pipelines = 0;    // pipelines created
-    double compile_ms = 0;     // time spent compiling or loading modules
-    double pipeline_ms = 0;    // time spent creating pipelines
+    uint64_t compiles = 0;      // modules compiled by the compiler
+    uint64_t disk_hits = 0;     // modules loaded from disk
+    uint64_t disk_writes = 0;   // modules written to disk
+    uint64_t pipelines = 0;     // pipelines created
+    uint64_t disk_rejects = 0;  // disk entries the driver could not use (compiled again)
+    double compile_ms = 0;      // time spent compiling or loading modules
+    double pipeline_ms = 0;     // time spent creating pipelines
   };
   Stats stats() const;
 
@@ -105,8 +99,15 @@ class KernelCache {
   };
   const Pipeline* find(const KernelId& id) const;
   void remember(const KernelId& id, const Pipeline& p);
-  const ModuleCode& module(const KernelKey& key, const std::string& module_key);
-  ModuleCode build_module(const KernelKey& key, const std::string& module_key);
+  // The module for `key`; from_disk says whether it was loaded rather than compiled.
+  std::shared_ptr<const ModuleCode> module(const KernelKey& key, const std::string& module_key,
+                                           bool& from_disk);
+  // Loads (unless `compile` is set) or compiles the module and stores it on disk.
+  ModuleCode build_module(const KernelKey& key, const std::string& module_key, bool compile,
+                          bool& from_disk);
+  // The module's disk-cache key.
+  std::string disk_key(const std::string& module_key) const;
+  void warn_bad_entry(const KernelKey& key, const char* what);
 
   Driver& driver_;
   const SourceTable& sources_;

@@ -1,5 +1,7 @@
 #include "vulkan/vk_driver.h"
 
+#include <spirv-tools/libspirv.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -482,13 +484,54 @@ void VkDriver::free(const gpu::Allocation& a) {
 
 // ---- kernels -----------------------------------------------------------------------------------
 
+const gpu::KernelLanguage& VkDriver::language() const {
+  static const gpu::KernelLanguage glsl{gpu::glsl_kernel_files(), ".comp", false};
+  return glsl;
+}
+
+void VkDriver::add_capability_defines(gpu::Defines& defines) const {
+  const DeviceCaps& c = caps_;
+  if (c.float64) defines.emplace_back("WICK_F64", "1");
+  if (c.int64) defines.emplace_back("WICK_I64", "1");
+  if (c.preserve_nan32) defines.emplace_back("WICK_PRESERVE_NAN32", "1");
+  if (c.preserve_denorm32) defines.emplace_back("WICK_PRESERVE_DENORM32", "1");
+  if (c.float64 && c.preserve_nan64) defines.emplace_back("WICK_PRESERVE_NAN64", "1");
+  if (c.float64 && c.preserve_denorm64) defines.emplace_back("WICK_PRESERVE_DENORM64", "1");
+}
+
 gpu::ModuleCode VkDriver::compile(const gpu::CompileRequest& req) {
   return compile_glsl(req);
 }
 
+bool VkDriver::validate_module(const gpu::ModuleCode& code, const std::string& entry) {
+  if (code.size() < 20 || code.size() % 4 != 0) return false;
+  std::vector<uint32_t> words(code.size() / 4);
+  std::memcpy(words.data(), code.data(), code.size());
+  if (words[0] != 0x07230203u) return false;  // the SPIR-V magic number
+  // A GLCompute OpEntryPoint named `entry`.
+  bool has_entry = false;
+  for (size_t i = 5; i < words.size();) {
+    const uint32_t count = words[i] >> 16, opcode = words[i] & 0xffffu;
+    if (count == 0 || i + count > words.size()) return false;
+    if (opcode == 15 && count >= 4 && words[i + 1] == 5) {  // OpEntryPoint GLCompute
+      const char* name = reinterpret_cast<const char*>(&words[i + 3]);
+      const size_t max_len = (count - 3) * 4;
+      has_entry = has_entry || (strnlen(name, max_len) < max_len && entry == name);
+    }
+    i += count;
+  }
+  if (!has_entry) return false;
+  static spv_context context = spvContextCreate(SPV_ENV_VULKAN_1_2);
+  spv_diagnostic diagnostic = nullptr;
+  const spv_result_t r = spvValidateBinary(context, words.data(), words.size(), &diagnostic);
+  spvDiagnosticDestroy(diagnostic);
+  return r == SPV_SUCCESS;
+}
+
 std::unique_ptr<gpu::Pipeline> VkDriver::create_pipeline(const gpu::ModuleCode& code,
                                                          const std::string& entry,
-                                                         std::span<const uint32_t> constants) {
+                                                         std::span<const uint32_t> constants,
+                                                         uint32_t /*block: the WG_SIZE define*/) {
   auto smci = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   std::vector<uint32_t> words((code.size() + 3) / 4);
   std::memcpy(words.data(), code.data(), code.size());
@@ -633,8 +676,7 @@ void VkDriver::record_dispatch(const gpu::Dispatch& d) {
     write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     write.pBufferInfo = infos;
     if (push_descriptor_set_) {
-      push_descriptor_set_(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1,
-                           &write);
+      push_descriptor_set_(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 1, &write);
     } else {
       write.dstSet = allocate_set(list);
       vkUpdateDescriptorSets(device_, 1, &write, 0, nullptr);

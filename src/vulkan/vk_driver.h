@@ -20,18 +20,18 @@
 #include "gpu/disk_cache.h"
 #include "gpu/driver.h"
 
+namespace wick::gpu {
+// The files of kernels/glsl and kernels/shared (generated at build time).
+std::span<const EmbeddedFile> glsl_kernel_files();
+}  // namespace wick::gpu
+
 namespace wick::vulkan {
 
-// What the chosen physical device offers, as far as wick cares.
-struct DeviceCaps {
-  std::string name, driver_name, driver_info;
+// What the chosen physical device offers: the runtime's capabilities and Vulkan's own.
+struct DeviceCaps : gpu::DeviceCaps {
+  std::string driver_name, driver_info;
   uint32_t vendor_id = 0, device_id = 0, driver_version = 0, api_version = 0;
   std::string pipeline_cache_uuid;  // hex
-  bool is_cpu = false;              // a CPU implementation (lavapipe)
-  bool float64 = false;             // shaderFloat64
-  bool int64 = false;               // shaderInt64
-  bool storage16 = false;           // 16-bit storage buffers (f16, bf16)
-  bool storage8 = false;            // 8-bit storage buffers (u8)
   bool push_descriptor = false;
   // Float controls the kernels ask for where offered: keep NaN/inf/-0, keep subnormals.
   bool preserve_nan32 = false, preserve_nan64 = false;
@@ -40,13 +40,6 @@ struct DeviceCaps {
   // VK_NV_cooperative_matrix enabled with a 16x16x16 f16 x f16 -> f32 subgroup shape, and the
   // features its kernels need (shaderFloat16, the Vulkan memory model): matmul_coop.comp runs.
   bool coopmat_f16 = false;
-  uint64_t max_storage_buffer_range = 0;
-  uint32_t max_group_count_x = 0;
-  uint32_t max_group_count_z = 0;
-  uint32_t subgroup_size = 0;
-  uint32_t max_shared_memory = 0;  // bytes of shared memory per workgroup
-  bool subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
-  uint64_t device_local_bytes = 0;   // the largest device-local heap
 };
 
 struct VulkanInstance;  // the process-wide VkInstance
@@ -62,7 +55,11 @@ class VkDriver final : public gpu::Driver {
   VkDriver(const VkDriver&) = delete;
   VkDriver& operator=(const VkDriver&) = delete;
 
-  const DeviceCaps& caps() const { return caps_; }
+  const DeviceCaps& caps() const override { return caps_; }
+  const gpu::KernelLanguage& language() const override;
+  // WICK_F64 / WICK_I64 and the float controls the device offers (include/common.glsl).
+  void add_capability_defines(gpu::Defines& defines) const override;
+  bool shutting_down() const override { return exiting(); }
   // The driver's own pipeline cache (VkPipelineCache), persisted through wick's disk cache:
   // loaded from `disk`, saved back there when the device goes (or the process exits).
   void load_pipeline_cache(const gpu::DiskCache& disk);
@@ -77,7 +74,10 @@ class VkDriver final : public gpu::Driver {
   gpu::ModuleCode compile(const gpu::CompileRequest& req) override;
   std::unique_ptr<gpu::Pipeline> create_pipeline(const gpu::ModuleCode& code,
                                                  const std::string& entry,
-                                                 std::span<const uint32_t> constants) override;
+                                                 std::span<const uint32_t> constants,
+                                                 uint32_t block) override;
+  // SPIR-V that SPIRV-Tools validates for Vulkan 1.2, with a GLCompute entry point `entry`.
+  bool validate_module(const gpu::ModuleCode& code, const std::string& entry) override;
   std::string identity() const override;
   void record_dispatch(const gpu::Dispatch& d) override;
   void record_barrier() override;

@@ -1,4 +1,4 @@
-// Vulkan memory ops: allocation, upload, read-back, strided copies, casts and fill.
+// GPU memory ops: allocation, upload, read-back, strided copies, casts and fill.
 //
 // Read-back follows the seed's flush_and_wait_current protocol, race-free by construction: the
 // gather of the view's elements into a host-visible staging buffer is recorded, then the commit
@@ -6,11 +6,10 @@
 // thread waits for that submission only. Another thread's commit cannot make it wait too little.
 #include <cstring>
 
-#include "backend/registry.h"
-#include "cpu/cpu_device.h"
-#include "vulkan/vk_device.h"
+#include "core/convert.h"
+#include "gpu/gpu_device.h"
 
-namespace wick::vulkan {
+namespace wick::gpu {
 
 using backend::Storage;
 using backend::StoragePtr;
@@ -33,72 +32,69 @@ void check_span(const Layout& l, const Storage& s, const char* op) {
 
 }  // namespace
 
-const gpu::Pipeline& VulkanDevice::copy_kernel(DType from, DType to) {
+const Pipeline& GpuDevice::copy_kernel(DType from, DType to) {
   return kernel(KernelFamily::Copy, {static_cast<uint32_t>(from), static_cast<uint32_t>(to)}, [&] {
-    gpu::Defines d;
+    Defines d;
     add_dtype(d, "SRC_", from);
     add_dtype(d, "DST_", to);
     d.emplace_back("SAME_DT", from == to ? "1" : "0");
-    return key_for("copy.comp", std::move(d));
+    return key_for("copy", std::move(d));
   });
 }
 
-StoragePtr VulkanDevice::alloc(DType dt, size_t numel) {
+StoragePtr GpuDevice::alloc(DType dt, size_t numel) {
   require(dt, "alloc");
-  gpu::BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
+  BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
   if (backend::poison_allocations()) {
-    gpu::Buffer& b = *buf;
-    queue_->record(
-        [&](gpu::CommandQueue::Recorder& r) { r.fill(b, 0, b.alloc.size, 0xffffffffu); });
+    Buffer& b = *buf;
+    queue_->record([&](CommandQueue::Recorder& r) { r.fill(b, 0, b.alloc.size, 0xffffffffu); });
   }
-  return std::make_shared<VulkanStorage>(this, dt, numel, std::move(buf));
+  return std::make_shared<GpuStorage>(this, dt, numel, std::move(buf));
 }
 
-void VulkanDevice::upload(gpu::Buffer& dst, const void* data, size_t bytes) {
+void GpuDevice::upload(Buffer& dst, const void* data, size_t bytes) {
   if (bytes == 0) return;
   // Host writes go to a staging buffer no submission still uses, then a copy on the queue.
-  gpu::BufferRef staging = host_pool_->acquire(bytes);
+  BufferRef staging = host_pool_->acquire(bytes);
   std::memcpy(staging->alloc.mapped, data, bytes);
-  queue_->record([&](gpu::CommandQueue::Recorder& r) { r.copy(*staging, 0, dst, 0, bytes); });
+  queue_->record([&](CommandQueue::Recorder& r) { r.copy(*staging, 0, dst, 0, bytes); });
 }
 
-StoragePtr VulkanDevice::from_host(DType dt, const void* data, size_t numel) {
+StoragePtr GpuDevice::from_host(DType dt, const void* data, size_t numel) {
   require(dt, "from_data");
-  gpu::BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
+  BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
   upload(*buf, data, numel * dtype_size(dt));
-  return std::make_shared<VulkanStorage>(this, dt, numel, std::move(buf));
+  return std::make_shared<GpuStorage>(this, dt, numel, std::move(buf));
 }
 
-void VulkanDevice::to_host(View src, void* dst, DType dst_dt) {
+void GpuDevice::to_host(View src, void* dst, DType dst_dt) {
   check_span(src.layout, src.storage, "to_host");
   const DType dt = src.storage.dtype();
   const int64_t n = src.layout.numel();
   if (n == 0) return;
   const size_t bytes = static_cast<size_t>(n) * dtype_size(dt);
-  gpu::BufferRef staging = host_pool_->acquire(bytes);
+  BufferRef staging = host_pool_->acquire(bytes);
   const Layout packed = Layout::contiguous(src.layout.shape);
-  gpu::Buffer& from = buffer(src.storage);
+  Buffer& from = buffer(src.storage);
   uint64_t id;
   if (src.layout.is_contiguous()) {
     const auto [offset, size] = byte_range(src.layout, dt);
     id = queue_->record_and_submit(
-        [&](gpu::CommandQueue::Recorder& r) { r.copy(from, offset, *staging, 0, size); });
+        [&](CommandQueue::Recorder& r) { r.copy(from, offset, *staging, 0, size); });
   } else {
     // Gather the view's elements on the GPU.
     launch_strided(copy_kernel(dt, dt), {{&from, &src.layout}}, {staging.get(), &packed}, true);
     id = queue_->flush();
   }
   queue_->wait(id);
-  // Convert on the host, with the CPU backend's conversions (the reference semantics).
-  auto& cpu = static_cast<cpu::CpuDevice&>(*backend::cpu_device());
-  const StoragePtr host = cpu.wrap(dt, static_cast<size_t>(n), nullptr, staging->alloc.mapped);
-  cpu.to_host({*host, packed}, dst, dst_dt);
+  // Convert on the host, with every backend's conversions (the CPU's, the reference semantics).
+  convert_contiguous(staging->alloc.mapped, dt, dst, dst_dt, static_cast<size_t>(n));
   staging.reset();
   trim_pools();
   check_device_errors();
 }
 
-void VulkanDevice::cast(View x, Storage& dst) {
+void GpuDevice::cast(View x, Storage& dst) {
   check_span(x.layout, x.storage, "to_dtype");
   require(x.storage.dtype(), "to_dtype");
   require(dst.dtype(), "to_dtype");
@@ -107,7 +103,7 @@ void VulkanDevice::cast(View x, Storage& dst) {
                  {&buffer(dst), &out}, true);
 }
 
-void VulkanDevice::copy_strided(View src, Storage& dst, const Layout& dst_layout) {
+void GpuDevice::copy_strided(View src, Storage& dst, const Layout& dst_layout) {
   check_span(src.layout, src.storage, "copy");
   check_span(dst_layout, dst, "copy");
   WICK_ASSERT(src.storage.dtype() == dst.dtype());
@@ -115,15 +111,15 @@ void VulkanDevice::copy_strided(View src, Storage& dst, const Layout& dst_layout
   if (src.layout.is_contiguous() && dst_layout.is_contiguous()) {
     const auto [from, size] = byte_range(src.layout, dt);
     const uint64_t to = byte_range(dst_layout, dt).first;
-    gpu::Buffer &s = buffer(src.storage), &t = buffer(dst);
-    queue_->record([&](gpu::CommandQueue::Recorder& r) { r.copy(s, from, t, to, size); });
+    Buffer &s = buffer(src.storage), &t = buffer(dst);
+    queue_->record([&](CommandQueue::Recorder& r) { r.copy(s, from, t, to, size); });
     return;
   }
   launch_strided(copy_kernel(dt, dt), {{&buffer(src.storage), &src.layout}},
                  {&buffer(dst), &dst_layout}, true);
 }
 
-void VulkanDevice::fill(Storage& dst, const Layout& dst_layout, double value) {
+void GpuDevice::fill(Storage& dst, const Layout& dst_layout, double value) {
   check_span(dst_layout, dst, "fill");
   const DType dt = dst.dtype();
   require(dt, "fill");
@@ -143,16 +139,16 @@ void VulkanDevice::fill(Storage& dst, const Layout& dst_layout, double value) {
   if (size == 8) repeats = (bits >> 32) == (bits & 0xffffffffu);
   const auto [offset, bytes] = byte_range(dst_layout, dt);
   if (repeats && dst_layout.is_contiguous() && offset % 4 == 0 && bytes % 4 == 0) {
-    gpu::Buffer& b = buffer(dst);
-    queue_->record([&](gpu::CommandQueue::Recorder& r) { r.fill(b, offset, bytes, pattern); });
+    Buffer& b = buffer(dst);
+    queue_->record([&](CommandQueue::Recorder& r) { r.fill(b, offset, bytes, pattern); });
     return;
   }
-  const gpu::Pipeline& pipeline = kernel(KernelFamily::Fill, {static_cast<uint32_t>(size)}, [&] {
-    return key_for("fill.comp", {{"ELEM_BYTES", std::to_string(size)}});
+  const Pipeline& pipeline = kernel(KernelFamily::Fill, {static_cast<uint32_t>(size)}, [&] {
+    return key_for("fill", {{"ELEM_BYTES", std::to_string(size)}});
   });
   launch_strided(pipeline, {}, {&buffer(dst), &dst_layout}, true,
                  {PushParam::u32(static_cast<uint32_t>(bits)),
                   PushParam::u32(static_cast<uint32_t>(bits >> 32))});
 }
 
-}  // namespace wick::vulkan
+}  // namespace wick::gpu

@@ -1,8 +1,8 @@
-// Vulkan element-wise ops: unary (incl. affine, powf, elu, clamp), binary with broadcasting
+// GPU element-wise ops: unary (incl. affine, powf, elu, clamp), binary with broadcasting
 // through strides, compare and where_cond. One dispatch per op; views are read in place.
-#include "vulkan/vk_device.h"
+#include "gpu/gpu_device.h"
 
-namespace wick::vulkan {
+namespace wick::gpu {
 
 using backend::BinaryOp;
 using backend::CmpOp;
@@ -10,41 +10,41 @@ using backend::Storage;
 using backend::UnaryOp;
 using backend::View;
 
-const gpu::Pipeline& VulkanDevice::op_kernel(KernelFamily family, const char* source, uint32_t code,
-                                             DType dt, bool with_params) {
+const Pipeline& GpuDevice::op_kernel(KernelFamily family, const char* source, uint32_t code,
+                                     DType dt, bool with_params) {
   return kernel(family, {code, static_cast<uint32_t>(dt)}, [&] {
-    gpu::Defines d;
+    Defines d;
     add_dtype(d, "", dt);
     if (with_params) d.emplace_back("PARAM_T", param_type(dt));
     return key_for(source, std::move(d), {code});
   });
 }
 
-void VulkanDevice::unary(UnaryOp op, backend::UnaryParams p, View x, Storage& dst) {
+void GpuDevice::unary(UnaryOp op, backend::UnaryParams p, View x, Storage& dst) {
   const DType dt = x.storage.dtype();
   const char* name = backend::unary_op_name(op);
   require(dt, name);
-  const gpu::Pipeline& pipeline =
-      op_kernel(KernelFamily::Unary, "unary.comp", static_cast<uint32_t>(op), dt, true);
+  const Pipeline& pipeline =
+      op_kernel(KernelFamily::Unary, "unary", static_cast<uint32_t>(op), dt, true);
   const Layout out = Layout::contiguous(x.layout.shape);
   const PushParam::Kind pk = param_kind(dt);
   launch_strided(pipeline, {{&buffer(x.storage), &x.layout}}, {&buffer(dst), &out}, false,
                  {{pk, p.p0}, {pk, p.p1}});
 }
 
-void VulkanDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
+void GpuDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
   const DType dt = a.storage.dtype();
   const char* name = backend::binary_op_name(op);
   require(dt, name);
   // Integer kernels report a division by zero through the device's error words.
   const bool integer = !is_float(dt);
   const auto op_code = static_cast<uint32_t>(op);
-  const gpu::Pipeline& pipeline =
+  const Pipeline& pipeline =
       kernel(KernelFamily::Binary, {op_code, static_cast<uint32_t>(dt)}, [&] {
-        gpu::Defines d;
+        Defines d;
         add_dtype(d, "", dt);
         if (integer) d.emplace_back("DTYPE_CODE", std::to_string(static_cast<int>(dt)) + "u");
-        return key_for("binary.comp", std::move(d), {op_code});
+        return key_for("binary", std::move(d), {op_code});
       });
   const Layout out = Layout::contiguous(a.layout.shape);
   launch_strided(pipeline, {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
@@ -52,29 +52,29 @@ void VulkanDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
   if (integer && op == BinaryOp::Div) refuse_device_errors(&a.layout.shape);
 }
 
-void VulkanDevice::compare(CmpOp op, View a, View b, Storage& dst) {
+void GpuDevice::compare(CmpOp op, View a, View b, Storage& dst) {
   const DType dt = a.storage.dtype();
   const char* name = backend::cmp_op_name(op);
   require(dt, name);
   require(DType::U8, name);
-  const gpu::Pipeline& pipeline =
-      op_kernel(KernelFamily::Compare, "compare.comp", static_cast<uint32_t>(op), dt, false);
+  const Pipeline& pipeline =
+      op_kernel(KernelFamily::Compare, "compare", static_cast<uint32_t>(op), dt, false);
   const Layout out = Layout::contiguous(a.layout.shape);
   launch_strided(pipeline, {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
                  {&buffer(dst), &out}, false);
 }
 
-void VulkanDevice::where_cond(View cond, View on_true, View on_false, Storage& dst) {
+void GpuDevice::where_cond(View cond, View on_true, View on_false, Storage& dst) {
   const DType dt = on_true.storage.dtype();
   require(cond.storage.dtype(), "where_cond");
   require(dt, "where_cond");
   const DType cond_dt = cond.storage.dtype();
-  const gpu::Pipeline& pipeline =
+  const Pipeline& pipeline =
       kernel(KernelFamily::Where, {static_cast<uint32_t>(dt), static_cast<uint32_t>(cond_dt)}, [&] {
-        gpu::Defines d;
+        Defines d;
         add_dtype(d, "", dt);
         add_dtype(d, "COND_", cond_dt);
-        return key_for("where.comp", std::move(d));
+        return key_for("where", std::move(d));
       });
   const Layout out = Layout::contiguous(cond.layout.shape);
   launch_strided(pipeline,
@@ -84,4 +84,4 @@ void VulkanDevice::where_cond(View cond, View on_true, View on_false, Storage& d
                  {&buffer(dst), &out}, false);
 }
 
-}  // namespace wick::vulkan
+}  // namespace wick::gpu

@@ -1,26 +1,25 @@
-// What every Vulkan op shares: kernel keys with the device's capabilities, dtype checks, push
-// constants, and the strided launch (dim collapsing, rank peeling, grid shape).
+// What every GPU op shares: kernel keys with the device's capabilities, dtype checks, parameter
+// blocks, and the strided launch (dim collapsing, rank peeling, grid shape).
 #include <cstring>
 #include <limits>
 
-#include "cpu/strided.h"
-#include "vulkan/vk_device.h"
+#include "core/strided_plan.h"
+#include "gpu/gpu_device.h"
 
-namespace wick::vulkan {
+namespace wick::gpu {
 
 using backend::Storage;
 
 namespace {
 
-constexpr size_t kMaxRank = 6;      // MAX_RANK in include/strided.glsl
+constexpr size_t kMaxRank = WICK_MAX_RANK;
 constexpr size_t kMaxOperands = 4;  // three inputs and the output (where_cond)
 
 }  // namespace
 
 uint32_t to_index(int64_t v, const char* what) {
   if (v < 0 || v > std::numeric_limits<uint32_t>::max())
-    fail(ErrorKind::Unsupported, "vulkan", what, " ", v,
-         " does not fit the kernels' 32-bit indices");
+    fail(ErrorKind::Unsupported, "gpu", what, " ", v, " does not fit the kernels' 32-bit indices");
   return static_cast<uint32_t>(v);
 }
 
@@ -52,18 +51,18 @@ void PushConstants::param(const PushParam& p) {
   }
 }
 
-std::array<uint32_t, 3> VulkanDevice::grid(uint64_t n) const {
+std::array<uint32_t, 3> GpuDevice::grid(uint64_t n) const {
   const uint64_t groups = std::max<uint64_t>((n + kWorkgroupSize - 1) / kWorkgroupSize, 1);
-  const uint64_t x = std::min<uint64_t>(groups, caps().max_group_count_x);
+  const uint64_t x = std::min<uint64_t>(groups, device_caps().max_group_count_x);
   return {static_cast<uint32_t>(x), static_cast<uint32_t>((groups + x - 1) / x), 1};
 }
 
-gpu::Buffer& VulkanDevice::buffer(const Storage& s) {
-  return static_cast<const VulkanStorage&>(s).buffer();
+Buffer& GpuDevice::buffer(const Storage& s) {
+  return static_cast<const GpuStorage&>(s).buffer();
 }
 
-void VulkanDevice::require(DType dt, const char* op) const {
-  const DeviceCaps& c = caps();
+void GpuDevice::require(DType dt, const char* op) const {
+  const DeviceCaps& c = device_caps();
   const char* missing = nullptr;
   if ((dt == DType::F16 || dt == DType::BF16) && !c.storage16) missing = "16-bit storage buffers";
   if (dt == DType::U8 && !c.storage8) missing = "8-bit storage buffers";
@@ -73,43 +72,37 @@ void VulkanDevice::require(DType dt, const char* op) const {
     fail(ErrorKind::Unsupported, op, dt, " needs ", missing, ", which ", c.name, " lacks");
 }
 
-void VulkanDevice::add_dtype(gpu::Defines& defines, const std::string& prefix, DType dt) {
+void GpuDevice::add_dtype(Defines& defines, const std::string& prefix, DType dt) {
   const char* kind = dt == DType::F64 ? "1" : dt == DType::I64 ? "3" : is_float(dt) ? "0" : "2";
   defines.emplace_back(prefix + "DT", dtype_name(dt));
   defines.emplace_back(prefix + "DT_KIND", kind);
 }
 
-PushParam::Kind VulkanDevice::param_kind(DType dt) const {
+PushParam::Kind GpuDevice::param_kind(DType dt) const {
   if (dt == DType::F64) return PushParam::F64;
   if (is_float(dt)) return PushParam::F32;
-  return caps().float64 ? PushParam::F64 : PushParam::F32;  // integers: as precise as we can
+  return device_caps().float64 ? PushParam::F64 : PushParam::F32;  // integers: as precise as we can
 }
 
-std::string VulkanDevice::param_type(DType dt) const {
+std::string GpuDevice::param_type(DType dt) const {
   return param_kind(dt) == PushParam::F64 ? "double" : "float";
 }
 
-gpu::KernelKey VulkanDevice::key_for(const char* source, gpu::Defines defines,
-                                     std::vector<uint32_t> constants) const {
-  const DeviceCaps& c = caps();
-  defines.reserve(defines.size() + 6);
-  if (c.float64) defines.emplace_back("WICK_F64", "1");
-  if (c.int64) defines.emplace_back("WICK_I64", "1");
-  if (c.preserve_nan32) defines.emplace_back("WICK_PRESERVE_NAN32", "1");
-  if (c.preserve_denorm32) defines.emplace_back("WICK_PRESERVE_DENORM32", "1");
-  if (c.float64 && c.preserve_nan64) defines.emplace_back("WICK_PRESERVE_NAN64", "1");
-  if (c.float64 && c.preserve_denorm64) defines.emplace_back("WICK_PRESERVE_DENORM64", "1");
-  gpu::KernelKey k;
-  k.source = source;
+KernelKey GpuDevice::key_for(const char* source, Defines defines, std::vector<uint32_t> constants,
+                             uint32_t block) const {
+  driver_->add_capability_defines(defines);
+  defines.emplace_back("WG_SIZE", std::to_string(block));
+  KernelKey k;
+  k.source = std::string(source) + driver_->language().extension;
   k.defines = std::move(defines);
   k.constants = std::move(constants);
+  k.block = block;
   return k;
 }
 
-void VulkanDevice::launch_strided(const gpu::Pipeline& pipeline,
-                                  std::initializer_list<Operand> inputs, Operand out,
-                                  bool out_strided, std::initializer_list<PushParam> params,
-                                  gpu::Buffer* unordered) {
+void GpuDevice::launch_strided(const Pipeline& pipeline, std::initializer_list<Operand> inputs,
+                               Operand out, bool out_strided,
+                               std::initializer_list<PushParam> params, Buffer* unordered) {
   WICK_ASSERT(inputs.size() + 1 <= kMaxOperands);
   const Shape& shape = out.layout->shape;
   // Collapse dims jointly over all operands; unused slots repeat the output, which merges freely.
@@ -118,7 +111,7 @@ void VulkanDevice::launch_strided(const gpu::Pipeline& pipeline,
   size_t n_ops = 0;
   for (const Operand& in : inputs) layouts[n_ops++] = in.layout;
   const size_t out_slot = n_ops++;
-  const auto plan = cpu::make_plan<kMaxOperands>(shape, layouts);
+  const auto plan = make_plan<kMaxOperands>(shape, layouts);
   to_index(plan.numel, "element count");
   for (size_t k = 0; k < n_ops; k++) {
     to_index(plan.offsets[k], "offset");
@@ -151,17 +144,17 @@ void VulkanDevice::launch_strided(const gpu::Pipeline& pipeline,
     for (const PushParam& p : params) pc.param(p);
     return pc;
   };
-  std::array<gpu::BufferAccess, kMaxOperands + 1> args;
+  std::array<BufferAccess, kMaxOperands + 1> args;
   size_t n_args = 0;
-  for (const Operand& in : inputs) args[n_args++] = {in.buffer, gpu::Access::Read};
-  args[n_args++] = {out.buffer, gpu::Access::Write};
-  if (unordered) args[n_args++] = {unordered, gpu::Access::Unordered};
+  for (const Operand& in : inputs) args[n_args++] = {in.buffer, Access::Read};
+  args[n_args++] = {out.buffer, Access::Write};
+  if (unordered) args[n_args++] = {unordered, Access::Unordered};
   const auto groups = grid(static_cast<uint64_t>(inner_numel));
-  const std::span<const gpu::BufferAccess> bound(args.data(), n_args);
+  const std::span<const BufferAccess> bound(args.data(), n_args);
   if (outer == 0) {  // the common case: one dispatch, nothing on the heap
     const PushConstants pc = push_for(0, {});
     queue_->record(
-        [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, bound, pc.words(), groups); });
+        [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, bound, pc.words(), groups); });
     return;
   }
   std::vector<PushConstants> pushes;
@@ -173,9 +166,9 @@ void VulkanDevice::launch_strided(const gpu::Pipeline& pipeline,
       idx[d] = 0;
     }
   }
-  queue_->record([&](gpu::CommandQueue::Recorder& r) {
+  queue_->record([&](CommandQueue::Recorder& r) {
     for (const PushConstants& pc : pushes) r.dispatch(pipeline, bound, pc.words(), groups);
   });
 }
 
-}  // namespace wick::vulkan
+}  // namespace wick::gpu

@@ -1,10 +1,10 @@
-// Vulkan indexing: index_select, gather, scatter_add, index_add. The indexed dim is taken out of
+// GPU indexing: index_select, gather, scatter_add, index_add. The indexed dim is taken out of
 // the source layout (stride 0) and the kernel adds id * stride, so strided sources and ids are
 // read in place. Ids are checked on the device: an out-of-range id is never dereferenced; it is
 // recorded in the device's error words, and the op waits for itself and raises OutOfRange.
-#include "vulkan/vk_device.h"
+#include "gpu/gpu_device.h"
 
-namespace wick::vulkan {
+namespace wick::gpu {
 
 using backend::Storage;
 using backend::View;
@@ -27,18 +27,18 @@ Layout along_dim(const Layout& ids, const Shape& shape, size_t d) {
 
 }  // namespace
 
-const gpu::Pipeline& VulkanDevice::indexed_kernel(KernelFamily family, const char* source, DType dt,
-                                                  DType id_dt) {
+const Pipeline& GpuDevice::indexed_kernel(KernelFamily family, const char* source, DType dt,
+                                          DType id_dt) {
   return kernel(family, {static_cast<uint32_t>(dt), static_cast<uint32_t>(id_dt)}, [&] {
-    gpu::Defines d;
+    Defines d;
     add_dtype(d, "", dt);
     add_dtype(d, "ID_", id_dt);
     return key_for(source, std::move(d));
   });
 }
 
-void VulkanDevice::launch_index(uint32_t mode, const char* op, View src, View ids, size_t dim,
-                                Storage& dst) {
+void GpuDevice::launch_index(uint32_t mode, const char* op, View src, View ids, size_t dim,
+                             Storage& dst) {
   const DType dt = src.storage.dtype();
   require(dt, op);
   require(ids.storage.dtype(), op);
@@ -52,18 +52,18 @@ void VulkanDevice::launch_index(uint32_t mode, const char* op, View src, View id
   const Layout id_layout = mode == 0 ? along_dim(ids.layout, out_shape, dim) : ids.layout;
   const Layout out = Layout::contiguous(out_shape);
   const DType id_dt = ids.storage.dtype();
-  const gpu::Pipeline& pipeline = indexed_kernel(KernelFamily::Index, "index.comp", dt, id_dt);
+  const Pipeline& pipeline = indexed_kernel(KernelFamily::Index, "index", dt, id_dt);
   launch_strided(pipeline, {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_layout}},
                  {&buffer(dst), &out}, false,
                  {PushParam::u32(to_index(src.layout.strides[dim], "stride")),
                   PushParam::u32(to_index(src.layout.shape[dim], "dim")),
-                  PushParam::u32(mode == 0 ? kIndexSelectRange : kGatherRange)},
+                  PushParam::u32(mode == 0 ? WICK_ERROR_INDEX_SELECT : WICK_ERROR_GATHER)},
                  error_flag_.get());
   refuse_device_errors();
 }
 
-void VulkanDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst,
-                                  const Shape& dst_shape, View ids, View src, size_t dim) {
+void GpuDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst, const Shape& dst_shape,
+                               View ids, View src, size_t dim) {
   const DType dt = dst.dtype();
   require(dt, op);
   require(ids.storage.dtype(), op);
@@ -76,7 +76,7 @@ void VulkanDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst,
   for (size_t i = dim + 1; i < dst_shape.rank(); i++) inner *= dst_shape[i];
   const Layout out = Layout::contiguous(dst_shape);
   const DType id_dt = ids.storage.dtype();
-  const gpu::Pipeline& pipeline = indexed_kernel(KernelFamily::Scatter, "scatter.comp", dt, id_dt);
+  const Pipeline& pipeline = indexed_kernel(KernelFamily::Scatter, "scatter", dt, id_dt);
   launch_strided(
       pipeline, {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_base}},
       {&buffer(dst), &out}, false,
@@ -84,23 +84,22 @@ void VulkanDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst,
        PushParam::u32(to_index(ids_stride, "stride")),
        PushParam::u32(to_index(src.layout.shape[dim], "dim")),
        PushParam::u32(to_index(inner, "dim")), PushParam::u32(to_index(dst_shape[dim], "dim")),
-       PushParam::u32(mode == 0 ? kScatterAddRange : kIndexAddRange)},
+       PushParam::u32(mode == 0 ? WICK_ERROR_SCATTER_ADD : WICK_ERROR_INDEX_ADD)},
       error_flag_.get());
   refuse_device_errors();
 }
 
-void VulkanDevice::index_select(View src, View ids, size_t dim, Storage& dst) {
+void GpuDevice::index_select(View src, View ids, size_t dim, Storage& dst) {
   launch_index(0, "index_select", src, ids, dim, dst);
 }
-void VulkanDevice::gather(View src, View ids, size_t dim, Storage& dst) {
+void GpuDevice::gather(View src, View ids, size_t dim, Storage& dst) {
   launch_index(1, "gather", src, ids, dim, dst);
 }
-void VulkanDevice::scatter_add(Storage& dst, const Shape& dst_shape, View ids, View src,
-                               size_t dim) {
+void GpuDevice::scatter_add(Storage& dst, const Shape& dst_shape, View ids, View src, size_t dim) {
   launch_scatter(0, "scatter_add", dst, dst_shape, ids, src, dim);
 }
-void VulkanDevice::index_add(Storage& dst, const Shape& dst_shape, View ids, View src, size_t dim) {
+void GpuDevice::index_add(Storage& dst, const Shape& dst_shape, View ids, View src, size_t dim) {
   launch_scatter(1, "index_add", dst, dst_shape, ids, src, dim);
 }
 
-}  // namespace wick::vulkan
+}  // namespace wick::gpu

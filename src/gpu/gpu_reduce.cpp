@@ -1,14 +1,14 @@
-// Vulkan reductions, softmax, norms and rope. Reductions and row ops see the input as (outer,
+// GPU reductions, softmax, norms and rope. Reductions and row ops see the input as (outer,
 // inner) index pairs (include/rows.glsl): strided inputs are read in place; only when a group
 // of dims cannot be collapsed to GROUP_RANK dims is the input first copied with its inner dims
 // last.
 #include <algorithm>
 #include <numeric>
 
-#include "cpu/strided.h"
-#include "vulkan/vk_device.h"
+#include "core/strided_plan.h"
+#include "gpu/gpu_device.h"
 
-namespace wick::vulkan {
+namespace wick::gpu {
 
 using backend::ReduceOp;
 using backend::Storage;
@@ -16,7 +16,7 @@ using backend::View;
 
 namespace {
 
-constexpr size_t kGroupRank = 4;       // GROUP_RANK in include/rows.glsl
+constexpr size_t kGroupRank = WICK_GROUP_RANK;
 constexpr int64_t kPerGroupMin = 128;  // inner sizes from which a workgroup shares one output
 constexpr int64_t kMaxSortRow = 2048;  // MAX_SORT in sort.comp
 
@@ -35,7 +35,7 @@ Group collapse(const Layout& l, const std::vector<size_t>& dims) {
   Group g;
   if (sh.empty()) return g;
   const Layout sub(Shape(sh), st, 0);
-  const auto plan = cpu::make_plan<1>(sub.shape, {&sub});
+  const auto plan = make_plan<1>(sub.shape, {&sub});
   g.shape = plan.shape.to_vector();
   g.strides = plan.strides[0].to_vector();
   g.numel = plan.numel;
@@ -44,17 +44,17 @@ Group collapse(const Layout& l, const std::vector<size_t>& dims) {
 
 }  // namespace
 
-void VulkanDevice::launch_rows(const gpu::Pipeline& pipeline, View x,
-                               const std::vector<size_t>& inner, gpu::Buffer& out, bool per_group,
-                               std::initializer_list<BoundView> extra_inputs,
-                               std::initializer_list<PushParam> params) {
+void GpuDevice::launch_rows(const Pipeline& pipeline, View x, const std::vector<size_t>& inner,
+                            Buffer& out, bool per_group,
+                            std::initializer_list<BoundView> extra_inputs,
+                            std::initializer_list<PushParam> params) {
   const Layout& l = x.layout;
   std::vector<size_t> outer;
   for (size_t d = 0; d < l.rank(); d++)
     if (!std::binary_search(inner.begin(), inner.end(), d)) outer.push_back(d);
   Group og = collapse(l, outer), ig = collapse(l, inner);
-  gpu::BufferRef tmp;  // a packed copy when the groups do not collapse far enough
-  gpu::Buffer* in = &buffer(x.storage);
+  BufferRef tmp;  // a packed copy when the groups do not collapse far enough
+  Buffer* in = &buffer(x.storage);
   int64_t offset = l.start_offset;
   if (og.shape.size() > kGroupRank || ig.shape.size() > kGroupRank) {
     std::vector<int64_t> perm(outer.begin(), outer.end());
@@ -91,16 +91,16 @@ void VulkanDevice::launch_rows(const gpu::Pipeline& pipeline, View x,
   pc.u32(0);  // output offset
   for (const PushParam& p : params) pc.param(p);
 
-  std::vector<gpu::BufferAccess> args{{in, gpu::Access::Read}};
-  for (const BoundView& e : extra_inputs) args.push_back({e.buffer, gpu::Access::Read});
-  args.push_back({&out, gpu::Access::Write});
+  std::vector<BufferAccess> args{{in, Access::Read}};
+  for (const BoundView& e : extra_inputs) args.push_back({e.buffer, Access::Read});
+  args.push_back({&out, Access::Write});
   const auto groups = per_group ? grid(static_cast<uint64_t>(og.numel) * kWorkgroupSize)
                                 : grid(static_cast<uint64_t>(og.numel));
   queue_->record(
-      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
+      [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
 }
 
-void VulkanDevice::reduce(ReduceOp op, View x, const std::vector<size_t>& dims, Storage& dst) {
+void GpuDevice::reduce(ReduceOp op, View x, const std::vector<size_t>& dims, Storage& dst) {
   const DType dt = x.storage.dtype();
   const char* name = backend::reduce_op_name(op);
   require(dt, name);
@@ -109,21 +109,21 @@ void VulkanDevice::reduce(ReduceOp op, View x, const std::vector<size_t>& dims, 
   const bool per_group = n_inner >= kPerGroupMin;
   const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
   const auto op_code = static_cast<uint32_t>(op), group = per_group ? 1u : 0u;
-  const gpu::Pipeline& pipeline =
+  const Pipeline& pipeline =
       kernel(KernelFamily::Reduce, {op_code, group, static_cast<uint32_t>(dt)}, [&] {
-        gpu::Defines d;
+        Defines d;
         add_dtype(d, "", dt);
         d.emplace_back("OUT_INDEX", arg ? "1" : "0");
-        return key_for("reduce.comp", std::move(d), {op_code, group});
+        return key_for("reduce", std::move(d), {op_code, group});
       });
   launch_rows(pipeline, x, dims, buffer(dst), per_group);
 }
 
-void VulkanDevice::norm(uint32_t kind, const char* name, View x, const View* alpha,
-                        const View* beta, double eps, Storage& dst) {
+void GpuDevice::norm(uint32_t kind, const char* name, View x, const View* alpha, const View* beta,
+                     double eps, Storage& dst) {
   const DType dt = x.storage.dtype();
   require(dt, name);
-  const gpu::Pipeline& pipeline = op_kernel(KernelFamily::Norm, "norm.comp", kind, dt, true);
+  const Pipeline& pipeline = op_kernel(KernelFamily::Norm, "norm", kind, dt, true);
   // Unused parameter slots bind x again (read-only), so every binding the kernel names is valid.
   const View a = alpha ? *alpha : x, b = beta ? *beta : x;
   auto stride_of = [](const View& v) { return v.layout.rank() ? v.layout.strides.back() : 0; };
@@ -137,20 +137,20 @@ void VulkanDevice::norm(uint32_t kind, const char* name, View x, const View* alp
                {pk, eps}});
 }
 
-void VulkanDevice::softmax_last_dim(View x, Storage& dst) {
+void GpuDevice::softmax_last_dim(View x, Storage& dst) {
   norm(0, "softmax", x, nullptr, nullptr, 0, dst);
 }
-void VulkanDevice::log_softmax_last_dim(View x, Storage& dst) {
+void GpuDevice::log_softmax_last_dim(View x, Storage& dst) {
   norm(1, "log_softmax", x, nullptr, nullptr, 0, dst);
 }
-void VulkanDevice::rms_norm(View x, View alpha, double eps, Storage& dst) {
+void GpuDevice::rms_norm(View x, View alpha, double eps, Storage& dst) {
   norm(2, "rms_norm", x, &alpha, nullptr, eps, dst);
 }
-void VulkanDevice::layer_norm(View x, View alpha, View beta, double eps, Storage& dst) {
+void GpuDevice::layer_norm(View x, View alpha, View beta, double eps, Storage& dst) {
   norm(3, "layer_norm", x, &alpha, &beta, eps, dst);
 }
 
-void VulkanDevice::rope(View x, View cos, View sin, bool interleaved, Storage& dst) {
+void GpuDevice::rope(View x, View cos, View sin, bool interleaved, Storage& dst) {
   const DType dt = x.storage.dtype();
   const char* name = interleaved ? "rope_i" : "rope";
   require(dt, name);
@@ -163,27 +163,26 @@ void VulkanDevice::rope(View x, View cos, View sin, bool interleaved, Storage& d
     for (int64_t s : v->layout.strides) pc.u32(to_index(s, "stride"));
     pc.u32(to_index(v->layout.start_offset, "offset"));
   }
-  const gpu::Pipeline& pipeline =
-      op_kernel(KernelFamily::Rope, "rope.comp", interleaved ? 1u : 0u, dt, false);
-  const gpu::BufferAccess args[] = {{&buffer(x.storage), gpu::Access::Read},
-                                    {&buffer(cos.storage), gpu::Access::Read},
-                                    {&buffer(sin.storage), gpu::Access::Read},
-                                    {&buffer(dst), gpu::Access::Write}};
+  const Pipeline& pipeline =
+      op_kernel(KernelFamily::Rope, "rope", interleaved ? 1u : 0u, dt, false);
+  const BufferAccess args[] = {{&buffer(x.storage), Access::Read},
+                               {&buffer(cos.storage), Access::Read},
+                               {&buffer(sin.storage), Access::Read},
+                               {&buffer(dst), Access::Write}};
   const auto groups = grid(static_cast<uint64_t>(x.layout.numel()));
   queue_->record(
-      [&](gpu::CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
+      [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
 }
 
-void VulkanDevice::arg_sort_last_dim(View x, bool ascending, Storage& dst) {
+void GpuDevice::arg_sort_last_dim(View x, bool ascending, Storage& dst) {
   const DType dt = x.storage.dtype();
   require(dt, "arg_sort_last_dim");
   const int64_t n = x.layout.shape[x.layout.rank() - 1];
   if (n > kMaxSortRow)
     fail(ErrorKind::Unsupported, "arg_sort_last_dim", "rows of ", n, " elements (shape ",
-         x.layout.shape, ") exceed the ", kMaxSortRow, " that vulkan sorts in one workgroup");
-  const gpu::Pipeline& pipeline =
-      op_kernel(KernelFamily::Sort, "sort.comp", ascending ? 0u : 1u, dt, false);
+         x.layout.shape, ") exceed the ", kMaxSortRow, " that ", name(), " sorts in one workgroup");
+  const Pipeline& pipeline = op_kernel(KernelFamily::Sort, "sort", ascending ? 0u : 1u, dt, false);
   launch_rows(pipeline, x, {x.layout.rank() - 1}, buffer(dst), true);
 }
 
-}  // namespace wick::vulkan
+}  // namespace wick::gpu

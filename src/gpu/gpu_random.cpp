@@ -1,8 +1,8 @@
-// Vulkan random numbers: Philox4x32-10 on the device from a per-device seed. Each call draws the
+// GPU random numbers: Philox4x32-10 on the device from a per-device seed. Each call draws the
 // next `numel` counters, so results depend on the seed and the order of calls only.
-#include "vulkan/vk_device.h"
+#include "gpu/gpu_device.h"
 
-namespace wick::vulkan {
+namespace wick::gpu {
 
 using backend::Storage;
 
@@ -12,13 +12,13 @@ constexpr uint32_t kUniform = 0, kNormal = 1;  // MODE in rand.comp
 
 }  // namespace
 
-void VulkanDevice::set_seed(uint64_t seed) {
+void GpuDevice::set_seed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(rng_mu_);
   rng_seed_ = seed;
   rng_counter_ = 0;
 }
 
-void VulkanDevice::random(uint32_t mode, Storage& dst, double p0, double p1) {
+void GpuDevice::random(uint32_t mode, Storage& dst, double p0, double p1) {
   const DType dt = dst.dtype();
   require(dt, mode == kUniform ? "rand" : "randn");
   const uint64_t n = dst.numel();
@@ -32,7 +32,7 @@ void VulkanDevice::random(uint32_t mode, Storage& dst, double p0, double p1) {
     base = rng_counter_;
     rng_counter_ += n;
   }
-  const gpu::Pipeline& pipeline = op_kernel(KernelFamily::Rand, "rand.comp", mode, dt, true);
+  const Pipeline& pipeline = op_kernel(KernelFamily::Rand, "rand", mode, dt, true);
   PushConstants pc;
   pc.u32(static_cast<uint32_t>(n));
   pc.u32(0);  // output offset
@@ -44,18 +44,18 @@ void VulkanDevice::random(uint32_t mode, Storage& dst, double p0, double p1) {
   pc.param({pk, p0});
   pc.param({pk, p1});
   const auto groups = grid(n);
-  gpu::Buffer& out = buffer(dst);
-  queue_->record([&](gpu::CommandQueue::Recorder& r) {
-    r.dispatch(pipeline, {{&out, gpu::Access::Write}}, pc.words(), groups);
+  Buffer& out = buffer(dst);
+  queue_->record([&](CommandQueue::Recorder& r) {
+    r.dispatch(pipeline, {{&out, Access::Write}}, pc.words(), groups);
   });
 }
 
-void VulkanDevice::rand_uniform(Storage& dst, double lo, double hi) {
+void GpuDevice::rand_uniform(Storage& dst, double lo, double hi) {
   random(kUniform, dst, lo, hi);
 }
 
-void VulkanDevice::rand_normal(Storage& dst, double mean, double std) {
+void GpuDevice::rand_normal(Storage& dst, double mean, double std) {
   random(kNormal, dst, mean, std);
 }
 
-}  // namespace wick::vulkan
+}  // namespace wick::gpu

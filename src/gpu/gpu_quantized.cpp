@@ -1,4 +1,4 @@
-// Vulkan quantized matmul: y = x @ W^T with W's ggml blocks in a device buffer (QMatMul uploads
+// GPU quantized matmul: y = x @ W^T with W's ggml blocks in a device buffer (QMatMul uploads
 // them once). For a few x rows (decode) qmatvec.comp decodes W on the fly and reads each weight
 // byte once per 8 x rows; longer inputs (prompts) go to qmatmul.comp on GPUs, a tiled GEMM that
 // decodes W's tiles into shared memory (the table below says where the switch is). As on the CPU,
@@ -13,10 +13,10 @@
 #include <limits>
 #include <string>
 
+#include "gpu/gpu_device.h"
 #include "quantized/kernels.h"
-#include "vulkan/vk_device.h"
 
-namespace wick::vulkan {
+namespace wick::gpu {
 
 using backend::Storage;
 using backend::View;
@@ -74,27 +74,27 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   return {32, 2, kMaxVecCols};
 }
 
-void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
-                           Storage& dst) {
+void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
+                        Storage& dst) {
   const char* op = "qmatmul";
   const DType dt = x.storage.dtype();
   require(dt, op);
   const QuantTypeInfo* info = quant_type_info(type);
   if (!info || !has_kernel(type))
-    fail(ErrorKind::Unsupported, op, "no Vulkan kernel for weights of type ",
+    fail(ErrorKind::Unsupported, op, "no kernel on ", name(), " for weights of type ",
          info ? info->name : std::to_string(static_cast<uint32_t>(type)));
-  if (!caps().storage16)
+  if (!device_caps().storage16)
     fail(ErrorKind::Unsupported, op, info->name, " weights need 16-bit storage buffers, which ",
-         caps().name, " lacks");
+         device_caps().name, " lacks");
   WICK_ASSERT(x.layout.rank() == 2 && x.layout.shape[1] == k && k > 0 &&
               k % info->block_elems == 0 && dst.dtype() == DType::F32);
   const int64_t m = x.layout.shape[0];
   const int64_t row_bytes = k / info->block_elems * info->block_bytes;
   WICK_ASSERT(wblocks.nbytes() == static_cast<size_t>(n_out * row_bytes));
-  if (wblocks.nbytes() > caps().max_storage_buffer_range)
+  if (wblocks.nbytes() > device_caps().max_storage_buffer_range)
     fail(ErrorKind::Unsupported, op, "weight [", n_out, ", ", k, "] of ", info->name, ": ",
-         wblocks.nbytes(), " bytes exceed the ", caps().max_storage_buffer_range,
-         " bytes a kernel can bind on ", caps().name);
+         wblocks.nbytes(), " bytes exceed the ", device_caps().max_storage_buffer_range,
+         " bytes a kernel can bind on ", device_caps().name);
   to_index(n_out * row_bytes, "weight bytes");
   to_index(m * n_out, "output elements");
   to_index(x.layout.start_offset + (m - 1) * x.layout.strides[0] + (k - 1) * x.layout.strides[1],
@@ -106,8 +106,8 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   const bool act_q8 = quantizes_x(type) && m < quantized::gemm_min_rows();
   const int64_t act_block = quantized::act_kind(type) == quantized::ActKind::Block32 ? 32 : 256;
   const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
-  gpu::BufferRef xq;
-  const gpu::Pipeline* quantize = nullptr;
+  BufferRef xq;
+  const Pipeline* quantize = nullptr;
   PushConstants qpc;
   std::array<uint32_t, 3> qgroups{};
   if (act_q8) {
@@ -126,10 +126,10 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
     qpc.u32(ties_away ? 1u : 0u);
     quantize = &kernel(KernelFamily::QAct,
                        {static_cast<uint32_t>(act_block), static_cast<uint32_t>(dt)}, [&] {
-                         gpu::Defines qdefs;
+                         Defines qdefs;
                          add_dtype(qdefs, "", dt);
                          qdefs.emplace_back("ACT_BLOCK", std::to_string(act_block));
-                         return key_for("qact.comp", std::move(qdefs));
+                         return key_for("qact", std::move(qdefs));
                        });
     qgroups = grid(static_cast<uint64_t>(m * (k / act_block)));
   }
@@ -153,7 +153,7 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
   const auto qtype = static_cast<uint32_t>(type);
   const uint32_t x_code = act_q8 ? 0xffu : static_cast<uint32_t>(dt);
   auto base_defines = [&] {
-    gpu::Defines defs;
+    Defines defs;
     if (act_q8)
       defs.emplace_back("ACT_Q8", "1");
     else
@@ -161,33 +161,32 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
     defs.emplace_back("QTYPE", std::to_string(qtype));
     return defs;
   };
-  const gpu::Pipeline* pipeline;
+  const Pipeline* pipeline;
   std::array<uint32_t, 3> groups{};
   const QMatVecShape& v = options_.qmatvec;
   // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
   WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
               v.threads * v.rows * kMaxVecCols * 4 <= 32768);
   const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
-  if (m <= v.max_rows && col_groups <= caps().max_group_count_z) {
+  if (m <= v.max_rows && col_groups <= device_caps().max_group_count_z) {
     const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
     pipeline = &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, x_code}, [&] {
-      gpu::Defines defs = base_defines();
-      defs.emplace_back("WG_SIZE", std::to_string(v.threads));
-      if (caps().subgroup_arithmetic && options_.subgroups)
+      Defines defs = base_defines();
+      if (device_caps().subgroup_arithmetic && options_.subgroups)
         defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-      return key_for("qmatvec.comp", std::move(defs), {cols, v.rows});
+      return key_for("qmatvec", std::move(defs), {cols, v.rows}, v.threads);
     });
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
     const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
-    const uint64_t gx = std::clamp<uint64_t>(n, 1, caps().max_group_count_x);
+    const uint64_t gx = std::clamp<uint64_t>(n, 1, device_caps().max_group_count_x);
     groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>((n + gx - 1) / gx),
               static_cast<uint32_t>(col_groups)};
   } else {
     const TileChoice t = choose_tiles(m, n_out);
     const uint32_t aligned = (m % t.bm == 0 ? 1u : 0u) | (n_out % t.bn == 0 ? 2u : 0u);
     pipeline = &kernel(KernelFamily::QMatMul, {t.bm, t.bn, aligned, qtype, x_code}, [&] {
-      return key_for("qmatmul.comp", base_defines(), {t.bm, t.bn, aligned});
+      return key_for("qmatmul", base_defines(), {t.bm, t.bn, aligned});
     });
     const int64_t gy = (m + t.bm - 1) / t.bm;
     if (gy > 65535)  // the smallest maxComputeWorkGroupCount[1] Vulkan allows
@@ -196,15 +195,14 @@ void VulkanDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64
     groups = {to_index((n_out + t.bn - 1) / t.bn, "tile count"), static_cast<uint32_t>(gy), 1};
   }
   // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y.
-  const gpu::BufferAccess args[] = {{&buffer(wblocks), gpu::Access::Read},
-                                    {act_q8 ? xq.get() : &buffer(x.storage), gpu::Access::Read},
-                                    {&buffer(dst), gpu::Access::Write}};
-  const gpu::BufferAccess qargs[] = {{&buffer(x.storage), gpu::Access::Read},
-                                     {xq.get(), gpu::Access::Write}};
-  queue_->record([&](gpu::CommandQueue::Recorder& r) {
+  const BufferAccess args[] = {{&buffer(wblocks), Access::Read},
+                               {act_q8 ? xq.get() : &buffer(x.storage), Access::Read},
+                               {&buffer(dst), Access::Write}};
+  const BufferAccess qargs[] = {{&buffer(x.storage), Access::Read}, {xq.get(), Access::Write}};
+  queue_->record([&](CommandQueue::Recorder& r) {
     if (quantize) r.dispatch(*quantize, qargs, qpc.words(), qgroups);
     r.dispatch(*pipeline, args, pc.words(), groups);
   });
 }
 
-}  // namespace wick::vulkan
+}  // namespace wick::gpu

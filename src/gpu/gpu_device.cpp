@@ -1,0 +1,146 @@
+// The GPU device: creation, options, synchronization, device-found errors, custom kernels and
+// statistics.
+#include "gpu/gpu_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "wick/config.h"
+
+namespace wick::gpu {
+
+using backend::Storage;
+
+// Measured defaults (docs/architecture.md, "Commit policy"): on a GPU (H200) 25-100 ops per
+// command buffer are equally good and 50 is the seed's; on lavapipe, whose "GPU" is the host's
+// own cores, committing sooner lets its threads run while the host records. Committing on bytes
+// did not help on either (a 16 MiB limit cost 25% on 1M-element adds on the H200), so it is off.
+static int64_t default_ops_per_buffer(const DeviceCaps& caps) {
+  return caps.is_cpu ? 20 : 50;
+}
+static uint64_t default_bytes_per_buffer(const DeviceCaps&) {
+  return 0;
+}
+
+GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
+  const Knobs& k = knobs();
+  GpuOptions o;
+  o.queue.ops_per_buffer =
+      k.compute_per_buffer >= 0 ? k.compute_per_buffer : default_ops_per_buffer(caps);
+  o.queue.bytes_per_buffer = default_bytes_per_buffer(caps);
+  // Unused memory kept for reuse: an eighth of the device memory, at most 1 GiB.
+  o.pool_limit =
+      k.pool_limit ? k.pool_limit : std::min<uint64_t>(caps.device_local_bytes / 8, 1ull << 30);
+  o.kernel_cache = DiskCache::folder_for(k.kernel_cache);
+  o.fast_math = k.fast_math;
+  o.qmatvec = default_qmatvec_shape(caps);
+  if (k.qmatvec_rows >= 0) o.qmatvec.max_rows = k.qmatvec_rows;
+  return o;
+}
+
+GpuDevice::GpuDevice(int ordinal, std::unique_ptr<Driver> driver, const GpuOptions& options)
+    : ordinal_(ordinal),
+      created_at_(std::chrono::steady_clock::now()),
+      driver_(std::move(driver)),
+      options_(options),
+      sources_(driver_->language().files) {
+  kernels_ = std::make_unique<KernelCache>(*driver_, sources_, DiskCache(options_.kernel_cache),
+                                           options_.fast_math);
+  PoolConfig pool;
+  pool.limit = options_.pool_limit ? options_.pool_limit : (256ull << 20);
+  device_pool_ = std::make_unique<BufferPool>(*driver_, pool);
+  pool.kind = MemoryKind::HostVisible;
+  host_pool_ = std::make_unique<BufferPool>(*driver_, pool);
+  queue_ = std::make_unique<CommandQueue>(*driver_, options_.queue);
+  error_flag_ = host_pool_->acquire(16);
+  std::memset(error_flag_->alloc.mapped, 0, 16);
+  creation_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - created_at_)
+          .count();
+}
+
+GpuDevice::~GpuDevice() {
+  try {
+    if (!driver_->shutting_down()) queue_->synchronize();
+  } catch (const Error&) {
+    // A lost device cannot be waited for; tear down anyway.
+  }
+  queue_.reset();
+  error_flag_.reset();
+  kernels_.reset();  // pipelines before the device that owns them
+  host_pool_.reset();
+  device_pool_.reset();
+  driver_.reset();
+}
+
+std::string GpuDevice::name() const {
+  std::ostringstream os;
+  os << device_kind_name(kind()) << ":" << ordinal_ << " (" << device_caps().name << ")";
+  return os.str();
+}
+
+void GpuDevice::synchronize() {
+  queue_->synchronize();
+  trim_pools();
+  check_device_errors();
+}
+
+void GpuDevice::trim_pools() {
+  device_pool_->trim();
+  host_pool_->trim();
+}
+
+void GpuDevice::check_device_errors(const Shape* shape) {
+  uint32_t words[3];
+  std::memcpy(words, error_flag_->alloc.mapped, sizeof words);
+  if (words[0] == 0) return;
+  std::memset(error_flag_->alloc.mapped, 0, sizeof words);
+  switch (words[0]) {
+    case WICK_ERROR_INT_DIV_BY_ZERO:
+      fail(ErrorKind::OutOfRange, "div", "integer division by zero in ",
+           shape ? shape->str() + " " : std::string(), dtype_name(static_cast<DType>(words[1])));
+    default: {
+      const char* op = words[0] == WICK_ERROR_INDEX_SELECT  ? "index_select"
+                       : words[0] == WICK_ERROR_GATHER      ? "gather"
+                       : words[0] == WICK_ERROR_SCATTER_ADD ? "scatter_add"
+                                                            : "index_add";
+      fail(ErrorKind::OutOfRange, op, "index ", static_cast<int32_t>(words[1]),
+           " out of range for a dim of size ", words[2]);
+    }
+  }
+}
+
+void GpuDevice::refuse_device_errors(const Shape* shape) {
+  // A GPU finds a bad index only while running the kernel: wait for it (a sync per such op).
+  queue_->wait(queue_->flush());
+  check_device_errors(shape);
+}
+
+GpuDevice::Stats GpuDevice::stats() const {
+  return {queue_->stats(), device_pool_->stats(), host_pool_->stats(), kernels_->stats(),
+          coop_matmuls_.load(std::memory_order_relaxed)};
+}
+
+void GpuDevice::run_custom(const CustomKernel& kernel, std::initializer_list<const Storage*> inputs,
+                           std::initializer_list<Storage*> outputs,
+                           std::span<const uint32_t> push_constants,
+                           std::array<uint32_t, 3> groups) {
+  if (inputs.size() + outputs.size() > kMaxBindings)
+    fail(ErrorKind::Unsupported, kernel.name.c_str(), "a custom kernel binds at most ",
+         kMaxBindings, " buffers, got ", inputs.size() + outputs.size());
+  if (push_constants.size_bytes() > kMaxPushConstantBytes)
+    fail(ErrorKind::Unsupported, kernel.name.c_str(), "at most ", kMaxPushConstantBytes,
+         " bytes of push constants, got ", push_constants.size_bytes());
+  KernelKey k = key_for(kernel.name.c_str(), kernel.defines, kernel.constants, kernel.block);
+  k.source = kernel.name;
+  k.text = kernel.source;
+  const Pipeline& pipeline = kernels_->pipeline(k);
+  std::vector<BufferAccess> args;
+  for (const Storage* s : inputs) args.push_back({&buffer(*s), Access::Read});
+  for (Storage* s : outputs) args.push_back({&buffer(*s), Access::Write});
+  queue_->record(
+      [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, push_constants, groups); });
+}
+
+}  // namespace wick::gpu

@@ -1,0 +1,318 @@
+// A GPU backend device: wick's BackendDevice on top of the gpu/ runtime and one Driver.
+//
+// Everything an op does that makes no API call lives here, once for every GPU API: it validates
+// what the device can do, gets its pipeline from the kernel cache (compiling outside the
+// recording lock), takes its output from the pool and records its dispatches under the command
+// queue's lock, then returns without waiting. Read-back (to_host) and synchronize() are the only
+// places that wait. A backend is this class over its driver and the kernels in its language
+// (VulkanDevice: VkDriver and kernels/glsl; CudaDevice: CuDriver and kernels/cuda), plus what only
+// it has (Vulkan's cooperative-matrix GEMM, CUDA's cuBLASLt).
+//
+// Op families live in their own files: gpu_memory.cpp (alloc, upload, read-back, copies, casts,
+// fill), gpu_elementwise.cpp, gpu_random.cpp, gpu_reduce.cpp, gpu_matmul.cpp,
+// gpu_quantized.cpp, gpu_indexing.cpp; gpu_launch.cpp holds the launch helpers they share.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "backend/backend.h"
+#include "gpu/buffer_pool.h"
+#include "gpu/command_queue.h"
+#include "gpu/driver.h"
+#include "gpu/kernel_cache.h"
+
+namespace wick::gpu {
+
+class GpuStorage final : public backend::Storage {
+ public:
+  GpuStorage(backend::BackendDevice* dev, DType dt, size_t numel, BufferRef buffer)
+      : Storage(dev, dt, numel), buffer_(std::move(buffer)) {}
+  Buffer& buffer() const { return *buffer_; }
+
+ private:
+  BufferRef buffer_;
+};
+
+// The quantized matrix-vector kernel (qmatvec): threads and output rows per workgroup, and the
+// longest x it takes (longer x: the tiled qmatmul kernel).
+struct QMatVecShape {
+  uint32_t threads = 32, rows = 2;
+  int64_t max_rows = 8;
+};
+// The measured defaults per device class (the table in gpu_quantized.cpp).
+QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);
+
+// Settings of one device that every GPU backend has; from_knobs() reads the WICK_* knobs and the
+// measured defaults.
+struct GpuOptions {
+  QueueConfig queue;
+  uint64_t pool_limit = 0;   // 0: default for the device
+  std::string kernel_cache;  // folder; "" = off
+  bool fast_math = true;
+  // Subgroup arithmetic in the kernels that use it (qmatvec), where the device has it; off:
+  // their shared-memory path (tests run both).
+  bool subgroups = true;
+  QMatVecShape qmatvec;  // WICK_QMATVEC_ROWS sets max_rows
+  static GpuOptions from_knobs(const DeviceCaps& caps);
+};
+
+inline constexpr uint32_t kWorkgroupSize = 256;  // the default WG_SIZE of the kernels
+
+// v as a 32-bit kernel index (the kernels index with uint); Unsupported when it does not fit.
+uint32_t to_index(int64_t v, const char* what);
+
+// The places that build kernel keys; with the values a key is built from they name its pipeline
+// (gpu::KernelId), so an op's steady state builds no key strings.
+enum class KernelFamily : uint32_t {
+  Unary = 1,
+  Binary,
+  Compare,
+  Where,
+  Copy,
+  Fill,
+  Index,
+  Scatter,
+  Reduce,
+  Norm,
+  Rope,
+  Sort,
+  Gemv,
+  Matmul,
+  MatmulCoop,
+  QMatVec,
+  QMatMul,
+  QAct,
+  Rand,
+};
+
+// A value of a kernel's parameter block after its header (op parameters).
+struct PushParam {
+  enum Kind : uint8_t { U32, F32, F64 } kind;
+  double value;
+  static PushParam u32(uint32_t v) { return {U32, static_cast<double>(v)}; }
+};
+
+// The words of a parameter block, laid out as std430 (and the C++/CUDA structs of
+// kernels/shared/params.h) do: doubles 8-byte aligned.
+class PushConstants {
+ public:
+  void u32(uint32_t v);
+  void param(const PushParam& p);
+  std::span<const uint32_t> words() const { return {w_.data(), n_}; }
+
+ private:
+  std::array<uint32_t, kMaxPushConstantBytes / 4> w_{};
+  size_t n_ = 0;
+};
+
+// Whether an operand can be read by vectors of `width` elements along one of its matrix dims:
+// stride 1 along it, and its length there, the other stride, the offset and every batch stride
+// multiples of `width`, so that each vector is aligned and lies wholly inside or outside.
+bool vectors_fit(int64_t width, int64_t stride_along, int64_t len_along, int64_t stride_other,
+                 int64_t offset, const std::vector<int64_t>& batch_strides);
+
+// A batched matmul as the matrix kernels see it (kernels/shared/params.h, WICK_PARAMS_BATCH):
+// the operands in binding order, their offsets and strides, the batch dims collapsed (at most
+// WICK_BATCH_RANK, a stride per operand; size-1 dims stride 0). For gemv (m == 1 or n == 1) the
+// matrix operand comes first and "rows" is the output length.
+struct MatmulPlan {
+  backend::MatmulDims d;
+  bool gemv = false;
+  Buffer *first = nullptr, *second = nullptr;
+  int64_t rows = 0, cols = 0;
+  int64_t a_off = 0, a_row = 0, a_k = 0, b_off = 0, b_k = 0, b_col = 0;
+  std::vector<int64_t> batch_shape, a_batch, b_batch;
+  // The tiled kernels' ALIGNED constant (bit 0: m % bm == 0, bit 1: n % bn, bit 2: k % bk: no
+  // bound checks there) and their grid of bm x bn tiles.
+  uint32_t aligned_flags(int64_t bm, int64_t bn, int64_t bk) const;
+  std::array<uint32_t, 3> tile_grid(int64_t bm, int64_t bn) const;
+};
+
+class GpuDevice : public backend::BackendDevice {
+ public:
+  ~GpuDevice() override;
+
+  int ordinal() const override { return ordinal_; }
+  std::string name() const override;
+
+  backend::StoragePtr alloc(DType dt, size_t numel) override;
+  backend::StoragePtr from_host(DType dt, const void* data, size_t numel) override;
+  void to_host(backend::View src, void* dst, DType dst_dt) override;
+  void synchronize() override;
+
+  void unary(backend::UnaryOp op, backend::UnaryParams p, backend::View x,
+             backend::Storage& dst) override;
+  void binary(backend::BinaryOp op, backend::View a, backend::View b,
+              backend::Storage& dst) override;
+  void compare(backend::CmpOp op, backend::View a, backend::View b, backend::Storage& dst) override;
+  void where_cond(backend::View cond, backend::View on_true, backend::View on_false,
+                  backend::Storage& dst) override;
+  void cast(backend::View x, backend::Storage& dst) override;
+  void copy_strided(backend::View src, backend::Storage& dst, const Layout& dst_layout) override;
+  void fill(backend::Storage& dst, const Layout& dst_layout, double value) override;
+
+  void reduce(backend::ReduceOp op, backend::View x, const std::vector<size_t>& dims,
+              backend::Storage& dst) override;
+  void softmax_last_dim(backend::View x, backend::Storage& dst) override;
+  void log_softmax_last_dim(backend::View x, backend::Storage& dst) override;
+  void rms_norm(backend::View x, backend::View alpha, double eps, backend::Storage& dst) override;
+  void layer_norm(backend::View x, backend::View alpha, backend::View beta, double eps,
+                  backend::Storage& dst) override;
+  void rope(backend::View x, backend::View cos, backend::View sin, bool interleaved,
+            backend::Storage& dst) override;
+  void arg_sort_last_dim(backend::View x, bool ascending, backend::Storage& dst) override;
+
+  // The shared GEMM: gemv for m == 1 or n == 1, the tiled SIMT kernel otherwise. Backends with a
+  // faster path for some products (tensor cores) override it and call this for the rest.
+  void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
+              backend::Storage& dst) override;
+  void qmatmul(backend::View x, const backend::Storage& wblocks, QuantType type, int64_t n_out,
+               int64_t k, backend::Storage& dst) override;
+
+  void index_select(backend::View src, backend::View ids, size_t dim,
+                    backend::Storage& dst) override;
+  void gather(backend::View src, backend::View ids, size_t dim, backend::Storage& dst) override;
+  void scatter_add(backend::Storage& dst, const Shape& dst_shape, backend::View ids,
+                   backend::View src, size_t dim) override;
+  void index_add(backend::Storage& dst, const Shape& dst_shape, backend::View ids,
+                 backend::View src, size_t dim) override;
+
+  void set_seed(uint64_t seed) override;
+  void rand_uniform(backend::Storage& dst, double lo, double hi) override;
+  void rand_normal(backend::Storage& dst, double mean, double std) override;
+
+  // ---- custom kernels ---------------------------------------------------------------------
+  // A user kernel in the driver's language (it may #include wick's headers, e.g.
+  // "include/dtype.glsl"). Buffers bind in order: inputs, then outputs. Inputs are only read and
+  // outputs written: the hazard tracker orders it against other ops by exactly these
+  // declarations.
+  struct CustomKernel {
+    std::string name;
+    std::string source;
+    Defines defines;
+    std::vector<uint32_t> constants;
+    uint32_t block = kWorkgroupSize;
+  };
+  void run_custom(const CustomKernel& kernel, std::initializer_list<const backend::Storage*> inputs,
+                  std::initializer_list<backend::Storage*> outputs,
+                  std::span<const uint32_t> push_constants, std::array<uint32_t, 3> groups);
+
+  // ---- introspection (tests, wick info) ---------------------------------------------------
+  const DeviceCaps& device_caps() const { return driver_->caps(); }
+  const GpuOptions& gpu_options() const { return options_; }
+  double creation_ms() const { return creation_ms_; }
+  struct Stats {
+    CommandQueue::Stats queue;
+    BufferPool::Stats device_pool, host_pool;
+    KernelCache::Stats kernels;
+    uint64_t coop_matmuls = 0;  // matmuls recorded on tensor cores
+  };
+  Stats stats() const;
+
+ protected:
+  // Takes the driver; `options` were derived from its caps (GpuOptions::from_knobs, maybe edited).
+  GpuDevice(int ordinal, std::unique_ptr<Driver> driver, const GpuOptions& options);
+
+  // An operand of an element-wise kernel: a buffer read or written through a layout.
+  struct Operand {
+    Buffer* buffer;
+    const Layout* layout;
+  };
+  struct BoundView {
+    Buffer* buffer;
+  };
+  // Runs a kernel using include/rows over x split into outer dims and `inner` dims (sorted):
+  // x binds at 0, extra inputs after it, `out` (contiguous over the outer dims) last.
+  // per_group: a workgroup per outer index, else a thread.
+  void launch_rows(const Pipeline& pipeline, backend::View x, const std::vector<size_t>& inner,
+                   Buffer& out, bool per_group, std::initializer_list<BoundView> extra_inputs = {},
+                   std::initializer_list<PushParam> params = {});
+  MatmulPlan plan_matmul(backend::View a, backend::View b, const backend::MatmulDims& d) const;
+  // Records a matrix kernel over the plan (the batch along the grid's z, in several dispatches
+  // beyond the device's limit).
+  void record_matmul(const Pipeline& pipeline, std::array<uint32_t, 3> groups, const MatmulPlan& p,
+                     backend::Storage& dst);
+  // norm: 0 softmax, 1 log_softmax, 2 rms_norm, 3 layer_norm.
+  void norm(uint32_t kind, const char* name, backend::View x, const backend::View* alpha,
+            const backend::View* beta, double eps, backend::Storage& dst);
+  // Runs a strided kernel (include/strided) over out's shape: inputs bind at 0.., the output
+  // last. out_strided: the kernel writes through out's layout (else contiguous).
+  // unordered: one more buffer bound last, used only through order-free atomics (error record).
+  void launch_strided(const Pipeline& pipeline, std::initializer_list<Operand> inputs, Operand out,
+                      bool out_strided, std::initializer_list<PushParam> params = {},
+                      Buffer* unordered = nullptr);
+  // Kernels report what the CPU refuses (out-of-range ids, integer division by zero) in device
+  // words (include/errors) instead of faulting. The ops that can fail wait for themselves
+  // and check (refuse_device_errors), so the error comes from the op that caused it, as on the
+  // CPU; other waits check too.
+  // shape: the op's shape, named in the message (a division by zero).
+  void check_device_errors(const Shape* shape = nullptr);
+  void refuse_device_errors(const Shape* shape = nullptr);
+  // index_select / gather (index) and scatter_add / index_add (scatter) launches.
+  void launch_index(uint32_t mode, const char* op, backend::View src, backend::View ids, size_t dim,
+                    backend::Storage& dst);
+  void launch_scatter(uint32_t mode, const char* op, backend::Storage& dst, const Shape& dst_shape,
+                      backend::View ids, backend::View src, size_t dim);
+  // Workgroups for n invocations of a kernel (WG_SIZE each) as a 2-D grid within device limits.
+  std::array<uint32_t, 3> grid(uint64_t n) const;
+  // Throws Unsupported naming `op` when the device cannot hold `dt`.
+  void require(DType dt, const char* op) const;
+  // The pipeline of `family` for `values` (everything its key depends on besides the device);
+  // make_key() builds the key the first time only.
+  template <typename MakeKey>
+  const Pipeline& kernel(KernelFamily family, std::initializer_list<uint32_t> values,
+                         MakeKey&& make_key) {
+    KernelId id;
+    id.family = static_cast<uint32_t>(family);
+    WICK_ASSERT(values.size() <= id.values.size());
+    std::copy(values.begin(), values.end(), id.values.begin());
+    return kernels_->pipeline(id, make_key);
+  }
+  // The key of the kernel family `source` ("unary": kernels/<api>/unary.<ext>) with the device's
+  // capability defines and a workgroup of `block` threads.
+  KernelKey key_for(const char* source, Defines defines, std::vector<uint32_t> constants = {},
+                    uint32_t block = kWorkgroupSize) const;
+  // copy converting `from` to `to` (a plain copy when equal).
+  const Pipeline& copy_kernel(DType from, DType to);
+  // A kernel of `source` on `dt` whose op `code` is specialization constant 0 (unary, compare,
+  // rand, norm, rope, sort); with_params: its op parameters travel as PARAM_T (param_type(dt)).
+  const Pipeline& op_kernel(KernelFamily family, const char* source, uint32_t code, DType dt,
+                            bool with_params);
+  // index / scatter for values of `dt` and ids of `id_dt`.
+  const Pipeline& indexed_kernel(KernelFamily family, const char* source, DType dt, DType id_dt);
+  // DT=<dtype> and DT_KIND=<0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64> under a prefix ("", "SRC_").
+  static void add_dtype(Defines& defines, const std::string& prefix, DType dt);
+  // The PushParam kind op parameters of a kernel on `dt` travel as.
+  PushParam::Kind param_kind(DType dt) const;
+  std::string param_type(DType dt) const;
+  static Buffer& buffer(const backend::Storage& s);
+  void upload(Buffer& dst, const void* data, size_t bytes);
+  // rand: mode 0 uniform [p0, p1), 1 normal(p0, p1).
+  void random(uint32_t mode, backend::Storage& dst, double p0, double p1);
+  void trim_pools();
+  Driver& driver() const { return *driver_; }
+
+  int ordinal_;
+  std::chrono::steady_clock::time_point created_at_;
+  std::unique_ptr<Driver> driver_;
+  GpuOptions options_;
+  SourceTable sources_;
+  std::unique_ptr<KernelCache> kernels_;
+  std::unique_ptr<BufferPool> device_pool_, host_pool_;
+  std::unique_ptr<CommandQueue> queue_;
+  double creation_ms_ = 0;
+  std::atomic<uint64_t> coop_matmuls_{0};
+  BufferRef error_flag_;  // host-visible: {op code, index, dim size, 0}
+  std::mutex rng_mu_;
+  uint64_t rng_seed_ = 299792458, rng_counter_ = 0;
+};
+
+}  // namespace wick::gpu
