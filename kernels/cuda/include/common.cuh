@@ -63,4 +63,6 @@ WICK_DEV uint32_t global_index() {
   return blockIdx.x * WG_SIZE + threadIdx.x + blockIdx.y * gridDim.x * WG_SIZE;
 }
 // The block's linear index in that grid (kernels with a block per output).
-WICK_DEV uint32_t group_index() { return blockIdx.x + blockIdx.y * gridDim.x; }
+WICK_DEV uint32_t group_index() {
+  return blockIdx.x + blockIdx.y * gridDim.x;
+}

@@ -55,14 +55,15 @@ struct alignas(4 * sizeof(T)) Vec4 {
 #define CONVERT(D, v) CAT(to_, D)(v)
 #define STORAGE4_T(D) wick::Vec4<STORAGE_T(D)>
 #define COMPUTE4_T(D) wick::Vec4<COMPUTE_T(D)>
-#define LOAD4(D, v) \
-  (COMPUTE4_T(D){LOAD(D, (v).x), LOAD(D, (v).y), LOAD(D, (v).z), LOAD(D, (v).w)})
+#define LOAD4(D, v) (COMPUTE4_T(D){LOAD(D, (v).x), LOAD(D, (v).y), LOAD(D, (v).z), LOAD(D, (v).w)})
 #define WIDE_T(D) STORAGE_T(D)
 #define PACK_W(D, v) PACK(D, v)
 #define CONVERT_W(D, v) CONVERT(D, v)
 #define STORE_W(D, v) (v)
 
-WICK_DEV bool is_nan(float v) { return (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u; }
+WICK_DEV bool is_nan(float v) {
+  return (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u;
+}
 WICK_DEV bool is_nan(double v) {
   return (static_cast<uint64_t>(__double_as_longlong(v)) & 0x7fffffffffffffffull) >
          0x7ff0000000000000ull;
@@ -93,7 +94,9 @@ WICK_DEV uint16_t f32_to_f16_bits(float v) {
   return h;
 }
 
-WICK_DEV float bf16_bits_to_f32(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
+WICK_DEV float bf16_bits_to_f32(uint16_t b) {
+  return __uint_as_float(static_cast<uint32_t>(b) << 16);
+}
 
 // Rounds to nearest even; NaN stays a quiet NaN with its payload's top bits.
 WICK_DEV uint16_t f32_to_bf16_bits(float v) {
@@ -104,21 +107,49 @@ WICK_DEV uint16_t f32_to_bf16_bits(float v) {
 
 // ---- load / pack ------------------------------------------------------------------------------
 
-WICK_DEV float load_f32(float v) { return v; }
-WICK_DEV float load_f16(uint16_t v) { return f16_bits_to_f32(v); }
-WICK_DEV float load_bf16(uint16_t v) { return bf16_bits_to_f32(v); }
-WICK_DEV double load_f64(double v) { return v; }
-WICK_DEV uint32_t load_u8(uint8_t v) { return v; }
-WICK_DEV uint32_t load_u32(uint32_t v) { return v; }
-WICK_DEV int64_t load_i64(int64_t v) { return v; }
+WICK_DEV float load_f32(float v) {
+  return v;
+}
+WICK_DEV float load_f16(uint16_t v) {
+  return f16_bits_to_f32(v);
+}
+WICK_DEV float load_bf16(uint16_t v) {
+  return bf16_bits_to_f32(v);
+}
+WICK_DEV double load_f64(double v) {
+  return v;
+}
+WICK_DEV uint32_t load_u8(uint8_t v) {
+  return v;
+}
+WICK_DEV uint32_t load_u32(uint32_t v) {
+  return v;
+}
+WICK_DEV int64_t load_i64(int64_t v) {
+  return v;
+}
 
-WICK_DEV float pack_f32(float v) { return v; }
-WICK_DEV uint16_t pack_f16(float v) { return f32_to_f16_bits(v); }
-WICK_DEV uint16_t pack_bf16(float v) { return f32_to_bf16_bits(v); }
-WICK_DEV double pack_f64(double v) { return v; }
-WICK_DEV uint8_t pack_u8(uint32_t v) { return static_cast<uint8_t>(v & 0xffu); }  // wraps
-WICK_DEV uint32_t pack_u32(uint32_t v) { return v; }
-WICK_DEV int64_t pack_i64(int64_t v) { return v; }
+WICK_DEV float pack_f32(float v) {
+  return v;
+}
+WICK_DEV uint16_t pack_f16(float v) {
+  return f32_to_f16_bits(v);
+}
+WICK_DEV uint16_t pack_bf16(float v) {
+  return f32_to_bf16_bits(v);
+}
+WICK_DEV double pack_f64(double v) {
+  return v;
+}
+WICK_DEV uint8_t pack_u8(uint32_t v) {
+  return static_cast<uint8_t>(v & 0xffu);
+}  // wraps
+WICK_DEV uint32_t pack_u32(uint32_t v) {
+  return v;
+}
+WICK_DEV int64_t pack_i64(int64_t v) {
+  return v;
+}
 
 // ---- conversions (casts) ----------------------------------------------------------------------
 
@@ -140,25 +171,57 @@ WICK_DEV float f64_to_f32_round_odd(double v) {
   return sticky(f, static_cast<double>(f) != v && !is_nan(v));
 }
 
-WICK_DEV float to_f32(float v) { return v; }
-WICK_DEV float to_f32(double v) { return static_cast<float>(v); }
-WICK_DEV float to_f32(uint32_t v) { return static_cast<float>(v); }
-WICK_DEV float to_f32(int64_t v) { return static_cast<float>(v); }
+WICK_DEV float to_f32(float v) {
+  return v;
+}
+WICK_DEV float to_f32(double v) {
+  return static_cast<float>(v);
+}
+WICK_DEV float to_f32(uint32_t v) {
+  return static_cast<float>(v);
+}
+WICK_DEV float to_f32(int64_t v) {
+  return static_cast<float>(v);
+}
 
-WICK_DEV uint16_t to_f16(float v) { return pack_f16(v); }
-WICK_DEV uint16_t to_f16(double v) { return pack_f16(f64_to_f32_round_odd(v)); }
-WICK_DEV uint16_t to_f16(uint32_t v) { return pack_f16(u32_to_f32_round_odd(v)); }
-WICK_DEV uint16_t to_f16(int64_t v) { return pack_f16(i64_to_f32_round_odd(v)); }
+WICK_DEV uint16_t to_f16(float v) {
+  return pack_f16(v);
+}
+WICK_DEV uint16_t to_f16(double v) {
+  return pack_f16(f64_to_f32_round_odd(v));
+}
+WICK_DEV uint16_t to_f16(uint32_t v) {
+  return pack_f16(u32_to_f32_round_odd(v));
+}
+WICK_DEV uint16_t to_f16(int64_t v) {
+  return pack_f16(i64_to_f32_round_odd(v));
+}
 
-WICK_DEV uint16_t to_bf16(float v) { return pack_bf16(v); }
-WICK_DEV uint16_t to_bf16(double v) { return pack_bf16(f64_to_f32_round_odd(v)); }
-WICK_DEV uint16_t to_bf16(uint32_t v) { return pack_bf16(u32_to_f32_round_odd(v)); }
-WICK_DEV uint16_t to_bf16(int64_t v) { return pack_bf16(i64_to_f32_round_odd(v)); }
+WICK_DEV uint16_t to_bf16(float v) {
+  return pack_bf16(v);
+}
+WICK_DEV uint16_t to_bf16(double v) {
+  return pack_bf16(f64_to_f32_round_odd(v));
+}
+WICK_DEV uint16_t to_bf16(uint32_t v) {
+  return pack_bf16(u32_to_f32_round_odd(v));
+}
+WICK_DEV uint16_t to_bf16(int64_t v) {
+  return pack_bf16(i64_to_f32_round_odd(v));
+}
 
-WICK_DEV double to_f64(float v) { return static_cast<double>(v); }
-WICK_DEV double to_f64(double v) { return v; }
-WICK_DEV double to_f64(uint32_t v) { return static_cast<double>(v); }
-WICK_DEV double to_f64(int64_t v) { return static_cast<double>(v); }
+WICK_DEV double to_f64(float v) {
+  return static_cast<double>(v);
+}
+WICK_DEV double to_f64(double v) {
+  return v;
+}
+WICK_DEV double to_f64(uint32_t v) {
+  return static_cast<double>(v);
+}
+WICK_DEV double to_f64(int64_t v) {
+  return static_cast<double>(v);
+}
 
 // Float -> integer: NaN -> 0, truncation toward zero, saturation at the type's bounds (the
 // comparisons come first: an out-of-range C++ conversion is undefined).
@@ -170,7 +233,9 @@ WICK_DEV uint8_t to_u8(double v) {
   if (is_nan(v) || v <= 0.0) return 0;
   return v >= 255.0 ? 255 : static_cast<uint8_t>(static_cast<uint32_t>(v));
 }
-WICK_DEV uint8_t to_u8(uint32_t v) { return static_cast<uint8_t>(v < 255u ? v : 255u); }
+WICK_DEV uint8_t to_u8(uint32_t v) {
+  return static_cast<uint8_t>(v < 255u ? v : 255u);
+}
 WICK_DEV uint8_t to_u8(int64_t v) {
   return static_cast<uint8_t>(v <= 0 ? 0 : v >= 255 ? 255 : v);
 }
@@ -183,7 +248,9 @@ WICK_DEV uint32_t to_u32(double v) {
   if (is_nan(v) || v <= 0.0) return 0u;
   return v >= 4294967295.0 ? 0xffffffffu : static_cast<uint32_t>(v);
 }
-WICK_DEV uint32_t to_u32(uint32_t v) { return v; }
+WICK_DEV uint32_t to_u32(uint32_t v) {
+  return v;
+}
 WICK_DEV uint32_t to_u32(int64_t v) {
   return static_cast<uint32_t>(v <= 0 ? 0 : v >= 0xffffffffll ? 0xffffffffll : v);
 }
@@ -198,5 +265,9 @@ WICK_DEV int64_t to_i64(double v) {
   if (v <= -9223372036854775808.0) return static_cast<int64_t>(0x8000000000000000ull);
   return v >= 9223372036854775807.0 ? 0x7fffffffffffffffll : static_cast<int64_t>(v);
 }
-WICK_DEV int64_t to_i64(uint32_t v) { return static_cast<int64_t>(v); }
-WICK_DEV int64_t to_i64(int64_t v) { return v; }
+WICK_DEV int64_t to_i64(uint32_t v) {
+  return static_cast<int64_t>(v);
+}
+WICK_DEV int64_t to_i64(int64_t v) {
+  return v;
+}

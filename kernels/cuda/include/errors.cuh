@@ -17,7 +17,9 @@ WICK_DEV void report_error(uint32_t* err, uint32_t code, uint64_t a, uint32_t b)
 
 // Index values of any index dtype (u8 and u32 load as uint32_t, i64 as int64_t) checked against
 // [0, size), and reported as the 64-bit value they hold (a negative i64 as two's complement).
-WICK_DEV bool index_ok(uint32_t id, uint32_t size) { return id < size; }
+WICK_DEV bool index_ok(uint32_t id, uint32_t size) {
+  return id < size;
+}
 WICK_DEV bool index_ok(int64_t id, uint32_t size) {
   return id >= 0 && id < static_cast<int64_t>(size);
 }

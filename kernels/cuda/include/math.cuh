@@ -27,11 +27,16 @@ struct FloatBits<double> {
 };
 
 // Sign flips on the bits: PTX leaves the NaN that neg/abs return unspecified, the CPU keeps it.
-WICK_DEV float neg_c(float v) { return __uint_as_float(__float_as_uint(v) ^ 0x80000000u); }
-WICK_DEV double neg_c(double v) {
-  return __longlong_as_double(__double_as_longlong(v) ^ static_cast<long long>(0x8000000000000000ull));
+WICK_DEV float neg_c(float v) {
+  return __uint_as_float(__float_as_uint(v) ^ 0x80000000u);
 }
-WICK_DEV float abs_c(float v) { return __uint_as_float(__float_as_uint(v) & 0x7fffffffu); }
+WICK_DEV double neg_c(double v) {
+  return __longlong_as_double(__double_as_longlong(v) ^
+                              static_cast<long long>(0x8000000000000000ull));
+}
+WICK_DEV float abs_c(float v) {
+  return __uint_as_float(__float_as_uint(v) & 0x7fffffffu);
+}
 WICK_DEV double abs_c(double v) {
   return __longlong_as_double(__double_as_longlong(v) & 0x7fffffffffffffffll);
 }

@@ -44,5 +44,7 @@ WICK_DEV void strided_offsets(const Push& pc, uint32_t i, uint32_t (&off)[N_STRI
 }
 
 #if !OUT_STRIDED
-WICK_DEV uint32_t out_offset(const Push& pc, uint32_t i) { return pc.offset[N_INPUTS] + i; }
+WICK_DEV uint32_t out_offset(const Push& pc, uint32_t i) {
+  return pc.offset[N_INPUTS] + i;
+}
 #endif
