@@ -341,6 +341,27 @@ TEST(GpuBufferPool, BudgetTrimsWhenExceeded) {
   EXPECT_LE(drv.live_bytes(), limit + 200 * 4096);
 }
 
+// The budget holds between synchronisations: a burst of buffers dropped before the next
+// read-back is trimmed as they come back (once their last use finished), not at the next sync.
+TEST(GpuBufferPool, TheBudgetHoldsAsBuffersComeBack) {
+  FakeDriver drv;
+  drv.auto_complete = false;
+  const uint64_t limit = 64 << 10;
+  gpu::BufferPool pool(drv, {.rounding = gpu::PoolRounding::BestFit, .limit = limit});
+  gpu::BufferRef last = pool.acquire(1);
+  std::vector<gpu::BufferRef> burst;
+  for (size_t i = 1; i <= 64; i++) burst.push_back(pool.acquire(i * 4096));
+  for (size_t i = 0; i < burst.size(); i++) burst[i]->last_use = i < 32 ? 3 : 0;
+  burst.clear();  // all back at once, no sync
+  EXPECT_GT(pool.stats().free_bytes, limit) << "the first half is still in flight";
+  const uint64_t in_flight = pool.stats().free_bytes;
+  EXPECT_LE(in_flight, limit + 32 * 33 / 2 * 4096 + 64 * 4096);
+  drv.finish(3);
+  last.reset();  // the next buffer to come back trims, once the work finished
+  EXPECT_LE(pool.stats().free_bytes, limit);
+  EXPECT_LE(drv.live_bytes(), limit + 256);
+}
+
 TEST(GpuBufferPool, RetriesAfterTrimWhenOutOfMemory) {
   FakeDriver drv;
   gpu::BufferPool pool(drv, {.limit = 1ull << 30});

@@ -24,7 +24,10 @@ class Device {
   // A new Vulkan device on physical device `ordinal`; throws Error(Device) when Vulkan support is
   // not compiled in or no such device exists. Each call creates a new device with its own id.
   static Device vulkan(int ordinal = 0);
-  // Parses "cpu", "vulkan", "vulkan:N". "vulkan" names a process-wide shared device per ordinal.
+  // A new CUDA device on device `ordinal` (each call a new device with its own id); throws
+  // Error(Device) when CUDA is not compiled in, the driver or NVRTC is missing, or no such device.
+  static Device cuda(int ordinal = 0);
+  // Parses "cpu", "vulkan[:N]", "cuda[:N]": one process-wide shared device per kind and ordinal.
   static Device parse(std::string_view spec);
   // The default device: WICK_DEVICE when set, else the CPU.
   static Device default_device();
@@ -52,7 +55,8 @@ class Device {
   std::shared_ptr<backend::BackendDevice> impl_;
 };
 
-// Every device wick can open in this process: the CPU, then one per Vulkan physical device.
+// Every device wick can open in this process: the CPU, then one per Vulkan physical device and
+// one per CUDA device.
 std::vector<Device> available_devices();
 
 }  // namespace wick

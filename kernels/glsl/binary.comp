@@ -46,7 +46,7 @@ CT apply(CT u, CT v) {
     if (v == CT(-1)) return CT(0) - u;  // i64 min / -1 wraps (the division itself would trap)
 #endif
     if (v != CT(0)) return u / v;
-    report_error(DIV_BY_ZERO, DTYPE_CODE, 0u);  // refused like the CPU, at the next wait
+    report_error(DIV_BY_ZERO, DTYPE_CODE, 0u, 0u);  // refused like the CPU, at the next wait
     return CT(0);
   }
 #endif

@@ -26,7 +26,7 @@ void main() {
   if (index_ok(id, pc.dim_size)) {
     y[out_offset(i)] = x[off[0] + uint(id) * pc.src_stride];
   } else {
-    report_index(pc.op_code, index_int(id), pc.dim_size);
+    report_index(pc.op_code, id, pc.dim_size);
     y[out_offset(i)] = PACK(DT, COMPUTE_T(DT)(0));
   }
 }

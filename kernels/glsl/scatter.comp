@@ -28,7 +28,7 @@ void main() {
   for (uint j = 0u; j < pc.count; j++) {
     const COMPUTE_T(ID_DT) id = LOAD(ID_DT, ids[off[1] + j * pc.ids_stride]);
     if (!index_ok(id, pc.dst_dim)) {
-      report_index(pc.op_code, index_int(id), pc.dst_dim);
+      report_index(pc.op_code, id, pc.dst_dim);
     } else if (uint(id) == here) {
       acc += LOAD(DT, x[off[0] + j * pc.src_stride]);
     }

@@ -24,6 +24,7 @@ Device Device::cpu() {
 }
 
 Device Device::vulkan(int ordinal) { return Device(backend::open_device(DeviceKind::Vulkan, ordinal)); }
+Device Device::cuda(int ordinal) { return Device(backend::open_device(DeviceKind::Cuda, ordinal)); }
 
 Device Device::parse(std::string_view spec) {
   DeviceKind kind;
@@ -81,8 +82,11 @@ void Device::synchronize() const { impl_->synchronize(); }
 
 std::vector<Device> available_devices() {
   std::vector<Device> out{Device::cpu()};
-  const int nv = backend::device_count(DeviceKind::Vulkan);
-  for (int i = 0; i < nv; i++) out.push_back(Device::parse("vulkan:" + std::to_string(i)));
+  for (DeviceKind kind : {DeviceKind::Vulkan, DeviceKind::Cuda}) {
+    const int n = backend::device_count(kind);
+    for (int i = 0; i < n; i++)
+      out.push_back(Device::parse(std::string(device_kind_name(kind)) + ":" + std::to_string(i)));
+  }
   return out;
 }
 

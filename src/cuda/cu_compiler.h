@@ -6,6 +6,11 @@
 
 #include "gpu/driver.h"
 
+namespace wick::gpu {
+// The files of kernels/cuda and kernels/shared (generated at build time).
+std::span<const EmbeddedFile> cuda_kernel_files();
+}  // namespace wick::gpu
+
 namespace wick::cuda {
 
 // Whether NVRTC can be loaded; otherwise `why` (when given) says what was tried.

@@ -18,6 +18,8 @@ struct BufferPool::State {
   MemoryKind kind;
   bool closed = false;
   uint64_t clock = 0;
+  uint64_t limit = 0;                   // the budget of unused bytes
+  uint64_t trimmed_at = ~uint64_t{0};   // completed() when release() last trimmed
   std::multimap<size_t, Buffer*> free;  // by capacity
   Stats stats;
 
@@ -31,6 +33,16 @@ struct BufferPool::State {
     b->released_at = ++clock;
     free.emplace(b->capacity, b);
     stats.free_bytes += b->capacity;
+    // The budget holds between synchronisations too: over it, give back what no queued work
+    // uses, when this buffer is free to go or more work finished since the last try (else
+    // nothing new could be freed).
+    if (stats.free_bytes > limit) {
+      const uint64_t done = driver->completed();
+      if (b->last_use.load() <= done || done != trimmed_at) {
+        trimmed_at = done;
+        trim_locked(limit);
+      }
+    }
   }
 
   // Frees free buffers, oldest first, whose last use finished, until free_bytes <= keep.
@@ -58,6 +70,7 @@ BufferPool::BufferPool(Driver& driver, PoolConfig config)
     : driver_(driver), config_(config), state_(std::make_shared<State>()) {
   state_->driver = &driver;
   state_->kind = config.kind;
+  state_->limit = config.limit;
 }
 
 BufferPool::~BufferPool() {

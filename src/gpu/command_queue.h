@@ -72,13 +72,16 @@ class CommandQueue {
     CommandQueue& q_;
   };
 
-  // Runs f(Recorder&) under the lock as one op, then applies the commit policy.
+  // Runs f(Recorder&) under the lock as one op, then applies the commit policy. Returns the
+  // submission that holds the op (committed now or later).
   template <typename F>
-  void record(F&& f) {
+  uint64_t record(F&& f) {
     std::lock_guard<std::mutex> lock(mu_);
     Recorder r(*this);
     f(r);
+    const uint64_t holder = submitted_ + 1;
     end_op(false);
+    return holder;
   }
   // Like record(), then commits at once and returns the submission that holds the op: waiting
   // for it (and nothing else) is enough to see the op's results (flush_and_wait_current).

@@ -53,8 +53,8 @@ GpuDevice::GpuDevice(int ordinal, std::unique_ptr<Driver> driver, const GpuOptio
   pool.kind = MemoryKind::HostVisible;
   host_pool_ = std::make_unique<BufferPool>(*driver_, pool);
   queue_ = std::make_unique<CommandQueue>(*driver_, options_.queue);
-  error_flag_ = host_pool_->acquire(16);
-  std::memset(error_flag_->alloc.mapped, 0, 16);
+  errors_ = std::make_unique<DeviceErrors>(*host_pool_);
+  unused_record_ = errors_->acquire();
   creation_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - created_at_)
           .count();
@@ -67,7 +67,8 @@ GpuDevice::~GpuDevice() {
     // A lost device cannot be waited for; tear down anyway.
   }
   queue_.reset();
-  error_flag_.reset();
+  unused_record_.reset();
+  errors_.reset();
   kernels_.reset();  // pipelines before the device that owns them
   host_pool_.reset();
   device_pool_.reset();
@@ -83,7 +84,7 @@ std::string GpuDevice::name() const {
 void GpuDevice::synchronize() {
   queue_->synchronize();
   trim_pools();
-  check_device_errors();
+  raise_device_errors();
 }
 
 void GpuDevice::trim_pools() {
@@ -91,30 +92,17 @@ void GpuDevice::trim_pools() {
   host_pool_->trim();
 }
 
-void GpuDevice::check_device_errors(const Shape* shape) {
-  uint32_t words[3];
-  std::memcpy(words, error_flag_->alloc.mapped, sizeof words);
-  if (words[0] == 0) return;
-  std::memset(error_flag_->alloc.mapped, 0, sizeof words);
-  switch (words[0]) {
-    case WICK_ERROR_INT_DIV_BY_ZERO:
-      fail(ErrorKind::OutOfRange, "div", "integer division by zero in ",
-           shape ? shape->str() + " " : std::string(), dtype_name(static_cast<DType>(words[1])));
-    default: {
-      const char* op = words[0] == WICK_ERROR_INDEX_SELECT  ? "index_select"
-                       : words[0] == WICK_ERROR_GATHER      ? "gather"
-                       : words[0] == WICK_ERROR_SCATTER_ADD ? "scatter_add"
-                                                            : "index_add";
-      fail(ErrorKind::OutOfRange, op, "index ", static_cast<int32_t>(words[1]),
-           " out of range for a dim of size ", words[2]);
-    }
-  }
+void GpuDevice::raise_device_errors() {
+  errors_->raise_finished(driver_->completed());
 }
 
-void GpuDevice::refuse_device_errors(const Shape* shape) {
+void GpuDevice::refuse_device_errors(BufferRef record, uint64_t submission, const char* op,
+                                     std::string context) {
+  errors_->add(std::move(record), submission, op, std::move(context));
   // A GPU finds a bad index only while running the kernel: wait for it (a sync per such op).
-  queue_->wait(queue_->flush());
-  check_device_errors(shape);
+  queue_->flush();
+  queue_->wait(submission);
+  raise_device_errors();
 }
 
 GpuDevice::Stats GpuDevice::stats() const {

@@ -26,6 +26,7 @@
 #include "backend/backend.h"
 #include "gpu/buffer_pool.h"
 #include "gpu/command_queue.h"
+#include "gpu/device_errors.h"
 #include "gpu/driver.h"
 #include "gpu/kernel_cache.h"
 
@@ -245,17 +246,19 @@ class GpuDevice : public backend::BackendDevice {
             const backend::View* beta, double eps, backend::Storage& dst);
   // Runs a strided kernel (include/strided) over out's shape: inputs bind at 0.., the output
   // last. out_strided: the kernel writes through out's layout (else contiguous).
-  // unordered: one more buffer bound last, used only through order-free atomics (error record).
-  void launch_strided(const Pipeline& pipeline, std::initializer_list<Operand> inputs, Operand out,
-                      bool out_strided, std::initializer_list<PushParam> params = {},
-                      Buffer* unordered = nullptr);
-  // Kernels report what the CPU refuses (out-of-range ids, integer division by zero) in device
-  // words (include/errors) instead of faulting. The ops that can fail wait for themselves
-  // and check (refuse_device_errors), so the error comes from the op that caused it, as on the
-  // CPU; other waits check too.
-  // shape: the op's shape, named in the message (a division by zero).
-  void check_device_errors(const Shape* shape = nullptr);
-  void refuse_device_errors(const Shape* shape = nullptr);
+  // error_record: one more buffer bound last, the op's error record (gpu/device_errors.h),
+  // written only through order-free atomics. Returns the submission that holds the op.
+  uint64_t launch_strided(const Pipeline& pipeline, std::initializer_list<Operand> inputs,
+                          Operand out, bool out_strided,
+                          std::initializer_list<PushParam> params = {},
+                          Buffer* error_record = nullptr);
+  // Raises the errors kernels found in this thread's finished ops (gpu/device_errors.h).
+  void raise_device_errors();
+  // For the ops that can fail (what the CPU refuses: out-of-range ids, integer division by
+  // zero): registers the op's error record, waits for the op's submission and raises its error
+  // here, as the CPU would. context: added to a division error's message (the shape).
+  void refuse_device_errors(BufferRef record, uint64_t submission, const char* op,
+                            std::string context = {});
   // index_select / gather (index) and scatter_add / index_add (scatter) launches.
   void launch_index(uint32_t mode, const char* op, backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst);
@@ -310,7 +313,8 @@ class GpuDevice : public backend::BackendDevice {
   std::unique_ptr<CommandQueue> queue_;
   double creation_ms_ = 0;
   std::atomic<uint64_t> coop_matmuls_{0};
-  BufferRef error_flag_;  // host-visible: {op code, index, dim size, 0}
+  std::unique_ptr<DeviceErrors> errors_;
+  BufferRef unused_record_;  // bound by integer binary ops that cannot fail (never read)
   std::mutex rng_mu_;
   uint64_t rng_seed_ = 299792458, rng_counter_ = 0;
 };

@@ -47,9 +47,17 @@ void GpuDevice::binary(BinaryOp op, View a, View b, Storage& dst) {
         return key_for("binary", std::move(d), {op_code});
       });
   const Layout out = Layout::contiguous(a.layout.shape);
-  launch_strided(pipeline, {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
-                 {&buffer(dst), &out}, false, {}, integer ? error_flag_.get() : nullptr);
-  if (integer && op == BinaryOp::Div) refuse_device_errors(&a.layout.shape);
+  // Only a division can fail; the other integer ops bind a record nobody reads (the kernel
+  // names the binding whatever its op).
+  const bool can_fail = integer && op == BinaryOp::Div;
+  BufferRef record = can_fail ? errors_->acquire() : nullptr;
+  const uint64_t submission =
+      launch_strided(pipeline, {{&buffer(a.storage), &a.layout}, {&buffer(b.storage), &b.layout}},
+                     {&buffer(dst), &out}, false, {},
+                     can_fail  ? record.get()
+                     : integer ? unused_record_.get()
+                               : nullptr);
+  if (can_fail) refuse_device_errors(std::move(record), submission, name, a.layout.shape.str());
 }
 
 void GpuDevice::compare(CmpOp op, View a, View b, Storage& dst) {

@@ -53,13 +53,15 @@ void GpuDevice::launch_index(uint32_t mode, const char* op, View src, View ids, 
   const Layout out = Layout::contiguous(out_shape);
   const DType id_dt = ids.storage.dtype();
   const Pipeline& pipeline = indexed_kernel(KernelFamily::Index, "index", dt, id_dt);
-  launch_strided(pipeline, {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_layout}},
-                 {&buffer(dst), &out}, false,
-                 {PushParam::u32(to_index(src.layout.strides[dim], "stride")),
-                  PushParam::u32(to_index(src.layout.shape[dim], "dim")),
-                  PushParam::u32(mode == 0 ? WICK_ERROR_INDEX_SELECT : WICK_ERROR_GATHER)},
-                 error_flag_.get());
-  refuse_device_errors();
+  BufferRef record = errors_->acquire();
+  const uint64_t submission =
+      launch_strided(pipeline, {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_layout}},
+                     {&buffer(dst), &out}, false,
+                     {PushParam::u32(to_index(src.layout.strides[dim], "stride")),
+                      PushParam::u32(to_index(src.layout.shape[dim], "dim")),
+                      PushParam::u32(mode == 0 ? WICK_ERROR_INDEX_SELECT : WICK_ERROR_GATHER)},
+                     record.get());
+  refuse_device_errors(std::move(record), submission, op);
 }
 
 void GpuDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst, const Shape& dst_shape,
@@ -77,7 +79,8 @@ void GpuDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst, cons
   const Layout out = Layout::contiguous(dst_shape);
   const DType id_dt = ids.storage.dtype();
   const Pipeline& pipeline = indexed_kernel(KernelFamily::Scatter, "scatter", dt, id_dt);
-  launch_strided(
+  BufferRef record = errors_->acquire();
+  const uint64_t submission = launch_strided(
       pipeline, {{&buffer(src.storage), &base}, {&buffer(ids.storage), &id_base}},
       {&buffer(dst), &out}, false,
       {PushParam::u32(to_index(src.layout.strides[dim], "stride")),
@@ -85,8 +88,8 @@ void GpuDevice::launch_scatter(uint32_t mode, const char* op, Storage& dst, cons
        PushParam::u32(to_index(src.layout.shape[dim], "dim")),
        PushParam::u32(to_index(inner, "dim")), PushParam::u32(to_index(dst_shape[dim], "dim")),
        PushParam::u32(mode == 0 ? WICK_ERROR_SCATTER_ADD : WICK_ERROR_INDEX_ADD)},
-      error_flag_.get());
-  refuse_device_errors();
+      record.get());
+  refuse_device_errors(std::move(record), submission, op);
 }
 
 void GpuDevice::index_select(View src, View ids, size_t dim, Storage& dst) {

@@ -100,9 +100,9 @@ KernelKey GpuDevice::key_for(const char* source, Defines defines, std::vector<ui
   return k;
 }
 
-void GpuDevice::launch_strided(const Pipeline& pipeline, std::initializer_list<Operand> inputs,
-                               Operand out, bool out_strided,
-                               std::initializer_list<PushParam> params, Buffer* unordered) {
+uint64_t GpuDevice::launch_strided(const Pipeline& pipeline, std::initializer_list<Operand> inputs,
+                                   Operand out, bool out_strided,
+                                   std::initializer_list<PushParam> params, Buffer* error_record) {
   WICK_ASSERT(inputs.size() + 1 <= kMaxOperands);
   const Shape& shape = out.layout->shape;
   // Collapse dims jointly over all operands; unused slots repeat the output, which merges freely.
@@ -148,14 +148,13 @@ void GpuDevice::launch_strided(const Pipeline& pipeline, std::initializer_list<O
   size_t n_args = 0;
   for (const Operand& in : inputs) args[n_args++] = {in.buffer, Access::Read};
   args[n_args++] = {out.buffer, Access::Write};
-  if (unordered) args[n_args++] = {unordered, Access::Unordered};
+  if (error_record) args[n_args++] = {error_record, Access::Unordered};
   const auto groups = grid(static_cast<uint64_t>(inner_numel));
   const std::span<const BufferAccess> bound(args.data(), n_args);
   if (outer == 0) {  // the common case: one dispatch, nothing on the heap
     const PushConstants pc = push_for(0, {});
-    queue_->record(
+    return queue_->record(
         [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, bound, pc.words(), groups); });
-    return;
   }
   std::vector<PushConstants> pushes;
   std::vector<int64_t> idx(outer, 0);
@@ -166,7 +165,7 @@ void GpuDevice::launch_strided(const Pipeline& pipeline, std::initializer_list<O
       idx[d] = 0;
     }
   }
-  queue_->record([&](CommandQueue::Recorder& r) {
+  return queue_->record([&](CommandQueue::Recorder& r) {
     for (const PushConstants& pc : pushes) r.dispatch(pipeline, bound, pc.words(), groups);
   });
 }

@@ -91,7 +91,7 @@ void GpuDevice::to_host(View src, void* dst, DType dst_dt) {
   convert_contiguous(staging->alloc.mapped, dt, dst, dst_dt, static_cast<size_t>(n));
   staging.reset();
   trim_pools();
-  check_device_errors();
+  raise_device_errors();
 }
 
 void GpuDevice::cast(View x, Storage& dst) {

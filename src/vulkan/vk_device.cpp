@@ -4,12 +4,18 @@
 
 namespace wick::vulkan {
 
-std::shared_ptr<backend::BackendDevice> open_vulkan_device(int ordinal) {
+std::shared_ptr<backend::BackendDevice> open_device(int ordinal) {
   return std::make_shared<VulkanDevice>(ordinal);
 }
 
-int vulkan_device_count() {
+int device_count() {
   return physical_device_count();
+}
+
+std::string absent_reason() {
+  return physical_device_count() > 0 ? std::string()
+                                     : "no Vulkan driver or device (is the loader and an ICD "
+                                       "installed?)";
 }
 
 VulkanOptions VulkanOptions::from_knobs(const DeviceCaps& caps) {

@@ -7,12 +7,9 @@
 
 #include "gpu/gpu_device.h"
 #include "vulkan/vk_driver.h"
+#include "vulkan/vk_entry.h"
 
 namespace wick::vulkan {
-
-// The registry's entry points (src/backend/registry.cpp).
-std::shared_ptr<backend::BackendDevice> open_vulkan_device(int ordinal);
-int vulkan_device_count();
 
 // Settings of one Vulkan device: the GPU runtime's, and Vulkan's own.
 struct VulkanOptions : gpu::GpuOptions {

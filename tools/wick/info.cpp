@@ -48,6 +48,11 @@ int run_info(std::ostream& os) {
   }
   os << "devices:\n\n";
   devices.print(os);
+  for (DeviceKind kind : {DeviceKind::Vulkan, DeviceKind::Cuda}) {
+    const std::string why = backend::absent_reason(kind);
+    if (!why.empty()) os << "\n" << device_kind_name(kind) << ": absent: " << why;
+  }
+  os << "\n";
 
   os << "\nenvironment:\n\n";
   Table knobs({"knob", "value", "set to"});

@@ -1,0 +1,62 @@
+// The CUDA device: creation with its options, and the registry's entry points. Every op is
+// GpuDevice's (the kernels of kernels/cuda), but GEMM through cuBLASLt (cu_matmul.cpp).
+#include "cuda/cu_device.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/cu_compiler.h"
+
+namespace wick::cuda {
+
+std::shared_ptr<backend::BackendDevice> open_device(int ordinal) {
+  return std::make_shared<CudaDevice>(ordinal);
+}
+
+int device_count() {
+  if (!nvrtc_available()) return 0;
+  return cuda_device_count();
+}
+
+std::string absent_reason() {
+  std::string why;
+  if (cuda_device_count(&why) == 0) return why.empty() ? "no CUDA device" : why;
+  if (!nvrtc_available(&why)) return why;
+  return "";
+}
+
+CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
+  CudaOptions o;
+  static_cast<gpu::GpuOptions&>(o) = gpu::GpuOptions::from_knobs(caps);
+  const char* tf32 = std::getenv("WICK_TF32");
+  o.tf32 = tf32 && (std::strcmp(tf32, "1") == 0 || std::strcmp(tf32, "on") == 0);
+  return o;
+}
+
+CudaDevice::Opened CudaDevice::open(int ordinal, const CudaOptions* options) {
+  auto driver = std::make_unique<CuDriver>(ordinal);
+  CudaOptions o = options ? *options : CudaOptions::from_knobs(driver->caps());
+  return {std::move(driver), std::move(o)};
+}
+
+CudaDevice::CudaDevice(int ordinal, const CudaOptions* options)
+    : CudaDevice(ordinal, open(ordinal, options)) {}
+
+CudaDevice::CudaDevice(int ordinal, Opened opened)
+    : GpuDevice(ordinal, std::move(opened.driver), opened.options),
+      cu_driver_(static_cast<CuDriver&>(driver())),
+      options_(std::move(opened.options)) {
+  if (options_.cublas) lt_ = LtGemm::open(nullptr);  // without it, the SIMT kernel does GEMM
+}
+
+CudaDevice::~CudaDevice() {
+  try {
+    synchronize();
+  } catch (const Error&) {
+    // A failed device cannot be waited for; tear down anyway.
+  }
+  workspace_.reset();
+  lt_.reset();
+}
+
+}  // namespace wick::cuda

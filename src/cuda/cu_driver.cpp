@@ -1,0 +1,291 @@
+#include "cuda/cu_driver.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "cuda/cu_compiler.h"
+#include "wick/error.h"
+
+namespace wick::cuda {
+
+namespace {
+
+// What a buffer handle points at: the device address, and the host address of mapped memory.
+struct BufferObj {
+  CUdeviceptr device = 0;
+  void* host = nullptr;  // pinned host memory (HostVisible), else null
+};
+
+BufferObj& buffer_of(uint64_t handle) {
+  return *reinterpret_cast<BufferObj*>(static_cast<uintptr_t>(handle));
+}
+
+struct CuPipeline final : gpu::Pipeline {
+  const DriverApi* api = nullptr;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  uint32_t block = 0;
+  ~CuPipeline() override {
+    if (module) api->cuModuleUnload(module);
+  }
+};
+
+// The kernels' argument (kernels/cuda/include/common.cuh): bindings, then the parameter block.
+struct KernelArgs {
+  CUdeviceptr buffers[gpu::kMaxBindings];
+  alignas(8) uint32_t params[gpu::kMaxPushConstantBytes / 4];
+};
+static_assert(sizeof(KernelArgs) == 8 * gpu::kMaxBindings + gpu::kMaxPushConstantBytes);
+
+const DriverApi& api_or_fail() {
+  std::string why;
+  const DriverApi* api = driver_api(&why);
+  if (!api) fail(ErrorKind::Device, "cuda", why);
+  return *api;
+}
+
+int attribute(const DriverApi& api, CUdevice dev, CUdevice_attribute a) {
+  int v = 0;
+  check(api, api.cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute");
+  return v;
+}
+
+}  // namespace
+
+int cuda_device_count(std::string* why) {
+  const DriverApi* api = driver_api(why);
+  if (!api) return 0;
+  int n = 0;
+  if (api->cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0;
+  if (n == 0 && why) *why = "the NVIDIA driver reports no CUDA device";
+  return n;
+}
+
+CuDriver::CuDriver(int ordinal) : api_(api_or_fail()), ordinal_(ordinal) {
+  int n = 0;
+  check(api_, api_.cuDeviceGetCount(&n), "cuDeviceGetCount");
+  if (ordinal < 0 || ordinal >= n)
+    fail(ErrorKind::Device, "cuda", "no CUDA device ", ordinal, " (", n, " device(s))");
+  std::string why;
+  if (!nvrtc_available(&why)) fail(ErrorKind::Device, "cuda", "kernels cannot be compiled: ", why);
+  check(api_, api_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+  check(api_, api_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  make_current();
+  check(api_, api_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+
+  char name[256] = {};
+  check(api_, api_.cuDeviceGetName(name, sizeof name, device_), "cuDeviceGetName");
+  caps_.name = name;
+  caps_.float64 = caps_.int64 = caps_.storage16 = caps_.storage8 = true;
+  size_t total = 0;
+  check(api_, api_.cuDeviceTotalMem(&total, device_), "cuDeviceTotalMem");
+  caps_.device_local_bytes = total;
+  caps_.max_storage_buffer_range = total;
+  caps_.max_group_count_x =
+      static_cast<uint32_t>(attribute(api_, device_, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X));
+  caps_.max_group_count_z =
+      static_cast<uint32_t>(attribute(api_, device_, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z));
+  caps_.subgroup_size =
+      static_cast<uint32_t>(attribute(api_, device_, CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+  // Static shared memory per block (the kernels declare theirs statically).
+  caps_.max_shared_memory = 48 * 1024;
+  caps_.subgroup_arithmetic = true;
+  caps_.sm_major = attribute(api_, device_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  caps_.sm_minor = attribute(api_, device_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  caps_.multiprocessors = attribute(api_, device_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  check(api_, api_.cuDriverGetVersion(&caps_.driver_version), "cuDriverGetVersion");
+  caps_.nvrtc_version = nvrtc_version();
+}
+
+CuDriver::~CuDriver() {
+  make_current();
+  api_.cuStreamSynchronize(stream_);
+  for (auto& [id, ev] : pending_) api_.cuEventDestroy(ev);
+  for (CUevent ev : spare_) api_.cuEventDestroy(ev);
+  api_.cuStreamDestroy(stream_);
+  api_.cuDevicePrimaryCtxRelease(device_);
+}
+
+void CuDriver::make_current() const {
+  // The driver API works on the calling thread's current context; ops come from any thread.
+  thread_local CUcontext current = nullptr;
+  if (current != context_) {
+    check(api_, api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    current = context_;
+  }
+}
+
+const gpu::KernelLanguage& CuDriver::language() const {
+  static const gpu::KernelLanguage cuda{gpu::cuda_kernel_files(), ".cu", true};
+  return cuda;
+}
+
+void CuDriver::add_capability_defines(gpu::Defines& defines) const {
+  defines.emplace_back("WICK_F64", "1");
+  defines.emplace_back("WICK_I64", "1");
+}
+
+std::string CuDriver::identity() const {
+  std::ostringstream os;
+  os << "cuda|" << caps_.name << "|sm_" << caps_.sm_major << caps_.sm_minor << "|driver "
+     << caps_.driver_version << "|nvrtc " << caps_.nvrtc_version;
+  return os.str();
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+gpu::Allocation CuDriver::allocate(size_t bytes, gpu::MemoryKind kind) {
+  make_current();
+  const size_t size = std::max<size_t>((bytes + 255) / 256 * 256, 256);
+  auto obj = std::make_unique<BufferObj>();
+  CUresult r;
+  if (kind == gpu::MemoryKind::HostVisible) {
+    r = api_.cuMemHostAlloc(&obj->host, size, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    if (r == CUDA_SUCCESS) r = api_.cuMemHostGetDevicePointer(&obj->device, obj->host, 0);
+  } else {
+    r = api_.cuMemAlloc(&obj->device, size);
+  }
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    fail(ErrorKind::Device, "cuda", "allocating ", bytes, " bytes of ",
+         kind == gpu::MemoryKind::HostVisible ? "pinned host" : "device", " memory on ", caps_.name,
+         " failed: out of memory (", caps_.device_local_bytes, " bytes on the device)");
+  check(api_, r, "allocate");
+  gpu::Allocation a;
+  a.size = size;
+  a.mapped = static_cast<std::byte*>(obj->host);
+  a.handle = reinterpret_cast<uintptr_t>(obj.release());
+  return a;
+}
+
+void CuDriver::free(const gpu::Allocation& a) {
+  std::unique_ptr<BufferObj> obj(&buffer_of(a.handle));
+  make_current();
+  if (obj->host)
+    api_.cuMemFreeHost(obj->host);
+  else
+    api_.cuMemFree(obj->device);
+}
+
+CUdeviceptr CuDriver::address(uint64_t handle) {
+  return buffer_of(handle).device;
+}
+
+// ---- kernels -----------------------------------------------------------------------------------
+
+gpu::ModuleCode CuDriver::compile(const gpu::CompileRequest& req) {
+  return compile_cuda(req, caps_.sm_major, caps_.sm_minor);
+}
+
+bool CuDriver::validate_module(const gpu::ModuleCode& code, const std::string&) {
+  static const uint8_t elf[4] = {0x7f, 'E', 'L', 'F'};
+  return code.size() > 64 && std::memcmp(code.data(), elf, 4) == 0;
+}
+
+std::unique_ptr<gpu::Pipeline> CuDriver::create_pipeline(const gpu::ModuleCode& code,
+                                                         const std::string& entry,
+                                                         std::span<const uint32_t>,
+                                                         uint32_t block) {
+  make_current();
+  auto p = std::make_unique<CuPipeline>();
+  p->api = &api_;
+  p->block = block;
+  check(api_, api_.cuModuleLoadData(&p->module, code.data()), "cuModuleLoadData");
+  // GLSL's entry is "main"; a CUDA kernel cannot be called that.
+  const std::string name = entry == "main" ? "wick_main" : entry;
+  check(api_, api_.cuModuleGetFunction(&p->function, p->module, name.c_str()),
+        "cuModuleGetFunction");
+  return p;
+}
+
+// ---- recording ---------------------------------------------------------------------------------
+
+CUstream CuDriver::stream() {
+  make_current();
+  return stream_;
+}
+
+void CuDriver::record_dispatch(const gpu::Dispatch& d) {
+  make_current();
+  const auto& p = static_cast<const CuPipeline&>(*d.pipeline);
+  KernelArgs args{};
+  for (size_t i = 0; i < d.buffers.size(); i++) args.buffers[i] = address(d.buffers[i].handle);
+  std::memcpy(args.params, d.push_constants.data(), d.push_constants.size_bytes());
+  size_t size = sizeof args;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  check(api_,
+        api_.cuLaunchKernel(p.function, d.groups[0], d.groups[1], d.groups[2], p.block, 1, 1, 0,
+                            stream_, nullptr, extra),
+        "cuLaunchKernel");
+}
+
+void CuDriver::record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
+                           uint64_t bytes) {
+  make_current();
+  check(api_,
+        api_.cuMemcpyAsync(address(dst) + dst_offset, address(src) + src_offset, bytes, stream_),
+        "cuMemcpyAsync");
+}
+
+void CuDriver::record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) {
+  make_current();
+  check(api_, api_.cuMemsetD32Async(address(dst) + offset, pattern, bytes / 4, stream_),
+        "cuMemsetD32Async");
+}
+
+void CuDriver::commit(uint64_t id) {
+  make_current();
+  CUevent ev = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    if (!spare_.empty()) {
+      ev = spare_.back();
+      spare_.pop_back();
+    }
+  }
+  if (!ev) check(api_, api_.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  check(api_, api_.cuEventRecord(ev, stream_), "cuEventRecord");
+  std::lock_guard<std::mutex> lock(events_mu_);
+  pending_.emplace_back(id, ev);
+}
+
+void CuDriver::wait(uint64_t id) {
+  if (completed_.load() >= id) return;
+  make_current();
+  CUevent ev = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    for (const auto& [pid, pev] : pending_)
+      if (pid >= id) {
+        ev = pev;
+        break;
+      }
+  }
+  // An event recycled meanwhile belongs to a later submission: waiting for it waits longer,
+  // never too little.
+  if (ev) check(api_, api_.cuEventSynchronize(ev), "cuEventSynchronize");
+  uint64_t done = completed_.load();
+  while (done < id && !completed_.compare_exchange_weak(done, id)) {
+  }
+  completed();  // recycle the events that finished
+}
+
+uint64_t CuDriver::completed() {
+  make_current();
+  std::lock_guard<std::mutex> lock(events_mu_);
+  while (!pending_.empty()) {
+    const CUresult r = api_.cuEventQuery(pending_.front().second);
+    if (r == CUDA_ERROR_NOT_READY) break;
+    check(api_, r, "cuEventQuery");
+    uint64_t done = completed_.load();
+    const uint64_t id = pending_.front().first;
+    while (done < id && !completed_.compare_exchange_weak(done, id)) {
+    }
+    spare_.push_back(pending_.front().second);
+    pending_.pop_front();
+  }
+  return completed_.load();
+}
+
+}  // namespace wick::cuda

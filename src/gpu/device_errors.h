@@ -1,0 +1,51 @@
+// Errors a kernel finds while it runs (an out-of-range id, an integer division by zero) belong to
+// the op that recorded the kernel, and to the thread that recorded the op.
+//
+// Each op that can fail gets its own error record: a small host-visible buffer its kernel writes
+// ({code, a low, a high, b}, kernels/shared/params.h). The record remembers the submission that
+// holds the op and the thread that recorded it. A wait on the device by that thread (read-back,
+// synchronize, or the op's own wait) raises the first error among its records whose submission
+// finished, naming the op; no other thread ever sees it, and records that came back clean are
+// dropped by whichever thread finds them finished first.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpu/buffer_pool.h"
+
+namespace wick::gpu {
+
+class DeviceErrors {
+ public:
+  explicit DeviceErrors(BufferPool& host_pool) : pool_(host_pool) {}
+
+  // A zeroed record for one op, to bind to its kernel (Access::Unordered).
+  BufferRef acquire();
+  // The op (named `op`, e.g. "index_select"; `context` is added to a division error's message:
+  // the shape) recorded its kernel with `record` into submission `submission` on this thread.
+  void add(BufferRef record, uint64_t submission, const char* op, std::string context = {});
+  // Raises Error(OutOfRange) for the first error among this thread's records of submissions up
+  // to `done` (finished), after forgetting them all.
+  void raise_finished(uint64_t done);
+  size_t pending() const;
+
+ private:
+  struct Pending {
+    BufferRef record;
+    uint64_t submission;
+    std::thread::id thread;
+    const char* op;
+    std::string context;
+  };
+  [[noreturn]] static void raise(const Pending& p, const uint32_t words[4]);
+
+  BufferPool& pool_;
+  mutable std::mutex mu_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace wick::gpu
