@@ -138,10 +138,12 @@ bool bench_gen(const BenchContext& ctx) {
   } cleanup{ctx.save_model.empty() ? synth : std::filesystem::path()};
 
   const Device dev = ctx.device();
-  const int64_t prompt_len = ctx.quick ? 16 : ctx.prompt_tokens;
-  const int64_t decode_len = ctx.quick ? 8 : ctx.n_predict;
+  const int64_t prompt_len = ctx.prompt_tokens, decode_len = ctx.n_predict;
   double load_s = 0;
-  LlamaModel model = load_model_with_progress(path, dev, prompt_len + decode_len + 1, &load_s);
+  LlamaModel model = load_model_with_progress(
+      path, dev, prompt_len + decode_len + 1,
+      "--prompt-tokens " + std::to_string(prompt_len) + " + -n " + std::to_string(decode_len),
+      &load_s);
   const int64_t vocab = model.config().vocab_size;
 
   std::mt19937_64 gen(7);
