@@ -384,6 +384,9 @@ TEST(CliBinary, BadFlagValuesExit2NamingTheFlag) {
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_HAS(r.output, "wick: " + needle);
   }
+  const RunResult env = run_wick("bench storage", "WICK_DEVICE=frob");
+  EXPECT_EQ(env.status, 2) << env.output;
+  EXPECT_HAS(env.output, "wick: WICK_DEVICE 'frob' is not a device spec");
 }
 
 // --ctx is checked against the model's trained context and the machine's memory before the KV

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 #include <string_view>
@@ -198,12 +199,14 @@ Args parse_args(int argc, const char* const* argv) {
 }
 
 Device device_from_flag(const std::string& spec) {
-  if (spec.empty()) return Device::default_device();
   try {
-    return Device::parse(spec);
+    return spec.empty() ? Device::default_device() : Device::parse(spec);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Parse) throw;  // a device that is not there is not a usage error
-    throw UsageError("--device '" + spec + "' is not a device spec (cpu, vulkan[:N], cuda[:N])");
+    const char* env = std::getenv("WICK_DEVICE");
+    const std::string what = spec.empty() ? std::string("WICK_DEVICE '") + (env ? env : "") + "'"
+                                          : "--device '" + spec + "'";
+    throw UsageError(what + " is not a device spec (cpu, vulkan[:N], cuda[:N])");
   }
 }
 

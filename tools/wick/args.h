@@ -47,7 +47,8 @@ struct Args {
 // Parses argv[1..argc); throws UsageError. Numbers are plain decimal, checked for range.
 Args parse_args(int argc, const char* const* argv);
 
-// The device of --device `spec` (empty: the default); a spec that does not parse is a UsageError.
+// The device of --device `spec` (empty: WICK_DEVICE, else the CPU); a spec that does not parse,
+// given or from WICK_DEVICE, is a UsageError.
 Device device_from_flag(const std::string& spec);
 
 // Help text of the program (Command::Help) or of one command.
