@@ -377,6 +377,8 @@ TEST(CliBinary, BadFlagValuesExit2NamingTheFlag) {
       {"bench storage --device vulkan:x", "--device 'vulkan:x'"},
       {"bench gen --quick --prompt-tokens 1e2", "--prompt-tokens needs a whole number"},
       {"bench matmul -n 5", "-n is an option of the gen benchmark"},
+      {"bench gen --quick --prompt-tokens 8190",
+       "--prompt-tokens 8190 + -n 8 is more than the 8192"},
   };
   for (const auto& [args, needle] : cases) {
     SCOPED_TRACE(args);
