@@ -149,7 +149,7 @@ TEST(LlamaHardening, HyperParametersOutOfRangeOrInconsistentAreRefused) {
        {{"llama.rope.scaling.factor", 4.0f}},
        U,
        {"llama.rope.scaling.factor 4"}},
-      {"experts", {{"llama.expert_count", uint32_t{8}}}, U, {"llama.expert_count"}},
+      {"experts", {{"llama.expert_count", uint32_t{8}}}, U, {"llama.expert_count is 8"}},
       {"bos id beyond u32 (was truncated to 0)",
        {{"tokenizer.ggml.bos_token_id", uint64_t{1} << 40}},
        P,

@@ -185,9 +185,9 @@ LlamaConfig read_config(const GgufFile& f) {
   if (c.head_dim % 2 != 0)
     fail(ErrorKind::Parse, kOp, f.name(), ": odd head dim ", c.head_dim,
          " (llama.embedding_length / llama.attention.head_count): rotary embeddings rotate pairs");
-  if (int_key(f, kOp, "llama.expert_count", 0, kMaxCount, 0) > 0)
-    fail(ErrorKind::Unsupported, kOp, f.name(),
-         ": llama.expert_count > 0 (mixture of experts is not implemented)");
+  if (const int64_t experts = int_key(f, kOp, "llama.expert_count", 0, kMaxCount, 0))
+    fail(ErrorKind::Unsupported, kOp, f.name(), ": llama.expert_count is ", experts,
+         " (mixture of experts is not implemented)");
   c.context_length = int_key(f, kOp, "llama.context_length", 1, kMaxCount);
   c.rope_theta = float_key(f, kOp, "llama.rope.freq_base", 0,
                            std::numeric_limits<double>::infinity(), true, 10000.0);
