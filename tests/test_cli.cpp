@@ -7,6 +7,7 @@
 #include "args.h"
 #include "gguf_bytes.h"
 #include "harness.h"
+#include "progress.h"
 #include "tiny_llama.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
@@ -95,15 +96,141 @@ TEST(CliArgs, Generate) {
   expect_usage_error({"generate", "--prompt", "x"}, "needs --model");
   expect_usage_error({"generate", "--model", "m"}, "needs --prompt");
   expect_usage_error({"generate", "--model", "m", "--prompt", "x", "-n", "0"},
-                     "-n needs a whole number >= 1");
+                     "-n needs a whole number in [1, 2147483647]");
   expect_usage_error({"generate", "--model", "m", "--prompt", "x", "-n", "3x"},
-                     "-n needs a number");
+                     "-n needs a whole number");
   expect_usage_error({"generate", "--model", "m", "--prompt", "x", "--temp", "-1"},
-                     "--temp must be >= 0");
+                     "--temp needs a decimal number >= 0");
   expect_usage_error({"generate", "--model", "m", "--prompt", "x", "--top-p", "1.5"}, "--top-p");
   expect_usage_error({"generate", "--model"}, "--model needs a path");
   expect_usage_error({"generate", "--full"}, "unknown option '--full' for 'wick generate'");
   expect_usage_error({"bench", "--chat"}, "unknown option '--chat' for 'wick bench'");
+}
+
+// Every numeric flag of every command: plain decimal, the whole word, in range (issue 9: "-n 0x10"
+// was accepted as 16, "--ctx 1e9" as a billion).
+TEST(CliArgs, NumbersArePlainDecimalAndInRange) {
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"-n", "0x10"},
+      {"-n", "1e3"},
+      {"-n", " 5"},
+      {"-n", "+5"},
+      {"-n", "5 "},
+      {"-n", "-5"},
+      {"-n", "0"},
+      {"-n", "2147483648"},
+      {"-n", "1.0"},
+      {"--n-predict", "inf"},
+      {"--ctx", "1e9"},
+      {"--ctx", "0"},
+      {"--ctx", "nan"},
+      {"--top-k", "-1"},
+      {"--top-k", "0x1"},
+      {"--seed", "-1"},
+      {"--seed", "18446744073709551616"},
+      {"--temp", "nan"},
+      {"--temp", "inf"},
+      {"--temp", "0x1p-1"},
+      {"--temp", "1e-3"},
+      {"--temp", "-0.5"},
+      {"--temp", "0.5x"},
+      {"--top-p", "0"},
+      {"--top-p", "nan"},
+      {"--top-p", "1.5"},
+      {"--top-p", "0x1"},
+  };
+  for (const auto& [flag, value] : bad) {
+    SCOPED_TRACE(std::string(flag) + " " + value);
+    expect_usage_error({"generate", "--model", "m", "--prompt", "x", flag, value},
+                       std::string(flag) + " needs a ");
+    expect_usage_error({"generate", "--model", "m", "--prompt", "x", flag, value},
+                       std::string("got '") + value + "'");
+  }
+  for (const char* v : {"0x10", "1e2", "0", "-3"})
+    expect_usage_error({"bench", "gen", "--prompt-tokens", v}, "--prompt-tokens needs a whole");
+  expect_usage_error({"bench", "gen", "-n", "1"}, "-n needs a whole number in [2, ");  // decode
+
+  const Args a = parse({"generate", "--model", "m", "--prompt", "x", "-n", "0010", "--seed",
+                        "18446744073709551615", "--temp", "0.25", "--top-p", "1", "--ctx",
+                        "2147483647", "--top-k", "0"});
+  EXPECT_EQ(a.n_predict, 10);
+  EXPECT_EQ(a.seed, UINT64_MAX);
+  EXPECT_DOUBLE_EQ(a.temperature, 0.25);
+  EXPECT_DOUBLE_EQ(a.top_p, 1.0);
+  EXPECT_EQ(a.max_seq, INT32_MAX);
+  EXPECT_EQ(parse({"generate", "--model", "m", "--prompt", "x"}).n_predict, 128);
+}
+
+// An empty value is refused like a missing one (issue 9: "--device ''" picked the default).
+TEST(CliArgs, EmptyValuesAreRefused) {
+  expect_usage_error({"bench", "--device", ""}, "--device needs a value");
+  expect_usage_error({"generate", "--model", "m", "--prompt", "x", "--device", ""},
+                     "--device needs a value");
+  expect_usage_error({"generate", "--model", "", "--prompt", "x"}, "--model needs a path");
+  expect_usage_error({"generate", "--model", "m", "--prompt", ""}, "--prompt needs a text");
+  expect_usage_error({"generate", "--model", "m", "--prompt="}, "--prompt needs a text");
+  expect_usage_error({"bench", "gen", "--save-model", ""}, "--save-model needs a path");
+}
+
+// Options no benchmark that runs would read are refused, not ignored.
+TEST(CliArgs, BenchGenOptionsNeedTheGenBenchmark) {
+  expect_usage_error({"bench", "matmul", "-n", "5"}, "-n is an option of the gen benchmark");
+  expect_usage_error({"bench", "storage", "--model", "x.gguf"}, "--model is an option of the gen");
+  expect_usage_error({"bench", "queue", "--prompt-tokens", "4"}, "--prompt-tokens is an option");
+  expect_usage_error({"bench", "gen", "--ctx", "5"}, "unknown option '--ctx' for 'wick bench'");
+  EXPECT_EQ(parse({"bench", "-n", "5"}).n_predict, 5);  // every benchmark, gen among them
+  // --quick shrinks the defaults only: explicit sizes win.
+  const Args q = parse({"bench", "gen", "--quick"});
+  EXPECT_EQ(q.prompt_tokens, 16);
+  EXPECT_EQ(q.n_predict, 8);
+  const Args qn = parse({"bench", "gen", "--quick", "-n", "20", "--prompt-tokens", "3"});
+  EXPECT_EQ(qn.prompt_tokens, 3);
+  EXPECT_EQ(qn.n_predict, 20);
+  const Args full = parse({"bench", "gen"});
+  EXPECT_EQ(full.prompt_tokens, 128);
+  EXPECT_EQ(full.n_predict, 128);
+}
+
+TEST(CliArgs, DeviceSpecsThatDoNotParseAreUsageErrors) {
+  for (const char* spec : {"frob", "vulkan:x", "cpu:", "vulkan:0x1", " cpu"}) {
+    SCOPED_TRACE(spec);
+    try {
+      cli::device_from_flag(spec);
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("--device '") + spec + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(cli::device_from_flag("cpu"), Device::cpu());
+  // A well-formed spec for a device that is not there stays a device error (exit status 1).
+  expect_error([] { cli::device_from_flag("cpu:1"); }, ErrorKind::Device, {"cpu:1"});
+}
+
+// The bar's line is ended before anything else is printed, also when the load throws (issue 9:
+// a load failure was printed on the bar's line).
+TEST(CliProgress, TheLineEndsWhenTheLoadFails) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* out = ::open_memstream(&text, &size);
+  ASSERT_NE(out, nullptr);
+  try {
+    cli::ProgressLine bar(out, "m.gguf", 250);
+    bar.update(1, 4, 100);  // quick so far: nothing drawn
+    bar.update(2, 4, 300);
+    throw std::runtime_error("load failed");
+  } catch (const std::runtime_error&) {
+    std::fputs("wick: load failed\n", out);
+  }
+  {
+    cli::ProgressLine quick(out, "q.gguf", 250);
+    quick.update(4, 4, 10);  // a quick load draws nothing and ends nothing
+  }
+  std::fclose(out);
+  const std::string got(text, size);
+  std::free(text);
+  EXPECT_EQ(got, "\rloading m.gguf [###############               ]  50%\nwick: load failed\n");
 }
 
 // ---- the binary -------------------------------------------------------------------------------
@@ -235,6 +362,79 @@ TEST(CliBinary, GenerateOnATinyModel) {
   const RunResult missing = run_wick("generate --model /nonexistent.gguf --prompt x");
   EXPECT_EQ(missing.status, 1);
   EXPECT_HAS(missing.output, "/nonexistent.gguf");
+}
+
+// Bad flag values exit 2 with a message naming the flag; never a silent default (issue 9).
+TEST(CliBinary, BadFlagValuesExit2NamingTheFlag) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"generate --model m.gguf --prompt x --device ''", "--device needs a value"},
+      {"generate --model m.gguf --prompt x --device frob", "--device 'frob'"},
+      {"generate --model m.gguf --prompt x -n 0x10", "-n needs a whole number"},
+      {"generate --model m.gguf --prompt x --ctx 1e9", "--ctx needs a whole number"},
+      {"generate --model m.gguf --prompt x --temp nan", "--temp needs a decimal number"},
+      {"generate --model m.gguf --prompt x --seed 0x5", "--seed needs a whole number"},
+      {"bench gen --device ''", "--device needs a value"},
+      {"bench storage --device vulkan:x", "--device 'vulkan:x'"},
+      {"bench gen --quick --prompt-tokens 1e2", "--prompt-tokens needs a whole number"},
+      {"bench matmul -n 5", "-n is an option of the gen benchmark"},
+      {"bench gen --quick --prompt-tokens 8190",
+       "--prompt-tokens 8190 + -n 8 is more than the 8192"},
+  };
+  for (const auto& [args, needle] : cases) {
+    SCOPED_TRACE(args);
+    const RunResult r = run_wick(args);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_HAS(r.output, "wick: " + needle);
+  }
+  const RunResult env = run_wick("bench storage", "WICK_DEVICE=frob");
+  EXPECT_EQ(env.status, 2) << env.output;
+  EXPECT_HAS(env.output, "wick: WICK_DEVICE 'frob' is not a device spec");
+}
+
+// --ctx is checked against the model's trained context and the machine's memory before the KV
+// cache is allocated; a prompt longer than the context is refused; generation that fills the
+// context says so (issue 9).
+TEST(CliBinary, GenerateChecksTheContext) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  write_tiny_llama(dir.file("tiny.gguf"), rng);  // context 64
+  const std::string model = "generate --model '" + dir.file("tiny.gguf") + "'";
+
+  const RunResult big = run_wick(model + " --prompt abc --ctx 1000000000");
+  EXPECT_EQ(big.status, 2) << big.output;
+  EXPECT_HAS(big.output, "wick: --ctx 1000000000: ");
+  EXPECT_HAS(big.output, "context length of 64");
+
+  // A model trained on 2^31 - 1 tokens: the KV cache of that context cannot be held.
+  TinyLlamaConfig cfg;
+  cfg.kv_heads = cfg.heads;
+  cfg.context = INT32_MAX;
+  write_tiny_llama(dir.file("long.gguf"), rng, cfg);
+  const RunResult huge =
+      run_wick("generate --model '" + dir.file("long.gguf") + "' --prompt abc --ctx 2147483647");
+  EXPECT_EQ(huge.status, 2) << huge.output;
+  EXPECT_HAS(huge.output, "wick: --ctx 2147483647: ");
+  EXPECT_HAS(huge.output, std::to_string(2ull * 2 * 4 * 8 * 4 * INT32_MAX) + " bytes");
+  EXPECT_EQ(huge.output.find("internal error"), std::string::npos) << huge.output;
+
+  const RunResult long_prompt =
+      run_wick(model + " --ctx 4 --prompt 'abcdefghijklmnopqrstuvwxyz abcdefghijklmnopqrstuvwxyz'");
+  EXPECT_EQ(long_prompt.status, 2) << long_prompt.output;
+  EXPECT_HAS(long_prompt.output, "more than the context of 4 (--ctx 4;");
+
+  const RunResult full = run_wick(model + " --ctx 8 --prompt abc -n 50");
+  EXPECT_EQ(full.status, 0) << full.output;
+  EXPECT_HAS(full.output, "wick: the context is full (8 tokens)");
+  const RunResult room = run_wick(model + " --ctx 64 --prompt abc -n 5");
+  EXPECT_EQ(room.status, 0) << room.output;
+  EXPECT_EQ(room.output.find("context is full"), std::string::npos) << room.output;
+
+  // bench gen's context is its prompt plus its tokens.
+  const RunResult bench =
+      run_wick("bench gen --model '" + dir.file("tiny.gguf") + "' --prompt-tokens 60 -n 10");
+  EXPECT_EQ(bench.status, 2) << bench.output;
+  EXPECT_HAS(bench.output, "wick: --prompt-tokens 60 + -n 10: ");
 }
 
 TEST(CliBinary, BenchGenQuick) {

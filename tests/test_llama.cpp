@@ -259,6 +259,29 @@ TEST_P(Llama, GenerateStreamsTokensAndStopsAtEndOfSequence) {
   EXPECT_EQ(st.generated_tokens, 2);
 }
 
+// Generation that fills the KV cache stops and says so (issue 9: it stopped silently).
+TEST_P(Llama, GenerateStopsWhenTheContextIsFull) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  const TinyLlama m = write_tiny_llama(dir.file("tiny.gguf"), rng);
+  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), device(), 8);
+  const std::vector<uint32_t> prompt = random_ids(rng, 5, m.config.vocab);
+  Sampler greedy;
+  const GenerationStats st = generate(model, prompt, 10, greedy, -1, nullptr);
+  // Positions 5, 6 and 7 take the first three tokens sampled; the fourth has no room.
+  EXPECT_EQ(st.generated_tokens, 4);
+  EXPECT_EQ(model.position(), 8);
+  EXPECT_TRUE(st.stopped_at_context_end);
+  EXPECT_FALSE(st.stopped_at_eos);
+  // Exactly as many tokens as fit: the run ends at max_new, not at the context's end.
+  model.reset();
+  Sampler greedy2;
+  const GenerationStats exact = generate(model, prompt, 4, greedy2, -1, nullptr);
+  EXPECT_EQ(exact.generated_tokens, 4);
+  EXPECT_FALSE(exact.stopped_at_context_end);
+}
+
 TEST_P(Llama, Errors) {
   Rng rng;
   TempDir dir;

@@ -39,8 +39,14 @@ using LoadProgress = std::function<void(uint64_t, uint64_t)>;
 class LlamaModel {
  public:
   // Loads a llama-architecture GGUF file onto `dev`. `max_seq` bounds the KV cache (0: the
-  // model's context length, capped at 4096). Throws Error(Parse) for a file that is not a llama
-  // model or lacks a tensor, naming the file and the tensor.
+  // model's context length, capped at 4096). Every hyper-parameter is checked against the others
+  // and against the tensor shapes before any weight is loaded: Error(Parse), naming the file, the
+  // key or tensor and the value, for a file that is not a llama model, lacks a tensor, or whose
+  // keys are out of range or disagree (counts, head split, rope base, norm epsilon, vocabulary,
+  // special token ids); Error(Unsupported) for variants not implemented (partial or scaled rotary
+  // embeddings, experts). Error(OutOfRange) when max_seq is negative, more than the model's
+  // context length, or its KV cache and rotary tables cannot fit in this machine's memory
+  // (checked before allocating; the message names the bytes needed and the limit).
   static LlamaModel load_gguf(const std::string& path, const Device& dev = Device::cpu(),
                               int64_t max_seq = 0, const LoadProgress& progress = {});
 
@@ -99,11 +105,13 @@ struct GenerationStats {
   double prefill_seconds = 0;  // prompt forward pass, up to the first sampled token
   double decode_seconds = 0;   // every later token
   bool stopped_at_eos = false;
+  bool stopped_at_context_end = false;  // the KV cache filled up before max_new tokens
 };
 
 // Feeds `prompt` to `model` (continuing from its cache position), then samples up to `max_new`
 // tokens, one forward pass each, calling `on_token` with every token as it is picked. Stops early
-// when the token is `eos` (>= 0; it is passed to on_token too) or on_token returns false.
+// when the token is `eos` (>= 0; it is passed to on_token too), when on_token returns false, or
+// when the KV cache is full (stopped_at_context_end).
 GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt, int64_t max_new,
                          Sampler& sampler, int32_t eos,
                          const std::function<bool(uint32_t)>& on_token);

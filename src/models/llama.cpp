@@ -2,9 +2,14 @@
 // allocated once, SwiGLU MLP, optionally tied embeddings.
 #include "wick/llama.h"
 
+#include <unistd.h>
+
+#include <charconv>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
+#include "models/gguf_keys.h"
 #include "nn/linear.h"
 #include "wick/gguf.h"
 
@@ -64,6 +69,8 @@ struct LlamaModel::Impl {
 namespace {
 
 const char* kOp = "LlamaModel::load_gguf";
+// Counts and sizes in llama files are u32; larger values are nonsense, refused before any use.
+constexpr int64_t kMaxCount = INT32_MAX;
 
 // The one place quantized weights meet a device: their blocks go there once, here.
 nn::Linear quantized_linear(QTensor q, const Device& dev) {
@@ -72,9 +79,6 @@ nn::Linear quantized_linear(QTensor q, const Device& dev) {
 
 nn::Linear linear_from(const GgufFile& f, const std::string& name, const Device& dev) {
   const GgufTensorInfo& info = f.tensor_info(name);
-  if (info.shape.rank() != 2)
-    fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", info.shape,
-         ", want 2-D");
   if (info.is_quantized())
     return quantized_linear(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes), dev);
   return nn::Linear(f.tensor(name, dev).to_dtype(DType::F32));
@@ -87,9 +91,6 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
   std::vector<const GgufTensorInfo*> infos;
   for (const std::string& n : names) {
     infos.push_back(&f.tensor_info(n));
-    if (infos.back()->shape.rank() != 2 || infos.back()->shape[1] != infos[0]->shape[1])
-      fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", n, " has shape ", infos.back()->shape,
-           ", want [n, ", infos[0]->shape[1], "]");
     p.sizes.push_back(infos.back()->shape[0]);
   }
   bool same = true;
@@ -117,12 +118,170 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
   return p;
 }
 
-Tensor vector_from(const GgufFile& f, const std::string& name, int64_t n, const Device& dev) {
-  Tensor t = f.tensor(name, dev).to_dtype(DType::F32);
-  if (t.shape() != Shape{n})
-    fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", t.shape(), ", want [",
-         n, "]");
-  return t;
+// Fails unless tensor `name` is in the file with shape `want`; `from` says which keys set it.
+void expect_shape(const GgufFile& f, const std::string& name, const Shape& want,
+                  const std::string& from) {
+  const GgufTensorInfo& info = f.tensor_info(name);
+  if (info.shape != want)
+    fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", name, " has shape ", info.shape, ", want ",
+         want, " (", from, ")");
+}
+
+// An optional key that restates a size wick derives otherwise: absent, or equal to it.
+void expect_key_equals(const GgufFile& f, std::string_view key, int64_t want,
+                       const std::string& source) {
+  const int64_t v = models::int_key(f, kOp, key, 1, kMaxCount, want);
+  if (v != want)
+    fail(ErrorKind::Parse, kOp, f.name(), ": ", key, " is ", v, ", but ", source, " is ", want);
+}
+
+// Rotary scaling changes every angle; wick rotates by the plain frequencies only.
+void refuse_rope_scaling(const GgufFile& f) {
+  const double factor = models::float_key(f, kOp, "llama.rope.scaling.factor", 0,
+                                          std::numeric_limits<double>::infinity(), false, 1.0);
+  std::string type = "none";
+  if (const GgufValue* v = f.find("llama.rope.scaling.type")) {
+    if (!v->is<std::string>())
+      fail(ErrorKind::Parse, kOp, f.name(), ": llama.rope.scaling.type is ", v->str(2),
+           ", want a string");
+    type = v->as_string();
+  }
+  const bool unscaled = factor == 0 || factor == 1;  // llama.cpp reads 0 as "no scaling"
+  if (!unscaled || (type != "none" && type != "linear"))
+    fail(ErrorKind::Unsupported, kOp, f.name(), ": rotary scaling (llama.rope.scaling.type '", type,
+         "', llama.rope.scaling.factor ", factor, ") is not implemented");
+}
+
+// The layer a "blk.N.*" tensor belongs to, or -1 for other names.
+int64_t layer_of(std::string_view name) {
+  if (!name.starts_with("blk.")) return -1;
+  name.remove_prefix(4);
+  int64_t i = -1;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), i);
+  return ec == std::errc() && end != name.data() && *end == '.' ? i : -1;
+}
+
+// Reads the hyper-parameters and checks them against each other and against every tensor's
+// shape, before any weight is loaded.
+LlamaConfig read_config(const GgufFile& f) {
+  using models::float_key;
+  using models::int_key;
+  const std::string arch = f.get<std::string>("general.architecture");
+  if (arch != "llama")
+    fail(ErrorKind::Parse, kOp, f.name(), ": architecture '", arch, "' is not llama");
+  LlamaConfig c;
+  c.hidden = int_key(f, kOp, "llama.embedding_length", 1, kMaxCount);
+  c.intermediate = int_key(f, kOp, "llama.feed_forward_length", 1, kMaxCount);
+  c.n_layers = int_key(f, kOp, "llama.block_count", 1, kMaxCount);
+  c.n_heads = int_key(f, kOp, "llama.attention.head_count", 1, c.hidden);
+  if (c.hidden % c.n_heads != 0)
+    fail(ErrorKind::Parse, kOp, f.name(), ": llama.embedding_length ", c.hidden,
+         " is not a multiple of llama.attention.head_count ", c.n_heads);
+  c.n_kv_heads = int_key(f, kOp, "llama.attention.head_count_kv", 1, c.n_heads, c.n_heads);
+  if (c.n_heads % c.n_kv_heads != 0)
+    fail(ErrorKind::Parse, kOp, f.name(), ": llama.attention.head_count ", c.n_heads,
+         " is not a multiple of llama.attention.head_count_kv ", c.n_kv_heads);
+  c.head_dim = c.hidden / c.n_heads;
+  if (c.head_dim % 2 != 0)
+    fail(ErrorKind::Parse, kOp, f.name(), ": odd head dim ", c.head_dim,
+         " (llama.embedding_length / llama.attention.head_count): rotary embeddings rotate pairs");
+  if (const int64_t experts = int_key(f, kOp, "llama.expert_count", 0, kMaxCount, 0))
+    fail(ErrorKind::Unsupported, kOp, f.name(), ": llama.expert_count is ", experts,
+         " (mixture of experts is not implemented)");
+  c.context_length = int_key(f, kOp, "llama.context_length", 1, kMaxCount);
+  c.rope_theta = float_key(f, kOp, "llama.rope.freq_base", 0,
+                           std::numeric_limits<double>::infinity(), true, 10000.0);
+  c.rms_eps = float_key(f, kOp, "llama.attention.layer_norm_rms_epsilon", 0, 1, false);
+  refuse_rope_scaling(f);
+  c.rope_interleaved = true;
+
+  const GgufTensorInfo& emb = f.tensor_info("token_embd.weight");
+  if (emb.shape.rank() != 2 || emb.shape[1] != c.hidden || emb.shape[0] > kMaxCount)
+    fail(ErrorKind::Parse, kOp, f.name(), ": tensor token_embd.weight has shape ", emb.shape,
+         ", want [vocab <= ", kMaxCount, ", ", c.hidden, "] (llama.embedding_length ", c.hidden,
+         ")");
+  c.vocab_size = emb.shape[0];
+  expect_key_equals(f, "llama.vocab_size", c.vocab_size, "the row count of token_embd.weight");
+  if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+      tokens && tokens->is<GgufArray>() &&
+      static_cast<int64_t>(tokens->as_array().items.size()) > c.vocab_size)
+    fail(ErrorKind::Parse, kOp, f.name(), ": tokenizer.ggml.tokens has ",
+         tokens->as_array().items.size(), " tokens, more than the ", c.vocab_size,
+         " rows of token_embd.weight");
+  for (const auto& [key, value] : f.metadata())
+    if (models::is_token_id_key(key)) int_key(f, kOp, key, 0, c.vocab_size - 1);
+
+  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+  const std::string h = "llama.embedding_length " + std::to_string(c.hidden);
+  const std::string ffn = "llama.feed_forward_length " + std::to_string(c.intermediate) + ", " + h;
+  const std::string kv = "llama.attention.head_count_kv " + std::to_string(c.n_kv_heads) +
+                         " x head dim " + std::to_string(c.head_dim) + ", " + h;
+  for (int64_t i = 0; i < c.n_layers; i++) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    expect_shape(f, p + "attn_norm.weight", Shape{c.hidden}, h);
+    expect_shape(f, p + "attn_q.weight", Shape{c.hidden, c.hidden}, h);
+    expect_shape(f, p + "attn_k.weight", Shape{kv_dim, c.hidden}, kv);
+    expect_shape(f, p + "attn_v.weight", Shape{kv_dim, c.hidden}, kv);
+    expect_shape(f, p + "attn_output.weight", Shape{c.hidden, c.hidden}, h);
+    expect_shape(f, p + "ffn_norm.weight", Shape{c.hidden}, h);
+    expect_shape(f, p + "ffn_gate.weight", Shape{c.intermediate, c.hidden}, ffn);
+    expect_shape(f, p + "ffn_up.weight", Shape{c.intermediate, c.hidden}, ffn);
+    expect_shape(f, p + "ffn_down.weight", Shape{c.hidden, c.intermediate}, ffn);
+  }
+  for (const GgufTensorInfo& t : f.tensors())
+    if (layer_of(t.name) >= c.n_layers)
+      fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", t.name, " is in layer ", layer_of(t.name),
+           ", but llama.block_count is ", c.n_layers);
+  expect_shape(f, "output_norm.weight", Shape{c.hidden}, h);
+  c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  if (!c.tied_embeddings)
+    expect_shape(f, "output.weight", Shape{c.vocab_size, c.hidden},
+                 "the rows of token_embd.weight, " + h);
+
+  // Keys that restate the head dim (checked after the shapes, which name a wrong width better).
+  const std::string head_dim_source = "llama.embedding_length / llama.attention.head_count";
+  expect_key_equals(f, "llama.attention.key_length", c.head_dim, head_dim_source);
+  expect_key_equals(f, "llama.attention.value_length", c.head_dim, head_dim_source);
+  const int64_t rope_dims =
+      int_key(f, kOp, "llama.rope.dimension_count", 1, c.head_dim, c.head_dim);
+  if (rope_dims != c.head_dim)
+    fail(ErrorKind::Unsupported, kOp, f.name(), ": llama.rope.dimension_count ", rope_dims,
+         " rotates part of each head of ", c.head_dim, " (partial rotary is not implemented)");
+  return c;
+}
+
+uint64_t saturating_product(std::initializer_list<uint64_t> factors) {
+  uint64_t p = 1;
+  for (uint64_t x : factors)
+    if (__builtin_mul_overflow(p, x, &p)) return UINT64_MAX;
+  return p;
+}
+
+uint64_t host_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+// Refuses a context whose KV cache and rotary tables (f32; the tables built on the host first)
+// cannot fit in this machine's memory, before allocating any of it. GPU memory cannot be asked
+// for here: there only the host's share is checked.
+void check_context_fits(const std::string& path, const LlamaConfig& c, int64_t max_seq,
+                        const Device& dev) {
+  const auto n = [](int64_t x) { return static_cast<uint64_t>(x); };
+  const uint64_t half = n(c.head_dim / 2), seq = n(max_seq);
+  const uint64_t cache =
+      saturating_product({2, n(c.n_layers), n(c.n_kv_heads), seq, n(c.head_dim), sizeof(float)});
+  const uint64_t tables = saturating_product({4, seq, half, sizeof(float)});
+  uint64_t need = saturating_product({2, seq, half, sizeof(float)});  // the host copies
+  if (dev.is_cpu() && __builtin_add_overflow(need, cache, &need)) need = UINT64_MAX;
+  if (dev.is_cpu() && __builtin_add_overflow(need, tables, &need)) need = UINT64_MAX;
+  const uint64_t limit = host_memory_bytes();
+  if (limit > 0 && need > limit)
+    fail(ErrorKind::OutOfRange, kOp, path, ": a context of ", max_seq, " tokens needs ", need,
+         " bytes of host memory (",
+         dev.is_cpu() ? "the KV cache of " + std::to_string(cache) + " bytes and the rotary tables"
+                      : std::string("the rotary tables"),
+         "), more than this machine's ", limit, " bytes");
 }
 
 }  // namespace
@@ -131,32 +290,20 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
                                  const LoadProgress& progress) {
   auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
   const GgufFile& f = *file;
-  const std::string arch = f.get<std::string>("general.architecture");
-  if (arch != "llama")
-    fail(ErrorKind::Parse, kOp, path, ": architecture '", arch, "' is not llama");
   auto impl = std::make_shared<Impl>();
   impl->file = file;
-  LlamaConfig& c = impl->cfg;
-  c.hidden = f.get_int("llama.embedding_length");
-  c.intermediate = f.get_int("llama.feed_forward_length");
-  c.n_layers = f.get_int("llama.block_count");
-  c.n_heads = f.get_int("llama.attention.head_count");
-  c.n_kv_heads = f.find("llama.attention.head_count_kv")
-                     ? f.get_int("llama.attention.head_count_kv")
-                     : c.n_heads;
-  c.context_length = f.get_int("llama.context_length");
-  c.rope_theta = f.find("llama.rope.freq_base") ? f.get_float("llama.rope.freq_base") : 10000.0;
-  c.rms_eps = f.get_float("llama.attention.layer_norm_rms_epsilon");
-  if (c.n_heads <= 0 || c.n_kv_heads <= 0 || c.hidden % c.n_heads != 0 ||
-      c.n_heads % c.n_kv_heads != 0)
-    fail(ErrorKind::Parse, kOp, path, ": inconsistent heads: hidden ", c.hidden, ", heads ",
-         c.n_heads, ", kv heads ", c.n_kv_heads);
-  c.head_dim = c.hidden / c.n_heads;
-  if (c.head_dim % 2 != 0) fail(ErrorKind::Parse, kOp, path, ": odd head dim ", c.head_dim);
-  c.rope_interleaved = true;
-
+  impl->cfg = read_config(f);
+  const LlamaConfig& c = impl->cfg;
+  if (max_seq < 0)
+    fail(ErrorKind::OutOfRange, kOp, path, ": max_seq ", max_seq,
+         " is negative (0 picks the model's context length, at most 4096)");
+  if (max_seq > c.context_length)
+    fail(ErrorKind::OutOfRange, kOp, path, ": max_seq ", max_seq,
+         " is more than the model's context length of ", c.context_length,
+         " tokens (llama.context_length)");
   impl->dev = dev;
   impl->max_seq = max_seq > 0 ? max_seq : std::min<int64_t>(c.context_length, 4096);
+  check_context_fits(path, c, impl->max_seq, dev);
 
   uint64_t total = 0, done = 0;
   for (const auto& t : f.tensors()) total += t.nbytes;
@@ -166,31 +313,25 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
   };
 
   const GgufTensorInfo& emb = f.tensor_info("token_embd.weight");
-  if (emb.shape.rank() != 2 || emb.shape[1] != c.hidden)
-    fail(ErrorKind::Parse, kOp, path, ": token_embd.weight has shape ", emb.shape,
-         ", want [vocab, ", c.hidden, "]");
-  c.vocab_size = emb.shape[0];
   impl->embed = emb.is_quantized()
                     ? nn::Embedding(QTensor(emb.type, emb.shape, nullptr, emb.data, emb.nbytes))
                     : nn::Embedding(f.tensor("token_embd.weight"));
   tick("token_embd.weight");
 
   const Shape cache_shape{1, c.n_kv_heads, impl->max_seq, c.head_dim};
+  const auto vector_from = [&](const std::string& name) {
+    return f.tensor(name, dev).to_dtype(DType::F32);
+  };
   for (int64_t i = 0; i < c.n_layers; i++) {
     const std::string p = "blk." + std::to_string(i) + ".";
     Layer l;
-    l.attn_norm = vector_from(f, p + "attn_norm.weight", c.hidden, dev);
-    l.ffn_norm = vector_from(f, p + "ffn_norm.weight", c.hidden, dev);
+    l.attn_norm = vector_from(p + "attn_norm.weight");
+    l.ffn_norm = vector_from(p + "ffn_norm.weight");
     l.qkv =
         projections_from(f, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, dev);
     l.o = linear_from(f, p + "attn_output.weight", dev);
     l.gate_up = projections_from(f, {p + "ffn_gate.weight", p + "ffn_up.weight"}, dev);
     l.down = linear_from(f, p + "ffn_down.weight", dev);
-    if (l.qkv.sizes !=
-        std::vector<int64_t>{c.hidden, c.n_kv_heads * c.head_dim, c.n_kv_heads * c.head_dim})
-      fail(ErrorKind::Parse, kOp, path, ": ", p, "attn_{q,k,v} have ", l.qkv.sizes[0], ", ",
-           l.qkv.sizes[1], ", ", l.qkv.sizes[2], " rows, want ", c.hidden, ", ",
-           c.n_kv_heads * c.head_dim, ", ", c.n_kv_heads * c.head_dim);
     for (const char* m :
          {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
       tick(p + m + ".weight");
@@ -198,8 +339,7 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
     l.v_cache = Tensor::zeros(cache_shape, DType::F32, dev);
     impl->layers.push_back(std::move(l));
   }
-  impl->out_norm = vector_from(f, "output_norm.weight", c.hidden, dev);
-  c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  impl->out_norm = vector_from("output_norm.weight");
   if (!c.tied_embeddings) {
     impl->lm_head = linear_from(f, "output.weight", dev);
     tick("output.weight");
@@ -323,7 +463,11 @@ GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt,
       st.stopped_at_eos = true;
       break;
     }
-    if (!go_on || i + 1 == max_new || model.position() >= model.max_seq()) break;
+    if (!go_on || i + 1 == max_new) break;
+    if (model.position() >= model.max_seq()) {
+      st.stopped_at_context_end = true;
+      break;
+    }
     t0 = Clock::now();
     logits = model.forward({tok});
   }

@@ -8,7 +8,9 @@
 namespace wick {
 
 Sampler::Sampler(SamplingOptions opts) : opts_(opts), state_(opts.seed) {
-  if (opts_.top_p <= 0 || opts_.top_p > 1)
+  if (std::isnan(opts_.temperature))
+    fail(ErrorKind::OutOfRange, "Sampler", "temperature is NaN (<= 0: greedy)");
+  if (!(opts_.top_p > 0 && opts_.top_p <= 1))  // NaN too
     fail(ErrorKind::OutOfRange, "Sampler", "top_p must be in (0, 1], got ", opts_.top_p);
   if (opts_.top_k < 0)
     fail(ErrorKind::OutOfRange, "Sampler", "top_k must be >= 0, got ", opts_.top_k);

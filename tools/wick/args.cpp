@@ -1,10 +1,14 @@
 #include "args.h"
 
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <sstream>
 #include <string_view>
+
+#include "wick/error.h"
 
 namespace wick::cli {
 
@@ -42,22 +46,40 @@ std::string all_bench_names() {
   return s;
 }
 
-double parse_number(std::string_view opt, std::string_view v) {
-  const std::string s(v);
-  char* end = nullptr;
-  errno = 0;
-  const double x = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(x))
-    throw UsageError(std::string(opt) + " needs a number, got '" + s + "'");
+constexpr uint64_t kMaxCount = INT32_MAX;
+
+// Every numeric flag of every command is read by one of these two: plain decimal digits (no
+// sign, hex, exponent, spaces, inf or nan), the whole word, in range.
+uint64_t parse_integer(std::string_view opt, std::string_view v, uint64_t lo, uint64_t hi) {
+  uint64_t x = 0;
+  const char* end = v.data() + v.size();
+  const auto [stop, ec] = std::from_chars(v.data(), end, x);
+  if (v.empty() || ec != std::errc() || stop != end || x < lo || x > hi)
+    throw UsageError(std::string(opt) + " needs a whole number in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "] in decimal digits, got '" + std::string(v) + "'");
+  return x;
+}
+
+// Digits with an optional '.' fraction; in [lo, hi] (lo excluded when lo_open).
+double parse_decimal(std::string_view opt, std::string_view v, double lo, double hi, bool lo_open) {
+  double x = 0;
+  const char* end = v.data() + v.size();
+  const auto [stop, ec] = std::from_chars(v.data(), end, x, std::chars_format::fixed);
+  const bool in_range = x <= hi && (lo_open ? x > lo : x >= lo);
+  if (v.empty() || ec != std::errc() || stop != end || !std::isfinite(x) || !in_range) {
+    std::ostringstream range;
+    if (std::isinf(hi))
+      range << (lo_open ? "> " : ">= ") << lo;
+    else
+      range << "in " << (lo_open ? "(" : "[") << lo << ", " << hi << "]";
+    throw UsageError(std::string(opt) + " needs a decimal number " + range.str() + ", got '" +
+                     std::string(v) + "'");
+  }
   return x;
 }
 
 int64_t parse_count(std::string_view opt, std::string_view v, int64_t lo) {
-  const double x = parse_number(opt, v);
-  if (x != std::floor(x) || x < static_cast<double>(lo) || x > 1e12)
-    throw UsageError(std::string(opt) + " needs a whole number >= " + std::to_string(lo) +
-                     ", got '" + std::string(v) + "'");
-  return static_cast<int64_t>(x);
+  return static_cast<int64_t>(parse_integer(opt, v, static_cast<uint64_t>(lo), kMaxCount));
 }
 
 }  // namespace
@@ -87,6 +109,7 @@ Args parse_args(int argc, const char* const* argv) {
 
   const std::string cmd = command_name(a.command);
   const bool bench = a.command == Command::Bench, gen = a.command == Command::Generate;
+  std::vector<std::string> gen_flags;  // bench: options that only the gen benchmark reads
   for (int i = 2; i < argc; i++) {
     const std::string_view arg = argv[i];
     // "--opt VALUE" or "--opt=VALUE" for options that take one.
@@ -99,40 +122,44 @@ Args parse_args(int argc, const char* const* argv) {
         has_inline = true;
       }
     }
+    // The option's value; an empty one is refused like a missing one (never a silent default).
     auto value = [&](const char* what) -> std::string {
-      if (has_inline) {
-        if (inline_value.empty()) throw UsageError(std::string(name) + " needs " + what);
-        return std::string(inline_value);
-      }
-      if (i + 1 >= argc) throw UsageError(std::string(name) + " needs " + what);
-      return argv[++i];
+      if (!has_inline && i + 1 >= argc) throw UsageError(std::string(name) + " needs " + what);
+      const std::string v = has_inline ? std::string(inline_value) : argv[++i];
+      if (v.empty()) throw UsageError(std::string(name) + " needs " + what + ", got ''");
+      return v;
     };
+    const auto gen_only = [&] { gen_flags.emplace_back(name); };
     if (arg == "-h" || arg == "--help") {
       a.help = true;
     } else if ((bench || gen) && name == "--device") {
       a.device = value("a value (cpu, vulkan[:N], cuda[:N])");
     } else if ((bench || gen) && name == "--model") {
       a.model = value("a path");
+      gen_only();
     } else if ((bench || gen) && (name == "-n" || name == "--n-predict")) {
-      a.n_predict = parse_count(name, value("a count"), 1);
-    } else if ((bench || gen) && name == "--ctx") {
+      // bench gen times decoding: at least one token after the prefill's.
+      a.n_predict = parse_count(name, value("a count"), bench ? 2 : 1);
+      gen_only();
+    } else if (gen && name == "--ctx") {
       a.max_seq = parse_count(name, value("a count"), 1);
     } else if (bench && name == "--save-model") {
       a.save_model = value("a path");
+      gen_only();
     } else if (bench && name == "--prompt-tokens") {
       a.prompt_tokens = parse_count(name, value("a count"), 1);
+      gen_only();
     } else if (gen && name == "--prompt") {
-      a.prompt = has_inline ? std::string(inline_value) : value("a text");
+      a.prompt = value("a text");
     } else if (gen && name == "--temp") {
-      a.temperature = parse_number(name, value("a number"));
-      if (a.temperature < 0) throw UsageError("--temp must be >= 0");
+      a.temperature =
+          parse_decimal(name, value("a number"), 0, std::numeric_limits<double>::infinity(), false);
     } else if (gen && name == "--top-k") {
       a.top_k = parse_count(name, value("a count"), 0);
     } else if (gen && name == "--top-p") {
-      a.top_p = parse_number(name, value("a number"));
-      if (!(a.top_p > 0 && a.top_p <= 1)) throw UsageError("--top-p must be in (0, 1]");
+      a.top_p = parse_decimal(name, value("a number"), 0, 1, true);
     } else if (gen && name == "--seed") {
-      a.seed = static_cast<uint64_t>(parse_count(name, value("a number"), 0));
+      a.seed = parse_integer(name, value("a number"), 0, std::numeric_limits<uint64_t>::max());
     } else if (gen && arg == "--chat") {
       a.chat = true;
     } else if (bench && arg == "--full") {
@@ -161,8 +188,26 @@ Args parse_args(int argc, const char* const* argv) {
     if (a.worker && (a.benches.size() != 1 || (a.benches[0] != "queue" && a.benches[0] != "first")))
       throw UsageError("--worker runs exactly one of: queue, first");
     if (a.benches.empty()) a.benches = kBenchNames;
+    if (!gen_flags.empty() &&
+        std::find(a.benches.begin(), a.benches.end(), "gen") == a.benches.end())
+      throw UsageError(gen_flags[0] + " is an option of the gen benchmark, which is not run");
   }
+  // Defaults of what was not given; --quick shrinks bench gen's.
+  if (a.n_predict == 0) a.n_predict = (bench && a.quick) ? 8 : 128;
+  if (a.prompt_tokens == 0) a.prompt_tokens = a.quick ? 16 : 128;
   return a;
+}
+
+Device device_from_flag(const std::string& spec) {
+  try {
+    return spec.empty() ? Device::default_device() : Device::parse(spec);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Parse) throw;  // a device that is not there is not a usage error
+    const char* env = std::getenv("WICK_DEVICE");
+    const std::string what = spec.empty() ? std::string("WICK_DEVICE '") + (env ? env : "") + "'"
+                                          : "--device '" + spec + "'";
+    throw UsageError(what + " is not a device spec (cpu, vulkan[:N], cuda[:N])");
+  }
 }
 
 std::string help_text(Command command) {
@@ -206,10 +251,15 @@ std::string help_text(Command command) {
              "  --save-model P  gen: write the random-weight model to P and keep it (it has a\n"
              "               byte-level vocabulary, so other runtimes such as llama.cpp load it "
              "too)\n"
-             "  --prompt-tokens N  gen: prompt length (default 128); -n N: tokens decoded (128)\n"
+             "  --prompt-tokens N  gen: prompt length (default 128; --quick: 16)\n"
+             "  -n N         gen: tokens generated, at least 2 (default 128; --quick: 8)\n"
              "  --full       also the slow sizes (matmul n = 4096 on the CPU)\n"
              "  --quick      small sizes and few runs (for tests and sanitizer builds)\n"
              "  --worker     internal: the re-executed child of queue / first\n"
+             "\n"
+             "Numbers are decimal digits. --model, --save-model, --prompt-tokens and -n need the\n"
+             "gen benchmark among those run; a context (prompt + generated tokens) beyond the\n"
+             "model's context length is refused.\n"
              "\n"
              "exit status: 0 when every benchmark ran and every check passed, 1 otherwise.\n";
     case Command::Generate:
@@ -218,19 +268,28 @@ std::string help_text(Command command) {
              "\n"
              "Loads a llama-family GGUF model (SmolLM2, Llama, ...) and continues the prompt,\n"
              "printing tokens as they come; then load time, prompt and generation tokens/s\n"
-             "(on stderr). Stops after N tokens or at the end-of-sequence token.\n"
+             "(on stderr). Stops after N tokens, at the end-of-sequence token, or when the\n"
+             "context is full (said on stderr).\n"
              "\n"
              "options:\n"
              "  --model PATH  GGUF file (./scripts/fetch-model.sh fetches SmolLM2-135M-Instruct)\n"
              "  --prompt TEXT the text to continue\n"
-             "  -n N          tokens to generate (default 128)\n"
+             "  -n N          tokens to generate, at most 2147483647 (default 128)\n"
              "  --device D    cpu, vulkan[:N] (default: WICK_DEVICE, else cpu)\n"
-             "  --temp T      sampling temperature; 0 picks the most likely token (default 0)\n"
+             "  --temp T      sampling temperature >= 0; 0 picks the most likely token "
+             "(default 0)\n"
              "  --top-k K     sample among the K most likely tokens (default 0: all)\n"
-             "  --top-p P     sample among the smallest set holding probability P (default 1)\n"
-             "  --seed S      seed of the sampler (default 299792458)\n"
+             "  --top-p P     sample among the smallest set holding probability P, in (0, 1]\n"
+             "                (default 1)\n"
+             "  --seed S      seed of the sampler, 0 to 2^64 - 1 (default 299792458)\n"
              "  --chat        wrap the prompt as a user turn in the model's chat template\n"
-             "  --ctx N       KV cache length (default: the model's context, at most 4096)\n";
+             "  --ctx N       context length: prompt and generated tokens held in the KV cache\n"
+             "                (default: the model's context length, at most 4096); more than\n"
+             "                the model's context length, or more than fits in memory, is an\n"
+             "                error\n"
+             "\n"
+             "Numbers are decimal digits (T and P with an optional '.' fraction); no value may be\n"
+             "empty.\n";
     default:
       return "usage: wick COMMAND [OPTIONS]\n"
              "\n"

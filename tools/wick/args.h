@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "wick/device.h"
+
 namespace wick::cli {
 
 // A bad command line: main prints "wick: <message>" and a hint, and exits 2.
@@ -29,21 +31,25 @@ struct Args {
   bool worker = false;               // --worker: internal, this process was re-executed by a bench
 
   // generate (and bench gen: --model, -n, --prompt-tokens)
-  std::string model;        // --model PATH; bench gen: empty -> the fetched SmolLM2, else synthetic
-  std::string save_model;   // bench gen: --save-model PATH keeps the synthetic model there
-  std::string prompt;       // --prompt TEXT
-  int64_t n_predict = 128;  // -n N: tokens to generate
-  int64_t prompt_tokens = 128;  // bench gen: --prompt-tokens N, length of the timed prompt
-  double temperature = 0.0;     // --temp T (0: greedy)
-  int64_t top_k = 0;            // --top-k K (0: off)
-  double top_p = 1.0;           // --top-p P (1: off)
-  uint64_t seed = 299792458;    // --seed S
-  bool chat = false;            // --chat: wrap the prompt in the model's chat template
-  int64_t max_seq = 0;          // --ctx N: KV cache length (0: the model's, capped)
+  std::string model;       // --model PATH; bench gen: empty -> the fetched SmolLM2, else synthetic
+  std::string save_model;  // bench gen: --save-model PATH keeps the synthetic model there
+  std::string prompt;      // --prompt TEXT
+  int64_t n_predict = 0;   // -n N: tokens to generate (default 128; bench --quick: 8)
+  int64_t prompt_tokens = 0;  // bench gen: --prompt-tokens N, timed prompt (128; --quick: 16)
+  double temperature = 0.0;   // --temp T (0: greedy)
+  int64_t top_k = 0;          // --top-k K (0: off)
+  double top_p = 1.0;         // --top-p P (1: off)
+  uint64_t seed = 299792458;  // --seed S
+  bool chat = false;          // --chat: wrap the prompt in the model's chat template
+  int64_t max_seq = 0;        // --ctx N: KV cache length (0: the model's, capped)
 };
 
-// Parses argv[1..argc); throws UsageError.
+// Parses argv[1..argc); throws UsageError. Numbers are plain decimal, checked for range.
 Args parse_args(int argc, const char* const* argv);
+
+// The device of --device `spec` (empty: WICK_DEVICE, else the CPU); a spec that does not parse,
+// given or from WICK_DEVICE, is a UsageError.
+Device device_from_flag(const std::string& spec);
 
 // Help text of the program (Command::Help) or of one command.
 std::string help_text(Command command);

@@ -107,8 +107,7 @@ int run_bench(const Args& args, const std::string& command) {
       first_worker(ctx);
     return 0;
   }
-  ctx.device_spec =
-      device_spec(args.device.empty() ? Device::default_device() : Device::parse(args.device));
+  ctx.device_spec = device_spec(device_from_flag(args.device));
   bool all_ok = true;
   for (const std::string& name : args.benches) {
     try {

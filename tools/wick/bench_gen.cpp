@@ -21,6 +21,7 @@ namespace wick::cli {
 namespace {
 
 const char* kFetchedModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+constexpr int64_t kSynthContext = 8192;  // SmolLM2's
 
 struct SynthShape {
   int64_t vocab, hidden, ffn, layers, heads, kv_heads;
@@ -77,7 +78,7 @@ void write_synthetic_model(const std::string& path, const SynthShape& s) {
   w.set("general.architecture", "llama");
   w.set("general.name", "synthetic (random weights)");
   w.set("llama.block_count", static_cast<uint32_t>(s.layers));
-  w.set("llama.context_length", uint32_t{8192});
+  w.set("llama.context_length", static_cast<uint32_t>(kSynthContext));
   w.set("llama.embedding_length", static_cast<uint32_t>(s.hidden));
   w.set("llama.feed_forward_length", static_cast<uint32_t>(s.ffn));
   w.set("llama.attention.head_count", static_cast<uint32_t>(s.heads));
@@ -118,6 +119,12 @@ bool bench_gen(const BenchContext& ctx) {
       std::filesystem::exists(kFetchedModel)) {
     path = what = kFetchedModel;
   } else if (path.empty()) {
+    // Refused before the model is written (the loader would refuse it after).
+    if (ctx.prompt_tokens + ctx.n_predict + 1 > kSynthContext)
+      throw UsageError("--prompt-tokens " + std::to_string(ctx.prompt_tokens) + " + -n " +
+                       std::to_string(ctx.n_predict) + " is more than the " +
+                       std::to_string(kSynthContext) +
+                       " tokens of the random-weight model's context (less one)");
     const SynthShape s = synth_shape(ctx.quick);
     synth = ctx.save_model.empty() ? std::filesystem::temp_directory_path() /
                                          ("wick-bench-gen-" + std::to_string(::getpid()) + ".gguf")
@@ -138,10 +145,12 @@ bool bench_gen(const BenchContext& ctx) {
   } cleanup{ctx.save_model.empty() ? synth : std::filesystem::path()};
 
   const Device dev = ctx.device();
-  const int64_t prompt_len = ctx.quick ? 16 : ctx.prompt_tokens;
-  const int64_t decode_len = ctx.quick ? 8 : ctx.n_predict;
+  const int64_t prompt_len = ctx.prompt_tokens, decode_len = ctx.n_predict;
   double load_s = 0;
-  LlamaModel model = load_model_with_progress(path, dev, prompt_len + decode_len + 1, &load_s);
+  LlamaModel model = load_model_with_progress(
+      path, dev, prompt_len + decode_len + 1,
+      "--prompt-tokens " + std::to_string(prompt_len) + " + -n " + std::to_string(decode_len),
+      &load_s);
   const int64_t vocab = model.config().vocab_size;
 
   std::mt19937_64 gen(7);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "progress.h"
 #include "report.h"
 #include "wick/gguf.h"
 #include "wick/wick.h"
@@ -10,33 +11,29 @@
 namespace wick::cli {
 
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
-                                    double* seconds) {
+                                    const std::string& max_seq_flags, double* seconds) {
   const auto t0 = Clock::now();
-  bool drawn = false;
-  int last_percent = -1;
-  auto progress = [&](uint64_t done, uint64_t total) {
-    // Quiet for quick loads; a bar once loading has taken a moment.
-    if (!drawn && ms_since(t0) < 250) return;
-    const int percent = total ? static_cast<int>(100 * done / total) : 100;
-    if (percent == last_percent) return;
-    last_percent = percent;
-    drawn = true;
-    constexpr int kWidth = 30;
-    const int filled = percent * kWidth / 100;
-    std::fprintf(stderr, "\rloading %s [%.*s%*s] %3d%%", path.c_str(), filled,
-                 "##############################", kWidth - filled, "", percent);
-    std::fflush(stderr);
-  };
-  LlamaModel m = LlamaModel::load_gguf(path, dev, max_seq, progress);
-  if (drawn) std::fprintf(stderr, "\n");
-  if (seconds) *seconds = ms_since(t0) / 1e3;
-  return m;
+  ProgressLine bar(stderr, path);
+  try {
+    LlamaModel m = LlamaModel::load_gguf(path, dev, max_seq, [&](uint64_t done, uint64_t total) {
+      bar.update(done, total, ms_since(t0));
+    });
+    bar.finish();
+    if (seconds) *seconds = ms_since(t0) / 1e3;
+    return m;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::OutOfRange) throw;
+    throw UsageError(max_seq_flags + ": " + e.what());
+  }
 }
 
 int run_generate(const Args& args) {
-  const Device dev = args.device.empty() ? Device::default_device() : Device::parse(args.device);
+  const Device dev = device_from_flag(args.device);
   double load_s = 0;
-  LlamaModel model = load_model_with_progress(args.model, dev, args.max_seq, &load_s);
+  const std::string ctx_flag =
+      args.max_seq > 0 ? "--ctx " + std::to_string(args.max_seq)
+                       : std::string("--ctx (default: the model's context, at most 4096)");
+  LlamaModel model = load_model_with_progress(args.model, dev, args.max_seq, ctx_flag, &load_s);
   const Tokenizer tok = load_gguf_tokenizer(model.gguf());
 
   std::string text = args.prompt;
@@ -53,6 +50,11 @@ int run_generate(const Args& args) {
   for (int32_t id : tok.encode(text, /*allow_special=*/args.chat))
     prompt.push_back(static_cast<uint32_t>(id));
   if (prompt.empty()) fail(ErrorKind::Shape, "wick generate", "the prompt encodes to no tokens");
+  if (static_cast<int64_t>(prompt.size()) > model.max_seq())
+    throw UsageError("--prompt is " + std::to_string(prompt.size()) +
+                     " tokens, more than the context of " + std::to_string(model.max_seq()) + " (" +
+                     ctx_flag + "; the model's context length is " +
+                     std::to_string(model.config().context_length) + ")");
 
   int32_t eos = tok.eos_id();
   if (args.chat) {  // a chat turn ends at <|im_end|>
@@ -74,6 +76,14 @@ int run_generate(const Args& args) {
         return true;
       });
   std::cout << stream.finish() << "\n" << std::flush;
+  if (st.stopped_at_context_end)
+    std::fprintf(stderr,
+                 "wick: the context is full (%lld tokens): stopped after %lld of %lld tokens "
+                 "(--ctx sets the context, up to the model's %lld)\n",
+                 static_cast<long long>(model.max_seq()),
+                 static_cast<long long>(st.generated_tokens),
+                 static_cast<long long>(args.n_predict),
+                 static_cast<long long>(model.config().context_length));
 
   const double decode_tokens = static_cast<double>(st.generated_tokens - 1);
   std::fprintf(stderr, "\n%s on %s\n", args.model.c_str(), dev.name().c_str());

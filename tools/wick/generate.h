@@ -12,7 +12,9 @@ namespace wick::cli {
 int run_generate(const Args& args);
 
 // Loads a model, drawing a progress bar on stderr once loading has taken longer than a moment.
+// A context the model or the machine cannot hold (Error(OutOfRange) from the loader) becomes a
+// UsageError naming `max_seq_flags`, the options that set max_seq.
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
-                                    double* seconds);
+                                    const std::string& max_seq_flags, double* seconds);
 
 }  // namespace wick::cli
