@@ -34,6 +34,12 @@ class FakeDriver : public gpu::Driver {
   std::string slow_marker;
   std::chrono::milliseconds slow_for{0};
   std::string identity_text = "fake-device/1";
+  // Modules loaded from disk are rejected by validate_module() while set.
+  std::atomic<bool> reject_modules{false};
+  // Appended to every compiled module (to tell a disk copy from a fresh compile).
+  std::string compile_tag;
+  // create_pipeline() fails for modules whose text contains this string.
+  std::string fail_pipeline_marker;
   gpu::DeviceCaps fake_caps;
   gpu::KernelLanguage fake_language{{}, "", false};
 
@@ -77,6 +83,7 @@ class FakeDriver : public gpu::Driver {
     compiles_++;
     std::string text = req.name + "|" + req.source + "|fast_math=" + (req.fast_math ? "1" : "0");
     for (const auto& [k, v] : req.defines) text += "|" + k + "=" + v;
+    text += compile_tag;
     return gpu::ModuleCode(text.begin(), text.end());
   }
   std::unique_ptr<gpu::Pipeline> create_pipeline(const gpu::ModuleCode& code,
@@ -85,6 +92,8 @@ class FakeDriver : public gpu::Driver {
                                                  uint32_t block) override {
     auto p = std::make_unique<FakePipeline>();
     p->module.assign(code.begin(), code.end());
+    if (!fail_pipeline_marker.empty() && p->module.find(fail_pipeline_marker) != std::string::npos)
+      fail(ErrorKind::Internal, "fake create_pipeline", "the driver refuses this module");
     p->entry = entry;
     p->constants.assign(constants.begin(), constants.end());
     p->block = block;
@@ -92,6 +101,9 @@ class FakeDriver : public gpu::Driver {
     return p;
   }
   std::string identity() const override { return identity_text; }
+  bool validate_module(const gpu::ModuleCode&, const std::string&) override {
+    return !reject_modules;
+  }
 
   void record_dispatch(const gpu::Dispatch& d) override {
     Event e{"dispatch", {}};

@@ -570,6 +570,54 @@ TEST_F(CacheFixture, CorruptEntryIsAMiss) {
   EXPECT_EQ(cache.stats().disk_hits, 0u);
 }
 
+// A disk entry the driver cannot use (it does not validate, or its pipeline fails) is compiled
+// again from source and replaced, so the next process hits a good entry; the in-memory module is
+// replaced too.
+TEST_F(CacheFixture, InvalidDiskModuleIsCompiledAgainAndReplaced) {
+  {
+    FakeDriver drv;
+    gpu::KernelCache cache(drv, sources, gpu::DiskCache(dir.string()), true);
+    cache.pipeline(key("k.comp"));
+  }
+  FakeDriver drv;
+  drv.reject_modules = true;
+  gpu::KernelCache cache(drv, sources, gpu::DiskCache(dir.string()), true);
+  cache.pipeline(key("k.comp"));
+  EXPECT_EQ(drv.compiles(), 1) << "an invalid entry must not be used";
+  EXPECT_EQ(cache.stats().disk_rejects, 1u);
+  EXPECT_EQ(cache.stats().disk_writes, 1u) << "the entry is replaced";
+  FakeDriver next;
+  gpu::KernelCache again(next, sources, gpu::DiskCache(dir.string()), true);
+  again.pipeline(key("k.comp"));
+  EXPECT_EQ(next.compiles(), 0);
+  EXPECT_EQ(again.stats().disk_hits, 1u);
+}
+
+TEST_F(CacheFixture, DiskModuleWhosePipelineFailsIsCompiledAgain) {
+  {  // a module that validates but that the driver refuses when it makes the pipeline
+    FakeDriver drv;
+    drv.compile_tag = "|broken";
+    gpu::KernelCache cache(drv, sources, gpu::DiskCache(dir.string()), true);
+    cache.pipeline(key("k.comp"));
+  }
+  FakeDriver drv;
+  drv.fail_pipeline_marker = "|broken";
+  gpu::KernelCache cache(drv, sources, gpu::DiskCache(dir.string()), true);
+  const auto& p = static_cast<const FakeDriver::FakePipeline&>(cache.pipeline(key("k.comp")));
+  EXPECT_EQ(p.module.find("|broken"), std::string::npos) << "the pipeline is the fresh module's";
+  EXPECT_EQ(drv.compiles(), 1);
+  EXPECT_EQ(cache.stats().disk_rejects, 1u);
+  // Other pipelines of the same module use the fresh one, and the next process hits it.
+  cache.pipeline(key("k.comp", {5}));
+  EXPECT_EQ(drv.compiles(), 1);
+  FakeDriver next;
+  next.fail_pipeline_marker = "|broken";
+  gpu::KernelCache again(next, sources, gpu::DiskCache(dir.string()), true);
+  again.pipeline(key("k.comp"));
+  EXPECT_EQ(next.compiles(), 0);
+  EXPECT_EQ(again.stats().disk_rejects, 0u);
+}
+
 TEST_F(CacheFixture, DiskCacheVerifiesTheFullKey) {
   gpu::DiskCache disk(dir.string());
   const std::vector<uint8_t> data{1, 2, 3};
