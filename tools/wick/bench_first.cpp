@@ -18,11 +18,12 @@ void print_op(const std::string& label, double first_ms, double later_ms) {
   std::cout << "op\t" << label << '\t' << first_ms << '\t' << later_ms << "\n";
 }
 
-// A second device of the same kind: a new Vulkan device has its own id and kernel caches; the
-// CPU has exactly one device.
+// A second device of the same kind: a new GPU device has its own id and kernel caches; the CPU
+// has exactly one device.
 Device open_second_device(const Device& dev, bool& same) {
-  same = dev.kind() != DeviceKind::Vulkan;
-  return same ? dev : Device::vulkan(dev.ordinal());
+  same = dev.kind() == DeviceKind::Cpu;
+  if (same) return dev;
+  return dev.kind() == DeviceKind::Cuda ? Device::cuda(dev.ordinal()) : Device::vulkan(dev.ordinal());
 }
 
 }  // namespace
