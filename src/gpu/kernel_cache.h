@@ -30,6 +30,8 @@ struct EmbeddedFile {
 
 // The files of kernels/glsl (generated at build time; defined in builds with the Vulkan backend).
 std::span<const EmbeddedFile> glsl_kernel_files();
+// The files of kernels/cuda (defined in builds with the CUDA backend).
+std::span<const EmbeddedFile> cuda_kernel_files();
 
 // Kernel sources by name: the #include resolver handed to the compiler.
 class SourceTable : public IncludeResolver {

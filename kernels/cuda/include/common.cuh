@@ -36,11 +36,16 @@ typedef uint32_t wick_u32;
 typedef PARAM_T wick_param_t;
 #endif
 
+#define WICK_DEV __device__ __forceinline__
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
 #define WICK_CU_FIELD(t, n) t n;
 #define WICK_CU_ARRAY(t, n, c) t n[c];
 
-// The kernel's parameter block: `WICK_PARAMS(Push, WICK_PARAMS_ROWS(...))` declares the struct
-// and PARAMS(args) reads it.
+// The kernel's parameter block: `WICK_PARAMS_STRUCT(Push, WICK_PARAMS_ROWS(WICK_CU_FIELD,
+// WICK_CU_ARRAY))` declares the struct and PARAMS(Push, args) reads it.
 #define WICK_PARAMS_STRUCT(name, fields) \
   struct name {                          \
     fields                               \
@@ -49,13 +54,15 @@ typedef PARAM_T wick_param_t;
 
 // Buffer i of the dispatch as an array of T.
 template <typename T>
-__device__ __forceinline__ T* buffer_at(const wick::KernelArgs& args, int i) {
+WICK_DEV T* buffer_at(const wick::KernelArgs& args, int i) {
   return static_cast<T*>(args.buffers[i]);
 }
 
 // The linear index of this thread in the host's 2-D grid of WG_SIZE-thread blocks.
-__device__ __forceinline__ uint32_t global_index() {
+WICK_DEV uint32_t global_index() {
   return blockIdx.x * WG_SIZE + threadIdx.x + blockIdx.y * gridDim.x * WG_SIZE;
 }
 // The block's linear index in that grid (kernels with a block per output).
-__device__ __forceinline__ uint32_t group_index() { return blockIdx.x + blockIdx.y * gridDim.x; }
+WICK_DEV uint32_t group_index() {
+  return blockIdx.x + blockIdx.y * gridDim.x;
+}

@@ -1,0 +1,106 @@
+// Float math with the CPU backend's semantics (the twin of include/math.glsl and math64.glsl),
+// for float and double alike. CUDA's own functions (exp, log, sin, tanh, erf, expm1, pow, sqrt
+// and their float overloads) are accurate to a few ulp without --use_fast_math, handle NaN, inf
+// and subnormals, and the double ones are accurate too, so the GLSL workarounds and series are
+// not needed here. Kernels are compiled without flush-to-zero (src/cuda/cu_compiler.cpp says
+// why), so comparisons see subnormals exactly.
+#pragma once
+
+#include "include/dtype.cuh"
+
+// Special values and the sign bit of float and double, for code written once for both.
+template <typename T>
+struct FloatBits;
+template <>
+struct FloatBits<float> {
+  static WICK_DEV float nan() { return __uint_as_float(0x7fc00000u); }
+  static WICK_DEV float inf() { return __uint_as_float(0x7f800000u); }
+  static WICK_DEV bool sign_bit(float v) { return (__float_as_uint(v) >> 31) != 0u; }
+  static constexpr float kAllEven = 16777216.0f;  // 2^24: from here on every float is even
+};
+template <>
+struct FloatBits<double> {
+  static WICK_DEV double nan() { return __longlong_as_double(0x7ff8000000000000ll); }
+  static WICK_DEV double inf() { return __longlong_as_double(0x7ff0000000000000ll); }
+  static WICK_DEV bool sign_bit(double v) { return __double_as_longlong(v) < 0; }
+  static constexpr double kAllEven = 9007199254740992.0;  // 2^53
+};
+
+// Sign flips on the bits: PTX leaves the NaN that neg/abs return unspecified, the CPU keeps it.
+WICK_DEV float neg_c(float v) {
+  return __uint_as_float(__float_as_uint(v) ^ 0x80000000u);
+}
+WICK_DEV double neg_c(double v) {
+  return __longlong_as_double(__double_as_longlong(v) ^
+                              static_cast<long long>(0x8000000000000000ull));
+}
+WICK_DEV float abs_c(float v) {
+  return __uint_as_float(__float_as_uint(v) & 0x7fffffffu);
+}
+WICK_DEV double abs_c(double v) {
+  return __longlong_as_double(__double_as_longlong(v) & 0x7fffffffffffffffll);
+}
+
+// As the CPU writes them: -0 and NaN pass through relu, sign and clamp.
+template <typename T>
+WICK_DEV T relu_c(T v) {
+  return v < T(0) ? T(0) : v;
+}
+template <typename T>
+WICK_DEV T sign_c(T v) {
+  return v > T(0) ? T(1) : v < T(0) ? T(-1) : v;
+}
+template <typename T>
+WICK_DEV T clamp_c(T v, T lo, T hi) {
+  const T above_lo = v < lo ? lo : v;
+  return above_lo > hi ? hi : above_lo;
+}
+// maximum / minimum propagating NaN (as PyTorch and the CPU do); on ties the second operand.
+template <typename T>
+WICK_DEV T maximum_c(T a, T b) {
+  return a > b || is_nan(a) ? a : b;
+}
+template <typename T>
+WICK_DEV T minimum_c(T a, T b) {
+  return a < b || is_nan(a) ? a : b;
+}
+
+// Rounds half away from zero (x - trunc(x) is exact; -0 and the sign of small values stay).
+template <typename T>
+WICK_DEV T round_away(T x) {
+  const T t = trunc(x);
+  return abs_c(x - t) >= T(0.5) ? t + (x < T(0) ? T(-1) : T(1)) : t;
+}
+
+// 1 / (1 + exp(-x)), accurate on both tails (exp never overflows).
+template <typename T>
+WICK_DEV T sigmoid_c(T x) {
+  const T e = exp(-abs_c(x));
+  const T s = T(1) / (T(1) + e);
+  return x >= T(0) ? s : e * s;
+}
+
+// C99's pow (the CPU calls std::pow): the edge cases are decided here, so they do not rest on
+// the library's, and CUDA's pow computes the rest.
+template <typename T>
+WICK_DEV T pow_c(T a, T b) {
+  using B = FloatBits<T>;
+  if (b == T(0) || a == T(1)) return T(1);
+  if (is_nan(a) || is_nan(b)) return a + b;
+  const bool b_int = floor(b) == b;
+  const bool b_odd = b_int && abs_c(b) < B::kAllEven && fmod(b, T(2)) != T(0);
+  const bool a_neg = B::sign_bit(a);
+  if (abs_c(b) == B::inf()) {
+    if (abs_c(a) == T(1)) return T(1);
+    return (abs_c(a) > T(1)) == (b > T(0)) ? B::inf() : T(0);
+  }
+  if (a == T(0) || abs_c(a) == B::inf()) {
+    // +-0 and +-inf: the magnitude from b's sign, the sign from a's for odd b.
+    const T mag = (a == T(0)) == (b > T(0)) ? T(0) : B::inf();
+    return b_odd && a_neg ? -mag : mag;
+  }
+  if (!a_neg) return pow(a, b);
+  if (!b_int) return B::nan();
+  const T r = pow(-a, b);
+  return b_odd ? -r : r;
+}
