@@ -69,7 +69,7 @@ __device__ constexpr uint32_t fetch_regs(uint32_t mode, uint32_t outer) {
 
 // Tile coordinates (outer, k) of this thread's fetch j; false past the tile's last fetch.
 template <uint32_t MODE, uint32_t OUTER>
-__device__ __forceinline__ bool fetch_at(uint32_t j, uint32_t& o, uint32_t& k) {
+WICK_DEV bool fetch_at(uint32_t j, uint32_t& o, uint32_t& k) {
   const uint32_t e = threadIdx.x + j * WG_SIZE;
   if (MODE == K_SCALAR) {
     o = e / BK;
@@ -90,7 +90,7 @@ __device__ __forceinline__ bool fetch_at(uint32_t j, uint32_t& o, uint32_t& k) {
 // Fetches this thread's part of the k-tile at (outer0, k0) of an operand whose element (o, k) is
 // src[o * s_outer + k * s_k] into registers (zeros outside the matrix).
 template <uint32_t MODE, uint32_t OUTER, bool OUTER_FULL>
-__device__ __forceinline__ void fetch_tile(const ST* src, uint32_t s_outer, uint32_t s_k,
+WICK_DEV void fetch_tile(const ST* src, uint32_t s_outer, uint32_t s_k,
                                            uint32_t outer0, uint32_t k0, uint32_t n_outer,
                                            uint32_t depth, CT (&reg)[fetch_regs(MODE, OUTER)]) {
 #pragma unroll
@@ -113,7 +113,7 @@ __device__ __forceinline__ void fetch_tile(const ST* src, uint32_t s_outer, uint
 
 // Stores the fetched k-tile into a shared stage (element (o, k) at k * S + o).
 template <uint32_t MODE, uint32_t OUTER, uint32_t S>
-__device__ __forceinline__ void stage_tile(CT* stage, const CT (&reg)[fetch_regs(MODE, OUTER)]) {
+WICK_DEV void stage_tile(CT* stage, const CT (&reg)[fetch_regs(MODE, OUTER)]) {
 #pragma unroll
   for (uint32_t j = 0u; j < fetch_count(MODE, OUTER); j++) {
     uint32_t ox, kx;
@@ -143,13 +143,13 @@ __device__ constexpr uint32_t strip_offset(uint32_t extent, uint32_t t, uint32_t
 
 // One strip of W consecutive shared elements (aligned: strips start at multiples of W).
 template <uint32_t W>
-__device__ __forceinline__ void read_strip(const CT* p, CT* out) {
+WICK_DEV void read_strip(const CT* p, CT* out) {
   const Vec<CT, W> v = *reinterpret_cast<const Vec<CT, W>*>(p);
 #pragma unroll
   for (uint32_t q = 0u; q < W; q++) out[q] = v.v[q];
 }
 
-__device__ __forceinline__ void multiply(const CT* as, const CT* bs, uint32_t ty, uint32_t tx,
+WICK_DEV void multiply(const CT* as, const CT* bs, uint32_t ty, uint32_t tx,
                                          CT (&acc)[TM][TN]) {
   constexpr uint32_t WM = strip_width(TM), WN = strip_width(TN);
 #pragma unroll

@@ -38,7 +38,7 @@ typedef STORAGE_T(DT) XT;
 #endif
 
 // The contribution of unit u of weight row `row` to each x row of the block.
-__device__ __forceinline__ void unit_products(const QMatmulParams& pc, const uint8_t* w,
+WICK_DEV void unit_products(const QMatmulParams& pc, const uint8_t* w,
                                               const XT* x, uint32_t row, uint32_t u,
                                               uint32_t col0, uint32_t n_cols,
                                               float (&s)[NUM_COLS]) {

@@ -26,7 +26,7 @@ typedef uint32_t OutT;
 typedef ST OutT;
 #endif
 
-__device__ __forceinline__ bool value_is_nan(CT v) {
+WICK_DEV bool value_is_nan(CT v) {
 #if DT_KIND <= 1
   return is_nan(v);
 #else
@@ -43,7 +43,7 @@ struct Partial {
 
 // Whether (v, j) replaces (acc, idx) for max (greater) or min: NaN beats numbers, and among equal
 // values (or NaNs) the smaller index wins, whatever order the pieces are combined in.
-__device__ __forceinline__ bool replaces(CT v, uint32_t j, CT acc, uint32_t idx, bool greater) {
+WICK_DEV bool replaces(CT v, uint32_t j, CT acc, uint32_t idx, bool greater) {
   if (value_is_nan(acc)) return value_is_nan(v) && j < idx;
   if (value_is_nan(v)) return true;
   if (v == acc) return j < idx;
@@ -51,7 +51,7 @@ __device__ __forceinline__ bool replaces(CT v, uint32_t j, CT acc, uint32_t idx,
 }
 
 // Folds (v, j) into p.
-__device__ __forceinline__ void fold(Partial& p, CT v, uint32_t j) {
+WICK_DEV void fold(Partial& p, CT v, uint32_t j) {
   if (!p.has) {
     p.acc = v;
     p.idx = j;
@@ -64,11 +64,11 @@ __device__ __forceinline__ void fold(Partial& p, CT v, uint32_t j) {
   }
 }
 
-__device__ __forceinline__ void merge(Partial& p, const Partial& q) {
+WICK_DEV void merge(Partial& p, const Partial& q) {
   if (q.has) fold(p, q.acc, q.idx);
 }
 
-__device__ __forceinline__ void store(OutT* y, const RowsParams& pc, uint32_t o, const Partial& p) {
+WICK_DEV void store(OutT* y, const RowsParams& pc, uint32_t o, const Partial& p) {
 #if OUT_INDEX
   y[pc.out_offset + o] = p.idx;
 #else

@@ -24,33 +24,33 @@ typedef uint32_t Key;
 #endif
 
 #if DT_KIND == 0
-__device__ __forceinline__ Key sort_key(float v) {
+WICK_DEV Key sort_key(float v) {
   if (is_nan(v)) return 0xffffffffu;
   const uint32_t bits = __float_as_uint(v == 0.0f ? 0.0f : v);  // -0 -> +0
   return (bits & 0x80000000u) != 0u ? ~bits : bits | 0x80000000u;
 }
 #elif DT_KIND == 1
-__device__ __forceinline__ Key sort_key(double v) {
+WICK_DEV Key sort_key(double v) {
   if (is_nan(v)) return ~0ull;
   const uint64_t bits = uint64_t(__double_as_longlong(v == 0.0 ? 0.0 : v));  // -0 -> +0
   return (bits >> 63) != 0u ? ~bits : bits | 0x8000000000000000ull;
 }
 #elif DT_KIND == 2
-__device__ __forceinline__ Key sort_key(uint32_t v) { return v; }
+WICK_DEV Key sort_key(uint32_t v) { return v; }
 #else
-__device__ __forceinline__ Key sort_key(int64_t v) { return uint64_t(v) ^ 0x8000000000000000ull; }
+WICK_DEV Key sort_key(int64_t v) { return uint64_t(v) ^ 0x8000000000000000ull; }
 #endif
 
 __shared__ Key s_key[MAX_SORT];
 __shared__ uint32_t s_idx[MAX_SORT];
 
 // Whether pair a (key, index) sorts before pair b.
-__device__ __forceinline__ bool before(uint32_t a, uint32_t b) {
+WICK_DEV bool before(uint32_t a, uint32_t b) {
   if (s_key[a] != s_key[b]) return s_key[a] < s_key[b];
   return s_idx[a] < s_idx[b];
 }
 
-__device__ __forceinline__ void swap_pairs(uint32_t a, uint32_t b) {
+WICK_DEV void swap_pairs(uint32_t a, uint32_t b) {
   const Key k = s_key[a];
   s_key[a] = s_key[b];
   s_key[b] = k;

@@ -1,32 +1,19 @@
-// Sums and products in a kernel's compute type, integers wrapping like the CPU's (modulo 2^bits,
-// computed unsigned: signed overflow is undefined in C++).
+// Sums and products in the compute type of the kernel's DT, integers wrapping like the CPU's
+// (modulo 2^bits, computed in dtype.cuh's WRAP_T: signed overflow is undefined in C++).
 #pragma once
 
-#include "include/common.cuh"
+#include "include/dtype.cuh"
 
-__device__ __forceinline__ float add_wrap(float a, float b) { return a + b; }
-__device__ __forceinline__ double add_wrap(double a, double b) { return a + b; }
-__device__ __forceinline__ uint32_t add_wrap(uint32_t a, uint32_t b) { return a + b; }
-__device__ __forceinline__ int64_t add_wrap(int64_t a, int64_t b) {
-  return int64_t(uint64_t(a) + uint64_t(b));
+WICK_DEV COMPUTE_T(DT) add_wrap(COMPUTE_T(DT) a, COMPUTE_T(DT) b) {
+  return COMPUTE_T(DT)(WRAP_T(DT)(a) + WRAP_T(DT)(b));
 }
 
 // acc + a * b.
-__device__ __forceinline__ float mul_add_wrap(float acc, float a, float b) { return acc + a * b; }
-__device__ __forceinline__ double mul_add_wrap(double acc, double a, double b) {
-  return acc + a * b;
-}
-__device__ __forceinline__ uint32_t mul_add_wrap(uint32_t acc, uint32_t a, uint32_t b) {
-  return acc + a * b;
-}
-__device__ __forceinline__ int64_t mul_add_wrap(int64_t acc, int64_t a, int64_t b) {
-  return int64_t(uint64_t(acc) + uint64_t(a) * uint64_t(b));
+WICK_DEV COMPUTE_T(DT) mul_add_wrap(COMPUTE_T(DT) acc, COMPUTE_T(DT) a, COMPUTE_T(DT) b) {
+  return COMPUTE_T(DT)(WRAP_T(DT)(acc) + WRAP_T(DT)(a) * WRAP_T(DT)(b));
 }
 
 // add_wrap as a reduction operator (include/warp.cuh).
 struct AddWrapOp {
-  template <typename T>
-  __device__ __forceinline__ T operator()(T a, T b) const {
-    return add_wrap(a, b);
-  }
+  WICK_DEV COMPUTE_T(DT) operator()(COMPUTE_T(DT) a, COMPUTE_T(DT) b) const { return add_wrap(a, b); }
 };

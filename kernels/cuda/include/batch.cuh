@@ -13,7 +13,7 @@ struct BatchOffsets {
   uint64_t a, b;
 };
 
-__device__ __forceinline__ BatchOffsets batch_offsets(const BatchParams& p, uint32_t z) {
+WICK_DEV BatchOffsets batch_offsets(const BatchParams& p, uint32_t z) {
   BatchOffsets off = {p.a_offset, p.b_offset};
   for (int d = int(p.batch_rank) - 1; d >= 0; d--) {
     const uint32_t idx = z % p.batch_shape[d];
@@ -25,6 +25,6 @@ __device__ __forceinline__ BatchOffsets batch_offsets(const BatchParams& p, uint
 }
 
 // The batch this block computes.
-__device__ __forceinline__ uint32_t batch_index(const BatchParams& p) {
+WICK_DEV uint32_t batch_index(const BatchParams& p) {
   return p.batch_base + blockIdx.z;
 }

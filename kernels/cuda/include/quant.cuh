@@ -91,39 +91,39 @@ __device__ constexpr uint32_t offset_align(uint32_t off) {
 // ---- bytes of the weight buffer -------------------------------------------------------------
 
 // The byte at b.
-__device__ __forceinline__ uint32_t q_u8(const uint8_t* w, uint32_t b) { return __ldg(w + b); }
+WICK_DEV uint32_t q_u8(const uint8_t* w, uint32_t b) { return __ldg(w + b); }
 // The 16-bit word at even byte offset b.
-__device__ __forceinline__ uint32_t q_u16(const uint8_t* w, uint32_t b) {
+WICK_DEV uint32_t q_u16(const uint8_t* w, uint32_t b) {
   return __ldg(reinterpret_cast<const uint16_t*>(w + b));
 }
 // The f16 at even byte offset b.
-__device__ __forceinline__ float q_f16(const uint8_t* w, uint32_t b) {
+WICK_DEV float q_f16(const uint8_t* w, uint32_t b) {
   return LOAD(f16, uint16_t(q_u16(w, b)));
 }
 // The 4 bytes at even byte offset b, little-endian.
-__device__ __forceinline__ uint32_t q_u32(const uint8_t* w, uint32_t b) {
+WICK_DEV uint32_t q_u32(const uint8_t* w, uint32_t b) {
   return q_u16(w, b) | (q_u16(w, b + 2u) << 16);
 }
 // The 8 bytes at even byte offset b: bytes 0-3 in .x, 4-7 in .y.
-__device__ __forceinline__ uint2 q_bytes8(const uint8_t* w, uint32_t b) {
+WICK_DEV uint2 q_bytes8(const uint8_t* w, uint32_t b) {
   return make_uint2(q_u32(w, b), q_u32(w, b + 4u));
 }
 // Bits [shift, shift + bits) of byte i (0..7) of q.
-__device__ __forceinline__ uint32_t q_bits(uint2 q, uint32_t i, uint32_t shift, uint32_t bits) {
+WICK_DEV uint32_t q_bits(uint2 q, uint32_t i, uint32_t shift, uint32_t bits) {
   return ((i < 4u ? q.x : q.y) >> (8u * (i & 3u) + shift)) & ((1u << bits) - 1u);
 }
 // Byte i of q as a signed 8-bit value.
-__device__ __forceinline__ int q_i8(uint2 q, uint32_t i) {
+WICK_DEV int q_i8(uint2 q, uint32_t i) {
   return int(((i < 4u ? q.x : q.y) >> (8u * (i & 3u))) << 24) >> 24;
 }
 // A signed 8-bit value from the low byte of v.
-__device__ __forceinline__ int sext8(uint32_t v) { return int(v << 24) >> 24; }
+WICK_DEV int sext8(uint32_t v) { return int(v << 24) >> 24; }
 
 // The 4 * N bytes at byte b (a multiple of ALIGN, 2 at least) as N little-endian words, by the
 // widest aligned loads ALIGN allows: 16-byte loads for 16-aligned runs, aligned words shifted
 // into place for 2-aligned ones (never touching a byte past the run).
 template <uint32_t ALIGN, int N>
-__device__ __forceinline__ void load_words(const uint8_t* w, uint32_t b, uint32_t (&out)[N]) {
+WICK_DEV void load_words(const uint8_t* w, uint32_t b, uint32_t (&out)[N]) {
   if constexpr (ALIGN % 16u == 0u && N % 4 == 0) {
     const uint4* p = reinterpret_cast<const uint4*>(w + b);
 #pragma unroll
@@ -162,7 +162,7 @@ __device__ __forceinline__ void load_words(const uint8_t* w, uint32_t b, uint32_
 
 #if QTYPE == Q4_K || QTYPE == Q5_K
 // Scale and min (6 bits each) of group g (0..7) from the 12 packed bytes at `sc` (k4_scale_min).
-__device__ __forceinline__ uint2 k4_scale_min(const uint8_t* w, uint32_t sc, uint32_t g) {
+WICK_DEV uint2 k4_scale_min(const uint8_t* w, uint32_t sc, uint32_t g) {
   if (g < 4u) return make_uint2(q_u8(w, sc + g) & 63u, q_u8(w, sc + g + 4u) & 63u);
   const uint32_t hi = q_u8(w, sc + g + 4u);
   return make_uint2((hi & 0xfu) | ((q_u8(w, sc + g - 4u) >> 6) << 4),
@@ -172,7 +172,7 @@ __device__ __forceinline__ uint2 k4_scale_min(const uint8_t* w, uint32_t sc, uin
 // Layout: d dmin scales[12] (qh[32]) qs[128]. Chunk c (64 elements) uses qs[32c .. 32c+32): low
 // nibbles are group 2c, high nibbles group 2c+1; Q5_K's fifth bit of element l of group g is bit g
 // of qh[l]. The unsigned values of elements j .. j+7; returns their group's (scale, min).
-__device__ __forceinline__ uint2 k4_values8(const uint8_t* w, uint32_t blk, uint32_t j,
+WICK_DEV uint2 k4_values8(const uint8_t* w, uint32_t blk, uint32_t j,
                                             uint32_t (&v)[8]) {
   const uint32_t g = j >> 5, l = j & 31u;
 #if QTYPE == Q4_K
@@ -196,14 +196,14 @@ __device__ __forceinline__ uint2 k4_values8(const uint8_t* w, uint32_t blk, uint
 
 #if QTYPE == Q3_K
 // The signed 6-bit scale of group g (0..15) of the Q3_K block at blk.
-__device__ __forceinline__ int q3k_scale(const uint8_t* w, uint32_t blk, uint32_t g) {
+WICK_DEV int q3k_scale(const uint8_t* w, uint32_t blk, uint32_t g) {
   const uint32_t low = g < 8u ? q_u8(w, blk + 96u + g) & 0xfu : q_u8(w, blk + 96u + g - 8u) >> 4;
   const uint32_t high = (q_u8(w, blk + 104u + (g & 3u)) >> (2u * (g >> 2))) & 3u;
   return int(low | (high << 4)) - 32;
 }
 #endif
 
-__device__ __forceinline__ void dequant8(const uint8_t* w, uint32_t blk, uint32_t j,
+WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j,
                                          float (&out)[8]) {
 #if QTYPE == Q4_0 || QTYPE == Q4_1
   // Element e < 16: low nibble of qs[e]; e >= 16: high nibble of qs[e - 16].
@@ -309,7 +309,7 @@ __device__ __forceinline__ void dequant8(const uint8_t* w, uint32_t blk, uint32_
 
 // Where qact.cu puts a row's values: word e / 4 holds element e; the scales follow the k / 4
 // words of q: (d, s) per 32 elements, or d per 256 (QK: the weight's block is x's block).
-__device__ __forceinline__ uint32_t act_scale_word(uint32_t k, uint32_t e) {
+WICK_DEV uint32_t act_scale_word(uint32_t k, uint32_t e) {
   return k / 4u + (QK == 32u ? 2u * (e / 32u) : e / 256u);
 }
 
@@ -323,12 +323,12 @@ struct WeightUnit {
 };
 
 // Bit 4 of byte b set from bit b of the low 4 bits of h.
-__device__ __forceinline__ uint32_t spread4_to_bit4(uint32_t h) {
+WICK_DEV uint32_t spread4_to_bit4(uint32_t h) {
   return ((h & 0xfu) * 0x00204081u & 0x01010101u) << 4;
 }
 
 // The unit starting at element j (a multiple of 32) of the block at byte blk.
-__device__ __forceinline__ WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
+WICK_DEV WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
   WeightUnit u;
   u.m = 0.0f;
   u.sc[0] = u.sc[1] = 1;
@@ -435,7 +435,7 @@ __device__ __forceinline__ WeightUnit decode_unit(const uint8_t* w, uint32_t blk
 // dx (32-element formats: sx = dx * sum(q), used for the min), as the CPU computes a block:
 // dw dx sum(v q) (+ m sx), or for the K formats dx dw sum_g(sc_g sum_g(v q)) minus
 // dx dmin sum_g(mn_g sum_g(q)).
-__device__ __forceinline__ float unit_dot(const WeightUnit& u, const uint32_t (&x)[8], float dx,
+WICK_DEV float unit_dot(const WeightUnit& u, const uint32_t (&x)[8], float dx,
                                           float sx) {
 #ifndef QUANT_K
   int isum = 0;

@@ -10,7 +10,7 @@ WICK_PARAMS_STRUCT(RowsParams, WICK_PARAMS_ROWS(WICK_CU_FIELD, WICK_CU_ARRAY))
 
 // Element offset of outer index i in the input (the input's start offset included).
 template <typename P>
-__device__ __forceinline__ uint32_t outer_offset(const P& p, uint32_t i) {
+WICK_DEV uint32_t outer_offset(const P& p, uint32_t i) {
   uint32_t off = p.in_offset;
   for (int d = int(p.outer_rank) - 1; d >= 0; d--) {
     off += (i % p.outer_shape[d]) * p.outer_strides[d];
@@ -21,7 +21,7 @@ __device__ __forceinline__ uint32_t outer_offset(const P& p, uint32_t i) {
 
 // Element offset of inner index j relative to its outer index's offset.
 template <typename P>
-__device__ __forceinline__ uint32_t inner_offset(const P& p, uint32_t j) {
+WICK_DEV uint32_t inner_offset(const P& p, uint32_t j) {
   if (p.inner_rank == 1u) return j * p.inner_strides[0];
   uint32_t off = 0u;
   for (int d = int(p.inner_rank) - 1; d >= 0; d--) {
