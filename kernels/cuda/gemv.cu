@@ -2,10 +2,10 @@
 // "A" is the matrix operand (rows: a_row, along k: a_k) and v the vector (b_k). PER_GROUP 1: a
 // block per output, for rows contiguous along k (coalesced reads); 0: a thread per output.
 // Integer dtypes wrap. Bindings: 0 A, 1 v, 2 y. Specialization: WICK_SPEC_0 PER_GROUP.
-#include "include/common.cuh"
-#include "include/dtype.cuh"
 #include "include/accumulate.cuh"
 #include "include/batch.cuh"
+#include "include/common.cuh"
+#include "include/dtype.cuh"
 #include "include/warp.cuh"
 
 #ifndef WICK_SPEC_0
@@ -16,7 +16,8 @@ constexpr uint32_t PER_GROUP = WICK_SPEC_0;
 typedef STORAGE_T(DT) ST;
 typedef COMPUTE_T(DT) CT;
 
-extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_constant__ wick::KernelArgs args) {
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
   const BatchParams& pc = PARAMS(BatchParams, args);
   const uint32_t z = batch_index(pc);
   const BatchOffsets base = batch_offsets(pc, z);

@@ -12,10 +12,10 @@
 // vectors along k (2) or along the outer dim (3); the host picks vectors only where that dim is
 // contiguous and its length, the offset and every stride are multiples of 4.
 // Bindings: 0 A, 1 B, 2 C (contiguous).
-#include "include/common.cuh"
-#include "include/dtype.cuh"
 #include "include/accumulate.cuh"
 #include "include/batch.cuh"
+#include "include/common.cuh"
+#include "include/dtype.cuh"
 
 #ifndef WICK_SPEC_0
 #define WICK_SPEC_0 64
@@ -54,7 +54,9 @@ struct alignas(N * sizeof(T)) Vec {
   T v[N];
 };
 
-__device__ constexpr bool vec_mode(uint32_t mode) { return mode >= K_VEC; }
+__device__ constexpr bool vec_mode(uint32_t mode) {
+  return mode >= K_VEC;
+}
 // Fetches (scalars or vectors) in an operand's k-tile of outer x BK elements, and per thread.
 __device__ constexpr uint32_t fetch_total(uint32_t mode, uint32_t outer) {
   return outer * BK / (vec_mode(mode) ? 4u : 1u);
@@ -90,9 +92,9 @@ WICK_DEV bool fetch_at(uint32_t j, uint32_t& o, uint32_t& k) {
 // Fetches this thread's part of the k-tile at (outer0, k0) of an operand whose element (o, k) is
 // src[o * s_outer + k * s_k] into registers (zeros outside the matrix).
 template <uint32_t MODE, uint32_t OUTER, bool OUTER_FULL>
-WICK_DEV void fetch_tile(const ST* src, uint32_t s_outer, uint32_t s_k,
-                                           uint32_t outer0, uint32_t k0, uint32_t n_outer,
-                                           uint32_t depth, CT (&reg)[fetch_regs(MODE, OUTER)]) {
+WICK_DEV void fetch_tile(const ST* src, uint32_t s_outer, uint32_t s_k, uint32_t outer0,
+                         uint32_t k0, uint32_t n_outer, uint32_t depth,
+                         CT (&reg)[fetch_regs(MODE, OUTER)]) {
 #pragma unroll
   for (uint32_t j = 0u; j < fetch_count(MODE, OUTER); j++) {
     uint32_t ox, kx;
@@ -135,7 +137,9 @@ WICK_DEV void stage_tile(CT* stage, const CT (&reg)[fetch_regs(MODE, OUTER)]) {
 
 // A thread's outputs: strips of W = min(T, 4) rows (columns), T / W strips `extent / strips`
 // apart; output i of thread `id` is at strip i / W, offset id * W + i % W.
-__device__ constexpr uint32_t strip_width(uint32_t t) { return t < 4u ? t : 4u; }
+__device__ constexpr uint32_t strip_width(uint32_t t) {
+  return t < 4u ? t : 4u;
+}
 __device__ constexpr uint32_t strip_offset(uint32_t extent, uint32_t t, uint32_t id, uint32_t i) {
   return i / strip_width(t) * (extent / (t / strip_width(t))) + id * strip_width(t) +
          i % strip_width(t);
@@ -149,8 +153,7 @@ WICK_DEV void read_strip(const CT* p, CT* out) {
   for (uint32_t q = 0u; q < W; q++) out[q] = v.v[q];
 }
 
-WICK_DEV void multiply(const CT* as, const CT* bs, uint32_t ty, uint32_t tx,
-                                         CT (&acc)[TM][TN]) {
+WICK_DEV void multiply(const CT* as, const CT* bs, uint32_t ty, uint32_t tx, CT (&acc)[TM][TN]) {
   constexpr uint32_t WM = strip_width(TM), WN = strip_width(TN);
 #pragma unroll
   for (uint32_t kk = 0u; kk < BK; kk++) {
@@ -168,7 +171,8 @@ WICK_DEV void multiply(const CT* as, const CT* bs, uint32_t ty, uint32_t tx,
   }
 }
 
-extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_constant__ wick::KernelArgs args) {
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
   const BatchParams& pc = PARAMS(BatchParams, args);
   __shared__ Vec<CT, 4> As4[2u * BK * SA / 4u];
   __shared__ Vec<CT, 4> Bs4[2u * BK * SB / 4u];

@@ -4,8 +4,8 @@
 // Bindings: 0 x, 1 alpha, 2 beta, 3 y (contiguous rows). Specialization: WICK_SPEC_0 OP.
 #include "include/common.cuh"
 #include "include/dtype.cuh"
-#include "include/rows.cuh"
 #include "include/math.cuh"
+#include "include/rows.cuh"
 #include "include/warp.cuh"
 
 #if DT_KIND != 0 && DT_KIND != 1
@@ -26,14 +26,19 @@ typedef COMPUTE_T(DT) CT;
 
 // log of the row's sum through double (once per row: cheap, and the CPU takes the log of a
 // double sum too).
-WICK_DEV float log_of_sum(float s) { return float(log(double(s))); }
-WICK_DEV double log_of_sum(double s) { return log(s); }
+WICK_DEV float log_of_sum(float s) {
+  return float(log(double(s)));
+}
+WICK_DEV double log_of_sum(double s) {
+  return log(s);
+}
 
 struct MaxOp {
   WICK_DEV CT operator()(CT a, CT b) const { return fmax(a, b); }
 };
 
-extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_constant__ wick::KernelArgs args) {
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
   const NormParams& pc = PARAMS(NormParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   const ST* alpha = buffer_at<const ST>(args, 1);

@@ -23,7 +23,8 @@ WICK_PARAMS_STRUCT(QActParams, WICK_PARAMS_QACT(WICK_CU_FIELD, WICK_CU_ARRAY))
 
 typedef STORAGE_T(DT) ST;
 
-extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_constant__ wick::KernelArgs args) {
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
   const QActParams& pc = PARAMS(QActParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   uint32_t* xq = buffer_at<uint32_t>(args, 1);

@@ -37,7 +37,8 @@ typedef uint32_t XT;  // x quantized by qact.cu (row r at word r * x_row)
 typedef STORAGE_T(DT) XT;
 #endif
 
-extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_constant__ wick::KernelArgs args) {
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
   const XT* x = buffer_at<const XT>(args, 1);

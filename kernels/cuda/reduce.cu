@@ -2,9 +2,9 @@
 // index. PER_GROUP 1: a block per output (long reductions); 0: a thread per output. Max/min
 // propagate NaN; arg ops return the first index of the extreme value. Integer sums wrap.
 // Bindings: 0 x, 1 y (u32 indices when OUT_INDEX). Specialization: WICK_SPEC_0 OP, _1 PER_GROUP.
+#include "include/accumulate.cuh"
 #include "include/common.cuh"
 #include "include/dtype.cuh"
-#include "include/accumulate.cuh"
 #include "include/rows.cuh"
 #include "include/warp.cuh"
 
@@ -76,7 +76,8 @@ WICK_DEV void store(OutT* y, const RowsParams& pc, uint32_t o, const Partial& p)
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_constant__ wick::KernelArgs args) {
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
   const RowsParams& pc = PARAMS(RowsParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   OutT* y = buffer_at<OutT>(args, 1);
@@ -93,8 +94,9 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_con
   if (o >= pc.n_outer) return;  // uniform per block
   const uint32_t t = threadIdx.x;
   const uint32_t base = outer_offset(pc, o);
-  for (uint32_t j = t; j < pc.n_inner; j += WG_SIZE) fold(p, LOAD(DT, x[base + inner_offset(pc, j)]), j);
-  // Butterfly within the warp (merge is symmetric: sums commute, the arg order is total).
+  for (uint32_t j = t; j < pc.n_inner; j += WG_SIZE)
+    fold(p, LOAD(DT, x[base + inner_offset(pc, j)]), j);
+    // Butterfly within the warp (merge is symmetric: sums commute, the arg order is total).
 #pragma unroll
   for (int lanes = 16; lanes > 0; lanes >>= 1) {
     Partial q;

@@ -19,7 +19,8 @@ WICK_PARAMS_STRUCT(RopeParams, WICK_PARAMS_ROPE(WICK_CU_FIELD, WICK_CU_ARRAY))
 typedef STORAGE_T(DT) ST;
 typedef COMPUTE_T(DT) CT;
 
-extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_constant__ wick::KernelArgs args) {
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
   const RopeParams& pc = PARAMS(RopeParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   const ST* cs = buffer_at<const ST>(args, 1);
@@ -50,9 +51,9 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_con
   }
   const CT a = LOAD(DT, x[row + lo * pc.x_strides[3]]);
   const CT b = LOAD(DT, x[row + hi_pos * pc.x_strides[3]]);
-  const CT c = LOAD(DT, cs[pc.c_offset + bi * pc.c_strides[0] + ti * pc.c_strides[1] +
-                           pair * pc.c_strides[2]]);
-  const CT s = LOAD(DT, sn[pc.s_offset + bi * pc.s_strides[0] + ti * pc.s_strides[1] +
-                           pair * pc.s_strides[2]]);
+  const CT c = LOAD(
+      DT, cs[pc.c_offset + bi * pc.c_strides[0] + ti * pc.c_strides[1] + pair * pc.c_strides[2]]);
+  const CT s = LOAD(
+      DT, sn[pc.s_offset + bi * pc.s_strides[0] + ti * pc.s_strides[1] + pair * pc.s_strides[2]]);
   y[e] = PACK(DT, i == lo ? a * c - b * s : a * s + b * c);
 }

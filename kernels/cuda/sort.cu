@@ -36,9 +36,13 @@ WICK_DEV Key sort_key(double v) {
   return (bits >> 63) != 0u ? ~bits : bits | 0x8000000000000000ull;
 }
 #elif DT_KIND == 2
-WICK_DEV Key sort_key(uint32_t v) { return v; }
+WICK_DEV Key sort_key(uint32_t v) {
+  return v;
+}
 #else
-WICK_DEV Key sort_key(int64_t v) { return uint64_t(v) ^ 0x8000000000000000ull; }
+WICK_DEV Key sort_key(int64_t v) {
+  return uint64_t(v) ^ 0x8000000000000000ull;
+}
 #endif
 
 __shared__ Key s_key[MAX_SORT];
@@ -59,7 +63,8 @@ WICK_DEV void swap_pairs(uint32_t a, uint32_t b) {
   s_idx[b] = i;
 }
 
-extern "C" __global__ void __launch_bounds__(WG_SIZE) wick_main(const __grid_constant__ wick::KernelArgs args) {
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
   const RowsParams& pc = PARAMS(RowsParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   uint32_t* y = buffer_at<uint32_t>(args, 1);

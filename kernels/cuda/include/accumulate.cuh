@@ -15,5 +15,7 @@ WICK_DEV COMPUTE_T(DT) mul_add_wrap(COMPUTE_T(DT) acc, COMPUTE_T(DT) a, COMPUTE_
 
 // add_wrap as a reduction operator (include/warp.cuh).
 struct AddWrapOp {
-  WICK_DEV COMPUTE_T(DT) operator()(COMPUTE_T(DT) a, COMPUTE_T(DT) b) const { return add_wrap(a, b); }
+  WICK_DEV COMPUTE_T(DT) operator()(COMPUTE_T(DT) a, COMPUTE_T(DT) b) const {
+    return add_wrap(a, b);
+  }
 };

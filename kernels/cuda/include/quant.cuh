@@ -91,7 +91,9 @@ __device__ constexpr uint32_t offset_align(uint32_t off) {
 // ---- bytes of the weight buffer -------------------------------------------------------------
 
 // The byte at b.
-WICK_DEV uint32_t q_u8(const uint8_t* w, uint32_t b) { return __ldg(w + b); }
+WICK_DEV uint32_t q_u8(const uint8_t* w, uint32_t b) {
+  return __ldg(w + b);
+}
 // The 16-bit word at even byte offset b.
 WICK_DEV uint32_t q_u16(const uint8_t* w, uint32_t b) {
   return __ldg(reinterpret_cast<const uint16_t*>(w + b));
@@ -117,7 +119,9 @@ WICK_DEV int q_i8(uint2 q, uint32_t i) {
   return int(((i < 4u ? q.x : q.y) >> (8u * (i & 3u))) << 24) >> 24;
 }
 // A signed 8-bit value from the low byte of v.
-WICK_DEV int sext8(uint32_t v) { return int(v << 24) >> 24; }
+WICK_DEV int sext8(uint32_t v) {
+  return int(v << 24) >> 24;
+}
 
 // The 4 * N bytes at byte b (a multiple of ALIGN, 2 at least) as N little-endian words, by the
 // widest aligned loads ALIGN allows: 16-byte loads for 16-aligned runs, aligned words shifted
@@ -172,8 +176,7 @@ WICK_DEV uint2 k4_scale_min(const uint8_t* w, uint32_t sc, uint32_t g) {
 // Layout: d dmin scales[12] (qh[32]) qs[128]. Chunk c (64 elements) uses qs[32c .. 32c+32): low
 // nibbles are group 2c, high nibbles group 2c+1; Q5_K's fifth bit of element l of group g is bit g
 // of qh[l]. The unsigned values of elements j .. j+7; returns their group's (scale, min).
-WICK_DEV uint2 k4_values8(const uint8_t* w, uint32_t blk, uint32_t j,
-                                            uint32_t (&v)[8]) {
+WICK_DEV uint2 k4_values8(const uint8_t* w, uint32_t blk, uint32_t j, uint32_t (&v)[8]) {
   const uint32_t g = j >> 5, l = j & 31u;
 #if QTYPE == Q4_K
   const uint2 q = q_bytes8(w, blk + 16u + 32u * (j >> 6) + l);
@@ -203,8 +206,7 @@ WICK_DEV int q3k_scale(const uint8_t* w, uint32_t blk, uint32_t g) {
 }
 #endif
 
-WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j,
-                                         float (&out)[8]) {
+WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j, float (&out)[8]) {
 #if QTYPE == Q4_0 || QTYPE == Q4_1
   // Element e < 16: low nibble of qs[e]; e >= 16: high nibble of qs[e - 16].
   const uint32_t qs = QTYPE == Q4_0 ? 2u : 4u;
@@ -217,7 +219,8 @@ WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j,
 #else
   const float m = q_f16(w, blk + 2u);
 #pragma unroll
-  for (uint32_t i = 0u; i < 8u; i++) out[i] = __fadd_rn(__fmul_rn(float(q_bits(q, i, shift, 4u)), d), m);
+  for (uint32_t i = 0u; i < 8u; i++)
+    out[i] = __fadd_rn(__fmul_rn(float(q_bits(q, i, shift, 4u)), d), m);
 #endif
 #elif QTYPE == Q5_0 || QTYPE == Q5_1
   // As Q4, plus the fifth bit of element e in bit e of qh.
@@ -259,7 +262,8 @@ WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j,
   const uint2 q = q_bytes8(w, blk + 16u + 32u * half_ + (e & 31u));
   const uint32_t shift = 2u * (e >> 5);
 #pragma unroll
-  for (uint32_t i = 0u; i < 8u; i++) out[i] = __fsub_rn(__fmul_rn(dl, float(q_bits(q, i, shift, 2u))), ml);
+  for (uint32_t i = 0u; i < 8u; i++)
+    out[i] = __fsub_rn(__fmul_rn(dl, float(q_bits(q, i, shift, 2u))), ml);
 #elif QTYPE == Q3_K
   // Layout: hmask[32] qs[64] scales[12] d. Low 2 bits as Q2_K; the high bit of element e' of
   // half h is bit 4 h + e' / 32 of hmask[e' % 32] (clear: minus 4). Scales: 6-bit signed.
@@ -279,7 +283,8 @@ WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j,
   for (uint32_t i = 0u; i < 8u; i++) out[i] = __fsub_rn(__fmul_rn(dl, float(v[i])), ml);
 #elif QTYPE == Q6_K
   // Layout: ql[128] qh[64] scales[16] (int8) d. In half h, element 32 s + l takes the low (s < 2)
-  // or high nibble of ql[64 h + 32 (s % 2) + l] and bits 2 s of qh[32 h + l]; scale 8 h + 2 s + l / 16.
+  // or high nibble of ql[64 h + 32 (s % 2) + l] and bits 2 s of qh[32 h + l]; scale 8 h + 2 s + l
+  // / 16.
   const uint32_t half_ = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
   const int sc = sext8(q_u8(w, blk + 192u + 8u * half_ + 2u * s + (l >> 4)));
   const float ds = q_f16(w, blk + 208u) * float(sc);
@@ -388,9 +393,9 @@ WICK_DEV WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
   load_words<offset_align(0u)>(w, blk, hm);
 #pragma unroll
   for (int i = 0; i < 8; i++)
-    u.q[i] = __vsub4(((qs[i] >> (2u * s)) & 0x03030303u) |
-                         (((hm[i] >> (4u * h + s)) & 0x01010101u) << 2),
-                     0x04040404u);
+    u.q[i] = __vsub4(
+        ((qs[i] >> (2u * s)) & 0x03030303u) | (((hm[i] >> (4u * h + s)) & 0x01010101u) << 2),
+        0x04040404u);
   u.sc[0] = q3k_scale(w, blk, g);
   u.sc[1] = q3k_scale(w, blk, g + 1u);
 #elif QTYPE == Q4_K || QTYPE == Q5_K
@@ -422,9 +427,9 @@ WICK_DEV WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
   load_words<offset_align(128u)>(w, blk + 128u + 32u * h, qh);
 #pragma unroll
   for (int i = 0; i < 8; i++)
-    u.q[i] = __vsub4(((ql[i] >> (s < 2u ? 0u : 4u)) & 0x0f0f0f0fu) |
-                         (((qh[i] >> (2u * s)) & 0x03030303u) << 4),
-                     0x20202020u);
+    u.q[i] = __vsub4(
+        ((ql[i] >> (s < 2u ? 0u : 4u)) & 0x0f0f0f0fu) | (((qh[i] >> (2u * s)) & 0x03030303u) << 4),
+        0x20202020u);
   u.sc[0] = sext8(q_u8(w, blk + 192u + 8u * h + 2u * s));
   u.sc[1] = sext8(q_u8(w, blk + 192u + 8u * h + 2u * s + 1u));
 #endif
@@ -435,8 +440,7 @@ WICK_DEV WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
 // dx (32-element formats: sx = dx * sum(q), used for the min), as the CPU computes a block:
 // dw dx sum(v q) (+ m sx), or for the K formats dx dw sum_g(sc_g sum_g(v q)) minus
 // dx dmin sum_g(mn_g sum_g(q)).
-WICK_DEV float unit_dot(const WeightUnit& u, const uint32_t (&x)[8], float dx,
-                                          float sx) {
+WICK_DEV float unit_dot(const WeightUnit& u, const uint32_t (&x)[8], float dx, float sx) {
 #ifndef QUANT_K
   int isum = 0;
 #pragma unroll
