@@ -283,8 +283,8 @@ WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j, float (&out)[
   for (uint32_t i = 0u; i < 8u; i++) out[i] = __fsub_rn(__fmul_rn(dl, float(v[i])), ml);
 #elif QTYPE == Q6_K
   // Layout: ql[128] qh[64] scales[16] (int8) d. In half h, element 32 s + l takes the low (s < 2)
-  // or high nibble of ql[64 h + 32 (s % 2) + l] and bits 2 s of qh[32 h + l]; scale 8 h + 2 s + l
-  // / 16.
+  // or high nibble of ql[64 h + 32 (s % 2) + l] and bits 2 s of qh[32 h + l]; its scale is
+  // scales[8 h + 2 s + l / 16].
   const uint32_t half_ = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
   const int sc = sext8(q_u8(w, blk + 192u + 8u * half_ + 2u * s + (l >> 4)));
   const float ds = q_f16(w, blk + 208u) * float(sc);
