@@ -371,17 +371,19 @@ WICK_DEV WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
   // Element 32 s + l of half h: bits 2 s of qs[32 h + l]; groups of 16 with a 4-bit scale (low)
   // and min (high) byte each.
   const uint32_t h = j >> 7, s = (j >> 5) & 3u, g = 8u * h + 2u * s;
-  u.d = q_f16(w, blk + 80u);
-  u.m = q_f16(w, blk + 82u);
+  uint32_t dm[1];  // d, dmin
+  load_words<offset_align(80u)>(w, blk + 80u, dm);
+  u.d = LOAD(f16, uint16_t(dm[0] & 0xffffu));
+  u.m = LOAD(f16, uint16_t(dm[0] >> 16));
   uint32_t qs[8];
   load_words<offset_align(16u)>(w, blk + 16u + 32u * h, qs);
 #pragma unroll
   for (int i = 0; i < 8; i++) u.q[i] = (qs[i] >> (2u * s)) & 0x03030303u;
+  const uint32_t scm = q_u16(w, blk + g);  // the groups' bytes: g is even
 #pragma unroll
   for (int t = 0; t < 2; t++) {
-    const uint32_t scm = q_u8(w, blk + g + t);
-    u.sc[t] = int(scm & 0xfu);
-    u.mn[t] = int(scm >> 4);
+    u.sc[t] = int((scm >> (8 * t)) & 0xfu);
+    u.mn[t] = int((scm >> (8 * t + 4)) & 0xfu);
   }
 #elif QTYPE == Q3_K
   // Low 2 bits as Q2_K (qs at 32); the high bit of element 32 s + l of half h is bit 4 h + s of
@@ -402,8 +404,10 @@ WICK_DEV WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
   // Group g = j / 32: the low (g even) or high nibbles of qs[32 (g / 2) ..]; Q5_K's fifth bits in
   // bit g of qh.
   const uint32_t g = j >> 5;
-  u.d = q_f16(w, blk);
-  u.m = q_f16(w, blk + 2u);
+  uint32_t head[4];  // d, dmin, scales[12]: one 16-byte load
+  load_words<offset_align(0u)>(w, blk, head);
+  u.d = LOAD(f16, uint16_t(head[0] & 0xffffu));
+  u.m = LOAD(f16, uint16_t(head[0] >> 16));
   uint32_t qs[8];
   load_words<offset_align(16u)>(w, blk + (QTYPE == Q4_K ? 16u : 48u) + 32u * (g >> 1), qs);
 #pragma unroll
@@ -414,9 +418,11 @@ WICK_DEV WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
 #pragma unroll
   for (int i = 0; i < 8; i++) u.q[i] |= ((qh[i] >> g) & 0x01010101u) << 4;
 #endif
-  const uint2 sm = k4_scale_min(w, blk + 4u, g);
-  u.sc[0] = u.sc[1] = int(sm.x);
-  u.mn[0] = u.mn[1] = int(sm.y);
+  // k4_scale_min on the loaded words: scales byte b is byte b % 4 of head[1 + b / 4].
+  const uint32_t b = 8u * (g & 3u);
+  const uint32_t lo = head[1] >> b, mid = head[2] >> b, hi = head[3] >> b;
+  u.sc[0] = u.sc[1] = int(g < 4u ? lo & 63u : (hi & 0xfu) | ((lo >> 6) & 3u) << 4);
+  u.mn[0] = u.mn[1] = int(g < 4u ? mid & 63u : ((hi >> 4) & 0xfu) | ((mid >> 6) & 3u) << 4);
 #elif QTYPE == Q6_K
   // Element 32 s + l of half h: the low (s < 2) or high nibble of ql[64 h + 32 (s % 2) + l] and
   // bits 2 s of qh[32 h + l], minus 32; int8 scales per 16.
