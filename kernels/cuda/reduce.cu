@@ -1,0 +1,126 @@
+// Sum / max / min / argmax / argmin (OP: wick's ReduceOp) over the inner index for every outer
+// index. PER_GROUP 1: a block per output (long reductions); 0: a thread per output. Max/min
+// propagate NaN; arg ops return the first index of the extreme value. Integer sums wrap.
+// Bindings: 0 x, 1 y (u32 indices when OUT_INDEX). Specialization: WICK_SPEC_0 OP, _1 PER_GROUP.
+#include "include/accumulate.cuh"
+#include "include/common.cuh"
+#include "include/dtype.cuh"
+#include "include/rows.cuh"
+#include "include/warp.cuh"
+
+#ifndef WICK_SPEC_0
+#define WICK_SPEC_0 0
+#endif
+#ifndef WICK_SPEC_1
+#define WICK_SPEC_1 0
+#endif
+constexpr uint32_t OP = WICK_SPEC_0;
+constexpr uint32_t PER_GROUP = WICK_SPEC_1;
+constexpr uint32_t SUM = 0u, MAX = 1u, ARGMAX = 3u;
+
+typedef STORAGE_T(DT) ST;
+typedef COMPUTE_T(DT) CT;
+#if OUT_INDEX
+typedef uint32_t OutT;
+#else
+typedef ST OutT;
+#endif
+
+WICK_DEV bool value_is_nan(CT v) {
+#if DT_KIND <= 1
+  return is_nan(v);
+#else
+  return false;
+#endif
+}
+
+// A partial reduction: the value so far, its index (arg ops), and whether it holds a value yet.
+struct Partial {
+  CT acc;
+  uint32_t idx;
+  bool has;
+};
+
+// Whether (v, j) replaces (acc, idx) for max (greater) or min: NaN beats numbers, and among equal
+// values (or NaNs) the smaller index wins, whatever order the pieces are combined in.
+WICK_DEV bool replaces(CT v, uint32_t j, CT acc, uint32_t idx, bool greater) {
+  if (value_is_nan(acc)) return value_is_nan(v) && j < idx;
+  if (value_is_nan(v)) return true;
+  if (v == acc) return j < idx;
+  return greater ? v > acc : v < acc;
+}
+
+// Folds (v, j) into p.
+WICK_DEV void fold(Partial& p, CT v, uint32_t j) {
+  if (!p.has) {
+    p.acc = v;
+    p.idx = j;
+    p.has = true;
+  } else if (OP == SUM) {
+    p.acc = add_wrap(p.acc, v);
+  } else if (replaces(v, j, p.acc, p.idx, OP == MAX || OP == ARGMAX)) {
+    p.acc = v;
+    p.idx = j;
+  }
+}
+
+WICK_DEV void merge(Partial& p, const Partial& q) {
+  if (q.has) fold(p, q.acc, q.idx);
+}
+
+WICK_DEV void store(OutT* y, const RowsParams& pc, uint32_t o, const Partial& p) {
+#if OUT_INDEX
+  y[pc.out_offset + o] = p.idx;
+#else
+  y[pc.out_offset + o] = p.has ? PACK(DT, p.acc) : PACK(DT, CT(0));
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
+  const RowsParams& pc = PARAMS(RowsParams, args);
+  const ST* x = buffer_at<const ST>(args, 0);
+  OutT* y = buffer_at<OutT>(args, 1);
+  Partial p = {CT(0), 0u, false};
+  if (PER_GROUP == 0u) {
+    const uint32_t o = global_index();
+    if (o >= pc.n_outer) return;
+    const uint32_t base = outer_offset(pc, o);
+    for (uint32_t j = 0u; j < pc.n_inner; j++) fold(p, LOAD(DT, x[base + inner_offset(pc, j)]), j);
+    store(y, pc, o, p);
+    return;
+  }
+  const uint32_t o = group_index();
+  if (o >= pc.n_outer) return;  // uniform per block
+  const uint32_t t = threadIdx.x;
+  const uint32_t base = outer_offset(pc, o);
+  for (uint32_t j = t; j < pc.n_inner; j += WG_SIZE)
+    fold(p, LOAD(DT, x[base + inner_offset(pc, j)]), j);
+    // Butterfly within the warp (merge is symmetric: sums commute, the arg order is total).
+#pragma unroll
+  for (int lanes = 16; lanes > 0; lanes >>= 1) {
+    Partial q;
+    q.acc = __shfl_xor_sync(WICK_FULL_MASK, p.acc, lanes);
+    q.idx = __shfl_xor_sync(WICK_FULL_MASK, p.idx, lanes);
+    q.has = __shfl_xor_sync(WICK_FULL_MASK, int(p.has), lanes) != 0;
+    merge(p, q);
+  }
+  if (WICK_WARPS == 1) {
+    if (t == 0u) store(y, pc, o, p);
+    return;
+  }
+  __shared__ CT s_acc[WICK_WARPS];
+  __shared__ uint32_t s_idx[WICK_WARPS];
+  __shared__ bool s_has[WICK_WARPS];
+  const uint32_t warp = t / 32u;
+  if (t % 32u == 0u) {
+    s_acc[warp] = p.acc;
+    s_idx[warp] = p.idx;
+    s_has[warp] = p.has;
+  }
+  __syncthreads();
+  if (t == 0u) {
+    for (uint32_t w = 1u; w < WICK_WARPS; w++) merge(p, Partial{s_acc[w], s_idx[w], s_has[w]});
+    store(y, pc, o, p);
+  }
+}

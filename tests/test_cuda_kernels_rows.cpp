@@ -1,0 +1,129 @@
+// Compile cases (tests/cuda_compile.h) of the row, matrix and quantized CUDA kernels: reduce,
+// norm, sort, rope, gemv, matmul, qact, qmatvec and qmatmul, with the defines and constants the
+// host keys them by (src/vulkan/vk_reduce.cpp, vk_matmul.cpp, vk_quantized.cpp), plus block
+// sizes other than the default where a kernel takes any.
+#ifdef WICK_WITH_CUDA
+
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cuda_compile.h"
+#include "quantized/kernels.h"
+#include "wick/quant_type.h"
+
+namespace wick::test {
+namespace {
+
+using backend::ReduceOp;
+
+constexpr DType kFloatDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64};
+constexpr DType kActDTypes[] = {DType::F32, DType::F16, DType::BF16};  // QMatMul's x
+constexpr QuantType kBlockTypes[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,
+                                     QuantType::Q5_1, QuantType::Q8_0, QuantType::Q8_1,
+                                     QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K,
+                                     QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_K};
+
+gpu::Defines define(const char* name, uint32_t value) {
+  return {{name, std::to_string(value)}};
+}
+
+// Block sizes the row kernels are compiled with besides the default 256 (any multiple of 32).
+constexpr uint32_t kOtherBlock = 64;
+
+WICK_CUDA_COMPILE_CASES(rows) {
+  for (DType dt : kAllDTypes) {
+    for (uint32_t op = 0; op <= static_cast<uint32_t>(ReduceOp::ArgMin); op++) {
+      const bool arg = op >= static_cast<uint32_t>(ReduceOp::ArgMax);
+      for (uint32_t per_group : {0u, 1u})
+        cases.add("reduce.cu", {dtype_defines("", dt), define("OUT_INDEX", arg ? 1 : 0),
+                                spec_define(0, op), spec_define(1, per_group)});
+    }
+    cases.add("reduce.cu", {dtype_defines("", dt), define("OUT_INDEX", 0), spec_define(0, 0),
+                            spec_define(1, 1), define("WG_SIZE", kOtherBlock)});
+    for (uint32_t descending : {0u, 1u})
+      cases.add("sort.cu", {dtype_defines("", dt), spec_define(0, descending)});
+  }
+  cases.add("sort.cu",
+            {dtype_defines("", DType::F64), spec_define(0, 1), define("WG_SIZE", kOtherBlock)});
+  for (DType dt : kFloatDTypes) {
+    for (uint32_t op = 0; op < 4; op++)  // softmax, log_softmax, rms_norm, layer_norm
+      cases.add("norm.cu", {dtype_defines("", dt), param_defines(dt), spec_define(0, op)});
+    cases.add("norm.cu", {dtype_defines("", dt), param_defines(dt), spec_define(0, 3),
+                          define("WG_SIZE", kOtherBlock)});
+    for (uint32_t interleaved : {0u, 1u})
+      cases.add("rope.cu", {dtype_defines("", dt), spec_define(0, interleaved)});
+  }
+}
+
+// vk_matmul.cpp's tile table: (bm, bn, bk) per dtype width; the 32 x 32 tile fetches by scalars
+// only. Of its 8 alignments x 12 fetch orders per tile (1,200 compiles over the dtypes), the cases
+// take every fetch order of each operand and every alignment bit set and clear once per dtype and
+// tile: each is a template parameter of its own code path.
+struct Tile {
+  uint32_t bm, bn, bk;
+};
+constexpr Tile kNarrowTiles[] = {{128, 128, 8}, {64, 64, 16}, {32, 32, 16}};
+constexpr Tile kWideTiles[] = {{64, 64, 8}, {32, 32, 16}};
+struct Fetch {
+  uint32_t a_mode, b_mode, aligned;  // LOADS = a_mode | b_mode << 2
+};
+constexpr Fetch kFetches[] = {{0, 1, 0}, {1, 0, 7}, {2, 3, 3}, {3, 0, 4}};
+
+WICK_CUDA_COMPILE_CASES(matrix) {
+  for (DType dt : kAllDTypes) {
+    for (uint32_t per_group : {0u, 1u})
+      cases.add("gemv.cu", {dtype_defines("", dt), spec_define(0, per_group)});
+    const bool wide = dtype_size(dt) == 8;
+    for (const Tile& t :
+         wide ? std::vector<Tile>(std::begin(kWideTiles), std::end(kWideTiles))
+              : std::vector<Tile>(std::begin(kNarrowTiles), std::end(kNarrowTiles))) {
+      for (const Fetch& f : kFetches) {
+        const uint32_t loads = t.bm < 64 ? 0u : f.a_mode | f.b_mode << 2;
+        cases.add("matmul.cu",
+                  {dtype_defines("", dt), spec_define(0, t.bm), spec_define(1, t.bn),
+                   spec_define(2, t.bk), spec_define(3, f.aligned), spec_define(4, loads)});
+      }
+    }
+  }
+  cases.add("gemv.cu",
+            {dtype_defines("", DType::BF16), spec_define(0, 1), define("WG_SIZE", kOtherBlock)});
+}
+
+// vk_quantized.cpp: x quantized by qact.cu (ACT_Q8, no dtype) for the formats the CPU has integer
+// dot products for, else read in its dtype (every format: q8_1 and q8_k always, the others from
+// quantized::gemm_min_rows() x rows on); qmatvec takes 1..8 x rows (NUM_COLS), NUM_ROWS output
+// rows and WG_SIZE threads per block (knobs: 2 and 32 by default), qmatmul 32 or 64 tiles. The x
+// dtype only changes x's loads: the formats take the three in turn.
+WICK_CUDA_COMPILE_CASES(quantized) {
+  for (DType dt : kActDTypes)
+    for (uint32_t block : {32u, 256u})
+      cases.add("qact.cu", {dtype_defines("", dt), define("ACT_BLOCK", block)});
+  uint32_t variant = 0;
+  for (QuantType t : kBlockTypes) {
+    const gpu::Defines qtype = define("QTYPE", static_cast<uint32_t>(t));
+    if (quantized::dot_kernel_scalar(t)) {
+      const gpu::Defines act = define("ACT_Q8", 1);
+      for (uint32_t cols : {1u, 8u})
+        cases.add("qmatvec.cu",
+                  {act, qtype, define("WG_SIZE", 32), spec_define(0, cols), spec_define(1, 2)});
+      cases.add("qmatvec.cu",
+                {act, qtype, define("WG_SIZE", 128), spec_define(0, 3), spec_define(1, 4)});
+      for (uint32_t tile : {32u, 64u})
+        cases.add("qmatmul.cu", {act, qtype, spec_define(0, tile), spec_define(1, tile),
+                                 spec_define(2, tile == 64 ? 3 : 0)});
+    }
+    const uint32_t v = variant++;
+    const DType dt = kActDTypes[v % 3];
+    cases.add("qmatvec.cu", {dtype_defines("", dt), qtype, define("WG_SIZE", v % 2 ? 128 : 32),
+                             spec_define(0, 1 + v % 8), spec_define(1, 1 + v % 3)});
+    const uint32_t tile = v % 2 ? 64 : 32;
+    cases.add("qmatmul.cu", {dtype_defines("", kActDTypes[(v + 1) % 3]), qtype,
+                             spec_define(0, tile), spec_define(1, tile), spec_define(2, v % 4)});
+  }
+}
+
+}  // namespace
+}  // namespace wick::test
+
+#endif  // WICK_WITH_CUDA
