@@ -69,6 +69,14 @@ vec2 two_prod(float a, float b) {
   return vec2(p, e);
 }
 
+// a / b to within about half an ulp (Vulkan allows a division 2.5): the quotient corrected by its
+// exactly computed residual. For finite a, b with a moderate quotient.
+float div_close(float a, float b) {
+  const float q = a / b;
+  const vec2 qb = two_prod(q, b);
+  return q + ((a - qb.x) - qb.y) / b;
+}
+
 // ---- exp ----------------------------------------------------------------------------------------
 // ln 2 in two parts: k * LN2_HI is exact for |k| < 2^9 (Cody-Waite reduction).
 const float LN2_HI = 0.693145751953125, LN2_LO = 1.42860682030941723e-6, LOG2E = 1.44269504;
@@ -124,7 +132,7 @@ float expm1_nonpositive(float x) {
 float tanh_accurate(float x) {
   if (is_nan(x)) return x;
   const float e = expm1_nonpositive(-2.0 * abs(x));
-  return copysign_bits(-e / (e + 2.0), x);
+  return copysign_bits(div_close(-e, e + 2.0), x);
 }
 
 // 1 / (1 + exp(-x)) for x = hi + lo, from e = exp(-|x|) in (0, 1]: 1 / (1 + e) for x >= 0,
@@ -133,7 +141,7 @@ float sigmoid_parts(float hi, float lo) {
   if (is_nan(hi)) return hi;
   const bool neg = sign_bit(hi);
   const float e = neg ? exp_parts(hi, lo) : exp_parts(-hi, -lo);
-  const float s = 1.0 / (1.0 + e);
+  const float s = div_close(1.0, 1.0 + e);
   return neg ? e * s : s;
 }
 float sigmoid_accurate(float x) { return sigmoid_parts(x, 0.0); }
@@ -172,7 +180,7 @@ float erf_p(float u) {  // P(u), u = a^2
 // would be off by up to a^2 ulp.
 float erfc_above_split(float a, vec2 sq) {
   if (a > 10.5) return 0.0;  // below f32's subnormals
-  const float w = 1.0 / (1.0 + 0.5 * a);
+  const float w = div_close(1.0, 1.0 + 0.5 * a);
   float q = 0.062642552;
   q = q * w - 0.328546166;
   q = q * w + 0.689795732;
