@@ -35,6 +35,7 @@ Ref reduce_ref(const Ref& r, const std::vector<size_t>& dims, ReduceOp op, DType
     const bool first = best_index[k] < 0;
     switch (op) {
       case ReduceOp::Sum:
+      case ReduceOp::Mean:  // divided below
         acc = first ? v : acc + v;
         break;
       case ReduceOp::Max:
@@ -50,6 +51,8 @@ Ref reduce_ref(const Ref& r, const std::vector<size_t>& dims, ReduceOp op, DType
   });
   if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin)
     for (size_t k = 0; k < out.v.size(); k++) out.v[k] = static_cast<double>(best_index[k]);
+  if (op == ReduceOp::Mean)
+    for (double& x : out.v) x /= static_cast<double>(r.numel() / out.numel());
   if (op == ReduceOp::Sum && (dt == DType::U8 || dt == DType::U32)) {
     const double mod = dt == DType::U8 ? 256.0 : 4294967296.0;
     for (double& x : out.v) x = std::fmod(x, mod);
@@ -63,8 +66,9 @@ TEST(VulkanReduce, AllOpsAllDTypesStrided) {
   const Device d = vk0();
   for (DType dt : kAllDTypes) {
     SCOPED_TRACE(dtype_name(dt));
-    for (ReduceOp op :
-         {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax,
+                        ReduceOp::ArgMin, ReduceOp::Mean}) {
+      if (op == ReduceOp::Mean && !is_float(dt)) continue;
       SCOPED_TRACE(backend::reduce_op_name(op));
       // Short rows (a thread per output) and long ones (a workgroup per output).
       for (int64_t inner : {5, 300}) {
@@ -90,11 +94,14 @@ TEST(VulkanReduce, AllOpsAllDTypesStrided) {
           case ReduceOp::ArgMin:
             got = t.argmin(1, true);
             break;
+          case ReduceOp::Mean:
+            got = t.mean(1, true);
+            break;
         }
         Ref want = reduce_ref(r, {1}, op, dt);
         const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
         Tol tol{0, 0};
-        if (op == ReduceOp::Sum && is_float(dt)) {
+        if ((op == ReduceOp::Sum || op == ReduceOp::Mean) && is_float(dt)) {
           want = round_ref(want, dt);
           tol = tol_for(dt);
           tol.atol *= std::sqrt(static_cast<double>(inner)) * 4;

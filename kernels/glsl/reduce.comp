@@ -1,6 +1,6 @@
 #version 450
-// Sum / max / min / argmax / argmin (OP: wick's ReduceOp) over the inner index for every outer
-// index. PER_GROUP 1: a workgroup per output (long reductions); 0: a thread per output.
+// Sum / max / min / argmax / argmin / mean (OP: wick's ReduceOp) over the inner index for every
+// outer index. A mean divides the compute-type sum before its one rounding to DT. PER_GROUP 1: a workgroup per output (long reductions); 0: a thread per output.
 // Max/min propagate NaN; arg ops return the first index of the extreme value.
 #include "include/common.glsl"
 #include "include/dtype.glsl"
@@ -13,6 +13,7 @@ layout(constant_id = 1) const uint PER_GROUP = 0u;
 #define MIN 2u
 #define ARGMAX 3u
 #define ARGMIN 4u
+#define MEAN 5u
 
 layout(set = 0, binding = 0) readonly buffer In { STORAGE_T(DT) x[]; };
 #if OUT_INDEX
@@ -43,7 +44,7 @@ void fold(inout CT acc, inout uint idx, inout bool has, CT v, uint j) {
     acc = v;
     idx = j;
     has = true;
-  } else if (OP == SUM) {
+  } else if (OP == SUM || OP == MEAN) {
     acc += v;
   } else if (replaces(v, j, acc, idx, OP == MAX || OP == ARGMAX)) {
     acc = v;
@@ -59,6 +60,7 @@ void store(uint o, CT acc, uint idx, bool has) {
 #if OUT_INDEX
   y[pc.out_offset + o] = idx;
 #else
+  if (OP == MEAN) acc /= CT(pc.n_inner);
   y[pc.out_offset + o] = has ? PACK(DT, acc) : PACK(DT, CT(0));
 #endif
 }

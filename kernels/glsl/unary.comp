@@ -72,29 +72,30 @@ WIDE_T(DT) apply(CT v) {
   else if (OP == ROUND) r = round_away(v);
   else if (OP == AFFINE) r = v * pc.p0 + pc.p1;
 #if DT_KIND == 0
-  else if (OP == EXP) r = exp(v);
-  else if (OP == LOG) r = log_c(v);
-  else if (OP == SIN) r = sin(v);
-  else if (OP == COS) r = cos(v);
-  else if (OP == TANH) r = tanh_stable(v);
-  else if (OP == GELU) r = 0.5 * v * (1.0 + tanh_stable(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-  else if (OP == GELU_ERF) r = 0.5 * v * (1.0 + erf_approx(v * 0.7071067811865476));
-  else if (OP == ERF) r = erf_approx(v);
-  else if (OP == SILU) r = v / (1.0 + exp(-v));
-  else if (OP == SIGMOID) r = 1.0 / (1.0 + exp(-v));
+  // include/math.glsl: each within a few ulp, small arguments and tails included.
+  else if (OP == EXP) r = exp_accurate(v);
+  else if (OP == LOG) r = log_accurate(v);
+  else if (OP == SIN) r = sin_accurate(v);
+  else if (OP == COS) r = cos_accurate(v);
+  else if (OP == TANH) r = tanh_accurate(v);
+  else if (OP == GELU) r = gelu_tanh(v);
+  else if (OP == GELU_ERF) r = gelu_erf(v);
+  else if (OP == ERF) r = erf_accurate(v);
+  else if (OP == SILU) r = v * sigmoid_accurate(v);
+  else if (OP == SIGMOID) r = sigmoid_accurate(v);
   else if (OP == POWF) r = pow_c(v, pc.p0);
-  else if (OP == ELU) r = v > 0.0 ? v : pc.p0 * (exp(v) - 1.0);
+  else if (OP == ELU) r = v > 0.0 ? v : pc.p0 * expm1_nonpositive(v);  // NaN: the second
 #else
   else if (OP == EXP) r = exp64(v);
   else if (OP == LOG) r = log64(v);
   else if (OP == SIN) r = sin64(v);
   else if (OP == COS) r = cos64(v);
   else if (OP == TANH) r = tanh64(v);
-  else if (OP == GELU) r = 0.5LF * v * (1.0LF + tanh64(0.7978845608028654LF * (v + 0.044715LF * v * v * v)));
-  else if (OP == GELU_ERF) r = 0.5LF * v * (1.0LF + erf64(v * 0.7071067811865476LF));
+  else if (OP == GELU) r = gelu_tanh64(v);
+  else if (OP == GELU_ERF) r = gelu_erf64(v);
   else if (OP == ERF) r = erf64(v);
-  else if (OP == SILU) r = v / (1.0LF + exp64(-v));
-  else if (OP == SIGMOID) r = 1.0LF / (1.0LF + exp64(-v));
+  else if (OP == SILU) r = v * sigmoid64(v);
+  else if (OP == SIGMOID) r = sigmoid64(v);
   else if (OP == POWF) r = pow64(v, pc.p0);
   else if (OP == ELU) r = v > 0.0LF ? v : pc.p0 * expm1_64(v);
 #endif

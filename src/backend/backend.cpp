@@ -33,7 +33,7 @@ const char* cmp_op_name(CmpOp op) {
 }
 
 const char* reduce_op_name(ReduceOp op) {
-  static const char* names[] = {"sum", "max", "min", "argmax", "argmin"};
+  static const char* names[] = {"sum", "max", "min", "argmax", "argmin", "mean"};
   return names[static_cast<int>(op)];
 }
 

@@ -68,7 +68,8 @@ const char* binary_op_name(BinaryOp op);
 enum class CmpOp { Eq, Ne, Lt, Le, Gt, Ge };
 const char* cmp_op_name(CmpOp op);
 
-enum class ReduceOp { Sum, Max, Min, ArgMax, ArgMin };
+// Mean: the sum divided by the reduced count before the one rounding to the dtype (float dtypes).
+enum class ReduceOp { Sum, Max, Min, ArgMax, ArgMin, Mean };
 const char* reduce_op_name(ReduceOp op);
 
 // Sizes of a batched matmul. Both operands arrive with shape (batch..., m, k) / (batch..., k, n)

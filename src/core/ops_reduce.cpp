@@ -77,14 +77,9 @@ Tensor Tensor::sum_all() const {
 
 Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
   core::check_float("mean", *this);
-  const std::vector<size_t> ds = resolve_dims(*this, dims, "mean");
-  // f16 sums overflow (65504) long before the mean does: take the mean of f16 in f32.
-  if (dtype() == DType::F16)
-    return to_dtype(DType::F32).mean(dims, keepdim).to_dtype(DType::F16);
-  int64_t n = 1;
-  for (size_t d : ds) n *= shape()[d];
-  if (n == 0) fail(ErrorKind::Shape, "mean", "mean over an empty dim of shape ", shape());
-  return reduce(*this, ReduceOp::Sum, ds, keepdim).affine(1.0 / static_cast<double>(n), 0.0);
+  // One backend op: the sum (accumulated in f32 or wider, so f16 sums past 65504 are fine) is
+  // divided before the single rounding to the dtype; a sum rounded first would round twice.
+  return reduce(*this, ReduceOp::Mean, resolve_dims(*this, dims, "mean"), keepdim);
 }
 
 Tensor Tensor::mean_all() const {

@@ -3,14 +3,16 @@
 // Both sides of every select are computed first: under -ftrapping-math (GCC's default) the
 // vectoriser will not speculate float arithmetic that sits inside a conditional. They are
 // always inlined: a call left in a loop (GCC's inliner gives up in big files) stops it vectorising.
-// they stay within a few ulp of the correctly rounded result, NaN, inf and subnormals included.
-// The double versions are libm's. Kernels call vmath::exp(x) etc. for either compute type.
+// They stay within a few ulp of the correctly rounded result, NaN, inf and subnormals included.
+// The double versions are libm's, except where a formula over libm would cancel or round its
+// argument first (sigmoid, gelu, gelu_erf). Kernels call vmath::exp(x) etc. for either type.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/isa.h"
 
@@ -57,18 +59,51 @@ WICK_ALWAYS_INLINE inline float expm1_small(float r) {
 
 }  // namespace detail
 
-WICK_ALWAYS_INLINE inline float exp(float x) {
+// exp(hi + lo) for an argument carried in two parts (lo tiny beside hi, or 0): lo joins the
+// reduced argument, where it is not lost.
+WICK_ALWAYS_INLINE inline float exp_parts(float hi, float lo) {
   using namespace detail;
   // Beyond [-104, 89] the result is 0 or inf; clamping keeps n in range (NaN passes through).
-  const float xc = std::min(std::max(x, -104.0f), 89.0f);
+  const float xc = std::min(std::max(hi, -104.0f), 89.0f);
   const Reduced red = reduce_ln2(xc);
-  const float p = 1.0f + expm1_small(red.r);
+  const float p = 1.0f + expm1_small(red.r + lo);
   // Scale by 2^n in two steps so that results in the subnormal range round only once.
   const int32_t n1 = red.ni >> 1;
   return p * pow2i(n1) * pow2i(red.ni - n1);
 }
+WICK_ALWAYS_INLINE inline double exp_parts(double hi, double lo) {
+  return std::exp(hi) * (1 + lo);  // exp(lo) to first order: |lo| <= 2^-53 |hi|
+}
+WICK_ALWAYS_INLINE inline float exp(float x) {
+  return exp_parts(x, 0.0f);
+}
 WICK_ALWAYS_INLINE inline double exp(double x) {
   return std::exp(x);
+}
+
+// a + b and a * b exactly, as hi + lo (Knuth's sum; Dekker's product with halves of 12 / 27
+// bits, for |a|, |b| below 2^115 / 2^995). Exact because the build does not contract a * b + c
+// (-ffp-contract=off).
+template <typename C>
+struct Pair {
+  C hi, lo;
+};
+template <typename C>
+WICK_ALWAYS_INLINE inline Pair<C> two_sum(C a, C b) {
+  const C s = a + b, bb = s - a;
+  return {s, (a - (s - bb)) + (b - bb)};
+}
+template <typename C>
+WICK_ALWAYS_INLINE inline Pair<C> split_halves(C a) {
+  const C c = (std::is_same_v<C, float> ? C(4097) : C(134217729)) * a;
+  const C hi = c - (c - a);
+  return {hi, a - hi};
+}
+template <typename C>
+WICK_ALWAYS_INLINE inline Pair<C> two_prod(C a, C b) {
+  const C p = a * b;
+  const Pair<C> x = split_halves(a), y = split_halves(b);
+  return {p, ((x.hi * y.hi - p) + x.hi * y.lo + x.lo * y.hi) + x.lo * y.lo};
 }
 
 // exp(x) - 1 for x <= 0 (or NaN), without cancellation near 0.
@@ -93,13 +128,39 @@ WICK_ALWAYS_INLINE inline double tanh(double x) {
   return std::tanh(x);
 }
 
-// 1 / (1 + exp(-x)), accurate on both tails.
+// 1 / (1 + exp(-x)) for x = hi + lo, from e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e)
+// below; neither tail overflows or cancels.
 template <typename C>
-WICK_ALWAYS_INLINE inline C sigmoid(C x) {
-  const C e = exp(-std::abs(x));
+WICK_ALWAYS_INLINE inline C sigmoid_parts(C hi, C lo) {
+  const C e = exp_parts(-std::abs(hi), hi < 0 ? lo : -lo);
   const C s = C(1) / (C(1) + e);
   const C es = e * s;
-  return x >= 0 ? s : es;
+  return hi >= 0 ? s : es;
+}
+template <typename C>
+WICK_ALWAYS_INLINE inline C sigmoid(C x) {
+  return sigmoid_parts(x, C(0));
+}
+
+// gelu's tanh form 0.5 x (1 + tanh u) = x sigmoid(2u), 2u = x (A + B x^2), A = 2 sqrt(2/pi),
+// B = 0.044715 A. In the negative tail sigmoid(2u) ~ exp(2u), whose relative error is the
+// absolute error of 2u (up to ~90 in f32, ~1400 in f64): 2u is carried in two parts (the
+// constants' parts: scripts/gen_math_constants.py).
+template <typename C>
+WICK_ALWAYS_INLINE inline C gelu_tanh(C x) {
+  constexpr bool kF32 = std::is_same_v<C, float>;
+  constexpr C kAHi = kF32 ? C(1.59576917f) : C(1.5957691216057308);
+  constexpr C kALo = kF32 ? C(-4.53406805e-08f) : C(-9.9693088091109202e-17);
+  constexpr C kBHi = kF32 ? C(0.0713548139f) : C(0.071354816272600249);
+  constexpr C kBLo = kF32 ? C(2.39883247e-09f) : C(-6.175149918155315e-19);
+  constexpr C kLimit = kF32 ? C(20) : C(40);            // sigmoid(2u) is 0 or 1 beyond
+  const C xc = std::min(std::max(x, -kLimit), kLimit);  // NaN passes through
+  const Pair<C> x2 = two_prod(xc, xc);
+  const Pair<C> bx2 = two_prod(kBHi, x2.hi);
+  const Pair<C> c = two_sum(kAHi, bx2.hi);
+  const C c_lo = c.lo + (kALo + (bx2.lo + (kBHi * x2.lo + kBLo * x2.hi)));
+  const Pair<C> t = two_prod(xc, c.hi);
+  return x * sigmoid_parts(t.hi, t.lo + xc * c_lo);
 }
 
 WICK_ALWAYS_INLINE inline float log(float x) {
@@ -133,36 +194,28 @@ WICK_ALWAYS_INLINE inline double log(double x) {
 
 namespace detail {
 
-// exp(-a^2) for 0 <= a <= 11, with a^2 carried exactly as h + l (Dekker's product): rounding a^2
-// first would cost up to 16 ulp of relative error at a = 4.
-WICK_ALWAYS_INLINE inline float exp_neg_square(float a) {
-  const float h = a * a;
-  const float split = a * 4097.0f;  // 2^12 + 1: a = hi + lo with 12-bit halves
-  const float hi = split - (split - a), lo = a - hi;
-  const float l = ((hi * hi - h) + 2.0f * hi * lo) + lo * lo;
-  return exp(-h) * (1.0f - l);  // exp(-l) = 1 - l for |l| < 2^-20
-}
-
 // Below kErfSplit, erf(a) = a P(a^2); above, erfc(a) = exp(-a^2) w Q(w), w = 1 / (1 + a/2).
 // P and Q are least-squares fits on Chebyshev nodes against mpmath (scripts/fit_erf.py);
 // erf is within 3 ulp and erfc within 5 ulp over all floats.
 constexpr float kErfSplit = 0.75f;
 
-WICK_ALWAYS_INLINE inline float erf_below_split(float a) {
-  const float u = a * a;
+WICK_ALWAYS_INLINE inline float erf_poly(float u) {  // P(u), u = a^2
   float p = 9.4729985e-05f;
   p = p * u - 0.000835735642f;
   p = p * u + 0.00521681644f;
   p = p * u - 0.0268647801f;
   p = p * u + 0.112837784f;
   p = p * u - 0.376126379f;
-  p = p * u + 1.12837923f;
-  return a * p;
+  return p * u + 1.12837923f;
+}
+WICK_ALWAYS_INLINE inline float erf_below_split(float a) {
+  return a * erf_poly(a * a);
 }
 
-WICK_ALWAYS_INLINE inline float erfc_above_split(float a) {
-  const float ac = std::min(a, 10.5f);  // erfc is 0 in float beyond (NaN passes through)
-  const float w = 1.0f / (1.0f + 0.5f * ac);
+// erfc(a) for ERF_SPLIT <= a <= 14.2 with a^2 = sq.hi + sq.lo exactly: exp(-a^2) of a rounded
+// square would be off by up to a^2 ulp (16 at a = 4).
+WICK_ALWAYS_INLINE inline float erfc_above_split(float a, Pair<float> sq) {
+  const float w = 1.0f / (1.0f + 0.5f * a);
   float q = 0.062642552f;
   q = q * w - 0.328546166f;
   q = q * w + 0.689795732f;
@@ -174,7 +227,11 @@ WICK_ALWAYS_INLINE inline float erfc_above_split(float a) {
   q = q * w + 0.247563928f;
   q = q * w + 0.282046199f;
   q = q * w + 0.282096207f;
-  return exp_neg_square(ac) * (w * q);
+  return exp_parts(-sq.hi, -sq.lo) * (w * q);
+}
+WICK_ALWAYS_INLINE inline float erfc_above_split(float a) {
+  const float ac = std::min(a, 10.5f);  // erfc is 0 in float beyond (NaN passes through)
+  return erfc_above_split(ac, two_prod(ac, ac));
 }
 
 }  // namespace detail
@@ -200,6 +257,32 @@ WICK_ALWAYS_INLINE inline float erfc(float x) {
 }
 WICK_ALWAYS_INLINE inline double erfc(double x) {
   return std::erfc(x);
+}
+
+// 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(z), z = -x / sqrt 2 (no cancellation for x < 0), with z
+// in two parts: erfc of z rounded would be off by up to 2 z^2 ulp in the tail (100 at x = -10).
+// f32: z's low part enters a P(a^2) and the exponent of the tail (z^2 = x^2 / 2 exactly);
+// f64: libm's erfc at z's high part, corrected to first order by erfc' = -2/sqrt(pi) e^(-z^2).
+WICK_ALWAYS_INLINE inline float gelu_erf(float x) {
+  using namespace detail;
+  constexpr float kInvSqrt2Hi = 0.707106769f, kInvSqrt2Lo = 1.21016175e-08f;
+  const float xc = std::min(std::max(x, -20.0f), 20.0f);  // erfc is 0 or 2 beyond; NaN passes
+  const Pair<float> z = two_prod(-xc, kInvSqrt2Hi);
+  const float z_lo = z.lo - xc * kInvSqrt2Lo;
+  const Pair<float> x2 = two_prod(xc, xc);
+  const float p = erf_poly(z.hi * z.hi);
+  const float below = 1.0f - (z.hi * p + z_lo * p);
+  const float c = erfc_above_split(std::abs(z.hi), {0.5f * x2.hi, 0.5f * x2.lo});
+  const float above = z.hi < 0 ? 2.0f - c : c;
+  return 0.5f * x * (std::abs(z.hi) < kErfSplit ? below : above);
+}
+WICK_ALWAYS_INLINE inline double gelu_erf(double x) {
+  constexpr double kInvSqrt2Hi = 0.70710678118654757, kInvSqrt2Lo = -4.8336466567264567e-17;
+  constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+  const double xc = std::min(std::max(x, -40.0), 40.0);
+  const Pair<double> z = two_prod(-xc, kInvSqrt2Hi);
+  const double z_lo = z.lo - xc * kInvSqrt2Lo;
+  return 0.5 * x * (std::erfc(z.hi) - z_lo * kTwoOverSqrtPi * std::exp(-z.hi * z.hi));
 }
 
 }  // namespace wick::cpu::vmath

@@ -1,4 +1,4 @@
-// CPU reductions: sum, max, min over any set of dims; argmax / argmin over one dim.
+// CPU reductions: sum, mean, max, min over any set of dims; argmax / argmin over one dim.
 //
 // The input's dims are split into kept dims (one output element each) and reduced dims; each group
 // is collapsed into a StridedPlan. Two loop orders:
@@ -9,9 +9,10 @@
 // split instead, and the per-thread partials are combined in index order.
 //
 // Semantics: f16/bf16 compute in f32; f32 sums accumulate in blocked f32 lanes with f64 block
-// totals (see sum_f32); integer sums wrap in the dtype (modular arithmetic, as candle and GPU
-// integer adds do, and independent of summation order). max/min propagate NaN; argmax/argmin
-// return the first index of the extreme, a NaN counting as the extreme (as PyTorch).
+// totals (see sum_f32); a mean divides the sum by the count before its one rounding to the
+// dtype; integer sums wrap in the dtype (modular arithmetic, as candle and GPU integer adds do,
+// and independent of summation order). max/min propagate NaN; argmax/argmin return the first
+// index of the extreme, a NaN counting as the extreme (as PyTorch).
 #include <algorithm>
 #include <numeric>
 
@@ -82,11 +83,13 @@ struct SumReducer {
   using C = compute_t<T>;
   using Acc = typename wrap_type<T>::type;
 
+  double divisor = 1;  // the reduced count for a mean: divided before the one rounding
+
   static Acc identity() { return Acc(0); }
   static void merge(Acc& a, Acc b) { a = static_cast<Acc>(a + b); }
-  static Out finish(Acc a) {
+  Out finish(Acc a) const {
     if constexpr (is_float_v<T>)
-      return from_f64<T>(a);
+      return from_f64<T>(a / divisor);
     else
       return static_cast<T>(a);  // modular
   }
@@ -354,7 +357,8 @@ void reduce_range(const ReducePlans& p, const typename R::Elem* x, int64_t ob, i
 }
 
 template <typename R>
-void run_reduce(const ReducePlans& p, const typename R::Elem* x, typename R::Out* out) {
+void run_reduce(const ReducePlans& p, const typename R::Elem* x, typename R::Out* out,
+                const R& reducer = R{}) {
   using Acc = typename R::Acc;
   const int64_t threads = max_threads();
   // Fewer outputs than a few per thread: split the reduced range and merge partials in order.
@@ -372,14 +376,14 @@ void run_reduce(const ReducePlans& p, const typename R::Elem* x, typename R::Out
       Acc acc = part[static_cast<size_t>(oi)];
       for (int64_t c = 1; c < chunks; c++)
         R::merge(acc, part[static_cast<size_t>(c * p.n_out + oi)]);
-      out[oi] = R::finish(acc);
+      out[oi] = reducer.finish(acc);
     }
     return;
   }
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / p.n_red);
   parallel_for(p.n_out, grain, [&](int64_t b, int64_t e) {
     reduce_range<R>(p, x, b, e, 0, p.n_red,
-                    [&](int64_t oi, const Acc& a) { out[oi] = R::finish(a); });
+                    [&](int64_t oi, const Acc& a) { out[oi] = reducer.finish(a); });
   });
 }
 
@@ -403,6 +407,10 @@ void CpuDevice::reduce(ReduceOp op, View x, const std::vector<size_t>& dims, Sto
     switch (op) {
       case ReduceOp::Sum:
         return run_reduce<SumReducer<T>>(p, xp, cpu_storage(dst).as<T>());
+      case ReduceOp::Mean:
+        WICK_ASSERT(is_float_v<T> && p.n_red > 0);
+        return run_reduce<SumReducer<T>>(p, xp, cpu_storage(dst).as<T>(),
+                                         {static_cast<double>(p.n_red)});
       case ReduceOp::Max:
         return run_reduce<ExtremeReducer<T, true>>(p, xp, cpu_storage(dst).as<T>());
       case ReduceOp::Min:

@@ -123,17 +123,8 @@ struct FloatUnary {
     if constexpr (OP == UnaryOp::Sqr) return x * x;
     if constexpr (OP == UnaryOp::Recip) return C(1) / x;
     if constexpr (OP == UnaryOp::Relu) return x < 0 ? C(0) : x;  // NaN passes through
-    if constexpr (OP == UnaryOp::Gelu) {
-      // 0.5 x (1 + tanh(u)) == x * sigmoid(2u): no cancellation for negative x.
-      constexpr C kSqrt2OverPi = C(0.79788456080286535588);
-      const C u = kSqrt2OverPi * (x + C(0.044715) * x * x * x);
-      return x * vmath::sigmoid(C(2) * u);
-    }
-    if constexpr (OP == UnaryOp::GeluErf) {
-      // 0.5 x (1 + erf(x / sqrt 2)) == 0.5 x erfc(-x / sqrt 2): no cancellation for negative x.
-      constexpr C kInvSqrt2 = C(0.70710678118654752440);
-      return C(0.5) * x * vmath::erfc(-x * kInvSqrt2);
-    }
+    if constexpr (OP == UnaryOp::Gelu) return vmath::gelu_tanh(x);
+    if constexpr (OP == UnaryOp::GeluErf) return vmath::gelu_erf(x);
     if constexpr (OP == UnaryOp::Erf) return vmath::erf(x);
     if constexpr (OP == UnaryOp::Silu) return x * vmath::sigmoid(x);
     if constexpr (OP == UnaryOp::Sigmoid) return vmath::sigmoid(x);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,76 +20,98 @@ namespace wick::testing::elementwise {
 struct UnaryCase {
   std::string name;
   std::function<Tensor(const Tensor&)> run;
-  std::function<double(double)> ref;
+  // In long double, written without cancellation: a reference for relative errors of f64 too.
+  std::function<long double(long double)> ref;
   double lo, hi;   // random inputs are drawn from [lo, hi]
   bool exact;      // the result equals the rounded reference bit for bit
   bool takes_int;  // the op also takes u8/u32/i64 (int_unary_ref)
 };
 
-inline double gelu_tanh_ref(double x) {
-  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
-  return 0.5 * x * (1.0 + std::tanh(u));
+// 0.5 x (1 + tanh u) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+inline long double gelu_tanh_ref(long double x) {
+  const long double u = std::sqrt(2.0L / std::acos(-1.0L)) * (x + 0.044715L * x * x * x);
+  return x / (1 + std::exp(-2 * u));
 }
-inline double sign_ref(double x) {
-  return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+// 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2).
+inline long double gelu_erf_ref(long double x) {
+  return 0.5L * x * std::erfc(-x / std::sqrt(2.0L));
+}
+inline long double sign_ref(long double x) {
+  return x > 0 ? 1.0L : x < 0 ? -1.0L : x;
 }  // NaN stays NaN
 
 // Parameters of the parameterised ops, shared with the integer references.
-inline constexpr double kAffineMul = -1.75, kAffineAdd = 0.3, kPowfExp = 1.7, kEluAlpha = 0.8;
+// Op parameters are taken in the compute type (f32 for f32/f16/bf16): kPowfExp is 1.7 rounded to
+// f32, so that the f64 reference raises to the same power (x^1.7 and x^float(1.7) differ by
+// 2e-6 relative at x = 1e-20).
+inline constexpr double kAffineMul = -1.75, kAffineAdd = 0.3, kEluAlpha = 0.8;
+inline constexpr double kPowfExp = static_cast<float>(1.7);
 inline constexpr double kClampLo = -0.75, kClampHi = 1.25;
 
 inline const std::vector<UnaryCase>& unary_cases() {
   static const std::vector<UnaryCase> cases = {
-      {"neg", [](const Tensor& t) { return t.neg(); }, [](double x) { return -x; }, -3, 3, true,
-       true},
-      {"abs", [](const Tensor& t) { return t.abs(); }, [](double x) { return std::abs(x); }, -3, 3,
+      {"neg", [](const Tensor& t) { return t.neg(); }, [](long double x) { return -x; }, -3, 3,
        true, true},
-      {"exp", [](const Tensor& t) { return t.exp(); }, [](double x) { return std::exp(x); }, -10,
-       10, false, false},
-      {"log", [](const Tensor& t) { return t.log(); }, [](double x) { return std::log(x); }, 0.01,
-       50, false, false},
-      {"sin", [](const Tensor& t) { return t.sin(); }, [](double x) { return std::sin(x); }, -6, 6,
-       false, false},
-      {"cos", [](const Tensor& t) { return t.cos(); }, [](double x) { return std::cos(x); }, -6, 6,
-       false, false},
-      {"tanh", [](const Tensor& t) { return t.tanh(); }, [](double x) { return std::tanh(x); }, -6,
-       6, false, false},
-      {"sqrt", [](const Tensor& t) { return t.sqrt(); }, [](double x) { return std::sqrt(x); }, 0,
-       20, false, false},
-      {"sqr", [](const Tensor& t) { return t.sqr(); }, [](double x) { return x * x; }, -4, 4, true,
-       true},
-      {"recip", [](const Tensor& t) { return t.recip(); }, [](double x) { return 1.0 / x; }, -5, 5,
-       false, false},
-      {"relu", [](const Tensor& t) { return t.relu(); }, [](double x) { return x < 0 ? 0.0 : x; },
+      {"abs", [](const Tensor& t) { return t.abs(); }, [](long double x) { return std::abs(x); },
        -3, 3, true, true},
+      {"exp", [](const Tensor& t) { return t.exp(); }, [](long double x) { return std::exp(x); },
+       -10, 10, false, false},
+      {"log", [](const Tensor& t) { return t.log(); }, [](long double x) { return std::log(x); },
+       0.01, 50, false, false},
+      {"sin", [](const Tensor& t) { return t.sin(); }, [](long double x) { return std::sin(x); },
+       -6, 6, false, false},
+      {"cos", [](const Tensor& t) { return t.cos(); }, [](long double x) { return std::cos(x); },
+       -6, 6, false, false},
+      {"tanh", [](const Tensor& t) { return t.tanh(); }, [](long double x) { return std::tanh(x); },
+       -6, 6, false, false},
+      {"sqrt", [](const Tensor& t) { return t.sqrt(); }, [](long double x) { return std::sqrt(x); },
+       0, 20, false, false},
+      // In double: a long double square (64 bits) rounded again to f64 can miss by an ulp.
+      {"sqr", [](const Tensor& t) { return t.sqr(); },
+       [](long double x) -> long double {
+         const auto d = static_cast<double>(x);
+         return d * d;
+       },
+       -4, 4, true, true},
+      {"recip", [](const Tensor& t) { return t.recip(); }, [](long double x) { return 1.0 / x; },
+       -5, 5, false, false},
+      {"relu", [](const Tensor& t) { return t.relu(); },
+       [](long double x) { return x < 0 ? 0.0L : x; }, -3, 3, true, true},
       {"gelu", [](const Tensor& t) { return t.gelu(); }, gelu_tanh_ref, -5, 5, false, false},
-      {"gelu_erf", [](const Tensor& t) { return t.gelu_erf(); },
-       [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }, -5, 5, false,
-       false},
-      {"erf", [](const Tensor& t) { return t.erf(); }, [](double x) { return std::erf(x); }, -4, 4,
-       false, false},
+      {"gelu_erf", [](const Tensor& t) { return t.gelu_erf(); }, gelu_erf_ref, -5, 5, false, false},
+      {"erf", [](const Tensor& t) { return t.erf(); }, [](long double x) { return std::erf(x); },
+       -4, 4, false, false},
       {"silu", [](const Tensor& t) { return t.silu(); },
-       [](double x) { return x / (1.0 + std::exp(-x)); }, -8, 8, false, false},
+       [](long double x) { return x / (1.0 + std::exp(-x)); }, -8, 8, false, false},
       {"sigmoid", [](const Tensor& t) { return t.sigmoid(); },
-       [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -10, 10, false, false},
-      {"floor", [](const Tensor& t) { return t.floor(); }, [](double x) { return std::floor(x); },
+       [](long double x) { return 1.0 / (1.0 + std::exp(-x)); }, -10, 10, false, false},
+      {"floor", [](const Tensor& t) { return t.floor(); },
+       [](long double x) { return std::floor(x); }, -10, 10, true, false},
+      {"ceil", [](const Tensor& t) { return t.ceil(); }, [](long double x) { return std::ceil(x); },
        -10, 10, true, false},
-      {"ceil", [](const Tensor& t) { return t.ceil(); }, [](double x) { return std::ceil(x); }, -10,
-       10, true, false},
-      {"round", [](const Tensor& t) { return t.round(); }, [](double x) { return std::round(x); },
-       -10, 10, true, false},
+      {"round", [](const Tensor& t) { return t.round(); },
+       [](long double x) { return std::round(x); }, -10, 10, true, false},
       {"sign", [](const Tensor& t) { return t.sign(); }, sign_ref, -3, 3, true, true},
       {"affine", [](const Tensor& t) { return t.affine(kAffineMul, kAffineAdd); },
-       [](double x) { return x * kAffineMul + kAffineAdd; }, -3, 3, false, true},
+       [](long double x) { return x * kAffineMul + kAffineAdd; }, -3, 3, false, true},
       {"powf", [](const Tensor& t) { return t.powf(kPowfExp); },
-       [](double x) { return std::pow(x, kPowfExp); }, 0, 4, false, false},
+       [](long double x) { return std::pow(x, kPowfExp); }, 0, 4, false, false},
       {"elu", [](const Tensor& t) { return t.elu(kEluAlpha); },
-       [](double x) { return x > 0 ? x : kEluAlpha * (std::exp(x) - 1.0); }, -5, 5, false, false},
+       [](long double x) { return x > 0 ? x : kEluAlpha * std::expm1(x); }, -5, 5, false, false},
       {"clamp", [](const Tensor& t) { return t.clamp(kClampLo, kClampHi); },
-       [](double x) { return std::isnan(x) ? x : std::min(std::max(x, kClampLo), kClampHi); }, -3,
-       3, true, true},
+       [](long double x) {
+         const long double lo = kClampLo, hi = kClampHi;
+         return std::isnan(x) ? x : std::min(std::max(x, lo), hi);
+       },
+       -3, 3, true, true},
   };
   return cases;
+}
+
+inline const UnaryCase& unary_case(const std::string& name) {
+  for (const UnaryCase& c : unary_cases())
+    if (c.name == name) return c;
+  throw std::runtime_error("no unary case " + name);
 }
 
 struct BinaryCase {

@@ -3,7 +3,6 @@
 // Binary ops, comparisons and where_cond are in test_elementwise_binary.cpp.
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 
 #include "conformance/elementwise_ref.h"
 #include "cpu/strided.h"
@@ -64,12 +63,6 @@ TEST_P(Unary, BroadcastInputs) {
         EXPECT_TRUE(check_unary(c, make_broadcast(r, to, dt, dev),
                                 broadcast_ref(round_ref(r, dt), to), dt));
       }
-}
-
-const UnaryCase& unary_case(const std::string& name) {
-  for (const UnaryCase& c : unary_cases())
-    if (c.name == name) return c;
-  throw std::runtime_error("no unary case " + name);
 }
 
 // The threaded split is shared by all ops; these cover each loop kind and grain: a plain op, a

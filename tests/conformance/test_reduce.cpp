@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <sstream>
 
 #include "harness.h"
 
@@ -185,9 +186,9 @@ void check_reduce(const Tensor& x, const Ref& xr, Red op, const std::vector<int6
   EXPECT_EQ(got.dtype(), is_arg(op) ? DType::U32 : dt);
   Tol tol{0, 0};
   if (op == Red::Sum) tol = sum_tol(dt, want.n, want.abs_sum);
-  if (op == Red::Mean) {  // the sum's error divided by n, then the affine's rounding
+  if (op == Red::Mean) {  // the sum's error divided by n; one rounding to the dtype
     const Tol s = sum_tol(dt, want.n, want.abs_sum);
-    tol = {s.atol / static_cast<double>(std::max<int64_t>(want.n, 1)), 2 * s.rtol};
+    tol = {s.atol / static_cast<double>(std::max<int64_t>(want.n, 1)), s.rtol};
   }
   WICK_EXPECT_CLOSE(got, want.out, tol);
 }
@@ -272,10 +273,59 @@ TEST_P(Reduce, MeanEveryFloatDTypeAndLayout) {  // needs the affine op (elementw
       std::iota(every.begin(), every.end(), size_t{0});
       const RefResult want = reduce_ref(xr, every, Red::Mean, dt);
       const Tol st = sum_tol(dt, want.n, want.abs_sum);
-      // mean = sum rounded to the dtype, then scaled and rounded again: two roundings of the
-      // sum's error budget, not one.
       WICK_EXPECT_CLOSE(all, (Ref{Shape{}, want.out.v}),
-                        Tol{2 * st.atol / static_cast<double>(want.n), 2 * st.rtol});
+                        Tol{st.atol / static_cast<double>(want.n), st.rtol});
+    }
+}
+
+// The range of values `dt` may hold for an exact result `v` computed with an absolute error up to
+// `err` before its one rounding: from the rounding of v - err to that of v + err (one value
+// unless v lies within err of a rounding midpoint).
+std::pair<double, double> rounded_once(double v, double err, DType dt) {
+  const Ref r = round_ref(Ref{Shape{2}, {v - err, v + err}}, dt);
+  return {r.v[0], r.v[1]};
+}
+
+// A mean of f16/bf16 is rounded once: a sum rounded to the dtype and then divided (and rounded
+// again) lands an ulp off. The reproduction of issue 9 item 10, then random rows, each checked
+// to be the correctly rounded mean (within the f32 accumulation's error).
+TEST_P(Reduce, MeanOf16BitDTypesRoundsOnce) {
+  const Ref repro{Shape{5}, {-2.875, -3.09375, -1.03125, -1.21875, -0.25}};
+  const Tensor t = make_tensor(repro, DType::BF16, device());
+  EXPECT_EQ(t.mean_all().to_scalar<double>(), -1.6953125);  // rounding the sum first: -1.703125
+  EXPECT_EQ(t.mean(0).to_scalar<double>(), -1.6953125);
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (DType dt : {DType::BF16, DType::F16})
+    for (int64_t n : {3, 5, 7, 24, 200}) {  // 200: a workgroup per row on vulkan
+      const int64_t rows = 64;
+      const Ref xr = round_ref(random_ref(rng, {rows, n}, -4, 4), dt);
+      // Row means as rows of xr (Contiguous, dim 1), and as columns of its transpose (dim 0).
+      for (const bool columns : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << dt << " n " << n << (columns ? " columns" : " rows"));
+        const Tensor x = make_tensor(xr, dt, device());
+        const std::vector<double> got =
+            (columns ? x.transpose(0, 1).contiguous().mean(0) : x.mean(1)).to_vec<double>();
+        int bad = 0;
+        std::ostringstream first;
+        for (int64_t r = 0; r < rows; r++) {
+          double sum = 0, abs_sum = 0;  // exact in double: short sums of 16-bit values
+          for (int64_t j = 0; j < n; j++) {
+            sum += xr.v[static_cast<size_t>(r * n + j)];
+            abs_sum += std::abs(xr.v[static_cast<size_t>(r * n + j)]);
+          }
+          const double mean = sum / static_cast<double>(n);
+          // f32 accumulation (n adds) and an f32 division: far below half an ulp of the dtype.
+          const double err =
+              (static_cast<double>(n) + 3) * std::ldexp(abs_sum, -24) / static_cast<double>(n);
+          const auto [lo, hi] = rounded_once(mean, err, dt);
+          const double g = got[static_cast<size_t>(r)];
+          if (!(g >= lo && g <= hi) && bad++ < 3)
+            first << "\n  row " << r << ": got " << g << ", the mean " << mean << " rounds to "
+                  << lo;
+        }
+        EXPECT_EQ(bad, 0) << "rows off the correctly rounded mean, the first:" << first.str();
+      }
     }
 }
 
