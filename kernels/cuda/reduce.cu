@@ -1,5 +1,5 @@
-// Sum / max / min / argmax / argmin (OP: wick's ReduceOp) over the inner index for every outer
-// index. PER_GROUP 1: a block per output (long reductions); 0: a thread per output. Max/min
+// Sum / max / min / argmax / argmin / mean (OP: wick's ReduceOp) over the inner index for every
+// outer index; a mean divides the compute-type sum before its one rounding to DT. PER_GROUP 1: a block per output (long reductions); 0: a thread per output. Max/min
 // propagate NaN; arg ops return the first index of the extreme value. Integer sums wrap.
 // Bindings: 0 x, 1 y (u32 indices when OUT_INDEX). Specialization: WICK_SPEC_0 OP, _1 PER_GROUP.
 #include "include/accumulate.cuh"
@@ -16,7 +16,7 @@
 #endif
 constexpr uint32_t OP = WICK_SPEC_0;
 constexpr uint32_t PER_GROUP = WICK_SPEC_1;
-constexpr uint32_t SUM = 0u, MAX = 1u, ARGMAX = 3u;
+constexpr uint32_t SUM = 0u, MAX = 1u, ARGMAX = 3u, MEAN = 5u;
 
 typedef STORAGE_T(DT) ST;
 typedef COMPUTE_T(DT) CT;
@@ -56,7 +56,7 @@ WICK_DEV void fold(Partial& p, CT v, uint32_t j) {
     p.acc = v;
     p.idx = j;
     p.has = true;
-  } else if (OP == SUM) {
+  } else if (OP == SUM || OP == MEAN) {
     p.acc = add_wrap(p.acc, v);
   } else if (replaces(v, j, p.acc, p.idx, OP == MAX || OP == ARGMAX)) {
     p.acc = v;
@@ -72,7 +72,9 @@ WICK_DEV void store(OutT* y, const RowsParams& pc, uint32_t o, const Partial& p)
 #if OUT_INDEX
   y[pc.out_offset + o] = p.idx;
 #else
-  y[pc.out_offset + o] = p.has ? PACK(DT, p.acc) : PACK(DT, CT(0));
+  CT acc = p.acc;
+  if (OP == MEAN) acc = acc / static_cast<CT>(pc.n_inner);
+  y[pc.out_offset + o] = p.has ? PACK(DT, acc) : PACK(DT, CT(0));
 #endif
 }
 
