@@ -2,8 +2,8 @@
 // kernels/cuda, every set of defines the host compiles it with (dtypes, op codes as WICK_SPEC_i,
 // modes). Each kernel family's test file registers its own cases:
 //   WICK_CUDA_COMPILE_CASES(unary) {
-//     for (DType dt : kAllDTypes) cases.add("unary.cu", dtype_defines("", dt), {{"WICK_SPEC_0",
-//     "2"}});
+//     for (DType dt : kAllDTypes)
+//       cases.add("unary.cu", {dtype_defines("", dt), param_defines(dt), spec_define(0, 2)});
 //   }
 // The test compiles each case once for sm_80 and once for sm_90, and fails for a kernel file
 // without cases, so an untested kernel cannot be added.
@@ -11,6 +11,8 @@
 
 #ifdef WICK_WITH_CUDA
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>

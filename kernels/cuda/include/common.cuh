@@ -59,8 +59,12 @@ WICK_DEV T* buffer_at(const wick::KernelArgs& args, int i) {
 }
 
 // The linear index of this thread in the host's 2-D grid of WG_SIZE-thread blocks.
+// Indices from 2^32 - 1 on (the last row of a 2-D grid can reach them) come out as 2^32 - 1,
+// which no element count exceeds, rather than wrapping onto elements another thread owns.
 WICK_DEV uint32_t global_index() {
-  return blockIdx.x * WG_SIZE + threadIdx.x + blockIdx.y * gridDim.x * WG_SIZE;
+  const uint64_t i =
+      (static_cast<uint64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * WG_SIZE + threadIdx.x;
+  return i < 0xffffffffull ? static_cast<uint32_t>(i) : 0xffffffffu;
 }
 // The block's linear index in that grid (kernels with a block per output).
 WICK_DEV uint32_t group_index() {

@@ -71,15 +71,25 @@ WICK_DEV bool is_nan(double v) {
 
 // ---- 16-bit floats ----------------------------------------------------------------------------
 
-// f16 -> f32 is exact; the hardware conversion is used for everything but NaN, whose payload
-// the CPU keeps (shifted into place, not quieted) where PTX does not promise to.
+// The hardware converts between f16 and f32 (host builds of these headers, for a CPU emulation
+// of the kernels, use the CPU backend's formulas instead).
+// f16 -> f32 is exact. NaN is done here: the CPU keeps its payload (shifted into place, not
+// quieted), which PTX does not promise.
 WICK_DEV float f16_bits_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t em = h & 0x7fffu;
-  if (em > 0x7c00u)
-    return __uint_as_float((static_cast<uint32_t>(h & 0x8000u) << 16) | 0x7f800000u | (em << 13));
+  if (em > 0x7c00u) return __uint_as_float(sign | 0x7f800000u | (em << 13));
+#ifdef __CUDA_ARCH__
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
+#else
+  if (em >= 0x7c00u) return __uint_as_float(sign | 0x7f800000u);
+  if (em < 0x0400u)
+    return __uint_as_float(sign |
+                           __float_as_uint(static_cast<float>(em) * 5.9604644775390625e-08f));
+  return __uint_as_float(sign | ((em << 13) + 0x38000000u));
+#endif
 }
 
 // Rounds to nearest even (cvt.rn: subnormal results and overflow to inf as IEEE 754 says); a
@@ -87,11 +97,19 @@ WICK_DEV float f16_bits_to_f32(uint16_t h) {
 WICK_DEV uint16_t f32_to_f16_bits(float v) {
   const uint32_t x = __float_as_uint(v);
   const uint32_t mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u)
-    return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7e00u | ((mag >> 13) & 0x3ffu));
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  if (mag > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((mag >> 13) & 0x3ffu));
+#ifdef __CUDA_ARCH__
   uint16_t h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
   return h;
+#else
+  if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // 65520 and up: inf
+  if (mag < 0x38800000u)  // |v| < 2^-14: 0.5 + |v| rounds at the f16 subnormal step
+    return static_cast<uint16_t>(sign |
+                                 (__float_as_uint(__uint_as_float(mag) + 0.5f) - 0x3f000000u));
+  return static_cast<uint16_t>(sign | ((mag - 0x38000000u + 0x0fffu + ((mag >> 13) & 1u)) >> 13));
+#endif
 }
 
 WICK_DEV float bf16_bits_to_f32(uint16_t b) {

@@ -16,14 +16,22 @@ struct FloatBits<float> {
   static WICK_DEV float nan() { return __uint_as_float(0x7fc00000u); }
   static WICK_DEV float inf() { return __uint_as_float(0x7f800000u); }
   static WICK_DEV bool sign_bit(float v) { return (__float_as_uint(v) >> 31) != 0u; }
-  static constexpr float kAllEven = 16777216.0f;  // 2^24: from here on every float is even
+  static WICK_DEV bool signaling(float v) {
+    const uint32_t u = __float_as_uint(v);
+    return (u & 0x7fc00000u) == 0x7f800000u && (u & 0x3fffffu) != 0u;
+  }
+  static WICK_DEV float all_even() { return 16777216.0f; }  // 2^24: every float from here is even
 };
 template <>
 struct FloatBits<double> {
   static WICK_DEV double nan() { return __longlong_as_double(0x7ff8000000000000ll); }
   static WICK_DEV double inf() { return __longlong_as_double(0x7ff0000000000000ll); }
   static WICK_DEV bool sign_bit(double v) { return __double_as_longlong(v) < 0; }
-  static constexpr double kAllEven = 9007199254740992.0;  // 2^53
+  static WICK_DEV bool signaling(double v) {
+    const uint64_t u = static_cast<uint64_t>(__double_as_longlong(v));
+    return (u & 0x7ff8000000000000ull) == 0x7ff0000000000000ull && (u & 0x7ffffffffffffull) != 0u;
+  }
+  static WICK_DEV double all_even() { return 9007199254740992.0; }  // 2^53
 };
 
 // Sign flips on the bits: PTX leaves the NaN that neg/abs return unspecified, the CPU keeps it.
@@ -85,10 +93,11 @@ WICK_DEV T sigmoid_c(T x) {
 template <typename T>
 WICK_DEV T pow_c(T a, T b) {
   using B = FloatBits<T>;
-  if (b == T(0) || a == T(1)) return T(1);
+  // 1 even for a quiet NaN operand; a signaling one gives NaN (IEEE 754, and the CPU's libm).
+  if (b == T(0) || a == T(1)) return B::signaling(a) || B::signaling(b) ? a + b : T(1);
   if (is_nan(a) || is_nan(b)) return a + b;
   const bool b_int = floor(b) == b;
-  const bool b_odd = b_int && abs_c(b) < B::kAllEven && fmod(b, T(2)) != T(0);
+  const bool b_odd = b_int && abs_c(b) < B::all_even() && fmod(b, T(2)) != T(0);
   const bool a_neg = B::sign_bit(a);
   if (abs_c(b) == B::inf()) {
     if (abs_c(a) == T(1)) return T(1);
