@@ -59,13 +59,8 @@ WICK_DEV CT apply(CT v, CT p0, CT p1) {
   if (OP == SQR) return v * v;
   if (OP == RECIP) return one / v;
   if (OP == RELU) return relu_c(v);
-  if (OP == GELU) {
-    // 0.5 x (1 + tanh(u)) == x sigmoid(2u): no cancellation for negative x.
-    const CT u = CT(0.79788456080286535588) * (v + CT(0.044715) * v * v * v);
-    return v * sigmoid_c(CT(2) * u);
-  }
-  // 0.5 x (1 + erf(x / sqrt 2)) == 0.5 x erfc(-x / sqrt 2): no cancellation for negative x.
-  if (OP == GELU_ERF) return CT(0.5) * v * erfc(-v * CT(0.70710678118654752440));
+  if (OP == GELU) return gelu_tanh(v);
+  if (OP == GELU_ERF) return gelu_erf(v);
   if (OP == ERF) return erf(v);
   if (OP == SILU) return v * sigmoid_c(v);
   if (OP == SIGMOID) return sigmoid_c(v);

@@ -88,6 +88,62 @@ WICK_DEV T sigmoid_c(T x) {
   return x >= T(0) ? s : e * s;
 }
 
+// a * b as hi + lo exactly, and a + b likewise (fma: exact whatever NVRTC contracts).
+struct DoublePair {
+  double hi, lo;
+};
+WICK_DEV DoublePair two_prod(double a, double b) {
+  const double p = a * b;
+  return {p, fma(a, b, -p)};
+}
+WICK_DEV DoublePair two_sum(double a, double b) {
+  const double s = a + b, bb = s - a;
+  return {s, (a - (s - bb)) + (b - bb)};
+}
+
+// sigmoid(hi + lo) for |lo| <= ulp(hi): e = exp(-|x|) to first order in lo.
+WICK_DEV double sigmoid_parts(double hi, double lo) {
+  const double e = exp(-fabs(hi)) * (1.0 + (hi < 0.0 ? lo : -lo));
+  const double s = 1.0 / (1.0 + e);
+  return hi >= 0.0 ? s : e * s;
+}
+
+// gelu's tanh form 0.5 x (1 + tanh u) = x sigmoid(2u), 2u = x (A + B x^2), A = 2 sqrt(2/pi),
+// B = 0.044715 A. In the negative tail sigmoid(2u) ~ exp(2u), whose relative error is the
+// absolute error of 2u (up to ~90 in f32, ~1400 in f64): floats compute in double, doubles
+// carry 2u in two parts (the constants' parts as in src/cpu/float_math.h).
+WICK_DEV double gelu_tanh(double x) {
+  const double a_hi = 1.5957691216057308, a_lo = -9.9693088091109202e-17;
+  const double b_hi = 0.071354816272600249, b_lo = -6.175149918155315e-19;
+  const double xc = fmin(fmax(x, -40.0), 40.0);  // sigmoid(2u) is 0 or 1 beyond
+  const DoublePair x2 = two_prod(xc, xc);
+  const DoublePair bx2 = two_prod(b_hi, x2.hi);
+  const DoublePair c = two_sum(a_hi, bx2.hi);
+  const double c_lo = c.lo + (a_lo + (bx2.lo + (b_hi * x2.lo + b_lo * x2.hi)));
+  const DoublePair t = two_prod(xc, c.hi);
+  return x * sigmoid_parts(t.hi, t.lo + xc * c_lo);  // NaN x stays NaN through the product
+}
+WICK_DEV float gelu_tanh(float x) {
+  const double d = x;
+  return static_cast<float>(d * sigmoid_parts(d * (1.5957691216057308 + 0.071354816272600249 * d * d), 0.0));
+}
+
+// 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(z), z = -x / sqrt 2 (no cancellation for x < 0). erfc
+// of z rounded would be off by up to 2 z^2 ulp in the tail: floats compute in double, doubles
+// correct erfc(z.hi) to first order in z's low part (erfc' = -2/sqrt(pi) e^(-z^2)).
+WICK_DEV double gelu_erf(double x) {
+  const double inv_sqrt2_hi = 0.70710678118654757, inv_sqrt2_lo = -4.8336466567264567e-17;
+  const double two_over_sqrt_pi = 1.1283791670955126;
+  const double xc = fmin(fmax(x, -40.0), 40.0);
+  const DoublePair z = two_prod(-xc, inv_sqrt2_hi);
+  const double z_lo = z.lo - xc * inv_sqrt2_lo;
+  return 0.5 * x * (erfc(z.hi) - z_lo * two_over_sqrt_pi * exp(-z.hi * z.hi));
+}
+WICK_DEV float gelu_erf(float x) {
+  const double d = x;
+  return static_cast<float>(0.5 * d * erfc(-d * 0.70710678118654752440));
+}
+
 // C99's pow (the CPU calls std::pow): the edge cases are decided here, so they do not rest on
 // the library's, and CUDA's pow computes the rest.
 template <typename T>
