@@ -106,9 +106,14 @@ class GpuDeviceTest : public DeviceTest {
   }
 };
 
-// Registers no failure when no GPU is under test (WICK_TEST_DEVICES=cpu).
-#define WICK_INSTANTIATE_GPU_DEVICES(Suite)                                               \
-  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                                \
+// Instances are named "Gpu/Suite.Case/vulkan_0"; no failure is registered when no GPU is under
+// test (WICK_TEST_DEVICES=cpu). scripts/test.sh runs them in its release and ASan passes alike.
+#define WICK_INSTANTIATE_GPU_DEVICES(Suite) WICK_INSTANTIATE_GPU_DEVICES_AS(Gpu, Suite)
+// For long sweeps of the kernels' numbers (every format, many shapes): named like the conformance
+// suites ("Devices/Suite.Case/vulkan_0"), whose GPU instances the ASan pass leaves out.
+#define WICK_INSTANTIATE_GPU_SWEEPS(Suite) WICK_INSTANTIATE_GPU_DEVICES_AS(Devices, Suite)
+#define WICK_INSTANTIATE_GPU_DEVICES_AS(Prefix, Suite)                                    \
+  INSTANTIATE_TEST_SUITE_P(Prefix, Suite,                                                 \
                            ::testing::ValuesIn(::wick::testing::gpu_test_device_names()), \
                            ::wick::testing::device_test_name);                            \
   GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Suite)
@@ -167,7 +172,7 @@ inline std::map<std::string, std::string> run_gpu_child(const std::string& exe,
                                                         const std::string& env,
                                                         const std::string& suite_test,
                                                         const std::string& cwd = ".") {
-  return run_child(exe, env + " WICK_TEST_DEVICES=" + spec, "Devices/" + suite_test + "/*", cwd);
+  return run_child(exe, env + " WICK_TEST_DEVICES=" + spec, "*/" + suite_test + "/*", cwd);
 }
 
 // A number the child printed; fails (and returns 0) when it is missing.

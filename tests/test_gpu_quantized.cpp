@@ -102,7 +102,36 @@ WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMul);
 
 class GpuQMatMulShapes : public GpuDeviceTest {};
 
-TEST_P(GpuQMatMulShapes, TheGpuChoicesWithAndWithoutSubgroupArithmetic) {
+TEST_P(GpuQMatMulShapes, QMatVecRowsKnobIsParsed) {
+  const std::string exe = self_exe();
+  const auto rows = [&](const std::string& env) {
+    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_rows"];
+  };
+  const std::string def = rows("-u WICK_QMATVEC_ROWS");
+  EXPECT_EQ(def, std::to_string(gpu::default_qmatvec_shape(gpu(device()).device_caps()).max_rows));
+  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=3"), "3");
+  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=0"), "0");
+  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=-2"), def) << "negative falls back to the default";
+  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=abc"), def);
+}
+
+TEST_P(GpuQMatMulShapes, OneRowOnTheTiledKernel) {
+  // max_rows = 0 sends every x to the tiled kernel: one row of a 32-row tile.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device tiled = private_device([](gpu::GpuOptions& o) { o.qmatvec.max_rows = 0; });
+  const QTensor w = random_weight(rng, 50, 256, QuantType::Q5_K);
+  const Tensor x = make_tensor(random_ref(rng, {1, 256}), DType::F32, tiled);
+  EXPECT_LT(cpu_gap(QMatMul(w, tiled).forward(x), w, x), 1e-5);
+}
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMulShapes);
+
+// Sweeps of every format through the kernels: the kernels' numbers, not host code (minutes under
+// ASan on lavapipe, so that pass leaves them out).
+class GpuQMatMulSweeps : public GpuDeviceTest {};
+
+TEST_P(GpuQMatMulSweeps, TheGpuChoicesWithAndWithoutSubgroupArithmetic) {
   // lavapipe's defaults (8 threads = one of its subgroups, 8 rows, qmatvec for every m) are not a
   // GPU's: run every format with the GPU's (32 threads = 4 lavapipe subgroups, 2 rows, the tiled
   // kernel beyond 8 x rows) on every device, with subgroup arithmetic and with the shared-memory
@@ -133,7 +162,7 @@ std::vector<float> agreement_x(Rng& rng, int64_t m, int64_t k) {
   return x;
 }
 
-TEST_P(GpuQMatMulShapes, CpuAndGpuAgreeUpToSummationOrderForEveryFormat) {
+TEST_P(GpuQMatMulSweeps, CpuAndGpuAgreeUpToSummationOrderForEveryFormat) {
   // The same products as the CPU's (8-bit x, integer sums) leave only f32 rounding in the sums
   // between the two: 1e-5 of the terms' magnitudes (gap_over_term_sum; f32 x would leave the
   // 8-bit activation error, ~4e-3). On the CPU's detected quantizer and on its scalar one (the
@@ -173,30 +202,7 @@ TEST_P(GpuQMatMulShapes, CpuAndGpuAgreeUpToSummationOrderForEveryFormat) {
   }
 }
 
-TEST_P(GpuQMatMulShapes, QMatVecRowsKnobIsParsed) {
-  const std::string exe = self_exe();
-  const auto rows = [&](const std::string& env) {
-    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_rows"];
-  };
-  const std::string def = rows("-u WICK_QMATVEC_ROWS");
-  EXPECT_EQ(def, std::to_string(gpu::default_qmatvec_shape(gpu(device()).device_caps()).max_rows));
-  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=3"), "3");
-  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=0"), "0");
-  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=-2"), def) << "negative falls back to the default";
-  EXPECT_EQ(rows("WICK_QMATVEC_ROWS=abc"), def);
-}
-
-TEST_P(GpuQMatMulShapes, OneRowOnTheTiledKernel) {
-  // max_rows = 0 sends every x to the tiled kernel: one row of a 32-row tile.
-  Rng rng;
-  SCOPED_TRACE(rng.seed());
-  const Device tiled = private_device([](gpu::GpuOptions& o) { o.qmatvec.max_rows = 0; });
-  const QTensor w = random_weight(rng, 50, 256, QuantType::Q5_K);
-  const Tensor x = make_tensor(random_ref(rng, {1, 256}), DType::F32, tiled);
-  EXPECT_LT(cpu_gap(QMatMul(w, tiled).forward(x), w, x), 1e-5);
-}
-
-WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMulShapes);
+WICK_INSTANTIATE_GPU_SWEEPS(GpuQMatMulSweeps);
 
 }  // namespace
 }  // namespace wick::testing
