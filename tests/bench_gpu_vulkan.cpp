@@ -1,6 +1,8 @@
 // Measurements behind the Vulkan defaults (not run by ctest: the tests are disabled). Run with
 //   ./build/tests/wick_tests --gtest_also_run_disabled_tests --gtest_filter='VulkanBench.*'
 // Each prints a small table; times are medians of several runs on a fresh private device.
+#ifdef WICK_WITH_VULKAN
+
 #include <algorithm>
 #include <chrono>
 
@@ -129,3 +131,5 @@ TEST(VulkanBench, DISABLED_RecordCost) {
 
 }  // namespace
 }  // namespace wick::testing
+
+#endif  // WICK_WITH_VULKAN

@@ -3,6 +3,8 @@
 // multiple of the kernel's step, batches with a broadcast operand; against a float64 reference.
 // Runs where the device has the kernel's cooperative-matrix shape (an NVIDIA GPU); lavapipe has
 // none, and the test says so.
+#ifdef WICK_WITH_VULKAN
+
 #include <cmath>
 
 #include "gpu_vulkan_util.h"
@@ -93,3 +95,5 @@ TEST(VulkanCoopMatmul, OffGivesTheSimtKernel) {
 
 }  // namespace
 }  // namespace wick::testing
+
+#endif  // WICK_WITH_VULKAN

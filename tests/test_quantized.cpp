@@ -617,7 +617,7 @@ class QMatMulOnDevices : public DeviceTest {};
 
 TEST_P(QMatMulOnDevices, EveryFormatMatchesTheF64ReferenceForDecodeAndPromptShapes) {
   // A GPU takes its matrix-vector kernel for m <= 8 at least, a tiled one for longer x (on GPUs;
-  // test_gpu_vulkan_quantized.cpp runs the GPU's choices on lavapipe too); n_out = 67 and 131 are
+  // test_gpu_quantized.cpp runs the GPU's choices on lavapipe too); n_out = 67 and 131 are
   // no multiple of the rows per workgroup or of the tiles.
   check_every_format(device(), {{1, 67}, {2, 67}, {7, 67}, {33, 67}, {128, 131}, {64, 64}});
 }

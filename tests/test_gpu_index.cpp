@@ -1,16 +1,19 @@
-// Vulkan indexing (index_select, embedding, gather, scatter_add, index_add) against a float64
-// reference, with every index dtype and strided sources and ids; out-of-range ids are refused.
-#include "gpu_vulkan_util.h"
+// The GPU runtime's indexing (index_select, embedding, gather, scatter_add, index_add) against a
+// float64 reference on each GPU device under test, with every index dtype and strided sources and
+// ids; out-of-range ids are refused.
+#include "gpu_test_util.h"
 
 namespace wick::testing {
 namespace {
 
 constexpr DType kIdDTypes[] = {DType::U8, DType::U32, DType::I64};
 
-TEST(VulkanIndex, IndexSelectEveryDimAndIdDType) {
+class GpuIndex : public GpuDeviceTest {};
+
+TEST_P(GpuIndex, IndexSelectEveryDimAndIdDType) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : {DType::F32, DType::BF16, DType::I64}) {
     for (DType id_dt : kIdDTypes) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " by " + dtype_name(id_dt));
@@ -43,10 +46,10 @@ TEST(VulkanIndex, IndexSelectEveryDimAndIdDType) {
                     want, Tol{0, 0});
 }
 
-TEST(VulkanIndex, GatherScatterAddIndexAdd) {
+TEST_P(GpuIndex, GatherScatterAddIndexAdd) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : {DType::F32, DType::F16, DType::U32}) {
     for (DType id_dt : kIdDTypes) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " by " + dtype_name(id_dt));
@@ -96,7 +99,7 @@ TEST(VulkanIndex, GatherScatterAddIndexAdd) {
   }
 }
 
-TEST(VulkanIndex, OutOfRangeIdsAreRefusedNotRead) {
+TEST_P(GpuIndex, OutOfRangeIdsAreRefusedNotRead) {
   const Device d = private_device();
   const Tensor src = Tensor::arange(0, 10, 1, DType::F32, d).reshape({5, 2});
   const Tensor bad = Tensor::from_vec(std::vector<uint32_t>{1, 7}, Shape{2}, d);
@@ -114,6 +117,8 @@ TEST(VulkanIndex, OutOfRangeIdsAreRefusedNotRead) {
       },
       ErrorKind::OutOfRange, {"index_add", "-1"});
 }
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuIndex);
 
 }  // namespace
 }  // namespace wick::testing

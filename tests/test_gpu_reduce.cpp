@@ -1,10 +1,10 @@
-// Vulkan reductions, softmax, norms, rope and matmul against a float64 reference, on every dtype
-// they take and through strided inputs (the families the conformance suites will cover once the
-// CPU side lands; until then the reference here is the truth).
+// The GPU runtime's reductions, softmax, norms, rope, arg-sort and matmul against a float64
+// reference, on every dtype they take and through strided inputs, on each GPU device under test
+// (the kernels' own cases: rows a thread or a workgroup reduces, tile edges, batch strides).
 #include <cmath>
 #include <numeric>
 
-#include "gpu_vulkan_util.h"
+#include "gpu_test_util.h"
 
 namespace wick::testing {
 namespace {
@@ -60,10 +60,12 @@ Ref reduce_ref(const Ref& r, const std::vector<size_t>& dims, ReduceOp op, DType
   return out;
 }
 
-TEST(VulkanReduce, AllOpsAllDTypesStrided) {
+class GpuReduce : public GpuDeviceTest {};
+
+TEST_P(GpuReduce, AllOpsAllDTypesStrided) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : kAllDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax,
@@ -113,10 +115,10 @@ TEST(VulkanReduce, AllOpsAllDTypesStrided) {
   }
 }
 
-TEST(VulkanReduce, SeveralDimsAndAllDims) {
+TEST_P(GpuReduce, SeveralDimsAndAllDims) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   const Ref r = values(rng, {4, 3, 5, 2}, DType::F32);
   const Tensor t = make_tensor(r, DType::F32, d, Variant::Permuted);
   const Tol tol{1e-4, 1e-5};
@@ -132,8 +134,8 @@ TEST(VulkanReduce, SeveralDimsAndAllDims) {
                     reduce_ref(big, {1, 3, 5, 7}, ReduceOp::Sum, DType::F32), tol);
 }
 
-TEST(VulkanReduce, TiesPickTheFirstIndex) {
-  const Device d = vk0();
+TEST_P(GpuReduce, TiesPickTheFirstIndex) {
+  const Device d = device();
   std::vector<float> v(600, 1.0f);
   v[37] = v[420] = 5.0f;
   v[100] = v[599] = -3.0f;
@@ -143,12 +145,16 @@ TEST(VulkanReduce, TiesPickTheFirstIndex) {
   EXPECT_EQ(t.max(0).to_scalar<float>(), 5.0f);
 }
 
+WICK_INSTANTIATE_GPU_DEVICES(GpuReduce);
+
 // ---- softmax and norms --------------------------------------------------------------------------
 
-TEST(VulkanNorm, SoftmaxAndLogSoftmax) {
+class GpuNorm : public GpuDeviceTest {};
+
+TEST_P(GpuNorm, SoftmaxAndLogSoftmax) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : kFloatDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     for (int64_t n : {7, 700}) {
@@ -174,10 +180,10 @@ TEST(VulkanNorm, SoftmaxAndLogSoftmax) {
   }
 }
 
-TEST(VulkanNorm, RmsNormAndLayerNorm) {
+TEST_P(GpuNorm, RmsNormAndLayerNorm) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : kFloatDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     const int64_t n = rng.integer(1, 300);
@@ -212,10 +218,14 @@ TEST(VulkanNorm, RmsNormAndLayerNorm) {
   }
 }
 
-TEST(VulkanRope, PlainAndInterleavedWithSharedAndBatchedTables) {
+WICK_INSTANTIATE_GPU_DEVICES(GpuNorm);
+
+class GpuRope : public GpuDeviceTest {};
+
+TEST_P(GpuRope, PlainAndInterleavedWithSharedAndBatchedTables) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   const int64_t b = 2, h = 3, t = 5, dim = 8;
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtype_name(dt));
@@ -247,6 +257,8 @@ TEST(VulkanRope, PlainAndInterleavedWithSharedAndBatchedTables) {
   }
 }
 
+WICK_INSTANTIATE_GPU_DEVICES(GpuRope);
+
 // ---- arg-sort ----------------------------------------------------------------------------------
 
 // The stable permutation sorting each row (NaN largest, -0 == +0).
@@ -268,10 +280,12 @@ std::vector<double> argsort_ref(const Ref& r, bool ascending) {
   return out;
 }
 
-TEST(VulkanSort, StableBothDirectionsEveryDType) {
+class GpuSort : public GpuDeviceTest {};
+
+TEST_P(GpuSort, StableBothDirectionsEveryDType) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : kAllDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     for (int64_t n : {1, 7, 300}) {
@@ -294,8 +308,10 @@ TEST(VulkanSort, StableBothDirectionsEveryDType) {
       [&] {
         Tensor::zeros({2, 3000}, DType::F32, d).arg_sort_last_dim();
       },
-      ErrorKind::Unsupported, {"arg_sort_last_dim", "3000", "vulkan"});
+      ErrorKind::Unsupported, {"arg_sort_last_dim", "3000", device_kind_name(d.kind())});
 }
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuSort);
 
 // ---- matmul -------------------------------------------------------------------------------------
 
@@ -306,10 +322,12 @@ Tol matmul_tol(DType dt, int64_t k) {
   return t;
 }
 
-TEST(VulkanMatmul, TiledShapesDTypesAndTranspositions) {
+class GpuMatmul : public GpuDeviceTest {};
+
+TEST_P(GpuMatmul, TiledShapesDTypesAndTranspositions) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   struct Dims {
     int64_t m, n, k;
   };
@@ -332,10 +350,10 @@ TEST(VulkanMatmul, TiledShapesDTypesAndTranspositions) {
                     ref_matmul(ai, bi), Tol{0, 0});
 }
 
-TEST(VulkanMatmul, GemvBothOrientations) {
+TEST_P(GpuMatmul, GemvBothOrientations) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtype_name(dt));
     for (int64_t k : {9, 300}) {  // a thread per output, and a workgroup per output
@@ -351,10 +369,10 @@ TEST(VulkanMatmul, GemvBothOrientations) {
   }
 }
 
-TEST(VulkanMatmul, AnyBatchStridesIncludingTheSeedsBatchMmCase) {
+TEST_P(GpuMatmul, AnyBatchStridesIncludingTheSeedsBatchMmCase) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   // The seed's repro: x (2,4,3,5) narrowed on dim 1 to (2,2,3,5), stride (60,15,5,1), times
   // y (2,2,5,6). candle 0.11 read batch (1, *) from offset 30 instead of 60.
   const Ref x = round_ref(random_ref(rng, {2, 4, 3, 5}), DType::F32);
@@ -371,6 +389,8 @@ TEST(VulkanMatmul, AnyBatchStridesIncludingTheSeedsBatchMmCase) {
                         .matmul(make_tensor(q, DType::F32, d, Variant::Narrowed)),
                     ref_matmul(p, q), matmul_tol(DType::F32, 6));
 }
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuMatmul);
 
 }  // namespace
 }  // namespace wick::testing

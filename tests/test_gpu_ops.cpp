@@ -1,11 +1,11 @@
-// The Vulkan op families built so far (memory, element-wise, random) against a float64
-// reference, on every dtype they take and through every input layout. These run on the shared
-// "vulkan:0"; once every family is in, the device-parameterised conformance suites take over.
+// The GPU runtime's memory, element-wise and random ops against a float64 reference, on every
+// dtype they take and through every input layout, on each GPU device under test (its shared
+// device, or a private one where the test needs its own seed or error state).
 #include <cmath>
 #include <cstdint>
 #include <functional>
 
-#include "gpu_vulkan_util.h"
+#include "gpu_test_util.h"
 
 namespace wick::testing {
 namespace {
@@ -208,10 +208,9 @@ Tol unary_tol(UnaryOp op, DType dt) {
   return t;
 }
 
-void check_unary_float(DType dt) {
+void check_unary_float(const Device& d, DType dt) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
   for (UnaryOp op : kUnaryOps) {
     SCOPED_TRACE(backend::unary_op_name(op));
     const double p0 = op == UnaryOp::Clamp ? -0.7 : op == UnaryOp::Powf ? 1.7 : 1.3;
@@ -227,23 +226,25 @@ void check_unary_float(DType dt) {
   }
 }
 
-TEST(VulkanUnary, F32) {
-  check_unary_float(DType::F32);
+class GpuUnary : public GpuDeviceTest {};
+
+TEST_P(GpuUnary, F32) {
+  check_unary_float(device(), DType::F32);
 }
-TEST(VulkanUnary, F16) {
-  check_unary_float(DType::F16);
+TEST_P(GpuUnary, F16) {
+  check_unary_float(device(), DType::F16);
 }
-TEST(VulkanUnary, BF16) {
-  check_unary_float(DType::BF16);
+TEST_P(GpuUnary, BF16) {
+  check_unary_float(device(), DType::BF16);
 }
-TEST(VulkanUnary, F64) {
-  check_unary_float(DType::F64);
+TEST_P(GpuUnary, F64) {
+  check_unary_float(device(), DType::F64);
 }
 
-TEST(VulkanUnary, Integers) {
+TEST_P(GpuUnary, Integers) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : kIntDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sqr, UnaryOp::Relu, UnaryOp::Sign,
@@ -261,19 +262,19 @@ TEST(VulkanUnary, Integers) {
   }
 }
 
-TEST(VulkanUnary, TanhAndGeluStayFiniteForLargeInputs) {
-  const Device d = vk0();
+TEST_P(GpuUnary, TanhAndGeluStayFiniteForLargeInputs) {
+  const Device d = device();
   const Tensor x = Tensor::from_vec(std::vector<float>{-200, -60, 60, 200}, Shape{4}, d);
   WICK_EXPECT_CLOSE(x.tanh(), (Ref{{4}, {-1, -1, 1, 1}}), Tol{0, 0});
   WICK_EXPECT_CLOSE(x.gelu(), (Ref{{4}, {0, 0, 60, 200}}), Tol{1e-6, 1e-6});
 }
 
-// GLSL has no double exp/log/sin/erf/pow: kernels/glsl/include/math64.glsl implements them.
-// Wide ranges, against libm, at f64 tolerance.
-TEST(VulkanUnary, F64TranscendentalsOverWideRanges) {
+// GLSL has no double exp/log/sin/erf/pow (kernels/glsl/include/math64.glsl implements them), and
+// every backend must match libm on them: wide ranges, at f64 tolerance.
+TEST_P(GpuUnary, F64TranscendentalsOverWideRanges) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   const Tol tol{1e-13, 1e-13};
   auto check = [&](const char* name, double lo, double hi,
                    const std::function<Tensor(const Tensor&)>& op, double (*ref)(double)) {
@@ -319,6 +320,8 @@ TEST(VulkanUnary, F64TranscendentalsOverWideRanges) {
   WICK_EXPECT_CLOSE(special.tanh(), (Ref{{5}, {0, 0, 1, -1, NAN}}), Tol{0, 0});
   WICK_EXPECT_CLOSE(special.erf(), (Ref{{5}, {0, 0, 1, -1, NAN}}), Tol{0, 0});
 }
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuUnary);
 
 // ---- binary, compare, where ---------------------------------------------------------------------
 
@@ -410,10 +413,12 @@ Ref broadcast_ref(const Pair& p, F f) {
   return out;
 }
 
-TEST(VulkanBinary, AllOpsAllDTypesWithBroadcasting) {
+class GpuBinary : public GpuDeviceTest {};
+
+TEST_P(GpuBinary, AllOpsAllDTypesWithBroadcasting) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : kAllDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div,
@@ -436,7 +441,7 @@ TEST(VulkanBinary, AllOpsAllDTypesWithBroadcasting) {
   }
 }
 
-TEST(VulkanBinary, IntegerDivisionByZeroIsRefusedByTheOp) {
+TEST_P(GpuBinary, IntegerDivisionByZeroIsRefusedByTheOp) {
   const Device d = private_device();
   for (DType dt : kIntDTypes) {
     const Tensor num = Tensor::full(6, {4}, dt, d);
@@ -452,10 +457,14 @@ TEST(VulkanBinary, IntegerDivisionByZeroIsRefusedByTheOp) {
   WICK_EXPECT_CLOSE(a.minimum(b), (Ref{{3}, {NAN, NAN, 1}}), Tol{0, 0});
 }
 
-TEST(VulkanCompare, AllOpsAllDTypes) {
+WICK_INSTANTIATE_GPU_DEVICES(GpuBinary);
+
+class GpuCompare : public GpuDeviceTest {};
+
+TEST_P(GpuCompare, AllOpsAllDTypes) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : kAllDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     for (CmpOp op : {CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge}) {
@@ -507,10 +516,14 @@ TEST(VulkanCompare, AllOpsAllDTypes) {
   }
 }
 
-TEST(VulkanWhere, EveryConditionDTypeBroadcast) {
+WICK_INSTANTIATE_GPU_DEVICES(GpuCompare);
+
+class GpuWhere : public GpuDeviceTest {};
+
+TEST_P(GpuWhere, EveryConditionDTypeBroadcast) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType cond_dt : kIntDTypes) {
     for (DType dt : kAllDTypes) {
       SCOPED_TRACE(std::string(dtype_name(cond_dt)) + " ? " + dtype_name(dt));
@@ -534,12 +547,16 @@ TEST(VulkanWhere, EveryConditionDTypeBroadcast) {
   }
 }
 
+WICK_INSTANTIATE_GPU_DEVICES(GpuWhere);
+
 // ---- casts, copies, fill ------------------------------------------------------------------------
 
-TEST(VulkanCast, AllPairsMatchTheCpuConversions) {
+class GpuCast : public GpuDeviceTest {};
+
+TEST_P(GpuCast, AllPairsMatchTheCpuConversions) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType from : kAllDTypes) {
     // Values that exercise rounding, truncation toward zero, saturation and ties.
     Ref in = random_ref(rng, {4, 9}, -400, 70000);
@@ -559,10 +576,14 @@ TEST(VulkanCast, AllPairsMatchTheCpuConversions) {
   }
 }
 
-TEST(VulkanCopy, StridedCopiesAndSliceSet) {
+WICK_INSTANTIATE_GPU_DEVICES(GpuCast);
+
+class GpuCopy : public GpuDeviceTest {};
+
+TEST_P(GpuCopy, StridedCopiesAndSliceSet) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   for (DType dt : kAllDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     const Ref r = is_float(dt) ? round_ref(random_ref(rng, {3, 4, 5}), dt)
@@ -588,11 +609,11 @@ TEST(VulkanCopy, StridedCopiesAndSliceSet) {
   }
 }
 
-TEST(VulkanCopy, RanksBeyondTheKernelLimitAreWalkedOnTheHost) {
+TEST_P(GpuCopy, RanksBeyondTheKernelLimitAreWalkedOnTheHost) {
   // Eight dims of 2 reversed: nothing collapses, so the launch peels the outer dims.
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const Device d = vk0();
+  const Device d = device();
   const Ref r = round_ref(random_ref(rng, {2, 2, 2, 2, 2, 2, 2, 3}), DType::F32);
   const Tensor t = make_tensor(r, DType::F32, d, Variant::Permuted);
   WICK_EXPECT_CLOSE(t.contiguous(), r, Tol{0, 0});
@@ -601,8 +622,23 @@ TEST(VulkanCopy, RanksBeyondTheKernelLimitAreWalkedOnTheHost) {
   WICK_EXPECT_CLOSE(t + t, twice, Tol{0, 0});
 }
 
-TEST(VulkanFill, FullEyeAndConstSetOnViews) {
-  const Device d = vk0();
+// The seed's copy defect.
+TEST_P(GpuCopy, CopyNeverSharesMemory) {
+  const Device d = device();
+  Tensor orig = Tensor::zeros(Shape{4}, DType::F32, d);
+  Tensor copied = orig.copy();
+  EXPECT_FALSE(copied.shares_storage_with(orig));
+  orig.slice_set(Tensor::ones(Shape{2}, DType::F32, d), 0, 0);
+  EXPECT_EQ(copied.to_vec<float>(), (std::vector<float>{0, 0, 0, 0}));
+  EXPECT_EQ(orig.to_vec<float>(), (std::vector<float>{1, 1, 0, 0}));
+}
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuCopy);
+
+class GpuFill : public GpuDeviceTest {};
+
+TEST_P(GpuFill, FullEyeAndConstSetOnViews) {
+  const Device d = device();
   for (DType dt : kAllDTypes) {
     SCOPED_TRACE(dtype_name(dt));
     for (double value : {0.0, 1.0, -3.75, 300.5, 70000.0}) {
@@ -622,9 +658,13 @@ TEST(VulkanFill, FullEyeAndConstSetOnViews) {
   }
 }
 
+WICK_INSTANTIATE_GPU_DEVICES(GpuFill);
+
 // ---- random -------------------------------------------------------------------------------------
 
-TEST(VulkanRandom, UniformAndNormalMomentsAndSeeding) {
+class GpuRandom : public GpuDeviceTest {};
+
+TEST_P(GpuRandom, UniformAndNormalMomentsAndSeeding) {
   const Device d = private_device();
   const int64_t n = 20000;
   for (DType dt : kFloatDTypes) {
@@ -654,6 +694,8 @@ TEST(VulkanRandom, UniformAndNormalMomentsAndSeeding) {
   const std::vector<double> fixed = Tensor::randn(1.5, 0, {8}, DType::F32, d).to_vec_f64();
   EXPECT_EQ(fixed, std::vector<double>(8, 1.5));
 }
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuRandom);
 
 }  // namespace
 }  // namespace wick::testing
