@@ -37,12 +37,15 @@ Command parse_command(std::string_view word) {
 }
 
 bool is_bench_name(std::string_view name) {
-  return std::find(kBenchNames.begin(), kBenchNames.end(), name) != kBenchNames.end();
+  return std::find(kBenchNames.begin(), kBenchNames.end(), name) != kBenchNames.end() ||
+         std::find(kNamedOnlyBenchNames.begin(), kNamedOnlyBenchNames.end(), name) !=
+             kNamedOnlyBenchNames.end();
 }
 
 std::string all_bench_names() {
   std::string s;
   for (const std::string& n : kBenchNames) s += (s.empty() ? "" : ", ") + n;
+  for (const std::string& n : kNamedOnlyBenchNames) s += ", " + n;
   return s;
 }
 
@@ -235,11 +238,14 @@ std::string help_text(Command command) {
              "  first        first use vs later of each op, in a fresh process and in a second "
              "one\n"
              "  matmul       GFLOP/s of f32, f64, bf16, f16 matmul against BLAS on the same data\n"
+             "  gemm         TFLOP/s of a@b, a@b.T, a.T@b (views) and a narrowed 4-D batch, the\n"
+             "               cases of the PyTorch anchor (not in the default list)\n"
              "  qmatmul      µs per quantized matmul on SmolLM2-135M shapes (q4_1, q8_0), m = 1 "
              "and\n"
              "               64, against an f32 matmul of the same shape on the same device\n"
              "  elementwise  GB/s of add, mul, exp, to_dtype, sum against memcpy of the same "
              "bytes\n"
+             "               (a GPU: against a device-to-device copy)\n"
              "  overhead     time per op on 1-element tensors\n"
              "  gen          llama text generation: load time, prefill and decode tokens/s\n"
              "\n"

@@ -79,6 +79,7 @@ BenchFn bench_by_name(const std::string& name) {
   if (name == "queue") return bench_queue;
   if (name == "first") return bench_first;
   if (name == "matmul") return bench_matmul;
+  if (name == "gemm") return bench_gemm;
   if (name == "qmatmul") return bench_qmatmul;
   if (name == "elementwise") return bench_elementwise;
   if (name == "overhead") return bench_overhead;

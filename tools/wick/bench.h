@@ -35,6 +35,7 @@ bool bench_storage(const BenchContext& ctx);
 bool bench_queue(const BenchContext& ctx);
 bool bench_first(const BenchContext& ctx);
 bool bench_matmul(const BenchContext& ctx);
+bool bench_gemm(const BenchContext& ctx);
 bool bench_qmatmul(const BenchContext& ctx);
 bool bench_elementwise(const BenchContext& ctx);
 bool bench_overhead(const BenchContext& ctx);

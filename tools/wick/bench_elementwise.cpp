@@ -110,7 +110,8 @@ bool bench_elementwise(const BenchContext& ctx) {
   }
   table.print(os);
   os << "\nGB/s = bytes the op must move / median time (add, mul: 2 reads + 1 write; exp: read + "
-        "write; to_dtype: 4-byte read + 2-byte write; sum: read + a small write). On the CPU memcpy "
+        "write; to_dtype: 4-byte read + 2-byte write; sum: read + a small write). On the CPU "
+        "memcpy "
         "moves the same n floats once (read + write), single-threaded, into a buffer it reuses "
         "(the ratio's anchor) and into a buffer malloc'd for each copy; on a GPU the anchor is a "
         "device-to-device copy of the same n floats (the driver's copy, timed like the ops, after "

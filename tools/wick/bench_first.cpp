@@ -23,7 +23,8 @@ void print_op(const std::string& label, double first_ms, double later_ms) {
 Device open_second_device(const Device& dev, bool& same) {
   same = dev.kind() == DeviceKind::Cpu;
   if (same) return dev;
-  return dev.kind() == DeviceKind::Cuda ? Device::cuda(dev.ordinal()) : Device::vulkan(dev.ordinal());
+  return dev.kind() == DeviceKind::Cuda ? Device::cuda(dev.ordinal())
+                                        : Device::vulkan(dev.ordinal());
 }
 
 }  // namespace
