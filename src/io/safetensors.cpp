@@ -95,14 +95,13 @@ class HeaderScan {
   bool binary(json::binary_t&) { return value(); }
   bool start_object(size_t) {
     if (!enter()) return false;
-    // One key set per open object, reused: clearing a small set is cheap.
-    if (open_objects_ == key_sets_.size()) key_sets_.emplace_back();
-    key_sets_[open_objects_++].clear();
+    // A fresh set per object (reusing one would make clearing it cost its largest size so far).
+    open_objects_.emplace_back();
     return true;
   }
   bool key(json::string_t& k) {
     if (depth_ == 1) top_key_ = k;
-    if (key_sets_[open_objects_ - 1].insert(k).second) return true;
+    if (open_objects_.back().insert(k).second) return true;
     if (depth_ == 1) {
       tensor = k;
       problem = "name appears twice in the header";
@@ -115,7 +114,7 @@ class HeaderScan {
     return false;
   }
   bool end_object() {
-    open_objects_--;
+    open_objects_.pop_back();
     depth_--;
     return true;
   }
@@ -142,8 +141,7 @@ class HeaderScan {
   }
 
   size_t depth_ = 0;
-  size_t open_objects_ = 0;
-  std::vector<std::unordered_set<std::string>> key_sets_;
+  std::vector<std::unordered_set<std::string>> open_objects_;  // the keys of each
   std::string top_key_;
 };
 
