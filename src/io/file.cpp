@@ -208,8 +208,11 @@ AtomicFileWriter::AtomicFileWriter(const std::string& path, const char* op, Opti
       fail_io("cannot create a temporary file beside it", err);
     }
   }
-  if (keep_mode && ::fchmod(fd_.get(), st.st_mode & 07777) != 0)
-    fail_io("cannot give the new file the old one's mode", errno);
+  if (keep_mode && ::fchmod(fd_.get(), st.st_mode & 07777) != 0) {
+    const int err = errno;
+    discard();  // no destructor runs for an object whose constructor throws
+    fail_io("cannot give the new file the old one's mode", err);
+  }
   buffer_.reserve(kWriteBufferBytes);
 }
 
