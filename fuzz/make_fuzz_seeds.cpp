@@ -118,6 +118,13 @@ void safetensors_seeds(const std::filesystem::path& dir) {
                         R"("c":{"dtype":"U8","shape":[5],"data_offsets":[32,37]},)"
                         R"("x":{"dtype":"I8","shape":[3],"data_offsets":[37,40]}})",
                         40));
+  // 10,000 one-byte tensors (640 KB): a large input to mutate from the start (libFuzzer grows
+  // small ones slowly), small enough to run in well under the 10 s timeout under ASan.
+  std::string many = "{";
+  for (int i = 0; i < 10000; i++)
+    many += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"U8","shape":[1],)" +
+            R"("data_offsets":[)" + std::to_string(i) + "," + std::to_string(i + 1) + "]}";
+  save(dir / "many.safetensors", safetensors_file(many + "}", 10000));
 }
 
 }  // namespace

@@ -136,7 +136,8 @@ class GgufValue {
   }
 
   const Variant& variant() const { return v_; }
-  // For people: `u32 32`, `string "llama"`, `array<string>[49152] {"a", "b", ...}`.
+  // For people: `u32 32`, `string "llama"`, `array<string>[49152] {"a", "b", ...}`. Strings
+  // show at most 80 bytes, then "... (N bytes)".
   std::string str(size_t max_items = 8) const;
   // Exact equality of type and value; floats compare by their bits (so a NaN equals itself).
   bool operator==(const GgufValue& o) const;
@@ -172,7 +173,8 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   // Maps `path` (read-only, copy-on-write) and parses it. Throws Error(Io) when the file cannot
-  // be opened or mapped, Error(Parse) when it is malformed. The file must not shrink while open.
+  // be opened or mapped or is not a regular file (a FIFO or a device is refused without reading
+  // or waiting), Error(Parse) when it is malformed. The file must not shrink while open.
   static GgufFile open(const std::string& path);
   // Parses bytes already in memory; `keep_alive` owns them (tensors hold on to it). `name`
   // stands for the file in error messages.
@@ -263,7 +265,9 @@ class GgufWriter {
   // The whole file.
   std::vector<std::byte> to_bytes() const;
   // Writes to a temporary file beside `path`, then renames it over `path`: a reader never sees a
-  // half-written file. Throws Error(Io) (and removes the temporary file) on failure.
+  // half-written file, and a failed or killed write leaves nothing behind. A symlink at `path` is
+  // followed (its target is replaced); an existing file keeps its permission bits. Throws
+  // Error(Io) naming `path` on failure.
   void write(const std::string& path) const;
 
  private:

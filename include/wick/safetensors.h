@@ -7,7 +7,9 @@
 // file. A tensor whose bytes are not aligned for its element type is copied instead. On other
 // devices the bytes are uploaded. Every header field is checked before any tensor byte is read:
 // a malformed file throws Error(Parse) or Error(Io) naming the path (and the tensor), never reads
-// outside the file. Gaps between tensors are allowed; overlaps are not.
+// outside the file; the header parses in time linear in its size. A path that is not a regular
+// file (a FIFO, a device) is refused without reading or waiting. Gaps between tensors are
+// allowed; overlaps are not.
 //
 // dtypes F32 F16 BF16 F64 U8 U32 I64 map to wick's; a tensor of any other dtype (I8, I16, BOOL,
 // F8_*, ...) is listed but loading it throws Error(Unsupported) naming the tensor and the dtype.
@@ -65,7 +67,9 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path,
                                                const Device& dev = Device::cpu());
 
 // Writes `tensors` (any device, any layout) and `metadata`. The bytes go to a temporary file in
-// the same folder that is then renamed over `path`, so `path` is never seen half-written.
+// the same folder that is then renamed over `path`, so `path` is never seen half-written, and a
+// failed or killed save leaves nothing behind. A symlink at `path` is followed (its target is
+// replaced and the link stays); an existing file keeps its permission bits.
 // Tensor data is ordered by element size, then name, so every tensor is aligned for its type;
 // the header is padded with spaces to a multiple of 8 bytes.
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,

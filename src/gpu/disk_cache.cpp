@@ -1,35 +1,57 @@
 #include "gpu/disk_cache.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "gpu/hash.h"
+#include "io/file.h"
+#include "wick/error.h"
 
 namespace wick::gpu {
 
-namespace fs = std::filesystem;
-
 namespace {
 
-// File layout: magic, key length (u64), key, payload length (u64), payload, payload hash (u64).
-constexpr char kMagic[8] = {'W', 'I', 'C', 'K', 'K', 'C', '1', '\n'};
+// File layout: magic, key length (u64), key, payload length (u64), payload, then a hash (u64) of
+// everything before it. Version 2: version 1 hashed the payload alone, so another entry's payload
+// (with its hash) spliced in under this entry's key passed the check.
+constexpr char kMagic[8] = {'W', 'I', 'C', 'K', 'K', 'C', '2', '\n'};
+constexpr size_t kFixedBytes = sizeof(kMagic) + 3 * 8;
+// Entries are kernels and driver pipeline caches; a file larger than this is not one of them.
+constexpr uint64_t kMaxEntryBytes = 256u << 20;
 
 void put_u64(std::string& out, uint64_t v) {
   out.append(reinterpret_cast<const char*>(&v), 8);
 }
 
-bool get_u64(const std::string& in, size_t& pos, uint64_t& v) {
-  if (in.size() < pos + 8) return false;
-  std::memcpy(&v, in.data() + pos, 8);
+uint64_t get_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+std::string_view as_text(const uint8_t* p, size_t n) {
+  return {reinterpret_cast<const char*>(p), n};
+}
+
+// The payload of `entry` when it is exactly one well-formed entry for `key`.
+std::optional<std::vector<uint8_t>> payload_of(const std::vector<uint8_t>& entry,
+                                               const std::string& key) {
+  const size_t size = entry.size();
+  const uint8_t* in = entry.data();
+  if (size < kFixedBytes || std::memcmp(in, kMagic, sizeof(kMagic)) != 0) return std::nullopt;
+  size_t pos = sizeof(kMagic);
+  const uint64_t key_len = get_u64(in + pos);
   pos += 8;
-  return true;
+  if (key_len != key.size() || key_len > size - kFixedBytes || as_text(in + pos, key_len) != key)
+    return std::nullopt;
+  pos += key_len;
+  const uint64_t len = get_u64(in + pos);
+  pos += 8;
+  if (len != size - pos - 8) return std::nullopt;
+  const uint64_t sum = get_u64(in + pos + len);
+  if (sum != hash64(as_text(in, pos + len))) return std::nullopt;
+  return std::vector<uint8_t>(in + pos, in + pos + len);
 }
 
 }  // namespace
@@ -54,56 +76,32 @@ std::string DiskCache::path_for(const std::string& key) const {
 
 std::optional<std::vector<uint8_t>> DiskCache::load(const std::string& key) const {
   if (!enabled()) return std::nullopt;
-  std::ifstream f(path_for(key), std::ios::binary);
-  if (!f) return std::nullopt;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string in = ss.str();
-  size_t pos = sizeof(kMagic);
-  uint64_t key_len, len, sum;
-  if (in.size() < pos || std::memcmp(in.data(), kMagic, sizeof(kMagic)) != 0) return std::nullopt;
-  if (!get_u64(in, pos, key_len) || in.size() - pos < key_len) return std::nullopt;
-  if (in.compare(pos, key_len, key) != 0 || key_len != key.size()) return std::nullopt;
-  pos += key_len;
-  if (!get_u64(in, pos, len) || in.size() - pos < len) return std::nullopt;
-  const std::string_view payload(in.data() + pos, len);
-  pos += len;
-  if (!get_u64(in, pos, sum) || sum != hash64(payload) || pos != in.size()) return std::nullopt;
-  return std::vector<uint8_t>(payload.begin(), payload.end());
+  std::string why;
+  const std::optional<io::ReadableFile> file = io::try_open_regular_file(path_for(key), why);
+  if (!file) return std::nullopt;
+  const std::optional<std::vector<uint8_t>> entry = io::read_whole_file(*file, kMaxEntryBytes);
+  if (!entry) return std::nullopt;
+  return payload_of(*entry, key);
 }
 
 bool DiskCache::store(const std::string& key, std::span<const uint8_t> data) const {
-  if (!enabled()) return false;
+  if (!enabled() || kFixedBytes + key.size() + data.size() > kMaxEntryBytes) return false;
   std::error_code ec;
-  fs::create_directories(folder_, ec);
+  std::filesystem::create_directories(folder_, ec);
   if (ec) return false;
-  const std::string_view payload(reinterpret_cast<const char*>(data.data()), data.size());
   std::string out(kMagic, sizeof(kMagic));
   put_u64(out, key.size());
   out += key;
-  put_u64(out, payload.size());
-  out.append(payload);
-  put_u64(out, hash64(payload));
-  // A temporary name unique to this process and thread, then an atomic rename.
-  static std::atomic<uint64_t> counter{0};
-  const std::string final_path = path_for(key);
-  std::ostringstream tmp;
-  tmp << final_path << ".tmp." << ::getpid() << "."
-      << std::hash<std::thread::id>{}(std::this_thread::get_id()) << "." << counter++;
-  {
-    std::ofstream f(tmp.str(), std::ios::binary | std::ios::trunc);
-    if (!f) return false;
-    f.write(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!f.good()) {
-      f.close();
-      fs::remove(tmp.str(), ec);
-      return false;
-    }
-  }
-  fs::rename(tmp.str(), final_path, ec);
-  if (ec) {
-    fs::remove(tmp.str(), ec);
-    return false;
+  put_u64(out, data.size());
+  out.append(as_text(data.data(), data.size()));
+  put_u64(out, hash64(out));
+  try {
+    // A symlink where the entry belongs is replaced, never written through.
+    io::AtomicFileWriter file(path_for(key), "DiskCache::store", {.follow_symlink = false});
+    file.write(out.data(), out.size());
+    file.commit();
+  } catch (const Error&) {
+    return false;  // the cache then simply misses
   }
   return true;
 }

@@ -3,8 +3,12 @@
 // Entries are content-addressed: the file name is a hash of the full key, and the file stores the
 // key itself, so an entry hits in any process that asks for the same key, wherever its binary
 // lives. Keys name everything that changes the bytes (source hash, options, device/driver
-// identity, wick version). Writes go to a temporary file renamed into place, so concurrent
-// processes never see half an entry. Any I/O problem is a miss, never an error.
+// identity, wick version). An entry's checksum covers its key and its payload: load() returns a
+// payload only from a file that is exactly the entry stored for that key (a truncated, spliced or
+// older-format file is a miss, and the next store() replaces it). Only regular files of a bounded
+// size are read (a FIFO or a link to a device is a miss, at once). Writes go to a temporary file
+// renamed into place, so concurrent processes never see half an entry. Any I/O problem is a
+// miss, never an error.
 #pragma once
 
 #include <cstdint>

@@ -1,17 +1,12 @@
 // GGUF reader: maps the file, parses and validates the header, metadata and tensor infos.
 // Every read goes through Cursor, which checks the bytes left first; every count is bounded by the
 // bytes left before anything is allocated from it.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 
+#include "io/file.h"
 #include "io/gguf_format.h"
 
 namespace wick {
@@ -123,7 +118,7 @@ class GgufParser {
   void read_kv(uint64_t i) {
     const std::string index = detail::concat("metadata key #", i);
     std::string key = c_.read_string(index);
-    const std::string ctx = detail::concat(index, " '", key, "'");
+    const std::string ctx = detail::concat(index, " '", io::excerpt(key), "'");
     if (key.empty()) c_.error(index, ": empty key");
     if (f_.key_index_.count(key)) c_.error(ctx, ": duplicate key");
     const GgufValueType type = read_type("value type", ctx);
@@ -195,7 +190,7 @@ class GgufParser {
     const std::string index = detail::concat("tensor #", i);
     GgufTensorInfo t;
     t.name = c_.read_string(detail::concat(index, " name"));
-    const std::string ctx = detail::concat(index, " '", t.name, "'");
+    const std::string ctx = detail::concat(index, " '", io::excerpt(t.name), "'");
     if (f_.tensor_index_.count(t.name)) c_.error(ctx, ": duplicate tensor name");
     const uint32_t n_dims = c_.read<uint32_t>(ctx);
     if (n_dims > gguf::kMaxDims)
@@ -243,11 +238,11 @@ class GgufParser {
     const uint64_t room = end - start;
     for (const GgufTensorInfo& t : f_.tensors_) {
       if (t.offset % align != 0)
-        c_.error("tensor '", t.name, "': offset ", t.offset, " is not a multiple of the alignment ",
-                 align);
+        c_.error("tensor '", io::excerpt(t.name), "': offset ", t.offset,
+                 " is not a multiple of the alignment ", align);
       if (t.offset > room || t.nbytes > room - t.offset)
-        c_.error("tensor '", t.name, "': data [", t.offset, ", ", t.offset, " + ", t.nbytes,
-                 ") lies outside the ", room, "-byte data section (file size ", end, ")");
+        c_.error("tensor '", io::excerpt(t.name), "': data [", t.offset, ", ", t.offset, " + ",
+                 t.nbytes, ") lies outside the ", room, "-byte data section (file size ", end, ")");
     }
     std::vector<const GgufTensorInfo*> by_offset;
     by_offset.reserve(f_.tensors_.size());
@@ -258,8 +253,9 @@ class GgufParser {
       const GgufTensorInfo& a = *by_offset[i - 1];
       const GgufTensorInfo& b = *by_offset[i];
       if (a.offset + a.nbytes > b.offset)
-        c_.error("tensors '", a.name, "' [", a.offset, ", ", a.offset + a.nbytes, ") and '", b.name,
-                 "' [", b.offset, ", ", b.offset + b.nbytes, ") overlap");
+        c_.error("tensors '", io::excerpt(a.name), "' [", a.offset, ", ", a.offset + a.nbytes,
+                 ") and '", io::excerpt(b.name), "' [", b.offset, ", ", b.offset + b.nbytes,
+                 ") overlap");
     }
     for (GgufTensorInfo& t : f_.tensors_) t.data = base_ + start + t.offset;
   }
@@ -287,33 +283,9 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::shared_ptr<const
 }
 
 GgufFile GgufFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::Io, "gguf", "cannot open ", path, ": ", std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(ErrorKind::Io, "gguf", "cannot stat ", path, ": ", std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(ErrorKind::Io, "gguf", path, ": not a regular file",
-         S_ISDIR(st.st_mode) ? " (a directory)" : "");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return parse({}, nullptr, path);  // reports the truncation
-  }
-  // Private and writable: tensors wrapping the mapping may be written in place; pages they touch
-  // are copied, the file never changes.
-  void* addr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  const int err = errno;
-  ::close(fd);
-  if (addr == MAP_FAILED)
-    fail(ErrorKind::Io, "gguf", "cannot map ", path, ": ", std::strerror(err));
-  std::shared_ptr<void> mapping(addr, [size](void* p) { munmap(p, size); });
-  GgufFile f = parse({static_cast<const std::byte*>(addr), size}, mapping, path);
+  std::shared_ptr<const io::FileMapping> mapping = io::map_regular_file(path, "gguf");
+  const std::span<const std::byte> bytes(mapping->data(), mapping->size());
+  GgufFile f = parse(bytes, std::move(mapping), path);
   f.writable_ = true;
   return f;
 }
@@ -325,13 +297,13 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 
 const GgufValue& GgufFile::value(std::string_view key) const {
   if (const GgufValue* v = find(key)) return *v;
-  fail(ErrorKind::Parse, "gguf", name_, ": missing key '", key, "'");
+  fail(ErrorKind::Parse, "gguf", name_, ": missing key '", io::excerpt(key), "'");
 }
 
 void GgufFile::key_type_mismatch(std::string_view key, const GgufValue& v, GgufValueType wanted,
                                  bool array) const {
-  fail(ErrorKind::Parse, "gguf", name_, ": key '", key, "' is ", v.str(2), ", expected ",
-       array ? "an array of " : "", gguf_value_type_name(wanted));
+  fail(ErrorKind::Parse, "gguf", name_, ": key '", io::excerpt(key), "' is ", v.str(2),
+       ", expected ", array ? "an array of " : "", gguf_value_type_name(wanted));
 }
 
 int64_t GgufFile::get_int(std::string_view key) const {
@@ -339,14 +311,15 @@ int64_t GgufFile::get_int(std::string_view key) const {
   try {
     return v.to_int();
   } catch (const Error& e) {
-    fail(ErrorKind::Parse, "gguf", name_, ": key '", key, "': ", e.what());
+    fail(ErrorKind::Parse, "gguf", name_, ": key '", io::excerpt(key), "': ", e.what());
   }
 }
 
 double GgufFile::get_float(std::string_view key) const {
   const GgufValue& v = value(key);
   if (v.is<float>() || v.is<double>()) return v.to_float();
-  fail(ErrorKind::Parse, "gguf", name_, ": key '", key, "' is ", v.str(2), ", expected f32 or f64");
+  fail(ErrorKind::Parse, "gguf", name_, ": key '", io::excerpt(key), "' is ", v.str(2),
+       ", expected f32 or f64");
 }
 
 const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
@@ -356,7 +329,7 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 const GgufTensorInfo& GgufFile::tensor_info(std::string_view name) const {
   if (const GgufTensorInfo* t = find_tensor(name)) return *t;
-  fail(ErrorKind::Parse, "gguf", name_, ": no tensor named '", name, "'");
+  fail(ErrorKind::Parse, "gguf", name_, ": no tensor named '", io::excerpt(name), "'");
 }
 
 }  // namespace wick

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "cpu/cpu_device.h"
+#include "io/file.h"
 #include "io/gguf_format.h"
 
 namespace wick {
@@ -70,8 +71,8 @@ Tensor GgufFile::tensor(std::string_view name, const Device& dev) const {
     default:
       break;
   }
-  fail(ErrorKind::Unsupported, "gguf", name_, ": tensor '", name, "' has quantized type ",
-       quant_type_info(info.type)->name, " (shape ", info.shape,
+  fail(ErrorKind::Unsupported, "gguf", name_, ": tensor '", io::excerpt(name),
+       "' has quantized type ", quant_type_info(info.type)->name, " (shape ", info.shape,
        "): read its blocks from tensor_info(name).bytes()");
 }
 
@@ -94,7 +95,7 @@ void GgufWriter::add_tensor(std::string name, const Tensor& t) {
       type = QuantType::I64;
       break;
     default:
-      fail(ErrorKind::DType, "GgufWriter::add_tensor", "tensor '", name, "' ", t.str(),
+      fail(ErrorKind::DType, "GgufWriter::add_tensor", "tensor '", io::excerpt(name), "' ", t.str(),
            ": GGUF has no ", dtype_name(t.dtype()), " tensor type");
   }
   std::vector<std::byte> bytes(static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));

@@ -3,6 +3,7 @@
 #include <limits>
 #include <sstream>
 
+#include "io/file.h"
 #include "io/gguf_format.h"
 
 namespace wick {
@@ -85,29 +86,12 @@ double GgufValue::to_float() const {
 
 namespace {
 
-void quote(std::ostream& os, const std::string& s, size_t max_chars) {
-  os << '"';
-  for (size_t i = 0; i < s.size() && i < max_chars; i++) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      os << '\\' << s[i];
-    } else if (c < 0x20 || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      os << "\\x" << hex[c >> 4] << hex[c & 15];
-    } else {
-      os << s[i];
-    }
-  }
-  if (s.size() > max_chars) os << "...";
-  os << '"';
-}
-
 void print_item(std::ostream& os, const GgufValue& v, size_t max_items) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) {
-          quote(os, x, 200);
+          os << '"' << io::excerpt(x) << '"';
         } else if constexpr (std::is_same_v<T, GgufArray>) {
           os << "array<" << gguf_value_type_name(x.type) << ">[" << x.items.size() << "] {";
           for (size_t i = 0; i < x.items.size() && i < max_items; i++) {

@@ -1,13 +1,8 @@
 // GGUF writer (version 3): metadata, tensor infos and aligned tensor data, in the order added.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 
+#include "io/file.h"
 #include "io/gguf_format.h"
 
 namespace wick {
@@ -18,19 +13,18 @@ struct VectorSink {
   std::vector<std::byte>& out;
   uint64_t written = 0;
   void put(const void* p, size_t n) {
-    const auto* b = static_cast<const std::byte*>(p);
-    out.insert(out.end(), b, b + n);
+    if (n == 0) return;
+    out.resize(out.size() + n);
+    std::memcpy(out.data() + out.size() - n, p, n);
     written += n;
   }
 };
 
 struct FileSink {
-  std::FILE* file;
+  io::AtomicFileWriter& file;
   uint64_t written = 0;
-  int error = 0;  // errno of the first failed write
   void put(const void* p, size_t n) {
-    if (error || n == 0) return;
-    if (std::fwrite(p, 1, n, file) != n) error = errno ? errno : EIO;
+    file.write(p, n);
     written += n;
   }
 };
@@ -85,16 +79,16 @@ uint64_t align_up(uint64_t v, uint64_t alignment) {
 void check_value(const GgufValue& v, const std::string& key, int depth) {
   if (!v.is<GgufArray>()) return;
   if (depth >= gguf::kMaxArrayDepth)
-    fail(ErrorKind::DType, "GgufWriter::set", "key '", key, "': arrays nested deeper than ",
-         gguf::kMaxArrayDepth, " levels");
+    fail(ErrorKind::DType, "GgufWriter::set", "key '", io::excerpt(key),
+         "': arrays nested deeper than ", gguf::kMaxArrayDepth, " levels");
   const GgufArray& a = v.as_array();
   if (!gguf::valid_value_type(static_cast<uint32_t>(a.type)))
-    fail(ErrorKind::DType, "GgufWriter::set", "key '", key, "': unknown array element type id ",
-         static_cast<uint32_t>(a.type));
+    fail(ErrorKind::DType, "GgufWriter::set", "key '", io::excerpt(key),
+         "': unknown array element type id ", static_cast<uint32_t>(a.type));
   for (size_t i = 0; i < a.items.size(); i++) {
     if (a.items[i].type() != a.type)
-      fail(ErrorKind::DType, "GgufWriter::set", "key '", key, "': item ", i, " has type ",
-           gguf_value_type_name(a.items[i].type()), " in an array of ",
+      fail(ErrorKind::DType, "GgufWriter::set", "key '", io::excerpt(key), "': item ", i,
+           " has type ", gguf_value_type_name(a.items[i].type()), " in an array of ",
            gguf_value_type_name(a.type));
     check_value(a.items[i], key, depth + 1);
   }
@@ -112,7 +106,8 @@ void GgufWriter::set(std::string key, GgufValue value) {
   if (key == gguf::kAlignmentKey)
     fail(ErrorKind::Parse, "GgufWriter::set",
          "general.alignment is set through GgufWriter(alignment)");
-  if (keys_.count(key)) fail(ErrorKind::Parse, "GgufWriter::set", "duplicate key '", key, "'");
+  if (keys_.count(key))
+    fail(ErrorKind::Parse, "GgufWriter::set", "duplicate key '", io::excerpt(key), "'");
   check_value(value, key, 0);
   keys_.emplace(key, metadata_.size());
   metadata_.emplace_back(std::move(key), std::move(value));
@@ -121,31 +116,33 @@ void GgufWriter::set(std::string key, GgufValue value) {
 void GgufWriter::add_raw_tensor(std::string name, QuantType type, const Shape& shape,
                                 std::span<const std::byte> bytes) {
   const char* op = "GgufWriter::add_raw_tensor";
-  if (names_.count(name)) fail(ErrorKind::Parse, op, "duplicate tensor name '", name, "'");
+  if (names_.count(name))
+    fail(ErrorKind::Parse, op, "duplicate tensor name '", io::excerpt(name), "'");
   const QuantTypeInfo* info = quant_type_info(type);
   if (!info)
-    fail(ErrorKind::DType, op, "tensor '", name, "': unknown type id ",
+    fail(ErrorKind::DType, op, "tensor '", io::excerpt(name), "': unknown type id ",
          static_cast<uint32_t>(type));
   if (shape.rank() > gguf::kMaxDims)
-    fail(ErrorKind::Shape, op, "tensor '", name, "': shape ", shape, " has more than ",
+    fail(ErrorKind::Shape, op, "tensor '", io::excerpt(name), "': shape ", shape, " has more than ",
          gguf::kMaxDims, " dims");
   uint64_t numel = 1;
   for (int64_t d : shape.dims()) {
     if (d <= 0)
-      fail(ErrorKind::Shape, op, "tensor '", name, "': shape ", shape,
+      fail(ErrorKind::Shape, op, "tensor '", io::excerpt(name), "': shape ", shape,
            " has a dim <= 0 (GGUF dims are positive)");
     if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel))
-      fail(ErrorKind::Shape, op, "tensor '", name, "': shape ", shape, " overflows");
+      fail(ErrorKind::Shape, op, "tensor '", io::excerpt(name), "': shape ", shape, " overflows");
   }
   const int64_t inner = shape.rank() ? shape.dims().back() : 1;
   if (inner % info->block_elems != 0)
-    fail(ErrorKind::Shape, op, "tensor '", name, "': innermost dim ", inner, " of shape ", shape,
-         " is not a multiple of the ", info->name, " block of ", info->block_elems);
+    fail(ErrorKind::Shape, op, "tensor '", io::excerpt(name), "': innermost dim ", inner,
+         " of shape ", shape, " is not a multiple of the ", info->name, " block of ",
+         info->block_elems);
   const uint64_t want =
       numel / static_cast<uint64_t>(info->block_elems) * static_cast<uint64_t>(info->block_bytes);
   if (bytes.size() != want)
-    fail(ErrorKind::Shape, op, "tensor '", name, "': ", bytes.size(), " bytes given, ", info->name,
-         " shape ", shape, " takes ", want);
+    fail(ErrorKind::Shape, op, "tensor '", io::excerpt(name), "': ", bytes.size(), " bytes given, ",
+         info->name, " shape ", shape, " takes ", want);
   PendingTensor t{std::move(name), type,
                   std::vector<int64_t>(shape.dims().rbegin(), shape.dims().rend()),
                   std::vector<std::byte>(bytes.begin(), bytes.end())};
@@ -194,22 +191,10 @@ std::vector<std::byte> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write(const std::string& path) const {
-  static std::atomic<uint64_t> counter{0};
-  const std::string tmp = detail::concat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    fail(ErrorKind::Io, "GgufWriter::write", "cannot create ", tmp, ": ", std::strerror(errno));
-  FileSink sink{f};
+  io::AtomicFileWriter file(path, "GgufWriter::write");
+  FileSink sink{file};
   emit(sink);
-  int err = sink.error;
-  if (!err && std::fflush(f) != 0) err = errno;
-  if (!err && fsync(fileno(f)) != 0) err = errno;
-  if (std::fclose(f) != 0 && !err) err = errno;
-  if (!err && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err) {
-    std::remove(tmp.c_str());
-    fail(ErrorKind::Io, "GgufWriter::write", "cannot write ", path, ": ", std::strerror(err));
-  }
+  file.commit();
 }
 
 }  // namespace wick

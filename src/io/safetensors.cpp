@@ -1,23 +1,16 @@
 // safetensors reading (mmap, validated header, zero-copy CPU tensors) and atomic writing.
 #include "wick/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backend/backend.h"
 #include "cpu/cpu_device.h"
+#include "io/file.h"
 #include "io/safetensors_detail.h"
 
 namespace wick {
@@ -32,6 +25,9 @@ constexpr const char* kSave = "save_safetensors";
 // The reference implementation refuses larger headers; so does wick (a bound on parse memory).
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 constexpr const char* kMetadataKey = "__metadata__";
+// A header is 3 levels deep ({name: {"shape": [...]}}); deeper nesting is refused before the DOM
+// is built (which bounds nlohmann's recursion in dump()).
+constexpr size_t kMaxHeaderDepth = 8;
 
 // Element sizes of the format's dtypes, so offsets are checked even for tensors wick cannot load.
 struct FileDType {
@@ -58,48 +54,11 @@ const FileDType* find_file_dtype(const std::string& name) {
   return nullptr;  // e.g. sub-byte F4/F6 types: listed, never loadable
 }
 
-// A read-only file mapped copy-on-write; unmapped when the last tensor or file handle goes.
-struct Mapping {
-  std::byte* base = nullptr;
-  size_t size = 0;
-  Mapping() = default;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (base) munmap(base, size);
-  }
-};
-
-[[noreturn]] void io_error(const char* op, const std::string& path, const char* what, int err) {
-  fail(ErrorKind::Io, op, path, ": ", what, ": ", std::strerror(err));
-}
-
-std::shared_ptr<Mapping> map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) io_error(kLoad, path, "cannot open", errno);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    io_error(kLoad, path, "cannot stat", err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(ErrorKind::Io, kLoad, path, ": not a regular file");
-  }
-  auto m = std::make_shared<Mapping>();
-  m->size = static_cast<size_t>(st.st_size);
-  if (m->size < 8) {
-    ::close(fd);
-    fail(ErrorKind::Parse, kLoad, path, ": file of ", m->size,
+std::shared_ptr<io::FileMapping> map_file(const std::string& path) {
+  std::shared_ptr<io::FileMapping> m = io::map_regular_file(path, kLoad);
+  if (m->size() < 8)
+    fail(ErrorKind::Parse, kLoad, path, ": file of ", m->size(),
          " bytes is too short for the 8-byte header length");
-  }
-  // PROT_WRITE + MAP_PRIVATE: in-place ops on loaded tensors work and copy pages, never the file.
-  void* p = ::mmap(nullptr, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  const int err = errno;
-  ::close(fd);
-  if (p == MAP_FAILED) io_error(kLoad, path, "cannot map", err);
-  m->base = static_cast<std::byte*>(p);
   return m;
 }
 
@@ -118,11 +77,79 @@ bool json_uint(const nlohmann::json& v, uint64_t limit, uint64_t& out) {
   return false;  // negative, float, or not a number
 }
 
+// A first pass over the header text in linear time, before the DOM is built: finds a name given
+// twice in one object (the DOM would keep only the last), nesting deeper than kMaxHeaderDepth and
+// a top level that is not an object.
+class HeaderScan {
+ public:
+  using json = nlohmann::json;
+  std::string problem;  // why the scan stopped
+  std::string tensor;   // the tensor the problem is in, if any
+
+  bool null() { return value(); }
+  bool boolean(bool) { return value(); }
+  bool number_integer(json::number_integer_t) { return value(); }
+  bool number_unsigned(json::number_unsigned_t) { return value(); }
+  bool number_float(json::number_float_t, const json::string_t&) { return value(); }
+  bool string(json::string_t&) { return value(); }
+  bool binary(json::binary_t&) { return value(); }
+  bool start_object(size_t) {
+    if (!enter()) return false;
+    // A fresh set per object (reusing one would make clearing it cost its largest size so far).
+    open_objects_.emplace_back();
+    return true;
+  }
+  bool key(json::string_t& k) {
+    if (depth_ == 1) top_key_ = k;
+    if (open_objects_.back().insert(k).second) return true;
+    if (depth_ == 1) {
+      tensor = k;
+      problem = "name appears twice in the header";
+    } else if (top_key_ == kMetadataKey) {
+      problem = detail::concat(kMetadataKey, ": key '", io::excerpt(k), "' appears twice");
+    } else {
+      tensor = top_key_;
+      problem = detail::concat("key '", io::excerpt(k), "' appears twice");
+    }
+    return false;
+  }
+  bool end_object() {
+    open_objects_.pop_back();
+    depth_--;
+    return true;
+  }
+  bool start_array(size_t) { return value() && enter(); }
+  bool end_array() {
+    depth_--;
+    return true;
+  }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) {
+    problem = detail::concat("bad JSON header: ", io::excerpt(e.what(), 200));
+    return false;
+  }
+
+ private:
+  // Anything but an object at the top level stops the scan.
+  bool value() {
+    if (depth_ == 0) problem = "header is not a JSON object";
+    return depth_ != 0;
+  }
+  bool enter() {
+    if (++depth_ <= kMaxHeaderDepth) return true;
+    problem = detail::concat("header nests deeper than ", kMaxHeaderDepth, " levels");
+    return false;
+  }
+
+  size_t depth_ = 0;
+  std::vector<std::unordered_set<std::string>> open_objects_;  // the keys of each
+  std::string top_key_;
+};
+
 }  // namespace
 
 struct SafetensorsFile::Impl {
   std::string path;
-  std::shared_ptr<Mapping> map;
+  std::shared_ptr<io::FileMapping> map;
   uint64_t data_start = 0;  // 8 + header length
   std::vector<std::string> names;
   std::unordered_map<std::string, Entry> entries;
@@ -130,18 +157,20 @@ struct SafetensorsFile::Impl {
 
   [[noreturn]] void parse_error(const std::string& tensor, const std::string& what) const {
     if (tensor.empty()) fail(ErrorKind::Parse, kLoad, path, ": ", what);
-    fail(ErrorKind::Parse, kLoad, path, ": tensor '", tensor, "': ", what);
+    fail(ErrorKind::Parse, kLoad, path, ": tensor '", io::excerpt(tensor), "': ", what);
   }
 
   void parse_header();
   void parse_metadata(const nlohmann::json& v);
   Entry parse_entry(const std::string& name, const nlohmann::json& v, uint64_t data_len) const;
-  void check_overlaps() const;
+  // (entry, name) pairs pointing into `entries`.
+  using DataOrder = std::vector<std::pair<const Entry*, const std::string*>>;
+  void check_overlaps(const DataOrder& order) const;
 };
 
 void SafetensorsFile::Impl::parse_header() {
-  const uint64_t header_len = read_u64_le(map->base);
-  const uint64_t file_size = map->size;
+  const uint64_t header_len = read_u64_le(map->data());
+  const uint64_t file_size = map->size();
   if (header_len > file_size - 8)
     parse_error("", detail::concat("header length ", header_len, " runs past the end of the file (",
                                    file_size, " bytes)"));
@@ -151,45 +180,44 @@ void SafetensorsFile::Impl::parse_header() {
   data_start = 8 + header_len;
   const uint64_t data_len = file_size - data_start;
 
-  const char* text = reinterpret_cast<const char*>(map->base + 8);
-  // Duplicate tensor names would silently shadow each other: catch them while parsing.
-  std::set<std::string> seen;
-  std::string duplicate;
-  auto on_event = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
-    if (ev == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
-        !seen.insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
+  const char* text = reinterpret_cast<const char*>(map->data() + 8);
+  HeaderScan scan;
+  if (!nlohmann::json::sax_parse(text, text + header_len, &scan))
+    parse_error(scan.tensor, scan.problem);
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text, text + header_len, on_event);
+    header = nlohmann::json::parse(text, text + header_len);
   } catch (const nlohmann::json::exception& e) {
-    parse_error("", detail::concat("bad JSON header: ", e.what()));
+    parse_error("", detail::concat("bad JSON header: ", io::excerpt(e.what(), 200)));
   }
-  if (!header.is_object()) parse_error("", "header is not a JSON object");
-  if (!duplicate.empty()) parse_error(duplicate, "name appears twice in the header");
 
+  // The tensors in data order, sorted without hash lookups (entries' nodes do not move).
+  DataOrder order;
+  order.reserve(header.size());
+  entries.reserve(header.size());
   for (const auto& [name, value] : header.items()) {
     if (name == kMetadataKey) {
       parse_metadata(value);
       continue;
     }
-    entries.emplace(name, parse_entry(name, value, data_len));
-    names.push_back(name);
+    const auto it = entries.emplace(name, parse_entry(name, value, data_len)).first;
+    order.emplace_back(&it->second, &it->first);
   }
-  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
-    const Entry &ea = entries.at(a), &eb = entries.at(b);
-    return ea.begin != eb.begin ? ea.begin < eb.begin : a < b;
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first->begin != b.first->begin ? a.first->begin < b.first->begin
+                                            : *a.second < *b.second;
   });
-  check_overlaps();
+  check_overlaps(order);
+  names.reserve(order.size());
+  for (const auto& [entry, name] : order) names.push_back(*name);
 }
 
 void SafetensorsFile::Impl::parse_metadata(const nlohmann::json& v) {
   if (!v.is_object()) parse_error("", "__metadata__ is not an object");
   for (const auto& [key, value] : v.items()) {
     if (!value.is_string())
-      parse_error("", detail::concat("__metadata__ value of '", key, "' is not a string"));
+      parse_error("",
+                  detail::concat("__metadata__ value of '", io::excerpt(key), "' is not a string"));
     metadata.emplace(key, value.get<std::string>());
   }
 }
@@ -210,10 +238,12 @@ SafetensorsFile::Entry SafetensorsFile::Impl::parse_entry(const std::string& nam
   for (const auto& d : *shape) {
     uint64_t n;
     if (!json_uint(d, static_cast<uint64_t>(INT64_MAX), n))
-      parse_error(name, detail::concat("bad dim ", d.dump(), " in shape ", shape->dump(),
-                                       " (dims are integers in [0, 2^63))"));
+      parse_error(name,
+                  detail::concat("bad dim ", io::excerpt(d.dump()), " in shape ",
+                                 io::excerpt(shape->dump()), " (dims are integers in [0, 2^63))"));
     if (__builtin_mul_overflow(numel, n, &numel) || numel > static_cast<uint64_t>(INT64_MAX))
-      parse_error(name, detail::concat("shape ", shape->dump(), " has too many elements"));
+      parse_error(name,
+                  detail::concat("shape ", io::excerpt(shape->dump()), " has too many elements"));
     dims.push_back(static_cast<int64_t>(n));
   }
   e.shape = Shape(std::move(dims));
@@ -235,22 +265,23 @@ SafetensorsFile::Entry SafetensorsFile::Impl::parse_entry(const std::string& nam
         nbytes != e.end - e.begin)
       parse_error(name, detail::concat("data_offsets [", e.begin, ", ", e.end, "] hold ",
                                        e.end - e.begin, " bytes but shape ", e.shape, " of ",
-                                       e.dtype, " needs ", numel, " x ", fd->bytes));
+                                       io::excerpt(e.dtype), " needs ", numel, " x ", fd->bytes));
   }
   return e;
 }
 
-void SafetensorsFile::Impl::check_overlaps() const {
-  // names are sorted by begin: a tensor overlaps an earlier one iff it starts before the
-  // furthest end seen so far (empty tensors occupy nothing).
-  const std::string* furthest = nullptr;
-  for (const std::string& name : names) {
-    const Entry& e = entries.at(name);
+void SafetensorsFile::Impl::check_overlaps(const DataOrder& order) const {
+  // In data order a tensor overlaps an earlier one iff it starts before the furthest end seen so
+  // far (empty tensors occupy nothing).
+  const DataOrder::value_type* furthest = nullptr;
+  for (const auto& tensor : order) {
+    const Entry& e = *tensor.first;
     if (e.begin == e.end) continue;
-    if (furthest && e.begin < entries.at(*furthest).end)
-      parse_error(name, detail::concat("bytes [", e.begin, ", ", e.end, ") overlap tensor '",
-                                       *furthest, "'"));
-    if (!furthest || e.end > entries.at(*furthest).end) furthest = &name;
+    if (furthest && e.begin < furthest->first->end)
+      parse_error(*tensor.second,
+                  detail::concat("bytes [", e.begin, ", ", e.end, ") overlap tensor '",
+                                 io::excerpt(*furthest->second), "'"));
+    if (!furthest || e.end > furthest->first->end) furthest = &tensor;
   }
 }
 
@@ -275,16 +306,16 @@ const std::map<std::string, std::string>& SafetensorsFile::metadata() const {
   return impl_->metadata;
 }
 const std::byte* SafetensorsFile::mapped_data() const {
-  return impl_->map->base;
+  return impl_->map->data();
 }
 size_t SafetensorsFile::mapped_size() const {
-  return impl_->map->size;
+  return impl_->map->size();
 }
 
 const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) const {
   const auto it = impl_->entries.find(name);
   if (it == impl_->entries.end())
-    fail(ErrorKind::OutOfRange, kLoad, impl_->path, ": no tensor named '", name, "'");
+    fail(ErrorKind::OutOfRange, kLoad, impl_->path, ": no tensor named '", io::excerpt(name), "'");
   return it->second;
 }
 
@@ -293,8 +324,8 @@ DType wick_dtype_of(const std::string& path, const std::string& name,
                     const SafetensorsFile::Entry& e) {
   const FileDType* fd = find_file_dtype(e.dtype);
   if (!fd || !fd->in_wick)
-    fail(ErrorKind::Unsupported, kLoad, path, ": tensor '", name, "' has dtype ", e.dtype,
-         ", which wick does not support (F32 F16 BF16 F64 U8 U32 I64)");
+    fail(ErrorKind::Unsupported, kLoad, path, ": tensor '", io::excerpt(name), "' has dtype ",
+         io::excerpt(e.dtype), ", which wick does not support (F32 F16 BF16 F64 U8 U32 I64)");
   return fd->dtype;
 }
 }  // namespace
@@ -303,7 +334,7 @@ Tensor SafetensorsFile::tensor(const std::string& name, const Device& dev) const
   const Entry& e = entry(name);
   const DType dt = wick_dtype_of(impl_->path, name, e);
   const size_t numel = static_cast<size_t>(e.shape.numel());
-  std::byte* bytes = impl_->map->base + impl_->data_start + e.begin;
+  std::byte* bytes = impl_->map->data() + impl_->data_start + e.begin;
   const bool aligned = reinterpret_cast<uintptr_t>(bytes) % dtype_size(dt) == 0;
 
   backend::StoragePtr storage;
@@ -346,60 +377,9 @@ size_t& io::safetensors_write_chunk_bytes() {
 
 namespace {
 
-// A temporary file next to the target; removed unless commit() renamed it into place.
-class TempFile {
- public:
-  explicit TempFile(const std::string& target) : target_(target) {
-    const std::filesystem::path t(target);
-    const std::filesystem::path dir = t.has_parent_path() ? t.parent_path() : ".";
-    static std::atomic<uint64_t> counter{0};
-    for (int attempt = 0; fd_ < 0; attempt++) {
-      std::string name = ".";
-      name += t.filename().string();
-      name += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-      path_ = (dir / name).string();
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ < 0 && (errno != EEXIST || attempt > 100))
-        io_error(kSave, target_, "cannot create a temporary file beside it", errno);
-    }
-  }
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  void write(const void* data, size_t n) {
-    const auto* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, p, std::min<size_t>(n, 1u << 30));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) io_error(kSave, target_, "write failed", w < 0 ? errno : EIO);
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-
-  void commit() {
-    if (::fsync(fd_) != 0) io_error(kSave, target_, "fsync failed", errno);
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0) io_error(kSave, target_, "close failed", errno);
-    if (::rename(path_.c_str(), target_.c_str()) != 0)
-      io_error(kSave, target_, "cannot rename the temporary file into place", errno);
-    committed_ = true;
-  }
-
- private:
-  std::string target_, path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 // Writes t's elements in row-major order. Contiguous CPU tensors go straight from memory;
 // others are read back in slices of dim 0 so a huge strided tensor needs no full host copy.
-void write_tensor_bytes(TempFile& out, const Tensor& t) {
+void write_tensor_bytes(io::AtomicFileWriter& out, const Tensor& t) {
   const size_t esize = dtype_size(t.dtype());
   const size_t nbytes = static_cast<size_t>(t.numel()) * esize;
   if (nbytes == 0) return;
@@ -431,7 +411,8 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   for (const auto& [name, t] : tensors) {
     if (name == kMetadataKey)
       fail(ErrorKind::Parse, kSave, path, ": tensor name '", name, "' is reserved for metadata");
-    if (!t.defined()) fail(ErrorKind::Shape, kSave, path, ": tensor '", name, "' is undefined");
+    if (!t.defined())
+      fail(ErrorKind::Shape, kSave, path, ": tensor '", io::excerpt(name), "' is undefined");
     order.emplace_back(&name, &t);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
@@ -456,11 +437,11 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     text = header.dump();
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::Parse, kSave, path, ": a tensor name or metadata string is not valid UTF-8 (",
-         e.what(), ")");
+         io::excerpt(e.what(), 200), ")");
   }
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  TempFile out(path);
+  io::AtomicFileWriter out(path, kSave);
   const uint64_t header_len = text.size();
   out.write(&header_len, 8);
   out.write(text.data(), text.size());
