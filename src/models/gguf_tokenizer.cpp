@@ -2,6 +2,7 @@
 // keys). Only byte-level BPE ("gpt2") vocabularies are understood.
 #include <algorithm>
 
+#include "io/file.h"
 #include "models/gguf_keys.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
@@ -15,8 +16,8 @@ Tokenizer load_gguf_tokenizer(const GgufFile& f) {
     fail(ErrorKind::Parse, op, f.name(),
          ": no tokenizer.ggml.model key (the file carries no tokenizer)");
   if (model->as_string() != "gpt2")
-    fail(ErrorKind::Unsupported, op, f.name(), ": tokenizer model '", model->as_string(),
-         "' (only byte-level BPE, 'gpt2', is implemented)");
+    fail(ErrorKind::Unsupported, op, f.name(), ": tokenizer model '",
+         io::excerpt(model->as_string()), "' (only byte-level BPE, 'gpt2', is implemented)");
   std::vector<std::string> tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
   std::vector<std::string> merges = f.get_array<std::string>("tokenizer.ggml.merges");
   std::vector<int32_t> types;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "io/file.h"
 #include "models/gguf_keys.h"
 #include "nn/linear.h"
 #include "wick/gguf.h"
@@ -168,7 +169,7 @@ LlamaConfig read_config(const GgufFile& f) {
   using models::int_key;
   const std::string arch = f.get<std::string>("general.architecture");
   if (arch != "llama")
-    fail(ErrorKind::Parse, kOp, f.name(), ": architecture '", arch, "' is not llama");
+    fail(ErrorKind::Parse, kOp, f.name(), ": architecture '", io::excerpt(arch), "' is not llama");
   LlamaConfig c;
   c.hidden = int_key(f, kOp, "llama.embedding_length", 1, kMaxCount);
   c.intermediate = int_key(f, kOp, "llama.feed_forward_length", 1, kMaxCount);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "io/file.h"
 #include "tokenizer/model.h"
 #include "wick/error.h"
 
@@ -68,7 +69,7 @@ std::vector<std::pair<std::string, std::string>> read_merges(const json& merges)
       const std::string& s = m.get_ref<const std::string&>();
       const size_t space = s.find(' ');
       if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        fail(ErrorKind::Parse, kOp, "merge ", rank, " '", s,
+        fail(ErrorKind::Parse, kOp, "merge ", rank, " '", io::excerpt(s),
              "' is not two tokens split by a space");
       out.emplace_back(s.substr(0, space), s.substr(space + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -82,10 +83,12 @@ std::vector<std::pair<std::string, std::string>> read_merges(const json& merges)
 
 // Places `token` at `id`, growing the table; a clash of two different strings is an error.
 void place(std::vector<std::string>& tokens, int64_t id, const std::string& token) {
-  if (id < 0 || id >= INT32_MAX) fail(ErrorKind::Parse, kOp, "token '", token, "' has id ", id);
+  if (id < 0 || id >= INT32_MAX)
+    fail(ErrorKind::Parse, kOp, "token '", io::excerpt(token), "' has id ", id);
   if (size_t(id) >= tokens.size()) tokens.resize(size_t(id) + 1);
   if (!tokens[id].empty() && tokens[id] != token)
-    fail(ErrorKind::Parse, kOp, "id ", id, " is both '", tokens[id], "' and '", token, "'");
+    fail(ErrorKind::Parse, kOp, "id ", id, " is both '", io::excerpt(tokens[id]), "' and '",
+         io::excerpt(token), "'");
   tokens[id] = token;
 }
 
@@ -102,7 +105,8 @@ int32_t config_token(const json& config, const char* key, const std::vector<std:
     fail(ErrorKind::Parse, kOp, "tokenizer_config ", key, " is ", describe(v));
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] == name) return int32_t(i);
-  fail(ErrorKind::Parse, kOp, "tokenizer_config ", key, " '", name, "' is not in the vocabulary");
+  fail(ErrorKind::Parse, kOp, "tokenizer_config ", key, " '", io::excerpt(name),
+       "' is not in the vocabulary");
 }
 
 json parse(std::string_view text, const char* what) {
@@ -112,12 +116,15 @@ json parse(std::string_view text, const char* what) {
   return j;
 }
 
+// tokenizer.json files are a few MiB; anything past this bound is not one.
+constexpr uint64_t kMaxJsonBytes = 1ull << 30;
+
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, kOp, "cannot open '", path, "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // A regular file only (a FIFO would block the read forever), read with a size bound.
+  const io::ReadableFile file = io::open_regular_file(path, kOp);
+  const auto bytes = io::read_whole_file(file, kMaxJsonBytes);
+  if (!bytes) fail(ErrorKind::Io, kOp, "'", path, "' is larger than ", kMaxJsonBytes, " bytes");
+  return std::string(bytes->begin(), bytes->end());
 }
 
 }  // namespace
@@ -153,7 +160,7 @@ Tokenizer Tokenizer::from_parsed_hf_json(std::string_view tokenizer_json,
   tokens.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer())
-      fail(ErrorKind::Parse, kOp, "vocab id of '", token, "' is ", describe(id));
+      fail(ErrorKind::Parse, kOp, "vocab id of '", io::excerpt(token), "' is ", describe(id));
     place(tokens, id.get<int64_t>(), token);
   }
   std::vector<int32_t> types(tokens.size(), int32_t(TokenType::Normal));

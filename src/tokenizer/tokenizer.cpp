@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "io/file.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/model.h"
 #include "tokenizer/unicode.h"
@@ -34,7 +35,8 @@ std::shared_ptr<const Model> build_model(
     const std::string& t = tokens[i];
     if (t.empty()) continue;  // a hole in the id space: never produced by encode
     if (!m.token_to_id.emplace(t, int32_t(i)).second)
-      fail(ErrorKind::Parse, op, "token ", i, " '", t, "' duplicates token ", m.token_to_id[t]);
+      fail(ErrorKind::Parse, op, "token ", i, " '", io::excerpt(t), "' duplicates token ",
+           m.token_to_id[t]);
     // HF's ByteLevel decoder: map every character back to its byte, or keep the text as is when
     // some character is outside the alphabet (added tokens such as "<|im_start|>" are plain text).
     if (!byte_level_decode(t, m.token_bytes[i])) m.token_bytes[i] = t;
@@ -50,13 +52,15 @@ std::shared_ptr<const Model> build_model(
   const auto id_of = [&](const std::string& t, size_t rank) {
     auto it = m.token_to_id.find(t);
     if (it == m.token_to_id.end())
-      fail(ErrorKind::Parse, op, "merge ", rank, " uses '", t, "', which is not in the vocabulary");
+      fail(ErrorKind::Parse, op, "merge ", rank, " uses '", io::excerpt(t),
+           "', which is not in the vocabulary");
     return it->second;
   };
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
     if (left.empty() || right.empty())
-      fail(ErrorKind::Parse, op, "merge ", rank, " '", left, " ", right, "' has an empty side");
+      fail(ErrorKind::Parse, op, "merge ", rank, " '", io::excerpt(left), " ", io::excerpt(right),
+           "' has an empty side");
     const int32_t left_id = id_of(left, rank), right_id = id_of(right, rank);
     const int32_t merged_id = id_of(left + right, rank);
     // Like HF, a repeated pair keeps its first (lowest) rank.
@@ -136,14 +140,16 @@ Tokenizer Tokenizer::from_vocab(std::vector<std::string> tokens, std::vector<std
                                 std::string_view pre_tokenizer) {
   constexpr const char* op = "Tokenizer::from_vocab";
   const auto kind = tokenizer_detail::pre_tokenizer_from_name(pre_tokenizer);
-  if (!kind) fail(ErrorKind::Unsupported, op, "unknown pre-tokenizer '", pre_tokenizer, "'");
+  if (!kind)
+    fail(ErrorKind::Unsupported, op, "unknown pre-tokenizer '", io::excerpt(pre_tokenizer), "'");
   std::vector<std::pair<std::string, std::string>> pairs;
   pairs.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const std::string& s = merges[rank];
     const size_t space = s.find(' ');
     if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-      fail(ErrorKind::Parse, op, "merge ", rank, " '", s, "' is not two tokens split by one space");
+      fail(ErrorKind::Parse, op, "merge ", rank, " '", io::excerpt(s),
+           "' is not two tokens split by one space");
     pairs.emplace_back(s.substr(0, space), s.substr(space + 1));
   }
   return Tokenizer(
