@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "backend/registry.h"
 #include "args.h"
 #include "gguf_bytes.h"
 #include "harness.h"
@@ -292,6 +293,33 @@ TEST(CliBinary, Info) {
   for (const auto& [name, value] : describe_knobs()) EXPECT_HAS(r.output, name);
   EXPECT_HAS(r.output, "\"abc\"");
   EXPECT_HAS(r.output, std::to_string(2 << 20));  // WICK_POOL_LIMIT as wick read it
+}
+
+// A machine without a GPU of some kind says why that backend is absent; one with it lists its
+// devices. In CI (no NVIDIA driver) this checks the absent reason of the compiled CUDA backend.
+TEST(CliBinary, InfoSaysWhyABackendIsAbsent) {
+  const RunResult r = run_wick("info");
+  EXPECT_EQ(r.status, 0);
+  for (DeviceKind kind : {DeviceKind::Vulkan, DeviceKind::Cuda}) {
+    const std::string name = device_kind_name(kind);
+    SCOPED_TRACE(name);
+    if (backend::device_count(kind) > 0) {
+      EXPECT_HAS(r.output, "| " + name + ":0 (");
+      EXPECT_EQ(r.output.find(name + ": absent"), std::string::npos) << r.output;
+    } else {
+      const std::string why = backend::absent_reason(kind);
+      EXPECT_FALSE(why.empty());
+      EXPECT_HAS(r.output, name + ": absent: " + why);
+    }
+  }
+#ifdef WICK_WITH_CUDA
+  if (backend::device_count(DeviceKind::Cuda) == 0) {
+    // And opening it is a device error with the same reason.
+    const RunResult open = run_wick("bench storage --device cuda");
+    EXPECT_EQ(open.status, 1);
+    EXPECT_HAS(open.output, "device error");
+  }
+#endif
 }
 
 TEST(CliBinary, BenchStorage) {
