@@ -46,12 +46,9 @@ void* host_alloc(size_t bytes) {
   void* p = bytes <= kSmallBlock
                 ? std::malloc(std::max<size_t>(bytes, 1))
                 : std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-  if (!p) {
-    if (limit)
-      fail(ErrorKind::OutOfMemory, "alloc", "out of host memory allocating ", bytes,
-           " bytes (the host has ", limit, " bytes of memory and swap)");
-    fail(ErrorKind::OutOfMemory, "alloc", "out of host memory allocating ", bytes, " bytes");
-  }
+  if (!p)
+    fail(ErrorKind::OutOfMemory, "alloc", "out of host memory allocating ", bytes, " bytes",
+         limit ? detail::concat(" (the host has ", limit, " bytes of memory and swap)") : "");
   return p;
 }
 
