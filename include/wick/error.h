@@ -17,6 +17,8 @@ enum class ErrorKind {
   Unsupported,  // the op/dtype is not implemented by this backend
   Io,           // file system errors
   Parse,        // malformed file contents
+  OutOfMemory,  // an allocation the device (or wick's size limit, 2^62 bytes) cannot hold;
+                // the message names the bytes asked for and the limit where one is known
   Internal,     // a wick bug or a driver failure
 };
 

@@ -2,10 +2,13 @@
 // copies a pointer. Tensors are immutable except through the explicit in-place ops (slice_set,
 // zero_set, const_set), which write into the tensor's storage and so are seen by every view of it.
 // Ops on GPU devices are recorded and return at once; reading values (to_vec, to_scalar) waits.
+// A default-constructed Tensor is undefined: it can be tested (defined()), printed, copied,
+// assigned and destroyed, and every other method throws Error(Shape, "... undefined tensor").
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,7 +74,7 @@ class Tensor {
   // Elements in row-major order of the view, converted to T.
   template <typename T>
   std::vector<T> to_vec() const {
-    std::vector<T> out(static_cast<size_t>(numel()));
+    std::vector<T> out = host_vector<T>(numel(), "to_vec");
     read_into(out.data(), dtype_of<T>::value);
     return out;
   }
@@ -234,7 +237,8 @@ class Tensor {
   Tensor operator-() const { return neg(); }
 
   // ---- internals (used by backends, io, tests) --------------------------------------------
-  Tensor() = default;
+  Tensor() = default;  // undefined
+  // Throws unless `layout` fits `storage` (Layout::check_fits) and the storage holds `dt`.
   Tensor(std::shared_ptr<backend::Storage> storage, Layout layout, DType dt, Device dev);
   const std::shared_ptr<backend::Storage>& storage() const;
   // True when both tensors use the same storage buffer.
@@ -242,7 +246,22 @@ class Tensor {
 
  private:
   static void check_numel(size_t n, const Shape& shape, const char* op);
+  // n zeroed elements of T on the host: Error(OutOfMemory) naming `op`, never std::bad_alloc,
+  // when their bytes reach wick's size limit or the host has no room for them.
+  template <typename T>
+  static std::vector<T> host_vector(int64_t n, const char* op) {
+    if (n > (kSizeLimit - 1) / static_cast<int64_t>(sizeof(T)))
+      fail(ErrorKind::OutOfMemory, op, n, " elements of ", sizeof(T),
+           " bytes pass wick's size limit of 2^62 bytes");
+    try {
+      return std::vector<T>(static_cast<size_t>(n));
+    } catch (const std::bad_alloc&) {
+      fail(ErrorKind::OutOfMemory, op, "no host memory for ", n, " elements of ", sizeof(T),
+           " bytes");
+    }
+  }
   struct Impl;
+  const Impl& impl() const;  // throws on an undefined tensor
   std::shared_ptr<const Impl> impl_;
 };
 

@@ -4,14 +4,24 @@ namespace wick {
 
 const char* error_kind_name(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::Shape: return "shape";
-    case ErrorKind::DType: return "dtype";
-    case ErrorKind::Device: return "device";
-    case ErrorKind::OutOfRange: return "out of range";
-    case ErrorKind::Unsupported: return "unsupported";
-    case ErrorKind::Io: return "io";
-    case ErrorKind::Parse: return "parse";
-    case ErrorKind::Internal: return "internal";
+    case ErrorKind::Shape:
+      return "shape";
+    case ErrorKind::DType:
+      return "dtype";
+    case ErrorKind::Device:
+      return "device";
+    case ErrorKind::OutOfRange:
+      return "out of range";
+    case ErrorKind::Unsupported:
+      return "unsupported";
+    case ErrorKind::Io:
+      return "io";
+    case ErrorKind::Parse:
+      return "parse";
+    case ErrorKind::OutOfMemory:
+      return "out of memory";
+    case ErrorKind::Internal:
+      return "internal";
   }
   return "unknown";
 }

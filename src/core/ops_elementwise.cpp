@@ -28,7 +28,7 @@ Tensor unary(const Tensor& x, UnaryOp op, UnaryParams p = {}) {
   // Wrapping -x modulo 2^bits is almost never what the caller meant.
   if (op == UnaryOp::Neg && (x.dtype() == DType::U8 || x.dtype() == DType::U32))
     fail(ErrorKind::DType, "neg", "unsigned tensors have no negation, got ", core::describe(x));
-  Tensor out = core::empty(x.shape(), x.dtype(), x.device());
+  Tensor out = core::empty(x.shape(), x.dtype(), x.device(), backend::unary_op_name(op));
   if (x.numel()) x.device().backend().unary(op, p, core::view(x), *out.storage());
   return out;
 }
@@ -54,7 +54,7 @@ Tensor binary(const Tensor& a, const Tensor& b, BinaryOp op) {
   if (op == BinaryOp::Pow) core::check_float(name, a);
   Shape shape_scratch;
   const Shape& shape = broadcast_shape(a, b, shape_scratch, name);
-  Tensor out = core::empty(shape, a.dtype(), a.device());
+  Tensor out = core::empty(shape, a.dtype(), a.device(), name);
   if (out.numel() == 0) return out;
   Layout la_scratch, lb_scratch;
   const Layout& la = layout_as(a, shape, la_scratch, name);
@@ -69,7 +69,7 @@ Tensor compare(const Tensor& a, const Tensor& b, CmpOp op) {
   core::check_same_dtype(name, a, b);
   Shape shape_scratch;
   const Shape& shape = broadcast_shape(a, b, shape_scratch, name);
-  Tensor out = core::empty(shape, DType::U8, a.device());
+  Tensor out = core::empty(shape, DType::U8, a.device(), name);
   if (out.numel() == 0) return out;
   Layout la_scratch, lb_scratch;
   const Layout& la = layout_as(a, shape, la_scratch, name);
@@ -170,7 +170,7 @@ Tensor Tensor::where_cond(const Tensor& on_true, const Tensor& on_false) const {
   const Shape& out_shape = ct_shape == on_false.shape()
                                ? ct_shape
                                : (scratch_out = broadcast_shapes(ct_shape, on_false.shape(), name));
-  Tensor out = core::empty(out_shape, on_true.dtype(), device());
+  Tensor out = core::empty(out_shape, on_true.dtype(), device(), name);
   if (out.numel() == 0) return out;
   Layout scratch_c, scratch_t, scratch_f;
   const Layout& lc = layout_as(*this, out_shape, scratch_c, name);

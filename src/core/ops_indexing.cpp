@@ -11,7 +11,7 @@ Tensor Tensor::index_select(const Tensor& ids, int64_t dim) const {
   const size_t d = shape().dim(dim, name);
   std::vector<int64_t> od = dims();
   od[d] = ids.dim(0);
-  Tensor out = core::empty(Shape(od), dtype(), device());
+  Tensor out = core::empty(Shape(od), dtype(), device(), name);
   if (out.numel()) device().backend().index_select(core::view(*this), core::view(ids), d, *out.storage());
   return out;
 }
@@ -34,7 +34,7 @@ Tensor Tensor::gather(const Tensor& ids, int64_t dim) const {
     if (i != d && ids.shape()[i] != shape()[i])
       fail(ErrorKind::Shape, name, "ids ", ids.shape(), " and source ", shape(),
            " differ outside dim ", dim);
-  Tensor out = core::empty(ids.shape(), dtype(), device());
+  Tensor out = core::empty(ids.shape(), dtype(), device(), name);
   if (out.numel()) device().backend().gather(core::view(*this), core::view(ids), d, *out.storage());
   return out;
 }
@@ -93,11 +93,13 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int64_t dim) {
     for (size_t i = 0; i < first.rank(); i++)
       if (i != d && t.shape()[i] != first.shape()[i])
         fail(ErrorKind::Shape, name, "shapes ", first.shape(), " and ", t.shape(), " differ outside dim ", dim);
-    total += t.shape()[d];
+    if (__builtin_add_overflow(total, t.shape()[d], &total))
+      fail(ErrorKind::Shape, name, "dim ", dim, " of the result overflows int64 (", ts.size(),
+           " tensors like ", first.shape(), ")");
   }
   std::vector<int64_t> od = first.dims();
   od[d] = total;
-  Tensor out = core::empty(Shape(od), first.dtype(), first.device());
+  Tensor out = core::empty(Shape(od), first.dtype(), first.device(), name);
   int64_t offset = 0;
   for (const Tensor& t : ts) {
     if (t.numel()) out.slice_set(t, static_cast<int64_t>(d), offset);
@@ -135,11 +137,12 @@ void Tensor::slice_set(const Tensor& src, int64_t dim, int64_t offset) const {
   for (size_t i = 0; i < rank(); i++)
     if (i != d && src.shape()[i] != shape()[i])
       fail(ErrorKind::Shape, name, "src ", src.shape(), " and self ", shape(), " differ outside dim ", dim);
-  if (offset < 0 || offset + src.shape()[d] > shape()[d])
-    fail(ErrorKind::OutOfRange, name, "range [", offset, ", ", offset + src.shape()[d], ") outside dim ",
-         dim, " of ", shape());
+  const int64_t len = src.shape()[d], n = shape()[d];
+  if (offset < 0 || offset > n || len > n - offset)
+    fail(ErrorKind::OutOfRange, name, "src ", src.shape(), " at offset ", offset, " outside dim ",
+         dim, " (size ", n, ") of ", shape());
   if (src.numel() == 0) return;
-  const Tensor dst = narrow(static_cast<int64_t>(d), offset, src.shape()[d]);
+  const Tensor dst = narrow(static_cast<int64_t>(d), offset, len);
   // Reading and writing the same elements through different layouts would race: copy first.
   const Tensor s = src.shares_storage_with(*this) ? src.copy() : src;
   device().backend().copy_strided(core::view(s), *storage(), dst.layout());

@@ -35,7 +35,7 @@ Tensor Tensor::matmul(const Tensor& o) const {
   if (bb != batch) lb_bc = core::broadcast_layout(o.layout(), batched(k, n), name);
   const Layout& la = la_bc ? *la_bc : layout();
   const Layout& lb = lb_bc ? *lb_bc : o.layout();
-  Tensor out = core::empty(batched(m, n), dtype(), device());
+  Tensor out = core::empty(batched(m, n), dtype(), device(), name);
   if (out.numel() == 0) return out;
   if (k == 0) {
     device().backend().fill(*out.storage(), out.layout(), 0.0);

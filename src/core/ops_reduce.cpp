@@ -35,7 +35,7 @@ Tensor reduce(const Tensor& x, ReduceOp op, const std::vector<size_t>& dims, boo
   }
   const Shape keep_shape(kd);
   const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
-  Tensor out = core::empty(keep_shape, arg ? DType::U32 : x.dtype(), x.device());
+  Tensor out = core::empty(keep_shape, arg ? DType::U32 : x.dtype(), x.device(), name);
   if (out.numel() > 0) {
     if (x.numel() == 0)
       x.device().backend().fill(*out.storage(), out.layout(), 0.0);  // empty sums
@@ -49,7 +49,7 @@ Tensor last_dim_op(const Tensor& x, const char* name,
                    void (backend::BackendDevice::*fn)(backend::View, backend::Storage&)) {
   core::check_float(name, x);
   if (x.rank() == 0) fail(ErrorKind::Shape, name, "needs rank >= 1, got a scalar");
-  Tensor out = core::empty(x.shape(), x.dtype(), x.device());
+  Tensor out = core::empty(x.shape(), x.dtype(), x.device(), name);
   if (x.numel()) (x.device().backend().*fn)(core::view(x), *out.storage());
   return out;
 }
@@ -133,7 +133,7 @@ Tensor Tensor::rms_norm(const Tensor& alpha, double eps) const {
   core::check_float("rms_norm", *this);
   if (rank() == 0) fail(ErrorKind::Shape, "rms_norm", "needs rank >= 1, got a scalar");
   check_norm_param("rms_norm", *this, alpha, "alpha");
-  Tensor out = core::empty(shape(), dtype(), device());
+  Tensor out = core::empty(shape(), dtype(), device(), "rms_norm");
   if (numel()) device().backend().rms_norm(core::view(*this), core::view(alpha), eps, *out.storage());
   return out;
 }
@@ -143,7 +143,7 @@ Tensor Tensor::layer_norm(const Tensor& alpha, const Tensor& beta, double eps) c
   if (rank() == 0) fail(ErrorKind::Shape, "layer_norm", "needs rank >= 1, got a scalar");
   check_norm_param("layer_norm", *this, alpha, "alpha");
   check_norm_param("layer_norm", *this, beta, "beta");
-  Tensor out = core::empty(shape(), dtype(), device());
+  Tensor out = core::empty(shape(), dtype(), device(), "layer_norm");
   if (numel())
     device().backend().layer_norm(core::view(*this), core::view(alpha), core::view(beta), eps,
                                   *out.storage());
@@ -168,7 +168,7 @@ static Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, b
          ", got ", cos.shape());
   const Layout lc = core::broadcast_layout(cos.layout(), want3, name);
   const Layout ls = core::broadcast_layout(sin.layout(), want3, name);
-  Tensor out = core::empty(x.shape(), x.dtype(), x.device());
+  Tensor out = core::empty(x.shape(), x.dtype(), x.device(), name);
   if (x.numel())
     x.device().backend().rope(core::view(x), {*cos.storage(), lc}, {*sin.storage(), ls},
                               interleaved, *out.storage());
@@ -180,7 +180,7 @@ Tensor Tensor::rope_i(const Tensor& cos, const Tensor& sin) const { return rope_
 
 Tensor Tensor::arg_sort_last_dim(bool ascending) const {
   if (rank() == 0) fail(ErrorKind::Shape, "arg_sort_last_dim", "needs rank >= 1, got a scalar");
-  Tensor out = core::empty(shape(), DType::U32, device());
+  Tensor out = core::empty(shape(), DType::U32, device(), "arg_sort_last_dim");
   if (numel()) device().backend().arg_sort_last_dim(core::view(*this), ascending, *out.storage());
   return out;
 }

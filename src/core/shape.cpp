@@ -7,13 +7,24 @@
 
 namespace wick {
 
-int64_t Shape::numel() const {
+int64_t Shape::numel(const char* op) const {
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+  bool empty = false;
+  for (int64_t d : dims_) {
+    if (d < 0) fail(ErrorKind::Shape, op, "negative dim in shape ", *this);
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(n, d, &n) || n >= kSizeLimit)
+      fail(ErrorKind::Shape, op, "shape ", *this,
+           " is too large: its dims multiply to 2^62 or more (wick's size limit)");
+  }
+  return empty ? 0 : n;
 }
 
 std::vector<int64_t> Shape::contiguous_strides() const {
+  numel("contiguous_strides");  // every partial product below is then in range
   std::vector<int64_t> st(dims_.size());
   int64_t s = 1;
   for (size_t i = dims_.size(); i-- > 0;) {
@@ -66,13 +77,35 @@ bool Layout::is_contiguous() const {
 }
 
 std::pair<int64_t, int64_t> Layout::storage_span() const {
+  WICK_ASSERT(strides.size() == shape.rank());
   if (shape.numel() == 0) return {start_offset, start_offset};
   int64_t lo = start_offset, hi = start_offset;
-  for (size_t i = 0; i < shape.rank(); i++) {
-    const int64_t ext = (shape[i] - 1) * strides[i];
-    if (ext < 0) lo += ext; else hi += ext;
+  bool overflow = false;
+  for (size_t i = 0; i < shape.rank() && !overflow; i++) {
+    int64_t ext;
+    overflow = __builtin_mul_overflow(shape[i] - 1, strides[i], &ext) ||
+               __builtin_add_overflow(ext < 0 ? lo : hi, ext, ext < 0 ? &lo : &hi);
   }
-  return {lo, hi + 1};
+  if (overflow || __builtin_add_overflow(hi, 1, &hi))
+    fail(ErrorKind::OutOfRange, "layout", "layout ", str(), " reaches offsets beyond int64");
+  return {lo, hi};
+}
+
+void Layout::check_fits(int64_t storage_numel, const char* op) const {
+  if (strides.size() != shape.rank())
+    fail(ErrorKind::Shape, op, "layout ", str(), " has ", strides.size(), " strides for ",
+         shape.rank(), " dims");
+  const int64_t n = shape.numel(op);
+  if (start_offset < 0 || start_offset >= kSizeLimit)
+    fail(ErrorKind::OutOfRange, op, "layout ", str(), " has an offset outside [0, 2^62)");
+  for (int64_t s : strides)
+    if (s <= -kSizeLimit || s >= kSizeLimit)
+      fail(ErrorKind::OutOfRange, op, "layout ", str(), " has a stride beyond 2^62");
+  if (n == 0) return;
+  const auto [lo, hi] = storage_span();
+  if (lo < 0 || hi > storage_numel)
+    fail(ErrorKind::OutOfRange, op, "layout ", str(), " reaches elements [", lo, ", ", hi,
+         ") outside its storage of ", storage_numel, " elements");
 }
 
 std::string Layout::str() const {

@@ -10,14 +10,39 @@ namespace wick {
 
 using backend::View;
 
-Tensor::Tensor(std::shared_ptr<backend::Storage> storage, Layout layout, DType dt, Device dev)
-    : impl_(std::make_shared<const Impl>(Impl{std::move(storage), std::move(layout), dt, std::move(dev)})) {}
+// The one door every tensor, and so every layout a kernel gets, comes through.
+Tensor::Tensor(std::shared_ptr<backend::Storage> storage, Layout layout, DType dt, Device dev) {
+  if (!storage) fail(ErrorKind::Internal, "tensor", "no storage for layout ", layout.str());
+  if (storage->dtype() != dt)
+    fail(ErrorKind::DType, "tensor", "a storage of ", storage->dtype(), " cannot hold a ", dt,
+         " tensor");
+  layout.check_fits(static_cast<int64_t>(storage->numel()), "tensor");
+  impl_ =
+      std::make_shared<const Impl>(Impl{std::move(storage), std::move(layout), dt, std::move(dev)});
+}
 
-const Shape& Tensor::shape() const { return impl_->layout.shape; }
-DType Tensor::dtype() const { return impl_->dtype; }
-const Device& Tensor::device() const { return impl_->device; }
-const Layout& Tensor::layout() const { return impl_->layout; }
-const std::shared_ptr<backend::Storage>& Tensor::storage() const { return impl_->storage; }
+const Tensor::Impl& Tensor::impl() const {
+  if (!impl_)
+    fail(ErrorKind::Shape, "tensor",
+         "undefined tensor (a default-constructed Tensor has no shape, dtype, device or data)");
+  return *impl_;
+}
+
+const Shape& Tensor::shape() const {
+  return impl().layout.shape;
+}
+DType Tensor::dtype() const {
+  return impl().dtype;
+}
+const Device& Tensor::device() const {
+  return impl().device;
+}
+const Layout& Tensor::layout() const {
+  return impl().layout;
+}
+const std::shared_ptr<backend::Storage>& Tensor::storage() const {
+  return impl().storage;
+}
 bool Tensor::shares_storage_with(const Tensor& o) const { return storage() == o.storage(); }
 int64_t Tensor::dim(int64_t d) const { return shape()[shape().dim(d, "dim")]; }
 
@@ -30,15 +55,22 @@ std::string Tensor::str() const {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
 void Tensor::check_numel(size_t n, const Shape& shape, const char* op) {
-  if (static_cast<int64_t>(n) != shape.numel())
+  if (static_cast<int64_t>(n) != shape.numel(op))
     fail(ErrorKind::Shape, op, n, " elements given for shape ", shape, " (", shape.numel(), " elements)");
 }
 
 namespace core {
 
-Tensor empty(const Shape& shape, DType dt, const Device& dev) {
-  for (int64_t d : shape.dims())
-    if (d < 0) fail(ErrorKind::Shape, "alloc", "negative dim in shape ", shape);
+void check_nbytes(const Shape& shape, DType dt, const char* op) {
+  const int64_t n = shape.numel(op);
+  const auto size = static_cast<int64_t>(dtype_size(dt));
+  if (n > (kSizeLimit - 1) / size)
+    fail(ErrorKind::OutOfMemory, op, shape, ' ', dt, ": ", n, " elements of ", size,
+         " bytes pass wick's size limit of 2^62 bytes");
+}
+
+Tensor empty(const Shape& shape, DType dt, const Device& dev, const char* op) {
+  check_nbytes(shape, dt, op);
   auto s = dev.backend().alloc(dt, static_cast<size_t>(shape.numel()));
   return wrap(std::move(s), shape, dt, dev);
 }
@@ -71,6 +103,7 @@ std::string describe(const Tensor& t) {
 }
 
 Layout broadcast_layout(const Layout& l, const Shape& to, const char* op) {
+  to.numel(op);  // no negative dims, no overflowing count
   if (to.rank() < l.rank())
     fail(ErrorKind::Shape, op, "cannot broadcast shape ", l.shape, " to ", to);
   const size_t pad = to.rank() - l.rank();
@@ -98,33 +131,58 @@ void Tensor::read_into(void* dst, DType dt) const {
 // ---- creation ---------------------------------------------------------------------------------
 
 Tensor Tensor::from_data(const void* data, DType dt, const Shape& shape, const Device& dev) {
-  for (int64_t d : shape.dims())
-    if (d < 0) fail(ErrorKind::Shape, "from_data", "negative dim in shape ", shape);
+  core::check_nbytes(shape, dt, "from_data");
   auto s = dev.backend().from_host(dt, data, static_cast<size_t>(shape.numel()));
   return core::wrap(std::move(s), shape, dt, dev);
 }
 
-Tensor Tensor::full(double value, const Shape& shape, DType dt, const Device& dev) {
-  Tensor t = empty(shape, dt, dev);
+static Tensor filled(double value, const Shape& shape, DType dt, const Device& dev,
+                     const char* op) {
+  Tensor t = empty(shape, dt, dev, op);
   if (t.numel() > 0) dev.backend().fill(*t.storage(), t.layout(), value);
   return t;
 }
-Tensor Tensor::zeros(const Shape& shape, DType dt, const Device& dev) { return full(0, shape, dt, dev); }
-Tensor Tensor::ones(const Shape& shape, DType dt, const Device& dev) { return full(1, shape, dt, dev); }
+Tensor Tensor::full(double value, const Shape& shape, DType dt, const Device& dev) {
+  return filled(value, shape, dt, dev, "full");
+}
+Tensor Tensor::zeros(const Shape& shape, DType dt, const Device& dev) {
+  return filled(0, shape, dt, dev, "zeros");
+}
+Tensor Tensor::ones(const Shape& shape, DType dt, const Device& dev) {
+  return filled(1, shape, dt, dev, "ones");
+}
 
 Tensor Tensor::arange(double start, double end, double step, DType dt, const Device& dev) {
+  const char* name = "arange";
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(end))
-    fail(ErrorKind::OutOfRange, "arange", "bad range start=", start, " end=", end, " step=", step);
-  const double count = std::ceil((end - start) / step);
+    fail(ErrorKind::OutOfRange, name, "bad range start=", start, " end=", end, " step=", step);
+  const double count = std::ceil((end - start) / step);  // inf when end - start overflows
+  if (!(count < static_cast<double>(kSizeLimit)))
+    fail(ErrorKind::Shape, name, "range start=", start, " end=", end, " step=", step, " has ",
+         count, " elements, more than wick's size limit of 2^62");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i++) v[i] = start + step * static_cast<double>(i);
-  return from_vec(v, Shape{n}, dev).to_dtype(dt);
+  // Values are made on the host in pieces of a bounded size, so a range too large for the
+  // device fails in the device's allocation and the host never holds all of it.
+  constexpr int64_t kPiece = int64_t{1} << 16;
+  const auto piece = [&](int64_t first, int64_t len) {
+    return dispatch_dtype(dt, [&](auto z) {
+      using T = decltype(z);
+      std::vector<T> v(static_cast<size_t>(len));
+      for (int64_t i = 0; i < len; i++)
+        v[i] = from_f64<T>(start + step * static_cast<double>(first + i));
+      return from_data(v.data(), dt, Shape{len}, dev);
+    });
+  };
+  if (n <= kPiece) return piece(0, n);
+  Tensor out = empty({n}, dt, dev, name);
+  for (int64_t first = 0; first < n; first += kPiece)
+    out.slice_set(piece(first, std::min(kPiece, n - first)), 0, first);
+  return out;
 }
 
 Tensor Tensor::eye(int64_t n, DType dt, const Device& dev) {
   if (n < 0) fail(ErrorKind::Shape, "eye", "negative size ", n);
-  Tensor t = zeros({n, n}, dt, dev);
+  Tensor t = filled(0, {n, n}, dt, dev, "eye");
   // The diagonal is a strided view with stride n + 1.
   if (n > 0) dev.backend().fill(*t.storage(), Layout(Shape{n}, {n + 1}, 0), 1.0);
   return t;
@@ -132,14 +190,13 @@ Tensor Tensor::eye(int64_t n, DType dt, const Device& dev) {
 
 static void check_rand(const char* op, const Shape& shape, DType dt) {
   if (!is_float(dt)) fail(ErrorKind::DType, op, "expects a float dtype, got ", dt);
-  for (int64_t d : shape.dims())
-    if (d < 0) fail(ErrorKind::Shape, op, "negative dim in shape ", shape);
+  shape.numel(op);  // shape errors before range errors
 }
 
 Tensor Tensor::rand(double lo, double hi, const Shape& shape, DType dt, const Device& dev) {
   check_rand("rand", shape, dt);
   if (!(lo <= hi)) fail(ErrorKind::OutOfRange, "rand", "lo ", lo, " > hi ", hi);
-  Tensor t = empty(shape, dt, dev);
+  Tensor t = empty(shape, dt, dev, "rand");
   if (t.numel()) dev.backend().rand_uniform(*t.storage(), lo, hi);
   return t;
 }
@@ -147,7 +204,7 @@ Tensor Tensor::rand(double lo, double hi, const Shape& shape, DType dt, const De
 Tensor Tensor::randn(double mean, double std, const Shape& shape, DType dt, const Device& dev) {
   check_rand("randn", shape, dt);
   if (!(std >= 0)) fail(ErrorKind::OutOfRange, "randn", "negative std ", std);
-  Tensor t = empty(shape, dt, dev);
+  Tensor t = empty(shape, dt, dev, "randn");
   if (t.numel()) dev.backend().rand_normal(*t.storage(), mean, std);
   return t;
 }
@@ -158,14 +215,26 @@ static Tensor with_layout(const Tensor& t, Layout l) {
   return Tensor(t.storage(), std::move(l), t.dtype(), t.device());
 }
 
+// offset + index * stride; only a layout with absurd strides on an empty or size-1 dim can
+// overflow it (otherwise the layout's span bounds it).
+static int64_t moved_offset(int64_t offset, int64_t index, int64_t stride, const char* op,
+                            const Tensor& t) {
+  int64_t moved;
+  if (__builtin_mul_overflow(index, stride, &moved) ||
+      __builtin_add_overflow(offset, moved, &moved))
+    fail(ErrorKind::OutOfRange, op, "index ", index, " overflows the offsets of ",
+         t.layout().str());
+  return moved;
+}
+
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t len) const {
   const size_t k = shape().dim(d, "narrow");
   const int64_t n = shape()[k];
-  if (start < 0 || len < 0 || start + len > n)
-    fail(ErrorKind::OutOfRange, "narrow", "range [", start, ", ", start + len, ") on dim ", d,
-         " of shape ", shape());
+  if (start < 0 || len < 0 || start > n || len > n - start)
+    fail(ErrorKind::OutOfRange, "narrow", "length ", len, " at start ", start, " outside dim ", d,
+         " (size ", n, ") of shape ", shape());
   Layout l = layout();
-  l.start_offset += start * l.strides[k];
+  l.start_offset = moved_offset(l.start_offset, start, l.strides[k], "narrow", *this);
   l.shape[k] = len;
   return with_layout(*this, std::move(l));
 }
@@ -174,7 +243,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
   const size_t k = shape().dim(d, "chunk");
   if (chunks <= 0) fail(ErrorKind::OutOfRange, "chunk", "chunks must be > 0, got ", chunks);
   const int64_t n = shape()[k];
-  const int64_t size = std::max<int64_t>(1, (n + chunks - 1) / chunks);
+  const int64_t size = std::max<int64_t>(1, n / chunks + (n % chunks != 0));
   std::vector<Tensor> out;
   for (int64_t s = 0; s < n; s += size) out.push_back(narrow(d, s, std::min(size, n - s)));
   if (n == 0) out.push_back(*this);
@@ -211,25 +280,21 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
 
 Tensor Tensor::reshape(const Shape& s) const {
   std::vector<int64_t> dims = s.dims();
-  int64_t known = 1;
   int infer = -1;
   for (size_t i = 0; i < dims.size(); i++) {
-    if (dims[i] == -1) {
-      if (infer >= 0) fail(ErrorKind::Shape, "reshape", "more than one -1 in ", s);
-      infer = static_cast<int>(i);
-    } else if (dims[i] < 0) {
-      fail(ErrorKind::Shape, "reshape", "negative dim in ", s);
-    } else {
-      known *= dims[i];
-    }
+    if (dims[i] != -1) continue;
+    if (infer >= 0) fail(ErrorKind::Shape, "reshape", "more than one -1 in ", s);
+    infer = static_cast<int>(i);
   }
   if (infer >= 0) {
+    dims[infer] = 1;
+    const int64_t known = Shape(dims).numel("reshape");
     if (known == 0 || numel() % known != 0)
       fail(ErrorKind::Shape, "reshape", "cannot reshape ", shape(), " to ", s);
     dims[infer] = numel() / known;
   }
   Shape target(std::move(dims));
-  if (target.numel() != numel())
+  if (target.numel("reshape") != numel())
     fail(ErrorKind::Shape, "reshape", "cannot reshape ", shape(), " (", numel(), " elements) to ",
          target);
   const Tensor src = contiguous();
@@ -263,7 +328,12 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   if (k < 0 || k > r) fail(ErrorKind::OutOfRange, "unsqueeze", "dim ", d, " out of range for shape ", shape());
   Layout l = layout();
   std::vector<int64_t> sh = l.shape.dims();
-  const int64_t stride = k < r ? l.strides[k] * sh[k] : 1;
+  // A size-1 dim's stride never meets a non-zero index; this one keeps the layout readable as
+  // contiguous, or is 0 where that product would not fit.
+  int64_t stride = 1;
+  if (k < r && (__builtin_mul_overflow(l.strides[k], sh[k], &stride) || stride >= kSizeLimit ||
+                stride <= -kSizeLimit))
+    stride = 0;
   sh.insert(sh.begin() + k, 1);
   l.strides.insert(l.strides.begin() + k, stride);
   l.shape = Shape(std::move(sh));
@@ -293,7 +363,7 @@ Tensor Tensor::get(int64_t index) const {
 // ---- copies -----------------------------------------------------------------------------------
 
 Tensor Tensor::copy() const {
-  Tensor out = empty(shape(), dtype(), device());
+  Tensor out = empty(shape(), dtype(), device(), "copy");
   if (numel()) device().backend().copy_strided(core::view(*this), *out.storage(), out.layout());
   return out;
 }
@@ -302,7 +372,7 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy(); }
 
 Tensor Tensor::to_dtype(DType dt) const {
   if (dt == dtype()) return *this;
-  Tensor out = empty(shape(), dt, device());
+  Tensor out = empty(shape(), dt, device(), "to_dtype");
   if (numel()) device().backend().cast(core::view(*this), *out.storage());
   return out;
 }
@@ -310,9 +380,11 @@ Tensor Tensor::to_dtype(DType dt) const {
 Tensor Tensor::to_device(const Device& dev) const {
   if (dev == device()) return *this;
   // Through host memory; backends that share memory can shortcut this later.
-  std::vector<uint8_t> host(static_cast<size_t>(numel()) * dtype_size(dtype()));
-  read_into(host.data(), dtype());
-  return from_data(host.data(), dtype(), shape(), dev);
+  return dispatch_dtype(dtype(), [&](auto z) {
+    std::vector<decltype(z)> host = host_vector<decltype(z)>(numel(), "to_device");
+    read_into(host.data(), dtype());
+    return from_data(host.data(), dtype(), shape(), dev);
+  });
 }
 
 }  // namespace wick

@@ -17,8 +17,12 @@ namespace core {
 
 inline backend::View view(const Tensor& t) { return {*t.storage(), t.layout()}; }
 
-// A new contiguous tensor of `shape`/`dt` on `dev` with uninitialised storage.
-Tensor empty(const Shape& shape, DType dt, const Device& dev);
+// Throws unless numel(shape) elements of `dt` can be allocated at all: Shape errors as
+// Shape::numel, OutOfMemory (naming `op`) when their bytes reach kSizeLimit.
+void check_nbytes(const Shape& shape, DType dt, const char* op);
+
+// A new contiguous tensor of `shape`/`dt` on `dev` with uninitialised storage; errors name `op`.
+Tensor empty(const Shape& shape, DType dt, const Device& dev, const char* op = "alloc");
 
 // Wraps a storage as a contiguous tensor.
 inline Tensor wrap(std::shared_ptr<backend::Storage> s, const Shape& shape, DType dt,

@@ -3,6 +3,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__linux__)
+#include <sys/sysinfo.h>
+#endif
+
 #include "core/convert.h"
 #include "cpu/cpu_device.h"
 #include "cpu/strided.h"
@@ -21,11 +25,31 @@ constexpr size_t kAlign = 64;
 // of per-token work); larger ones are cache-line aligned for the vector kernels.
 constexpr size_t kSmallBlock = 256;
 
+// The host's memory plus swap in bytes (0 where unknown). No allocation can get more, and
+// Linux's default overcommit refuses a larger one too; asking malloc anyway can abort a
+// sanitizer build, so such requests never reach it.
+uint64_t host_memory_bytes() {
+  static const uint64_t bytes = [] {
+#if defined(__linux__)
+    struct sysinfo si {};
+    if (sysinfo(&si) == 0) return (static_cast<uint64_t>(si.totalram) + si.totalswap) * si.mem_unit;
+#endif
+    return uint64_t{0};
+  }();
+  return bytes;
+}
+
 void* host_alloc(size_t bytes) {
+  const uint64_t limit = host_memory_bytes();
+  if (limit && bytes > limit)
+    fail(ErrorKind::OutOfMemory, "alloc", bytes, " bytes asked for, more than the host's ", limit,
+         " bytes of memory and swap");
   void* p = bytes <= kSmallBlock
                 ? std::malloc(std::max<size_t>(bytes, 1))
                 : std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-  if (!p) fail(ErrorKind::Internal, "alloc", "out of host memory allocating ", bytes, " bytes");
+  if (!p)
+    fail(ErrorKind::OutOfMemory, "alloc", "out of host memory allocating ", bytes, " bytes",
+         limit ? detail::concat(" (the host has ", limit, " bytes of memory and swap)") : "");
   return p;
 }
 
@@ -63,7 +87,10 @@ StoragePtr CpuDevice::wrap(DType dt, size_t numel, std::shared_ptr<void> owner, 
 }
 
 StoragePtr CpuDevice::alloc(DType dt, size_t numel) {
-  const size_t bytes = numel * dtype_size(dt);
+  size_t bytes;
+  if (__builtin_mul_overflow(numel, dtype_size(dt), &bytes) || bytes >= size_t{kSizeLimit})
+    fail(ErrorKind::OutOfMemory, "alloc", numel, " elements of ", dt,
+         " pass wick's size limit of 2^62 bytes");
   auto* data = static_cast<std::byte*>(host_alloc(bytes));
   if (backend::poison_allocations()) std::memset(data, 0xff, bytes);
   return std::make_shared<CpuStorage>(this, dt, numel, data);

@@ -147,7 +147,7 @@ gpu::Allocation CuDriver::allocate(size_t bytes, gpu::MemoryKind kind) {
     r = api_.cuMemAlloc(&obj->device, size);
   }
   if (r == CUDA_ERROR_OUT_OF_MEMORY)
-    fail(ErrorKind::Device, "cuda", "allocating ", bytes, " bytes of ",
+    fail(ErrorKind::OutOfMemory, "cuda", "allocating ", bytes, " bytes of ",
          kind == gpu::MemoryKind::HostVisible ? "pinned host" : "device", " memory on ", caps_.name,
          " failed: out of memory (", caps_.device_local_bytes, " bytes on the device)");
   check(api_, r, "allocate");

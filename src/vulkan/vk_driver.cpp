@@ -441,7 +441,7 @@ uint32_t VkDriver::memory_type(uint32_t allowed, gpu::MemoryKind kind) const {
 
 gpu::Allocation VkDriver::allocate(size_t bytes, gpu::MemoryKind kind) {
   if (bytes > caps_.max_storage_buffer_range)
-    fail(ErrorKind::Unsupported, "vulkan", "a buffer of ", bytes, " bytes exceeds the ",
+    fail(ErrorKind::OutOfMemory, "vulkan", "a buffer of ", bytes, " bytes exceeds the ",
          caps_.max_storage_buffer_range, "-byte storage-buffer range of ", caps_.name);
   const VkDeviceSize size = std::max<VkDeviceSize>((bytes + 15) / 16 * 16, 16);
   auto obj = std::make_unique<BufferObj>();
@@ -459,8 +459,11 @@ gpu::Allocation VkDriver::allocate(size_t bytes, gpu::MemoryKind kind) {
   const VkResult r = vkAllocateMemory(device_, &mai, nullptr, &obj->memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(device_, obj->buffer, nullptr);
-    fail(ErrorKind::Internal, "vulkan", "allocating ", bytes, " bytes on ", caps_.name,
-         " failed: ", result_name(r));
+    fail(r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+             ? ErrorKind::OutOfMemory
+             : ErrorKind::Internal,
+         "vulkan", "allocating ", bytes, " bytes on ", caps_.name, " failed: ", result_name(r),
+         " (", caps_.device_local_bytes, " bytes of device memory)");
   }
   check(vkBindBufferMemory(device_, obj->buffer, obj->memory, 0), "vkBindBufferMemory");
   gpu::Allocation a;
