@@ -410,7 +410,7 @@ size_t cached_payloads_starting_with(const std::filesystem::path& folder,
     std::ifstream f(entry.path(), std::ios::binary);
     const std::string in((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     uint64_t key_len = 0, len = 0;
-    if (in.size() < 16 || in.compare(0, 8, "WICKKC1\n") != 0) continue;
+    if (in.size() < 16 || in.compare(0, 8, "WICKKC2\n") != 0) continue;
     std::memcpy(&key_len, in.data() + 8, 8);
     if (in.size() < 24 + key_len) continue;
     std::memcpy(&len, in.data() + 16 + key_len, 8);

@@ -30,7 +30,7 @@ layout(set = 0, binding = 2) writeonly buffer Out { STORAGE_T(DT) y[]; };
 #define MAXIMUM 4u
 #define MINIMUM 5u
 #define POW 6u
-#define DIV_BY_ZERO 5u  // error code (vk_indexing.cpp)
+#define DIV_BY_ZERO WICK_ERROR_INT_DIV_BY_ZERO
 
 CT apply(CT u, CT v) {
   if (OP == ADD) return u + v;

@@ -6,7 +6,7 @@
 
 #define N_INPUTS 0
 #define OUT_STRIDED 1
-#define PUSH_EXTRA uint lo; uint hi;
+#define PUSH_EXTRA WICK_PARAMS_FILL_EXTRA(WICK_FIELD, WICK_ARRAY)
 #include "include/strided.glsl"
 
 #if ELEM_BYTES == 1

@@ -8,7 +8,7 @@
 
 #define N_INPUTS 2
 #define OUT_STRIDED 0
-#define PUSH_EXTRA uint src_stride; uint dim_size; uint op_code;
+#define PUSH_EXTRA WICK_PARAMS_INDEX_EXTRA(WICK_FIELD, WICK_ARRAY)
 #include "include/strided.glsl"
 
 layout(set = 0, binding = 0) readonly buffer Src { STORAGE_T(DT) x[]; };

@@ -15,7 +15,7 @@
 #define NEG_INF (-inf_f32())
 #endif
 
-#define PUSH_EXTRA uint a_offset; uint a_stride; uint b_offset; uint b_stride; PARAM_T eps;
+#define PUSH_EXTRA WICK_PARAMS_NORM_EXTRA(WICK_FIELD, WICK_ARRAY)
 #include "include/rows.glsl"
 
 layout(constant_id = 0) const uint OP = 0u;

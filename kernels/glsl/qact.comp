@@ -16,14 +16,9 @@
 layout(set = 0, binding = 0) readonly buffer X { STORAGE_T(DT) x[]; };
 layout(set = 0, binding = 1) writeonly buffer XQ { uint xq[]; };
 
+#include "include/params.glsl"
 layout(push_constant) uniform QActPush {
-  uint m;
-  uint k;
-  uint x_offset;
-  uint x_row;
-  uint x_k;
-  uint row_words;
-  uint ties_away;
+  WICK_PARAMS_QACT(WICK_FIELD, WICK_ARRAY)
 } pc;
 
 // a / b correctly rounded, as on the CPU: OpFDiv may be 2.5 ulp off (Vulkan's precision table),

@@ -5,13 +5,9 @@
 #include "include/common.glsl"
 #include "include/dtype.glsl"
 
+#include "include/params.glsl"
 layout(push_constant) uniform Push {
-  uint numel;
-  uint out_offset;
-  uvec2 seed;
-  uvec2 base;  // counter of element 0 (lo, hi words)
-  PARAM_T p0;  // lo or mean
-  PARAM_T p1;  // hi or std
+  WICK_PARAMS_RAND(WICK_FIELD, WICK_ARRAY)  // seed, base: (lo, hi) words; p0, p1: lo/hi or mean/std
 } pc;
 
 layout(constant_id = 0) const uint MODE = 0u;
@@ -36,8 +32,8 @@ void main() {
   const uint i = global_index();
   if (i >= pc.numel) return;
   uint carry;
-  const uint lo = uaddCarry(pc.base.x, i, carry);
-  const uvec4 r = philox(uvec4(lo, pc.base.y + carry, 0x5eedu, 0u), pc.seed);
+  const uint lo = uaddCarry(pc.base[0], i, carry);
+  const uvec4 r = philox(uvec4(lo, pc.base[1] + carry, 0x5eedu, 0u), uvec2(pc.seed[0], pc.seed[1]));
   WIDE_T(DT) v;
   if (MODE == 0u) {
 #if DT_KIND == 1

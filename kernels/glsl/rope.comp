@@ -5,15 +5,9 @@
 #include "include/common.glsl"
 #include "include/dtype.glsl"
 
+#include "include/params.glsl"
 layout(push_constant) uniform Push {
-  uint numel;
-  uint shape[4];  // b, h, t, d
-  uint x_strides[4];
-  uint x_offset;
-  uint c_strides[3];  // b, t, i
-  uint c_offset;
-  uint s_strides[3];
-  uint s_offset;
+  WICK_PARAMS_ROPE(WICK_FIELD, WICK_ARRAY)  // x: b, h, t, d; cos/sin strides: b, t, i
 } pc;
 
 layout(constant_id = 0) const uint INTERLEAVED = 0u;

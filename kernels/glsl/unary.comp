@@ -10,7 +10,7 @@
 
 #define N_INPUTS 1
 #define OUT_STRIDED 0
-#define PUSH_EXTRA PARAM_T p0; PARAM_T p1;
+#define PUSH_EXTRA WICK_PARAMS_UNARY_EXTRA(WICK_FIELD, WICK_ARRAY)
 #include "include/strided.glsl"
 
 layout(constant_id = 0) const uint OP = 0u;

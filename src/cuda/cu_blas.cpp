@@ -11,13 +11,14 @@
 
 namespace wick::cuda {
 
-#define WICK_LT_FUNCTIONS(X)                                                                       \
-  X(cublasLtCreate)                                                                                \
-  X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtMatmulDescCreate)                             \
-      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
-          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                       \
-              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                 \
-                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)        \
+#define WICK_LT_FUNCTIONS(X)                                                                \
+  X(cublasLtCreate)                                                                         \
+  X(cublasLtDestroy)                                                                        \
+  X(cublasLtGetVersion) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)            \
+      X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)                       \
+          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                \
+              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)          \
+                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) \
                       X(cublasLtMatmul)
 
 struct LtApi {

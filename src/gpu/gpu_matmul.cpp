@@ -7,6 +7,7 @@
 
 #include "core/strided_plan.h"
 #include "gpu/gpu_device.h"
+#include "gpu/kernel_params.h"
 
 namespace wick::gpu {
 
@@ -138,21 +139,26 @@ void GpuDevice::record_matmul(const Pipeline& pipeline, std::array<uint32_t, 3> 
                               const MatmulPlan& p, Storage& dst) {
   // The batch runs along the grid's z; beyond the device limit, in several dispatches.
   const int64_t max_z = device_caps().max_group_count_z;
-  std::vector<PushConstants> pushes;
+  std::vector<BatchParams> pushes;
   for (int64_t z0 = 0; z0 < p.d.batch; z0 += max_z) {
-    PushConstants pc;
-    pc.u32(to_index(p.rows, "rows"));
-    pc.u32(to_index(p.cols, "cols"));
-    pc.u32(to_index(p.d.k, "k"));
-    pc.u32(static_cast<uint32_t>(p.batch_shape.size()));
-    pc.u32(to_index(z0, "batch"));
-    for (size_t i = 0; i < kBatchRank; i++)
-      pc.u32(i < p.batch_shape.size() ? to_index(p.batch_shape[i], "batch") : 1);
-    for (const auto* s : {&p.a_batch, &p.b_batch})
-      for (size_t i = 0; i < kBatchRank; i++)
-        pc.u32(i < s->size() ? to_index((*s)[i], "stride") : 0);
-    for (int64_t v : {p.a_off, p.a_row, p.a_k, p.b_off, p.b_k, p.b_col})
-      pc.u32(to_index(v, "stride"));
+    BatchParams pc{};
+    pc.rows = to_index(p.rows, "rows");
+    pc.cols = to_index(p.cols, "cols");
+    pc.depth = to_index(p.d.k, "k");
+    pc.batch_rank = static_cast<uint32_t>(p.batch_shape.size());
+    pc.batch_base = to_index(z0, "batch");
+    for (size_t i = 0; i < kBatchRank; i++) {
+      const bool used = i < p.batch_shape.size();
+      pc.batch_shape[i] = used ? to_index(p.batch_shape[i], "batch") : 1;
+      pc.a_batch[i] = used ? to_index(p.a_batch[i], "stride") : 0;
+      pc.b_batch[i] = used ? to_index(p.b_batch[i], "stride") : 0;
+    }
+    pc.a_offset = to_index(p.a_off, "offset");
+    pc.a_row = to_index(p.a_row, "stride");
+    pc.a_k = to_index(p.a_k, "stride");
+    pc.b_offset = to_index(p.b_off, "offset");
+    pc.b_k = to_index(p.b_k, "stride");
+    pc.b_col = to_index(p.b_col, "stride");
     pushes.push_back(pc);
   }
   const BufferAccess args[] = {
@@ -162,7 +168,7 @@ void GpuDevice::record_matmul(const Pipeline& pipeline, std::array<uint32_t, 3> 
       auto g = groups;
       g[2] = static_cast<uint32_t>(
           std::min<int64_t>(max_z, p.d.batch - static_cast<int64_t>(i) * max_z));
-      rec.dispatch(pipeline, args, pushes[i].words(), g);
+      rec.dispatch(pipeline, args, param_words(pushes[i]), g);
     }
   });
 }

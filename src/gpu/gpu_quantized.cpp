@@ -14,6 +14,7 @@
 #include <string>
 
 #include "gpu/gpu_device.h"
+#include "gpu/kernel_params.h"
 #include "quantized/kernels.h"
 
 namespace wick::gpu {
@@ -108,7 +109,7 @@ void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t 
   const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
   BufferRef xq;
   const Pipeline* quantize = nullptr;
-  PushConstants qpc;
+  QActParams qpc{};
   std::array<uint32_t, 3> qgroups{};
   if (act_q8) {
     to_index(m * act_row_words, "quantized x words");
@@ -117,13 +118,13 @@ void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t 
     // the one it uses now (kernels.h), so that the values agree bit for bit.
     const bool ties_away = quantized::act_quantizer(quantized::active_simd_level()) ==
                            &quantized::quantize_act_row_scalar;
-    qpc.u32(to_index(m, "rows"));
-    qpc.u32(to_index(k, "k"));
-    qpc.u32(to_index(x.layout.start_offset, "offset"));
-    qpc.u32(to_index(x.layout.strides[0], "stride"));
-    qpc.u32(to_index(x.layout.strides[1], "stride"));
-    qpc.u32(to_index(act_row_words, "quantized row words"));
-    qpc.u32(ties_away ? 1u : 0u);
+    qpc.m = to_index(m, "rows");
+    qpc.k = to_index(k, "k");
+    qpc.x_offset = to_index(x.layout.start_offset, "offset");
+    qpc.x_row = to_index(x.layout.strides[0], "stride");
+    qpc.x_k = to_index(x.layout.strides[1], "stride");
+    qpc.row_words = to_index(act_row_words, "quantized row words");
+    qpc.ties_away = ties_away ? 1u : 0u;
     quantize = &kernel(KernelFamily::QAct,
                        {static_cast<uint32_t>(act_block), static_cast<uint32_t>(dt)}, [&] {
                          Defines qdefs;
@@ -134,19 +135,19 @@ void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t 
     qgroups = grid(static_cast<uint64_t>(m * (k / act_block)));
   }
 
-  PushConstants pc;
-  pc.u32(to_index(m, "rows"));
-  pc.u32(to_index(n_out, "n_out"));
-  pc.u32(to_index(k, "k"));
-  pc.u32(to_index(row_bytes, "row bytes"));
+  QMatMulParams pc{};
+  pc.m = to_index(m, "rows");
+  pc.n_out = to_index(n_out, "n_out");
+  pc.k = to_index(k, "k");
+  pc.row_bytes = to_index(row_bytes, "row bytes");
   if (act_q8) {  // the quantized rows: contiguous, act_row_words apart
-    pc.u32(0);
-    pc.u32(static_cast<uint32_t>(act_row_words));
-    pc.u32(1);
+    pc.x_offset = 0;
+    pc.x_row = static_cast<uint32_t>(act_row_words);
+    pc.x_k = 1;
   } else {
-    pc.u32(to_index(x.layout.start_offset, "offset"));
-    pc.u32(to_index(x.layout.strides[0], "stride"));
-    pc.u32(to_index(x.layout.strides[1], "stride"));
+    pc.x_offset = to_index(x.layout.start_offset, "offset");
+    pc.x_row = to_index(x.layout.strides[0], "stride");
+    pc.x_k = to_index(x.layout.strides[1], "stride");
   }
 
   // Kernel ids: x's dtype, or one past the last dtype code for the quantized rows.
@@ -200,8 +201,8 @@ void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t 
                                {&buffer(dst), Access::Write}};
   const BufferAccess qargs[] = {{&buffer(x.storage), Access::Read}, {xq.get(), Access::Write}};
   queue_->record([&](CommandQueue::Recorder& r) {
-    if (quantize) r.dispatch(*quantize, qargs, qpc.words(), qgroups);
-    r.dispatch(*pipeline, args, pc.words(), groups);
+    if (quantize) r.dispatch(*quantize, qargs, param_words(qpc), qgroups);
+    r.dispatch(*pipeline, args, param_words(pc), groups);
   });
 }
 

@@ -1,6 +1,7 @@
 // GPU random numbers: Philox4x32-10 on the device from a per-device seed. Each call draws the
 // next `numel` counters, so results depend on the seed and the order of calls only.
 #include "gpu/gpu_device.h"
+#include "gpu/kernel_params.h"
 
 namespace wick::gpu {
 
@@ -33,20 +34,26 @@ void GpuDevice::random(uint32_t mode, Storage& dst, double p0, double p1) {
     rng_counter_ += n;
   }
   const Pipeline& pipeline = op_kernel(KernelFamily::Rand, "rand", mode, dt, true);
-  PushConstants pc;
-  pc.u32(static_cast<uint32_t>(n));
-  pc.u32(0);  // output offset
-  pc.u32(static_cast<uint32_t>(seed));
-  pc.u32(static_cast<uint32_t>(seed >> 32));
-  pc.u32(static_cast<uint32_t>(base));
-  pc.u32(static_cast<uint32_t>(base >> 32));
-  const PushParam::Kind pk = param_kind(dt);
-  pc.param({pk, p0});
-  pc.param({pk, p1});
+  auto fill = [&](auto& pc) {
+    using P = decltype(pc.p0);
+    pc.numel = static_cast<uint32_t>(n);
+    pc.out_offset = 0;
+    pc.seed[0] = static_cast<uint32_t>(seed);
+    pc.seed[1] = static_cast<uint32_t>(seed >> 32);
+    pc.base[0] = static_cast<uint32_t>(base);
+    pc.base[1] = static_cast<uint32_t>(base >> 32);
+    pc.p0 = static_cast<P>(p0);
+    pc.p1 = static_cast<P>(p1);
+  };
+  RandParams<double> wide{};
+  RandParams<float> narrow{};
+  const bool f64 = param_kind(dt) == PushParam::F64;
+  f64 ? fill(wide) : fill(narrow);
+  const std::span<const uint32_t> words = f64 ? param_words(wide) : param_words(narrow);
   const auto groups = grid(n);
   Buffer& out = buffer(dst);
   queue_->record([&](CommandQueue::Recorder& r) {
-    r.dispatch(pipeline, {{&out, Access::Write}}, pc.words(), groups);
+    r.dispatch(pipeline, {{&out, Access::Write}}, words, groups);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/strided_plan.h"
 #include "gpu/gpu_device.h"
+#include "gpu/kernel_params.h"
 
 namespace wick::gpu {
 
@@ -154,15 +155,20 @@ void GpuDevice::rope(View x, View cos, View sin, bool interleaved, Storage& dst)
   const DType dt = x.storage.dtype();
   const char* name = interleaved ? "rope_i" : "rope";
   require(dt, name);
-  PushConstants pc;
-  pc.u32(to_index(x.layout.numel(), "element count"));
-  for (int64_t s : x.layout.shape.dims()) pc.u32(to_index(s, "dim"));
-  for (int64_t s : x.layout.strides) pc.u32(to_index(s, "stride"));
-  pc.u32(to_index(x.layout.start_offset, "offset"));
-  for (const View* v : {&cos, &sin}) {
-    for (int64_t s : v->layout.strides) pc.u32(to_index(s, "stride"));
-    pc.u32(to_index(v->layout.start_offset, "offset"));
+  WICK_ASSERT(x.layout.rank() == 4 && cos.layout.rank() == 3 && sin.layout.rank() == 3);
+  RopeParams pc{};
+  pc.numel = to_index(x.layout.numel(), "element count");
+  for (size_t d = 0; d < 4; d++) {
+    pc.shape[d] = to_index(x.layout.shape[d], "dim");
+    pc.x_strides[d] = to_index(x.layout.strides[d], "stride");
   }
+  pc.x_offset = to_index(x.layout.start_offset, "offset");
+  for (size_t d = 0; d < 3; d++) {
+    pc.c_strides[d] = to_index(cos.layout.strides[d], "stride");
+    pc.s_strides[d] = to_index(sin.layout.strides[d], "stride");
+  }
+  pc.c_offset = to_index(cos.layout.start_offset, "offset");
+  pc.s_offset = to_index(sin.layout.start_offset, "offset");
   const Pipeline& pipeline =
       op_kernel(KernelFamily::Rope, "rope", interleaved ? 1u : 0u, dt, false);
   const BufferAccess args[] = {{&buffer(x.storage), Access::Read},
@@ -171,7 +177,7 @@ void GpuDevice::rope(View x, View cos, View sin, bool interleaved, Storage& dst)
                                {&buffer(dst), Access::Write}};
   const auto groups = grid(static_cast<uint64_t>(x.layout.numel()));
   queue_->record(
-      [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
+      [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, param_words(pc), groups); });
 }
 
 void GpuDevice::arg_sort_last_dim(View x, bool ascending, Storage& dst) {

@@ -1,23 +1,13 @@
 // Batched matrix kernels: batch dims (collapsed to at most BATCH_RANK) with their own strides per
 // operand, so broadcast (stride 0) and narrowed batch dims are read in place — never the seed's
 // "one stride for every batch" shortcut. The batch index is batch_base + gl_WorkGroupID.z.
-#define BATCH_RANK 3
+#include "include/params.glsl"
+#define BATCH_RANK WICK_BATCH_RANK
 
+// WICK_PARAMS_BATCH (kernels/shared/params.h): rows is m (matmul) or the output length (gemv);
+// a_row the stride between rows of A (or of gemv's matrix operand); b_col between columns of B.
 layout(push_constant) uniform Push {
-  uint rows;  // m (matmul) or the output length (gemv)
-  uint cols;  // n (matmul); unused by gemv
-  uint depth;  // k
-  uint batch_rank;
-  uint batch_base;
-  uint batch_shape[BATCH_RANK];
-  uint a_batch[BATCH_RANK];
-  uint b_batch[BATCH_RANK];
-  uint a_offset;
-  uint a_row;  // stride between rows of A (m), or of the matrix operand (gemv)
-  uint a_k;    // stride along k
-  uint b_offset;
-  uint b_k;    // stride along k
-  uint b_col;  // stride between columns of B (n); unused by gemv
+  WICK_PARAMS_BATCH(WICK_FIELD, WICK_ARRAY)
 } pc;
 
 // Offsets of batch `z` in A and B.

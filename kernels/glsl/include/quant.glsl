@@ -285,12 +285,7 @@ uint act_scale_word(uint k, uint e) { return k / 4u + (QK == 32u ? 2u * (e / 32u
 
 // The push constants of the quantized matmuls (qmatvec.comp, qmatmul.comp): y (m, n_out) f32
 // contiguous = x (m, k) @ W^T, x read through its strides, W rows `row_bytes` apart.
+#include "include/params.glsl"
 layout(push_constant) uniform QMatMulPush {
-  uint m;
-  uint n_out;
-  uint k;
-  uint row_bytes;
-  uint x_offset;
-  uint x_row;  // stride between rows of x
-  uint x_k;    // stride along k
+  WICK_PARAMS_QMATMUL(WICK_FIELD, WICK_ARRAY)  // x_row: stride between rows of x; x_k: along k
 } pc;

@@ -1,19 +1,11 @@
 // Kernels that walk a tensor as (outer, inner) index pairs: reductions (outer = kept dims,
 // inner = reduced dims) and row ops (outer = rows, inner = the last dim). The host collapses
 // each group of dims to at most GROUP_RANK dims and passes shapes and strides.
-#define GROUP_RANK 4
+#include "include/params.glsl"
+#define GROUP_RANK WICK_GROUP_RANK
 
 layout(push_constant) uniform Push {
-  uint n_outer;
-  uint n_inner;
-  uint outer_rank;
-  uint inner_rank;
-  uint outer_shape[GROUP_RANK];
-  uint outer_strides[GROUP_RANK];
-  uint inner_shape[GROUP_RANK];
-  uint inner_strides[GROUP_RANK];
-  uint in_offset;
-  uint out_offset;
+  WICK_PARAMS_ROWS(WICK_FIELD, WICK_ARRAY)
 #ifdef PUSH_EXTRA
   PUSH_EXTRA
 #endif

@@ -2,8 +2,10 @@
 // contiguous tensor is rank 1, and passes shape, start offsets and strides as push constants;
 // views (transposed, narrowed, broadcast with stride 0) are read in place, never copied first.
 // Before including, define N_INPUTS, OUT_STRIDED (0: the output is contiguous, element i at
-// offset + i) and optionally PUSH_EXTRA (more push-constant members, e.g. op parameters).
-#define MAX_RANK 6
+// offset + i) and optionally PUSH_EXTRA (the kernel's extra fields from kernels/shared/params.h,
+// e.g. WICK_PARAMS_UNARY_EXTRA(WICK_FIELD, WICK_ARRAY)).
+#include "include/params.glsl"
+#define MAX_RANK WICK_MAX_RANK
 #define N_OPERANDS (N_INPUTS + 1)
 #if OUT_STRIDED
 #define N_STRIDED (N_INPUTS + 1)
@@ -11,12 +13,9 @@
 #define N_STRIDED N_INPUTS
 #endif
 
+// WICK_PARAMS_STRIDED (kernels/shared/params.h): offsets of the inputs, then the output.
 layout(push_constant) uniform Push {
-  uint numel;
-  uint rank;
-  uint shape[MAX_RANK];
-  uint offset[N_OPERANDS];  // inputs, then the output
-  uint strides[N_STRIDED * MAX_RANK];
+  WICK_PARAMS_STRIDED(WICK_FIELD, WICK_ARRAY, N_OPERANDS, N_STRIDED)
 #ifdef PUSH_EXTRA
   PUSH_EXTRA
 #endif
