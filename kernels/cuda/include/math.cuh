@@ -88,23 +88,26 @@ WICK_DEV T sigmoid_c(T x) {
   return x >= T(0) ? s : e * s;
 }
 
-// a * b as hi + lo exactly, and a + b likewise (fma: exact whatever NVRTC contracts).
+// a * b as hi + lo exactly, and a + b likewise. The rounded operations are explicit (__dmul_rn,
+// __dadd_rn): PTX's plain mul/add may be fused into an fma by ptxas under --fmad=true, which broke
+// these error-free transformations on the H200 (gelu's f64 tail 290 ulp off).
 struct DoublePair {
   double hi, lo;
 };
 WICK_DEV DoublePair two_prod(double a, double b) {
-  const double p = a * b;
+  const double p = __dmul_rn(a, b);
   return {p, fma(a, b, -p)};
 }
 WICK_DEV DoublePair two_sum(double a, double b) {
-  const double s = a + b, bb = s - a;
-  return {s, (a - (s - bb)) + (b - bb)};
+  const double s = __dadd_rn(a, b), bb = __dsub_rn(s, a);
+  return {s, __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb))};
 }
 
 // exp(hi + lo) for |lo| <= ulp(hi), hi <= 0: 2^n exp(r) with hi + lo = n ln 2 + r reduced here
 // in two parts (the H200's exp of large arguments was measured ~150 ulp off: 249 ulp in gelu's
 // tail), so the library's exp only sees |r| <= ln 2 / 2.
 WICK_DEV double exp_parts(double hi, double lo) {
+  if (hi < -746.0) return 0.0;  // exp underflows (-inf too)
   const double ln2_hi = 0.69314718055994529, ln2_lo = 2.3190468138462996e-17;
   const double n = rint(hi * 1.4426950408889634);
   const double r = fma(-n, ln2_lo, fma(-n, ln2_hi, hi)) + lo;
@@ -134,8 +137,9 @@ WICK_DEV double gelu_tanh(double x) {
   return x * sigmoid_parts(t.hi, t.lo + xc * c_lo);  // NaN x stays NaN through the product
 }
 WICK_DEV float gelu_tanh(float x) {
-  const double d = x;
-  return static_cast<float>(d * sigmoid_parts(d * (1.5957691216057308 + 0.071354816272600249 * d * d), 0.0));
+  const double d = x, dc = fmin(fmax(d, -20.0), 20.0);  // sigmoid(2u) is 0 or 1 beyond (as the CPU)
+  return static_cast<float>(
+      d * sigmoid_parts(dc * (1.5957691216057308 + 0.071354816272600249 * dc * dc), 0.0));
 }
 
 // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(z), z = -x / sqrt 2 (no cancellation for x < 0). erfc
