@@ -137,7 +137,10 @@ WICK_DEV double gelu_tanh(double x) {
   return x * sigmoid_parts(t.hi, t.lo + xc * c_lo);  // NaN x stays NaN through the product
 }
 WICK_DEV float gelu_tanh(float x) {
-  const double d = x, dc = fmin(fmax(d, -20.0), 20.0);  // sigmoid(2u) is 0 or 1 beyond (as the CPU)
+  // As the CPU: the argument clamped to +-20 (sigmoid(2u) is 0 or 1 beyond), and -inf * 0 = NaN
+  // (sigmoid(2u(-20)) is 0 in float; in double it is not, so infinities are decided here).
+  if (isinf(x)) return x > 0.0f ? x : x * 0.0f;
+  const double d = x, dc = fmin(fmax(d, -20.0), 20.0);
   return static_cast<float>(
       d * sigmoid_parts(dc * (1.5957691216057308 + 0.071354816272600249 * dc * dc), 0.0));
 }
