@@ -12,6 +12,7 @@
 #include <iterator>
 #include <thread>
 
+#include "gpu/disk_cache.h"
 #include "gpu_test_util.h"
 #ifdef WICK_WITH_CUDA
 #include "cuda/cu_compiler.h"
@@ -456,6 +457,64 @@ TEST_P(GpuKernels, DiskCacheHitsInANewProcessWhereverTheBinaryIs) {
               cold["compiles"].c_str(), cold["compile_ms"].c_str(), cold["pipeline_ms"].c_str(),
               warm["compile_ms"].c_str(), warm["pipeline_ms"].c_str());
   fs::remove_all(tmp);
+}
+
+// Every entry of the disk cache in `folder` (the layout of gpu/disk_cache.cpp: magic, key length,
+// key, payload length, payload, hash): its key.
+std::vector<std::string> cached_keys(const std::filesystem::path& folder) {
+  std::vector<std::string> keys;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    std::ifstream f(entry.path(), std::ios::binary);
+    const std::string in((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    uint64_t key_len = 0;
+    if (in.size() < 16 || in.compare(0, 8, "WICKKC2\n") != 0) continue;
+    std::memcpy(&key_len, in.data() + 8, 8);
+    if (in.size() >= 16 + key_len) keys.push_back(in.substr(16, key_len));
+  }
+  return keys;
+}
+
+// A cache entry that is well formed (right key, right checksum) but holds a module the driver
+// cannot use — garbage, or a truncated module — is compiled again from source and replaced: the
+// ops give the right answers, in this process and the next (before, such an entry made every
+// later run fail, or crashed lavapipe). Another entry's payload spliced in with its own checksum
+// is a miss already (DiskCacheTest.AnotherEntrysPayloadUnderTheRightKeyIsAMiss).
+TEST_P(GpuKernels, BadModulesInTheDiskCacheAreCompiledAgain) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() /
+                       (std::string("wick_gpu_bad_cache_") + device_kind_name(device().kind()) +
+                        "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto with_cache = [&](gpu::GpuOptions& o) { o.kernel_cache = dir.string(); };
+  const std::vector<float> xs = {0.5f, -1.5f, 2.0f, 3.25f};
+  auto run_ops = [&](const Device& d) {
+    const Tensor x = Tensor::from_vec(xs, {4}, d);
+    return std::make_pair(x.exp().add(x).to_vec<float>(), x.sum_all().to_vec<float>()[0]);
+  };
+  const auto want = run_ops(private_device(with_cache));
+  // Every module entry (not the driver's own pipeline-cache blob) rewritten under its key:
+  // garbage, or the first half of the real module.
+  gpu::DiskCache disk(dir.string());
+  size_t rewritten = 0;
+  for (const std::string& key : cached_keys(dir)) {
+    if (key.rfind("vk-pipeline-cache", 0) == 0) continue;
+    std::vector<uint8_t> bad(64, 0xab);
+    if (rewritten % 2 == 1) {
+      bad = *disk.load(key);
+      bad.resize(bad.size() / 2);
+    }
+    ASSERT_TRUE(disk.store(key, bad));
+    rewritten++;
+  }
+  ASSERT_GE(rewritten, 2u);
+  const Device d = private_device(with_cache);
+  EXPECT_EQ(run_ops(d), want);
+  EXPECT_GT(gpu(d).stats().kernels.disk_rejects, 0u);
+  // Replaced on disk: a new device finds good entries.
+  const Device next = private_device(with_cache);
+  EXPECT_EQ(run_ops(next), want);
+  EXPECT_EQ(gpu(next).stats().kernels.compiles, 0u);
+  fs::remove_all(dir);
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuKernels);

@@ -11,14 +11,18 @@ std::atomic<bool> g_poison{false};
 
 BackendDevice::BackendDevice() : id_(g_next_device_id.fetch_add(1)) {}
 
-void set_poison_allocations(bool on) { g_poison.store(on); }
-bool poison_allocations() { return g_poison.load(std::memory_order_relaxed); }
+void set_poison_allocations(bool on) {
+  g_poison.store(on);
+}
+bool poison_allocations() {
+  return g_poison.load(std::memory_order_relaxed);
+}
 
 const char* unary_op_name(UnaryOp op) {
-  static const char* names[] = {"neg",  "abs",     "exp",   "log",     "sin",   "cos",
-                                "tanh", "sqrt",    "sqr",   "recip",   "relu",  "gelu",
-                                "gelu_erf", "erf", "silu",  "sigmoid", "floor", "ceil",
-                                "round", "sign",   "affine", "powf",   "elu",   "clamp"};
+  static const char* names[] = {"neg",      "abs",  "exp",    "log",     "sin",   "cos",
+                                "tanh",     "sqrt", "sqr",    "recip",   "relu",  "gelu",
+                                "gelu_erf", "erf",  "silu",   "sigmoid", "floor", "ceil",
+                                "round",    "sign", "affine", "powf",    "elu",   "clamp"};
   return names[static_cast<int>(op)];
 }
 
@@ -35,6 +39,13 @@ const char* cmp_op_name(CmpOp op) {
 const char* reduce_op_name(ReduceOp op) {
   static const char* names[] = {"sum", "max", "min", "argmax", "argmin", "mean"};
   return names[static_cast<int>(op)];
+}
+
+void check_span(const Layout& l, const Storage& s, const char* op) {
+  const auto [lo, hi] = l.storage_span();
+  if (l.numel() > 0 && (lo < 0 || hi > static_cast<int64_t>(s.numel())))
+    fail(ErrorKind::Internal, op, "layout ", l.str(), " outside storage of ", s.numel(),
+         " elements");
 }
 
 }  // namespace wick::backend

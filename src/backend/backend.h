@@ -50,8 +50,26 @@ struct View {
 };
 
 enum class UnaryOp {
-  Neg, Abs, Exp, Log, Sin, Cos, Tanh, Sqrt, Sqr, Recip, Relu, Gelu, GeluErf, Erf, Silu,
-  Sigmoid, Floor, Ceil, Round, Sign,
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sin,
+  Cos,
+  Tanh,
+  Sqrt,
+  Sqr,
+  Recip,
+  Relu,
+  Gelu,
+  GeluErf,
+  Erf,
+  Silu,
+  Sigmoid,
+  Floor,
+  Ceil,
+  Round,
+  Sign,
   Affine,  // x * p0 + p1
   Powf,    // x ^ p0
   Elu,     // alpha = p0
@@ -131,6 +149,9 @@ class BackendDevice {
   // CpuDevice refuses it with Unsupported. A backend without a kernel for `type` does the same.
   virtual void qmatmul(View x, const Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
                        Storage& dst) = 0;
+  // Whether qmatmul() runs on this device (false: QMatMul multiplies on the host with weights it
+  // prepares, as for the CPU).
+  virtual bool runs_qmatmul() const { return true; }
 
   // ---- indexing ---------------------------------------------------------------------------
   // Indices are u8/u32/i64 and already checked against the indexed dim's size by the front end
@@ -140,8 +161,7 @@ class BackendDevice {
   // In place on dst (contiguous, shape dst_shape): dst[.. ids[..] ..] += src[..].
   virtual void scatter_add(Storage& dst, const Shape& dst_shape, View ids, View src,
                            size_t dim) = 0;
-  virtual void index_add(Storage& dst, const Shape& dst_shape, View ids, View src,
-                         size_t dim) = 0;
+  virtual void index_add(Storage& dst, const Shape& dst_shape, View ids, View src, size_t dim) = 0;
 
   // ---- random -----------------------------------------------------------------------------
   virtual void set_seed(uint64_t seed) = 0;
@@ -154,6 +174,10 @@ class BackendDevice {
  private:
   uint64_t id_;
 };
+
+// Checks that a layout stays inside its storage (Internal otherwise): the front end already made
+// sure of it, so only a bug can fail it, but a backend must not corrupt memory over one.
+void check_span(const Layout& l, const Storage& s, const char* op);
 
 // Test hook: when on, every alloc fills new storage with 0xff bytes so unwritten outputs show.
 void set_poison_allocations(bool on);

@@ -41,7 +41,9 @@ class CpuStorage final : public backend::Storage {
 inline const CpuStorage& cpu_storage(const backend::Storage& s) {
   return static_cast<const CpuStorage&>(s);
 }
-inline CpuStorage& cpu_storage(backend::Storage& s) { return static_cast<CpuStorage&>(s); }
+inline CpuStorage& cpu_storage(backend::Storage& s) {
+  return static_cast<CpuStorage&>(s);
+}
 
 // Typed pointer to a view's storage (element 0 of the storage, not of the view).
 template <typename T>
@@ -68,8 +70,7 @@ class CpuDevice final : public backend::BackendDevice {
              backend::Storage& dst) override;
   void binary(backend::BinaryOp op, backend::View a, backend::View b,
               backend::Storage& dst) override;
-  void compare(backend::CmpOp op, backend::View a, backend::View b,
-               backend::Storage& dst) override;
+  void compare(backend::CmpOp op, backend::View a, backend::View b, backend::Storage& dst) override;
   void where_cond(backend::View cond, backend::View on_true, backend::View on_false,
                   backend::Storage& dst) override;
   void cast(backend::View x, backend::Storage& dst) override;
@@ -90,6 +91,7 @@ class CpuDevice final : public backend::BackendDevice {
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;
   // Unsupported: QMatMul computes on the CPU itself (see backend.h).
+  bool runs_qmatmul() const override { return false; }
   void qmatmul(backend::View x, const backend::Storage& wblocks, QuantType type, int64_t n_out,
                int64_t k, backend::Storage& dst) override;
 

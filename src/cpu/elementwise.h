@@ -43,10 +43,7 @@ inline constexpr int64_t kExpensiveGrain = kParallelGrain / 8;
 
 // A layout outside its storage is a front-end bug; refuse it rather than touch foreign memory.
 inline void check_view(const backend::View& v, const char* op) {
-  const auto [lo, hi] = v.layout.storage_span();
-  if (v.layout.numel() > 0 && (lo < 0 || hi > static_cast<int64_t>(v.storage.numel())))
-    fail(ErrorKind::Internal, op, "layout ", v.layout.str(), " outside storage of ",
-         v.storage.numel(), " elements");
+  backend::check_span(v.layout, v.storage, op);
 }
 
 // The stride that walks a layout in row-major order when one number does: 1 when contiguous,

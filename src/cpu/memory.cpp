@@ -13,6 +13,7 @@
 
 namespace wick::cpu {
 
+using backend::check_span;
 using backend::Storage;
 using backend::StoragePtr;
 using backend::View;
@@ -68,14 +69,6 @@ void strided_convert(View src, std::byte* dst, DType dst_dt, const Layout& dst_l
             });
     });
   });
-}
-
-// Checks that a layout stays inside its storage: a bug in the front end must not corrupt memory.
-void check_span(const Layout& l, const Storage& s, const char* op) {
-  const auto [lo, hi] = l.storage_span();
-  if (l.numel() > 0 && (lo < 0 || hi > static_cast<int64_t>(s.numel())))
-    fail(ErrorKind::Internal, op, "layout ", l.str(), " outside storage of ", s.numel(),
-         " elements");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cuda/cu_loader.h"
+#include "gpu/kernel_cache.h"
 #include "wick/error.h"
 
 #ifndef WICK_NVRTC_FALLBACK
@@ -58,27 +59,13 @@ const Nvrtc& nvrtc() {
   return n;
 }
 
-// The names in `#include "name"` lines (the rule SourceTable's hashing follows too).
-std::vector<std::string> include_names(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t p = line.find_first_not_of(" \t");
-    if (p == std::string::npos || line.compare(p, 8, "#include") != 0) continue;
-    const size_t a = line.find('"', p), b = a == std::string::npos ? a : line.find('"', a + 1);
-    if (b != std::string::npos) out.push_back(line.substr(a + 1, b - a - 1));
-  }
-  return out;
-}
-
 // NVRTC takes every header up front: the #include closure of `text`, each file once. A name the
 // resolver lacks is left out, so that NVRTC reports it where it is included.
 void collect_headers(const std::string& text, const gpu::IncludeResolver* resolver,
                      std::set<std::string>& seen,
                      std::vector<std::pair<std::string, std::string>>& out) {
   if (!resolver) return;
-  for (const std::string& name : include_names(text)) {
+  for (const std::string& name : gpu::include_names(text)) {
     if (!seen.insert(name).second) continue;
     std::string header;
     if (!resolver->resolve(name, header)) continue;

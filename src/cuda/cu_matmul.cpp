@@ -50,14 +50,7 @@ bool CudaDevice::matmul_lt(View a, View b, const backend::MatmulDims& d, Storage
 
   // Batch dims of both operands and the contiguous output, collapsed together: the innermost
   // collapsed dim is cuBLASLt's batch, the others are walked here.
-  const Shape batch_shape(
-      std::vector<int64_t>(a.layout.shape.dims().begin(), a.layout.shape.dims().end() - 2));
-  const Layout la(batch_shape, {a.layout.strides.begin(), a.layout.strides.end() - 2}, 0);
-  const Layout lb(batch_shape, {b.layout.strides.begin(), b.layout.strides.end() - 2}, 0);
-  std::vector<int64_t> out_strides = batch_shape.contiguous_strides();
-  for (int64_t& s : out_strides) s *= d.m * d.n;
-  const Layout lo(batch_shape, out_strides, 0);
-  const auto plan = make_plan<3>(batch_shape, {&la, &lb, &lo});
+  const auto plan = gpu::batch_plan(a, b, d);
   const size_t inner = plan.shape.size() - 1;
   if (plan.shape[inner] > INT32_MAX) return false;
   p.batch = static_cast<int32_t>(plan.shape[inner]);

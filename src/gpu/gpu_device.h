@@ -24,6 +24,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "core/strided_plan.h"
 #include "gpu/buffer_pool.h"
 #include "gpu/command_queue.h"
 #include "gpu/device_errors.h"
@@ -136,6 +137,10 @@ struct MatmulPlan {
   uint32_t aligned_flags(int64_t bm, int64_t bn, int64_t bk) const;
   std::array<uint32_t, 3> tile_grid(int64_t bm, int64_t bn) const;
 };
+
+// The batch dims of a matmul's operands and its contiguous output, collapsed together (operand
+// 0: a, 1: b, 2: the output).
+StridedPlan<3> batch_plan(backend::View a, backend::View b, const backend::MatmulDims& d);
 
 class GpuDevice : public backend::BackendDevice {
  public:

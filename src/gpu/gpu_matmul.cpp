@@ -75,21 +75,25 @@ uint32_t load_mode(int64_t stride_k, int64_t stride_outer, int64_t k, int64_t ou
 
 }  // namespace
 
-MatmulPlan GpuDevice::plan_matmul(View a, View b, const backend::MatmulDims& d) const {
-  const size_t r = a.layout.rank();
-  // Batch dims of both operands and the contiguous output, collapsed together.
-  const std::vector<int64_t> batch_dims(a.layout.shape.dims().begin(),
-                                        a.layout.shape.dims().end() - 2);
-  const Shape batch_shape(batch_dims);
+StridedPlan<3> batch_plan(View a, View b, const backend::MatmulDims& d) {
+  const Shape batch_shape(
+      std::vector<int64_t>(a.layout.shape.dims().begin(), a.layout.shape.dims().end() - 2));
   const Layout la(batch_shape, {a.layout.strides.begin(), a.layout.strides.end() - 2}, 0);
   const Layout lb(batch_shape, {b.layout.strides.begin(), b.layout.strides.end() - 2}, 0);
   std::vector<int64_t> out_strides = batch_shape.contiguous_strides();
   for (int64_t& s : out_strides) s *= d.m * d.n;
   const Layout lo(batch_shape, out_strides, 0);
-  const auto plan = make_plan<3>(batch_shape, {&la, &lb, &lo});
+  return make_plan<3>(batch_shape, {&la, &lb, &lo});
+}
+
+MatmulPlan GpuDevice::plan_matmul(View a, View b, const backend::MatmulDims& d) const {
+  const size_t r = a.layout.rank();
+  const auto plan = batch_plan(a, b, d);
   if (plan.shape.size() > kBatchRank)
-    fail(ErrorKind::Unsupported, "matmul", "batch dims ", batch_shape, " do not collapse to ",
-         kBatchRank, " on ", name(), "; make the inputs contiguous first");
+    fail(
+        ErrorKind::Unsupported, "matmul", "batch dims ",
+        Shape(std::vector<int64_t>(a.layout.shape.dims().begin(), a.layout.shape.dims().end() - 2)),
+        " do not collapse to ", kBatchRank, " on ", name(), "; make the inputs contiguous first");
   const int64_t sa_m = a.layout.strides[r - 2], sa_k = a.layout.strides[r - 1];
   const int64_t sb_k = b.layout.strides[r - 2], sb_n = b.layout.strides[r - 1];
 

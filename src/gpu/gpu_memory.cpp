@@ -11,6 +11,7 @@
 
 namespace wick::gpu {
 
+using backend::check_span;
 using backend::Storage;
 using backend::StoragePtr;
 using backend::View;
@@ -21,13 +22,6 @@ namespace {
 std::pair<uint64_t, uint64_t> byte_range(const Layout& l, DType dt) {
   const uint64_t size = dtype_size(dt);
   return {static_cast<uint64_t>(l.start_offset) * size, static_cast<uint64_t>(l.numel()) * size};
-}
-
-void check_span(const Layout& l, const Storage& s, const char* op) {
-  const auto [lo, hi] = l.storage_span();
-  if (l.numel() > 0 && (lo < 0 || hi > static_cast<int64_t>(s.numel())))
-    fail(ErrorKind::Internal, op, "layout ", l.str(), " outside storage of ", s.numel(),
-         " elements");
 }
 
 }  // namespace

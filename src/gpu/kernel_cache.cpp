@@ -30,10 +30,8 @@ bool SourceTable::resolve(const std::string& name, std::string& text) const {
   return true;
 }
 
-namespace {
-
 // The names in `#include "name"` lines.
-std::vector<std::string> includes_of(const std::string& text) {
+std::vector<std::string> include_names(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   std::string line;
@@ -46,11 +44,9 @@ std::vector<std::string> includes_of(const std::string& text) {
   return out;
 }
 
-}  // namespace
-
 std::string SourceTable::closure_hash(const std::string& text) const {
   std::string acc = hash_hex128(text);
-  for (const std::string& inc : includes_of(text)) acc += name_hash(inc);
+  for (const std::string& inc : include_names(text)) acc += name_hash(inc);
   return hash_hex128(acc);
 }
 

@@ -23,6 +23,10 @@
 
 namespace wick::gpu {
 
+// The names in a source's `#include "name"` lines (what the closure hash and NVRTC's header list
+// follow).
+std::vector<std::string> include_names(const std::string& text);
+
 // Kernel sources by name: the #include resolver handed to the compiler.
 class SourceTable : public IncludeResolver {
  public:

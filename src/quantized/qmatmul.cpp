@@ -115,10 +115,10 @@ QMatMul::QMatMul(QTensor weight, const Device& dev) {
   impl->n_out = weight.shape()[0];
   impl->k = weight.shape()[1];
   impl->type = weight.type();
-  if (dev.is_cpu())
-    prepare_cpu(*impl, weight);
-  else
+  if (dev.backend().runs_qmatmul())
     prepare_device(*impl, weight);
+  else
+    prepare_cpu(*impl, weight);
   impl->weight = std::move(weight);
   impl_ = std::move(impl);
 }
@@ -317,7 +317,8 @@ Tensor QMatMul::forward(const Tensor& x) const {
   const Shape out_shape(out_dims);
   int64_t m = 1;
   for (size_t d = 0; d + 1 < x.rank(); d++) m *= x.dims()[d];
-  return w.device.is_cpu() ? forward_cpu(w, x, out_shape, m) : forward_device(w, x, out_shape, m);
+  return w.device.backend().runs_qmatmul() ? forward_device(w, x, out_shape, m)
+                                           : forward_cpu(w, x, out_shape, m);
 }
 
 }  // namespace wick
