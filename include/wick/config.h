@@ -17,6 +17,9 @@ struct Knobs {
   int64_t compute_per_buffer = -1;
   // WICK_FAST_MATH: 0/false/off disables; default on. Part of every kernel cache key.
   bool fast_math = true;
+  // WICK_REPLAY: 0/false/off makes the llama model record every decode step op by op instead of
+  // replaying one captured step (GPUs); default on.
+  bool replay = true;
   // WICK_KERNEL_CACHE: folder of the on-disk kernel cache; "off" disables; empty -> default.
   std::string kernel_cache;
   // WICK_POOL_LIMIT: bytes (suffixes K, M, G) of unused pooled GPU memory kept; 0 -> default.

@@ -18,6 +18,11 @@ bool poison_allocations() {
   return g_poison.load(std::memory_order_relaxed);
 }
 
+std::unique_ptr<CapturedWork> BackendDevice::capture(const std::function<void()>&) {
+  fail(ErrorKind::Unsupported, "capture", name(),
+       " runs ops as they come: there is nothing to record for replay (GPU devices only)");
+}
+
 const char* unary_op_name(UnaryOp op) {
   static const char* names[] = {"neg",      "abs",  "exp",    "log",     "sin",   "cos",
                                 "tanh",     "sqrt", "sqr",    "recip",   "relu",  "gelu",

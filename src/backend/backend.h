@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,6 +97,15 @@ struct MatmulDims {
   int64_t batch, m, n, k;
 };
 
+// Work recorded once by BackendDevice::capture() and submitted again by replay().
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  virtual void replay() = 0;
+  virtual uint64_t ops() const = 0;
+  virtual uint64_t dispatches() const = 0;
+};
+
 class BackendDevice {
  public:
   virtual ~BackendDevice() = default;
@@ -112,6 +122,13 @@ class BackendDevice {
   // Writes the view's elements, in row-major order, converted to `dst_dt`, into dst.
   virtual void to_host(View src, void* dst, DType dst_dt) = 0;
   virtual void synchronize() = 0;
+
+  // ---- capture and replay -----------------------------------------------------------------
+  // Whether capture() works here (GPUs; the CPU runs ops as they come).
+  virtual bool can_capture() const { return false; }
+  // Records the ops f() runs on this device in this thread without running them (see
+  // Device::capture). Unsupported by default.
+  virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& f);
 
   // ---- element-wise (dst: contiguous, shape = src shape) ----------------------------------
   virtual void unary(UnaryOp op, UnaryParams p, View x, Storage& dst) = 0;

@@ -10,7 +10,9 @@ namespace wick {
 #define WICK_VERSION "0.1.0"
 #endif
 
-const char* version() { return WICK_VERSION; }
+const char* version() {
+  return WICK_VERSION;
+}
 
 namespace {
 
@@ -48,10 +50,11 @@ Knobs read_knobs() {
     int64_t n;
     k.compute_per_buffer = parse_int(v, n) ? n : -1;
   }
-  if (const char* v = env("WICK_FAST_MATH")) {
-    std::string_view s(v);
-    k.fast_math = !(s == "0" || s == "false" || s == "off" || s == "no");
-  }
+  const auto off = [](std::string_view s) {
+    return s == "0" || s == "false" || s == "off" || s == "no";
+  };
+  if (const char* v = env("WICK_FAST_MATH")) k.fast_math = !off(v);
+  if (const char* v = env("WICK_REPLAY")) k.replay = !off(v);
   if (const char* v = env("WICK_KERNEL_CACHE")) k.kernel_cache = v;
   if (const char* v = env("WICK_POOL_LIMIT")) k.pool_limit = parse_bytes(v);
   if (const char* v = env("WICK_DEVICE")) k.device = v;
@@ -75,6 +78,7 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_COMPUTE_PER_BUFFER",
        k.compute_per_buffer < 0 ? "default" : std::to_string(k.compute_per_buffer)},
       {"WICK_FAST_MATH", k.fast_math ? "on" : "off"},
+      {"WICK_REPLAY", k.replay ? "on" : "off"},
       {"WICK_KERNEL_CACHE", k.kernel_cache.empty() ? "default" : k.kernel_cache},
       {"WICK_POOL_LIMIT", k.pool_limit == 0 ? "default" : std::to_string(k.pool_limit)},
       {"WICK_DEVICE", k.device.empty() ? "cpu" : k.device},

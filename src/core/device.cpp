@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "backend/backend.h"
 #include "backend/registry.h"
 #include "core/knobs.h"
 
@@ -11,9 +12,12 @@ namespace wick {
 
 const char* device_kind_name(DeviceKind kind) {
   switch (kind) {
-    case DeviceKind::Cpu: return "cpu";
-    case DeviceKind::Vulkan: return "vulkan";
-    case DeviceKind::Cuda: return "cuda";
+    case DeviceKind::Cpu:
+      return "cpu";
+    case DeviceKind::Vulkan:
+      return "vulkan";
+    case DeviceKind::Cuda:
+      return "cuda";
   }
   return "?";
 }
@@ -23,8 +27,12 @@ Device Device::cpu() {
   return dev;
 }
 
-Device Device::vulkan(int ordinal) { return Device(backend::open_device(DeviceKind::Vulkan, ordinal)); }
-Device Device::cuda(int ordinal) { return Device(backend::open_device(DeviceKind::Cuda, ordinal)); }
+Device Device::vulkan(int ordinal) {
+  return Device(backend::open_device(DeviceKind::Vulkan, ordinal));
+}
+Device Device::cuda(int ordinal) {
+  return Device(backend::open_device(DeviceKind::Cuda, ordinal));
+}
 
 Device Device::parse(std::string_view spec) {
   DeviceKind kind;
@@ -39,7 +47,8 @@ Device Device::parse(std::string_view spec) {
     kind = DeviceKind::Cuda;
     rest = spec.substr(4);
   } else {
-    fail(ErrorKind::Parse, "Device::parse", "unknown device '", spec, "' (expected cpu, vulkan[:N], cuda[:N])");
+    fail(ErrorKind::Parse, "Device::parse", "unknown device '", spec,
+         "' (expected cpu, vulkan[:N], cuda[:N])");
   }
   int ordinal = 0;
   if (!rest.empty()) {
@@ -53,7 +62,8 @@ Device Device::parse(std::string_view spec) {
     }
   }
   if (kind == DeviceKind::Cpu) {
-    if (ordinal != 0) fail(ErrorKind::Device, "Device::parse", "cpu has only ordinal 0: '", spec, "'");
+    if (ordinal != 0)
+      fail(ErrorKind::Device, "Device::parse", "cpu has only ordinal 0: '", spec, "'");
     return cpu();
   }
   // Named devices are shared per process so that every "vulkan:0" is one device.
@@ -73,12 +83,46 @@ Device Device::default_device() {
   return spec.empty() ? cpu() : parse(spec);
 }
 
-DeviceKind Device::kind() const { return impl_->kind(); }
-int Device::ordinal() const { return impl_->ordinal(); }
-uint64_t Device::id() const { return impl_->id(); }
-std::string Device::name() const { return impl_->name(); }
-void Device::set_seed(uint64_t seed) const { impl_->set_seed(seed); }
-void Device::synchronize() const { impl_->synchronize(); }
+DeviceKind Device::kind() const {
+  return impl_->kind();
+}
+int Device::ordinal() const {
+  return impl_->ordinal();
+}
+uint64_t Device::id() const {
+  return impl_->id();
+}
+std::string Device::name() const {
+  return impl_->name();
+}
+void Device::set_seed(uint64_t seed) const {
+  impl_->set_seed(seed);
+}
+
+bool Device::can_capture() const {
+  return impl_->can_capture();
+}
+
+Recording Device::capture(const std::function<void()>& record) const {
+  if (!record) fail(ErrorKind::Unsupported, "capture", "no function to capture");
+  return Recording(*this, impl_->capture(record));
+}
+
+void Recording::replay() const {
+  if (!impl_) fail(ErrorKind::Unsupported, "Recording::replay", "an empty recording");
+  impl_->replay();
+}
+
+uint64_t Recording::ops() const {
+  return impl_ ? impl_->ops() : 0;
+}
+
+uint64_t Recording::dispatches() const {
+  return impl_ ? impl_->dispatches() : 0;
+}
+void Device::synchronize() const {
+  impl_->synchronize();
+}
 
 std::vector<Device> available_devices() {
   std::vector<Device> out{Device::cpu()};

@@ -14,17 +14,20 @@ namespace wick::cuda {
 // cuda.h maps the plain names to (cuMemAlloc -> cuMemAlloc_v2).
 struct DriverApi {
 #define WICK_CU_FN(name) decltype(&::name) name = nullptr;
-#define WICK_CU_FUNCTIONS(X)                                                                     \
-  X(cuInit)                                                                                      \
-  X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) \
-      X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) \
-          X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamDestroy)   \
-              X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)         \
-                  X(cuEventQuery) X(cuEventSynchronize) X(cuMemAlloc) X(cuMemFree)               \
-                      X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer)            \
-                          X(cuMemcpyAsync) X(cuMemsetD32Async) X(cuModuleLoadData)               \
-                              X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)     \
-                                  X(cuLaunchKernel)
+#define WICK_CU_FUNCTIONS(X)                                                                      \
+  X(cuInit)                                                                                       \
+  X(cuDriverGetVersion)                                                                           \
+  X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)     \
+      X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                     \
+          X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamDestroy)    \
+              X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)          \
+                  X(cuEventQuery) X(cuEventSynchronize) X(cuMemAlloc) X(cuMemFree)                \
+                      X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer)             \
+                          X(cuMemcpyAsync) X(cuMemsetD32Async) X(cuModuleLoadData)                \
+                              X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)      \
+                                  X(cuLaunchKernel) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
+                                      X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)    \
+                                          X(cuGraphExecDestroy)
   WICK_CU_FUNCTIONS(WICK_CU_FN)
 #undef WICK_CU_FN
   std::string library;  // the library that loaded

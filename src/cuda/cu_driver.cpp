@@ -159,6 +159,13 @@ gpu::Allocation CuDriver::allocate(size_t bytes, gpu::MemoryKind kind) {
 }
 
 void CuDriver::free(const gpu::Allocation& a) {
+  {
+    std::lock_guard<std::mutex> lock(frees_mu_);
+    if (capturing_) {
+      deferred_frees_.push_back(a);
+      return;
+    }
+  }
   std::unique_ptr<BufferObj> obj(&buffer_of(a.handle));
   make_current();
   if (obj->host)
@@ -232,6 +239,53 @@ void CuDriver::record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32
   make_current();
   check(api_, api_.cuMemsetD32Async(address(dst) + offset, pattern, bytes / 4, stream_),
         "cuMemsetD32Async");
+}
+
+// ---- capture ----------------------------------------------------------------------------------
+
+namespace {
+
+struct CuGraph final : gpu::Recording {
+  const DriverApi* api = nullptr;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  ~CuGraph() override {
+    if (exec) api->cuGraphExecDestroy(exec);
+    if (graph) api->cuGraphDestroy(graph);
+  }
+};
+
+}  // namespace
+
+void CuDriver::begin_capture() {
+  make_current();
+  check(api_, api_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED),
+        "cuStreamBeginCapture");
+  std::lock_guard<std::mutex> lock(frees_mu_);
+  capturing_ = true;
+}
+
+std::unique_ptr<gpu::Recording> CuDriver::end_capture() {
+  make_current();
+  auto g = std::make_unique<CuGraph>();
+  g->api = &api_;
+  const CUresult ended = api_.cuStreamEndCapture(stream_, &g->graph);
+  std::vector<gpu::Allocation> deferred;
+  {
+    std::lock_guard<std::mutex> lock(frees_mu_);
+    capturing_ = false;
+    deferred.swap(deferred_frees_);
+  }
+  for (const gpu::Allocation& a : deferred) free(a);
+  check(api_, ended, "cuStreamEndCapture");
+  check(api_, api_.cuGraphInstantiate(&g->exec, g->graph, 0), "cuGraphInstantiate");
+  return g;
+}
+
+void CuDriver::replay(const gpu::Recording& r, uint64_t id) {
+  make_current();
+  check(api_, api_.cuGraphLaunch(static_cast<const CuGraph&>(r).exec, stream_), "cuGraphLaunch");
+  commit(id);
 }
 
 void CuDriver::commit(uint64_t id) {

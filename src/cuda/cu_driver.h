@@ -61,6 +61,12 @@ class CuDriver final : public gpu::Driver {
   void record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                    uint64_t bytes) override;
   void record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) override;
+  // A capture is CUDA stream capture into a graph (relaxed mode: the pool may allocate
+  // meanwhile); replay launches the instantiated graph on the stream.
+  bool can_capture() const override { return true; }
+  void begin_capture() override;
+  std::unique_ptr<gpu::Recording> end_capture() override;
+  void replay(const gpu::Recording& r, uint64_t id) override;
   void commit(uint64_t id) override;
   void wait(uint64_t id) override;
   uint64_t completed() override;
@@ -87,6 +93,12 @@ class CuDriver final : public gpu::Driver {
   std::deque<std::pair<uint64_t, CUevent>> pending_;
   std::vector<CUevent> spare_;
   std::atomic<uint64_t> completed_{0};
+
+  // Frees wait while a capture runs (freeing memory may synchronise the device, which ends a
+  // stream capture with an error).
+  std::mutex frees_mu_;
+  bool capturing_ = false;
+  std::vector<gpu::Allocation> deferred_frees_;
 };
 
 }  // namespace wick::cuda

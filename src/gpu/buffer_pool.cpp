@@ -66,6 +66,14 @@ struct BufferPool::State {
   }
 };
 
+namespace {
+std::atomic<uint64_t> g_generation{1};
+}
+
+uint64_t next_buffer_generation() {
+  return g_generation.load(std::memory_order_relaxed);
+}
+
 BufferPool::BufferPool(Driver& driver, PoolConfig config)
     : driver_(driver), config_(config), state_(std::make_shared<State>()) {
   state_->driver = &driver;
@@ -100,7 +108,10 @@ BufferRef BufferPool::acquire(size_t bytes) {
                             : std::numeric_limits<uint64_t>::max();
   State& s = *state_;
   auto wrap = [this](Buffer* b) {
-    return BufferRef(b, [state = state_](Buffer* p) { state->release(p); });
+    BufferRef ref(b, [state = state_](Buffer* p) { state->release(p); });
+    b->self = ref;
+    b->generation = g_generation.fetch_add(1, std::memory_order_relaxed);
+    return ref;
   };
   {
     std::lock_guard<std::mutex> lock(s.mu);

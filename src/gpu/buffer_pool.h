@@ -21,7 +21,12 @@ struct Buffer {
   size_t capacity = 0;                // bytes the pool may hand out (>= every request it serves)
   std::atomic<uint64_t> last_use{0};  // the submission that last used it (0: none)
   uint64_t released_at = 0;           // pool clock when it last became free (oldest freed first)
+  // The reference the pool handed out while one is held (a capture takes one more: pinning).
+  std::weak_ptr<Buffer> self;
+  uint64_t generation = 0;  // process-wide count of hand-outs when this one was handed out
 };
+// The generation the next hand-out gets (tells buffers made after a point in time).
+uint64_t next_buffer_generation();
 using BufferRef = std::shared_ptr<Buffer>;
 
 enum class PoolRounding {

@@ -9,11 +9,17 @@
 // which bounds the driver's command lists and keeps the host from running arbitrarily far ahead.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <span>
+#include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "gpu/buffer_pool.h"
 #include "gpu/driver.h"
@@ -34,6 +40,33 @@ enum class Access : uint8_t { Read, Write, ReadWrite, Unordered };
 struct BufferAccess {
   Buffer* buffer;
   Access access;
+};
+
+// Ops recorded once by CommandQueue::begin_capture() .. end_capture(), submitted again by
+// replay(). It pins every buffer its commands use (the pool cannot hand them to other work, and
+// its budget counts them) until it is destroyed, which waits for its last replay.
+class Capture {
+ public:
+  ~Capture();
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+
+  uint64_t ops() const { return ops_; }
+  uint64_t dispatches() const { return dispatches_; }
+  uint64_t barriers() const { return barriers_; }
+  size_t pinned_buffers() const { return buffers_.size(); }
+
+ private:
+  friend class CommandQueue;
+  explicit Capture(Driver& driver) : driver_(driver) {}
+  Driver& driver_;
+  std::unique_ptr<Recording> recording_;
+  std::vector<BufferRef> buffers_;
+  // Buffers the step reads before writing them, made before the capture: a tensor of the
+  // caller's must still hold each at replay (else the step would read memory nobody owns).
+  std::vector<size_t> inputs_;
+  uint64_t ops_ = 0, dispatches_ = 0, barriers_ = 0;
+  uint64_t last_submission_ = 0;
 };
 
 class CommandQueue {
@@ -76,7 +109,8 @@ class CommandQueue {
   // submission that holds the op (committed now or later).
   template <typename F>
   uint64_t record(F&& f) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    wait_for_capture(lock);
     Recorder r(*this);
     f(r);
     const uint64_t holder = submitted_ + 1;
@@ -87,12 +121,26 @@ class CommandQueue {
   // for it (and nothing else) is enough to see the op's results (flush_and_wait_current).
   template <typename F>
   uint64_t record_and_submit(F&& f) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    wait_for_capture(lock);
+    if (capturing_self()) refuse_in_capture("an op that waits for its own result");
     Recorder r(*this);
     f(r);
     end_op(true);
     return submitted_;
   }
+
+  // ---- capture and replay ---------------------------------------------------------------
+  // Commits what is recorded, then records this thread's ops into a capture instead of
+  // submissions, until end_capture(). Ops of other threads wait meanwhile; a wait or read-back
+  // in this thread is an error (the captured work has not run). Unsupported when the driver
+  // cannot capture.
+  void begin_capture();
+  // The capture (on failure too: then the caller drops it). Its ops have not run.
+  std::unique_ptr<Capture> end_capture();
+  bool capturing() const;
+  // Submits the capture again (after what is recorded now) and returns its submission.
+  uint64_t replay(Capture& c);
 
   // Commits what is recorded (if anything) and returns the latest submission id.
   uint64_t flush();
@@ -109,6 +157,8 @@ class CommandQueue {
     uint64_t barriers = 0;
     uint64_t commits = 0;
     uint64_t in_flight_waits = 0;  // commits that had to wait for the oldest submission
+    uint64_t replays = 0;
+    uint64_t replayed_dispatches = 0;  // dispatches submitted again by replays
     size_t in_flight = 0;
   };
   Stats stats() const;
@@ -117,6 +167,13 @@ class CommandQueue {
   void end_op(bool force_commit);
   void commit_locked();
   void prune_locked();
+  void track_in_flight_locked();
+  // Other threads' ops wait while a capture runs.
+  void wait_for_capture(std::unique_lock<std::mutex>& lock);
+  bool capturing_self() const { return capture_thread_.load() == std::this_thread::get_id(); }
+  [[noreturn]] void refuse_in_capture(const char* what) const;
+  // Inside a capture: pins the buffer (first use) and notes whether the step reads it first.
+  void capture_use(Buffer* b, Access access);
 
   Driver& driver_;
   QueueConfig config_;
@@ -128,6 +185,13 @@ class CommandQueue {
   bool recorded_ = false;  // anything recorded since the last commit
   std::deque<uint64_t> in_flight_;
   Stats stats_;
+
+  std::unique_ptr<Capture> capture_;
+  // The capturing thread (a default id when none): atomic, as wait() reads it without the lock.
+  std::atomic<std::thread::id> capture_thread_{};
+  uint64_t capture_generation_ = 0;  // buffers handed out from then on were made in the capture
+  std::unordered_map<Buffer*, size_t> capture_index_;  // buffer -> its index in capture_->buffers_
+  std::condition_variable capture_done_;
 };
 
 }  // namespace wick::gpu

@@ -16,8 +16,18 @@ BufferRef DeviceErrors::acquire() {
 
 void DeviceErrors::add(BufferRef record, uint64_t submission, const char* op, std::string context) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (sink_ && sink_thread_ == std::this_thread::get_id()) {
+    sink_->push_back({std::move(record), op, std::move(context)});
+    return;
+  }
   pending_.push_back(
       {std::move(record), submission, std::this_thread::get_id(), op, std::move(context)});
+}
+
+void DeviceErrors::divert(std::vector<CapturedRecord>* sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sink_ = sink;
+  sink_thread_ = std::this_thread::get_id();
 }
 
 size_t DeviceErrors::pending() const {

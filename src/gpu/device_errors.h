@@ -33,6 +33,17 @@ class DeviceErrors {
   void raise_finished(uint64_t done);
   size_t pending() const;
 
+  // A record of a captured op: at every replay the capture adds it again under the replay's
+  // submission. Records are not cleared between replays: once a replay found an error, every
+  // later replay of that capture raises it again.
+  struct CapturedRecord {
+    BufferRef record;
+    const char* op;
+    std::string context;
+  };
+  // While a capture runs, add() from the capturing thread goes to `sink`; nullptr stops it.
+  void divert(std::vector<CapturedRecord>* sink);
+
  private:
   struct Pending {
     BufferRef record;
@@ -46,6 +57,8 @@ class DeviceErrors {
   BufferPool& pool_;
   mutable std::mutex mu_;
   std::vector<Pending> pending_;
+  std::vector<CapturedRecord>* sink_ = nullptr;
+  std::thread::id sink_thread_;
 };
 
 }  // namespace wick::gpu

@@ -112,6 +112,13 @@ struct Dispatch {
 inline constexpr size_t kMaxPushConstantBytes = WICK_MAX_PARAM_BYTES;
 inline constexpr size_t kMaxBindings = 8;
 
+// Commands recorded once that the driver can submit again (a CUDA graph, a Vulkan command
+// buffer). Owned by the runtime; destroyed only once no submission of it is pending.
+class Recording {
+ public:
+  virtual ~Recording() = default;
+};
+
 class Driver {
  public:
   virtual ~Driver() = default;
@@ -159,6 +166,18 @@ class Driver {
   // Submits what was recorded as submission number `id` (ids increase by one per commit). The
   // submission starts only after submission id - 1 finished, with all its writes visible.
   virtual void commit(uint64_t id) = 0;
+
+  // ---- capture (serialised by the caller) -------------------------------------------------
+  // Whether begin_capture() works on this device.
+  virtual bool can_capture() const { return false; }
+  // From now on what is recorded goes into a recording, not into the next commit. Called with
+  // nothing recorded since the last commit.
+  virtual void begin_capture();
+  // Ends the capture (also after a failure during it): what was recorded since begin_capture().
+  virtual std::unique_ptr<Recording> end_capture();
+  // Submits `r` again as submission `id`, under commit()'s contract (it starts after id - 1
+  // finished, with all its writes visible). Nothing is being recorded when it is called.
+  virtual void replay(const Recording& r, uint64_t id);
 
   // ---- completion (any thread) --------------------------------------------------------------
   virtual void wait(uint64_t id) = 0;

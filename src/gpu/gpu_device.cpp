@@ -87,6 +87,52 @@ void GpuDevice::synchronize() {
   raise_device_errors();
 }
 
+namespace {
+
+// A capture of this device's queue, with the error records its ops registered.
+class GpuCapturedWork final : public backend::CapturedWork {
+ public:
+  GpuCapturedWork(CommandQueue& queue, DeviceErrors& errors, std::unique_ptr<Capture> capture,
+                  std::vector<DeviceErrors::CapturedRecord> records)
+      : queue_(queue),
+        errors_(errors),
+        capture_(std::move(capture)),
+        records_(std::move(records)) {}
+  void replay() override {
+    const uint64_t id = queue_.replay(*capture_);
+    for (const auto& r : records_) errors_.add(r.record, id, r.op, r.context);
+  }
+  uint64_t ops() const override { return capture_->ops(); }
+  uint64_t dispatches() const override { return capture_->dispatches(); }
+
+ private:
+  CommandQueue& queue_;
+  DeviceErrors& errors_;
+  std::unique_ptr<Capture> capture_;
+  std::vector<DeviceErrors::CapturedRecord> records_;
+};
+
+}  // namespace
+
+std::unique_ptr<backend::CapturedWork> GpuDevice::capture(const std::function<void()>& f) {
+  queue_->begin_capture();
+  std::vector<DeviceErrors::CapturedRecord> records;
+  errors_->divert(&records);
+  try {
+    f();
+  } catch (...) {
+    errors_->divert(nullptr);
+    try {
+      queue_->end_capture();  // dropped: nothing of it ran
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  errors_->divert(nullptr);
+  std::unique_ptr<Capture> c = queue_->end_capture();
+  return std::make_unique<GpuCapturedWork>(*queue_, *errors_, std::move(c), std::move(records));
+}
+
 void GpuDevice::trim_pools() {
   device_pool_->trim();
   host_pool_->trim();

@@ -191,6 +191,9 @@ class GpuDevice : public backend::BackendDevice {
   void index_add(backend::Storage& dst, const Shape& dst_shape, backend::View ids,
                  backend::View src, size_t dim) override;
 
+  bool can_capture() const override { return driver_->can_capture(); }
+  std::unique_ptr<backend::CapturedWork> capture(const std::function<void()>& f) override;
+
   void set_seed(uint64_t seed) override;
   void rand_uniform(backend::Storage& dst, double lo, double hi) override;
   void rand_normal(backend::Storage& dst, double mean, double std) override;

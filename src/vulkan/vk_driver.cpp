@@ -404,6 +404,7 @@ VkDriver::~VkDriver() {
   }
   if (!device_ || exiting()) return;
   vkDeviceWaitIdle(device_);
+  for (auto& l : returned_) lists_.push_back(std::move(l));
   for (auto& l : lists_)
     for (VkDescriptorPool p : l->pools) vkDestroyDescriptorPool(device_, p, nullptr);
   lists_.clear();
@@ -597,32 +598,50 @@ void VkDriver::save_pipeline_cache() {
 
 // ---- recording ---------------------------------------------------------------------------------
 
+void VkDriver::return_list(std::unique_ptr<CmdList> list) {
+  std::lock_guard<std::mutex> lock(returned_mu_);
+  returned_.push_back(std::move(list));
+}
+
 VkDriver::CmdList& VkDriver::current() {
   if (open_) return *open_;
+  {
+    std::lock_guard<std::mutex> lock(returned_mu_);
+    for (auto& l : returned_) lists_.push_back(std::move(l));
+    returned_.clear();
+  }
   const uint64_t done = completed();
   CmdList* list = nullptr;
-  for (auto& l : lists_)
-    if (l->submission <= done) {
-      list = l.get();
-      break;
-    }
+  if (!capturing_)
+    for (auto& l : lists_)
+      if (l->submission <= done) {
+        list = l.get();
+        break;
+      }
   if (list) {
     check(vkResetCommandBuffer(list->cb, 0), "vkResetCommandBuffer");
     for (VkDescriptorPool p : list->pools) vkResetDescriptorPool(device_, p, 0);
     list->pool_index = 0;
   } else {
-    lists_.push_back(std::make_unique<CmdList>());
-    list = lists_.back().get();
+    auto fresh = std::make_unique<CmdList>();
     auto ai =
         vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     ai.commandPool = command_pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(device_, &ai, &list->cb), "vkAllocateCommandBuffers");
+    check(vkAllocateCommandBuffers(device_, &ai, &fresh->cb), "vkAllocateCommandBuffers");
+    list = fresh.get();
+    // A capture's command buffer belongs to its recording, not to the rotation.
+    if (capturing_)
+      capture_list_ = std::move(fresh);
+    else
+      lists_.push_back(std::move(fresh));
   }
   list->submission = std::numeric_limits<uint64_t>::max();  // busy until submitted and finished
   auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  // A recording may be submitted again while its previous submission is pending.
+  bi.flags = capturing_ ? VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT
+                        : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(list->cb, &bi), "vkBeginCommandBuffer");
   open_ = list;
   bound_ = VK_NULL_HANDLE;
@@ -722,20 +741,72 @@ void VkDriver::record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32
   vkCmdFillBuffer(current().cb, buffer_of(dst).buffer, offset, bytes, pattern);
 }
 
+void VkDriver::end_open() {
+  // Make this list's writes visible to the host (read-back maps the memory after the wait).
+  auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(open_->cb, kWorkStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
+                       nullptr);
+  check(vkEndCommandBuffer(open_->cb), "vkEndCommandBuffer");
+  open_ = nullptr;
+}
+
+// ---- capture -----------------------------------------------------------------------------------
+
+struct VkDriver::CapturedList final : gpu::Recording {
+  VkDriver* driver = nullptr;
+  std::unique_ptr<CmdList> list;  // null when nothing was recorded
+  ~CapturedList() override {
+    if (list) driver->return_list(std::move(list));
+  }
+};
+
+void VkDriver::begin_capture() {
+  WICK_ASSERT(open_ == nullptr && !capturing_);
+  capturing_ = true;
+}
+
+std::unique_ptr<gpu::Recording> VkDriver::end_capture() {
+  WICK_ASSERT(capturing_);
+  capturing_ = false;
+  auto r = std::make_unique<CapturedList>();
+  r->driver = this;
+  if (open_) {
+    end_open();
+    capture_list_->submission = 0;
+    r->list = std::move(capture_list_);
+  }
+  return r;
+}
+
+void VkDriver::replay(const gpu::Recording& r, uint64_t id) {
+  const auto& c = static_cast<const CapturedList&>(r);
+  if (c.list) c.list->submission = id;
+  submit(c.list ? c.list->cb : VK_NULL_HANDLE, id);
+}
+
 void VkDriver::commit(uint64_t id) {
   VkCommandBuffer cb = VK_NULL_HANDLE;
   if (open_) {
-    // Make this list's writes visible to the host (read-back maps the memory after the wait).
-    auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(open_->cb, kWorkStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
-                         0, nullptr);
-    check(vkEndCommandBuffer(open_->cb), "vkEndCommandBuffer");
     open_->submission = id;
     cb = open_->cb;
-    open_ = nullptr;
+    end_open();
   }
+  submit(cb, id);
+  // A driver may initialise state of its own (function-local statics of its compiler: lavapipe
+  // compiles with LLVM on its queue thread at first dispatch) while running the first list that
+  // uses a new pipeline; whatever it registers then for exit would run before our exit handler,
+  // and in-flight work at exit then crashed or hung in LLVM (~1 process in 5 on lavapipe). So the
+  // first list after new pipelines is waited for and the handler registered again, after them.
+  if (const uint64_t made = pipelines_created_.load(); made != pipelines_at_last_exit_hook_) {
+    pipelines_at_last_exit_hook_ = made;
+    wait(id);
+    std::atexit(finish_live_devices);
+  }
+}
+
+void VkDriver::submit(VkCommandBuffer cb, uint64_t id) {
   const uint64_t wait_value = id - 1;
   const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
   auto tsi =
@@ -754,16 +825,6 @@ void VkDriver::commit(uint64_t id) {
   si.signalSemaphoreCount = 1;
   si.pSignalSemaphores = &timeline_;
   check(vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
-  // A driver may initialise state of its own (function-local statics of its compiler: lavapipe
-  // compiles with LLVM on its queue thread at first dispatch) while running the first list that
-  // uses a new pipeline; whatever it registers then for exit would run before our exit handler,
-  // and in-flight work at exit then crashed or hung in LLVM (~1 process in 5 on lavapipe). So the
-  // first list after new pipelines is waited for and the handler registered again, after them.
-  if (const uint64_t made = pipelines_created_.load(); made != pipelines_at_last_exit_hook_) {
-    pipelines_at_last_exit_hook_ = made;
-    wait(id);
-    std::atexit(finish_live_devices);
-  }
 }
 
 void VkDriver::wait(uint64_t id) {

@@ -84,6 +84,12 @@ class VkDriver final : public gpu::Driver {
   void record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                    uint64_t bytes) override;
   void record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) override;
+  // A capture is one command buffer recorded for simultaneous use, kept by the recording and
+  // submitted again by replay (push constants and descriptors are recorded into it).
+  bool can_capture() const override { return true; }
+  void begin_capture() override;
+  std::unique_ptr<gpu::Recording> end_capture() override;
+  void replay(const gpu::Recording& r, uint64_t id) override;
   void commit(uint64_t id) override;
   void wait(uint64_t id) override;
   uint64_t completed() override;
@@ -92,6 +98,7 @@ class VkDriver final : public gpu::Driver {
   struct BufferObj;
   struct PipelineObj;
   struct CmdList;
+  struct CapturedList;
 
   static BufferObj& buffer_of(uint64_t handle);
   void create_device();
@@ -99,6 +106,12 @@ class VkDriver final : public gpu::Driver {
   bool has_coopmat_f16_shape() const;
   uint32_t memory_type(uint32_t allowed, gpu::MemoryKind kind) const;
   CmdList& current();  // the open command buffer, begun on first use
+  // Ends the open command buffer with the barrier that makes its writes visible to the host.
+  void end_open();
+  // Submits `cb` (may be null) as submission `id`: waits for id - 1 on the timeline, signals id.
+  void submit(VkCommandBuffer cb, uint64_t id);
+  // Takes back a captured command buffer (any thread): reused once its last submission finished.
+  void return_list(std::unique_ptr<CmdList> list);
   VkDescriptorSet allocate_set(CmdList& list);
 
   std::shared_ptr<VulkanInstance> instance_;
@@ -121,6 +134,10 @@ class VkDriver final : public gpu::Driver {
   // Recording state (serialised by CommandQueue).
   std::vector<std::unique_ptr<CmdList>> lists_;
   CmdList* open_ = nullptr;
+  bool capturing_ = false;
+  std::unique_ptr<CmdList> capture_list_;  // while capturing: the recording's command buffer
+  std::mutex returned_mu_;
+  std::vector<std::unique_ptr<CmdList>> returned_;  // from destroyed recordings
   VkPipeline bound_ = VK_NULL_HANDLE;
   // What the open command buffer last pushed (every pipeline shares one layout, so both persist
   // across binds): a dispatch with the same buffers or the same constants skips that call, one
