@@ -110,7 +110,7 @@ struct Dispatch {
 // The largest parameter block of any kernel (kernels/shared/params.h; Vulkan guarantees 128
 // bytes of push constants, CUDA passes them as a kernel argument).
 inline constexpr size_t kMaxPushConstantBytes = WICK_MAX_PARAM_BYTES;
-inline constexpr size_t kMaxBindings = 8;
+inline constexpr size_t kMaxBindings = WICK_MAX_BINDINGS;
 
 class Driver {
  public:
