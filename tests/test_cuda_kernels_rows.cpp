@@ -1,7 +1,8 @@
-// Compile cases (tests/cuda_compile.h) of the row, matrix and quantized CUDA kernels: reduce,
-// norm, sort, rope, gemv, matmul, qact, qmatvec and qmatmul, with the defines and constants the
-// host keys them by (src/vulkan/vk_reduce.cpp, vk_matmul.cpp, vk_quantized.cpp), plus block
-// sizes other than the default where a kernel takes any.
+// Compile cases (tests/cuda_compile.h) of the row, matrix, attention and quantized CUDA kernels:
+// reduce, norm, sort, rope, rope_kv, attention, gemv, matmul, qact, qmatvec and qmatmul, with the
+// defines and constants the host keys them by (src/gpu/gpu_reduce.cpp, gpu_attention.cpp,
+// gpu_matmul.cpp, gpu_quantized.cpp), plus block sizes other than the default where a kernel
+// takes any.
 #ifdef WICK_WITH_CUDA
 
 #include <string>
@@ -54,6 +55,18 @@ WICK_CUDA_COMPILE_CASES(rows) {
                           define("WG_SIZE", kOtherBlock)});
     for (uint32_t interleaved : {0u, 1u})
       cases.add("rope.cu", {dtype_defines("", dt), spec_define(0, interleaved)});
+  }
+}
+
+// Decode attention (gpu_attention.cpp): rope_kv with INTERLEAVED, attention's two phases with
+// its block of 128 threads.
+WICK_CUDA_COMPILE_CASES(attention) {
+  for (DType dt : kFloatDTypes) {
+    for (uint32_t interleaved : {0u, 1u})
+      cases.add("rope_kv.cu", {dtype_defines("", dt), spec_define(0, interleaved)});
+    for (uint32_t phase : {0u, 1u})
+      cases.add("attention.cu",
+                {dtype_defines("", dt), spec_define(0, phase), define("WG_SIZE", 128)});
   }
 }
 

@@ -1,6 +1,7 @@
 // Umbrella header: everything a user of wick needs.
 #pragma once
 
+#include "wick/attention.h"
 #include "wick/config.h"
 #include "wick/device.h"
 #include "wick/dtype.h"

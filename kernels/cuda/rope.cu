@@ -4,6 +4,7 @@
 // Bindings: 0 x, 1 cos, 2 sin, 3 y. Specialization: WICK_SPEC_0 INTERLEAVED.
 #include "include/common.cuh"
 #include "include/dtype.cuh"
+#include "include/rope.cuh"
 
 #if DT_KIND != 0 && DT_KIND != 1
 #error "rope.cu: DT is a float dtype"
@@ -28,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   ST* y = buffer_at<ST>(args, 3);
   const uint32_t e = global_index();
   if (e >= pc.numel) return;
-  const uint32_t d = pc.shape[3], half_d = d / 2u;
+  const uint32_t d = pc.shape[3];
   uint32_t r = e;
   const uint32_t i = r % d;
   r /= d;
@@ -38,22 +39,13 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const uint32_t bi = r / pc.shape[1];
   const uint32_t row =
       pc.x_offset + bi * pc.x_strides[0] + hi * pc.x_strides[1] + ti * pc.x_strides[2];
-  // The pair (lo, hi_pos) this element belongs to, and which of the two it is.
   uint32_t pair, lo, hi_pos;
-  if (INTERLEAVED == 1u) {
-    pair = i / 2u;
-    lo = 2u * pair;
-    hi_pos = lo + 1u;
-  } else {
-    pair = i % half_d;
-    lo = pair;
-    hi_pos = pair + half_d;
-  }
+  rope_pair(i, d, INTERLEAVED == 1u, pair, lo, hi_pos);
   const CT a = LOAD(DT, x[row + lo * pc.x_strides[3]]);
   const CT b = LOAD(DT, x[row + hi_pos * pc.x_strides[3]]);
   const CT c = LOAD(
       DT, cs[pc.c_offset + bi * pc.c_strides[0] + ti * pc.c_strides[1] + pair * pc.c_strides[2]]);
   const CT s = LOAD(
       DT, sn[pc.s_offset + bi * pc.s_strides[0] + ti * pc.s_strides[1] + pair * pc.s_strides[2]]);
-  y[e] = PACK(DT, i == lo ? a * c - b * s : a * s + b * c);
+  y[e] = PACK(DT, rope_rotate(i == lo, a, b, c, s));
 }

@@ -17,11 +17,12 @@ layout(set = 0, binding = 2) readonly buffer Sin { STORAGE_T(DT) sn[]; };
 layout(set = 0, binding = 3) writeonly buffer Out { STORAGE_T(DT) y[]; };
 
 #define CT COMPUTE_T(DT)
+#include "include/rope.glsl"
 
 void main() {
   const uint e = global_index();
   if (e >= pc.numel) return;
-  const uint d = pc.shape[3], half_d = d / 2u;
+  const uint d = pc.shape[3];
   uint r = e;
   const uint i = r % d;
   r /= d;
@@ -30,20 +31,11 @@ void main() {
   const uint hi = r % pc.shape[1];
   const uint bi = r / pc.shape[1];
   const uint row = pc.x_offset + bi * pc.x_strides[0] + hi * pc.x_strides[1] + ti * pc.x_strides[2];
-  // The pair (lo, hi) this element belongs to, and which of the two it is.
   uint pair, lo, hi_pos;
-  if (INTERLEAVED == 1u) {
-    pair = i / 2u;
-    lo = 2u * pair;
-    hi_pos = lo + 1u;
-  } else {
-    pair = i % half_d;
-    lo = pair;
-    hi_pos = pair + half_d;
-  }
+  rope_pair(i, d, INTERLEAVED == 1u, pair, lo, hi_pos);
   const CT a = LOAD(DT, x[row + lo * pc.x_strides[3]]);
   const CT b = LOAD(DT, x[row + hi_pos * pc.x_strides[3]]);
   const CT c = LOAD(DT, cs[pc.c_offset + bi * pc.c_strides[0] + ti * pc.c_strides[1] + pair * pc.c_strides[2]]);
   const CT s = LOAD(DT, sn[pc.s_offset + bi * pc.s_strides[0] + ti * pc.s_strides[1] + pair * pc.s_strides[2]]);
-  y[e] = PACK(DT, i == lo ? a * c - b * s : a * s + b * c);
+  y[e] = PACK(DT, rope_rotate(i == lo, a, b, c, s));
 }

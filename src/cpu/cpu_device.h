@@ -1,7 +1,7 @@
 // The CPU backend: the default device and the reference every other backend is tested against.
 // Op families live in their own files: memory.cpp (alloc, copies, casts, fill, random),
 // unary.cpp and binary.cpp (element-wise), reduce.cpp (reductions, softmax, norms, rope, sort),
-// matmul.cpp, indexing.cpp.
+// attention.cpp (decode attention), matmul.cpp, indexing.cpp.
 #pragma once
 
 #include <cstdlib>
@@ -87,6 +87,13 @@ class CpuDevice final : public backend::BackendDevice {
   void rope(backend::View x, backend::View cos, backend::View sin, bool interleaved,
             backend::Storage& dst) override;
   void arg_sort_last_dim(backend::View x, bool ascending, backend::Storage& dst) override;
+
+  void rope_kv_cache(backend::View q, backend::View k, backend::View v,
+                     const backend::CacheView& k_cache, const backend::CacheView& v_cache,
+                     const backend::RopeTableViews& tables, backend::View pos, bool interleaved,
+                     backend::Storage& q_out) override;
+  void attention_cached(backend::View q, backend::View k_cache, backend::View v_cache,
+                        backend::View pos, backend::Storage& dst) override;
 
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;

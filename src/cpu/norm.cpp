@@ -100,17 +100,6 @@ std::vector<compute_t<T>> load_param(View p) {
   return out;
 }
 
-template <typename Fn>
-void dispatch_float(DType dt, const char* op, Fn&& fn) {
-  dispatch_dtype(dt, [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (is_float_v<T>)
-      fn(zero);
-    else
-      fail(ErrorKind::DType, op, "needs a float dtype, got ", dt);
-  });
-}
-
 }  // namespace
 
 // Softmax and log-softmax subtract the row max first, so exp never overflows. A row holding
@@ -200,19 +189,7 @@ void CpuDevice::rope(View x, View cos, View sin, bool interleaved, Storage& dst)
           y = dst_row;
         else
           y = ybuf.data();
-        if (interleaved) {
-          for (int64_t i = 0; i < half; i++) {
-            const C x1 = xv[2 * i], x2 = xv[2 * i + 1];
-            y[2 * i] = x1 * cv[i] - x2 * sv[i];
-            y[2 * i + 1] = x1 * sv[i] + x2 * cv[i];
-          }
-        } else {
-          for (int64_t i = 0; i < half; i++) {
-            const C x1 = xv[i], x2 = xv[i + half];
-            y[i] = x1 * cv[i] - x2 * sv[i];
-            y[i + half] = x1 * sv[i] + x2 * cv[i];
-          }
-        }
+        rope_row(xv, cv, sv, half, interleaved, y);
         if constexpr (!std::is_same_v<T, C>) store_row<T>(y, d, dst_row);
       }
     });

@@ -287,6 +287,40 @@ WICK_ROW_INLINE void exp_shifted(const double* v, double shift, double* y, int64
   for (int64_t j = 0; j < n; j++) y[j] = std::exp(v[j] - shift);
 }
 
+// ---- rotary embeddings -----------------------------------------------------------------------
+// y = x (2 * half elements) with each pair rotated by angle i's cos c[i] and sin s[i]: the pairs
+// (2i, 2i + 1) when interleaved (rope_i), else (i, i + half) (rope). The one definition of the
+// arithmetic, so that rope and rope_kv_cache agree bit for bit. y must not alias x.
+template <typename C>
+WICK_ROW_INLINE void rope_row(const C* x, const C* c, const C* s, int64_t half, bool interleaved,
+                              C* y) {
+  if (interleaved) {
+    for (int64_t i = 0; i < half; i++) {
+      const C x1 = x[2 * i], x2 = x[2 * i + 1];
+      y[2 * i] = x1 * c[i] - x2 * s[i];
+      y[2 * i + 1] = x1 * s[i] + x2 * c[i];
+    }
+  } else {
+    for (int64_t i = 0; i < half; i++) {
+      const C x1 = x[i], x2 = x[i + half];
+      y[i] = x1 * c[i] - x2 * s[i];
+      y[i + half] = x1 * s[i] + x2 * c[i];
+    }
+  }
+}
+
+// fn(T{}) for a float dtype T; Error(DType) naming `op` otherwise.
+template <typename Fn>
+void dispatch_float(DType dt, const char* op, Fn&& fn) {
+  dispatch_dtype(dt, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (is_float_v<T>)
+      fn(zero);
+    else
+      fail(ErrorKind::DType, op, "needs a float dtype, got ", dt);
+  });
+}
+
 // ---- the rows of the last dim ----------------------------------------------------------------
 
 // A view seen as rows of its last dim: `rows` rows of `n` elements at `stride`, row r being the

@@ -26,7 +26,8 @@ class DeviceErrors {
   // A zeroed record for one op, to bind to its kernel (Access::Unordered).
   BufferRef acquire();
   // The op (named `op`, e.g. "index_select"; `context` is added to a division error's message:
-  // the shape) recorded its kernel with `record` into submission `submission` on this thread.
+  // the shape, and to a cache position error's: the token count) recorded its kernel with
+  // `record` into submission `submission` on this thread.
   void add(BufferRef record, uint64_t submission, const char* op, std::string context = {});
   // Raises Error(OutOfRange) for the first error among this thread's records of submissions up
   // to `done` (finished), after forgetting them all.

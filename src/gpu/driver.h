@@ -110,7 +110,7 @@ struct Dispatch {
 // The largest parameter block of any kernel (kernels/shared/params.h; Vulkan guarantees 128
 // bytes of push constants, CUDA passes them as a kernel argument).
 inline constexpr size_t kMaxPushConstantBytes = WICK_MAX_PARAM_BYTES;
-inline constexpr size_t kMaxBindings = 8;
+inline constexpr size_t kMaxBindings = WICK_MAX_BINDINGS;
 
 // Commands recorded once that the driver can submit again (a CUDA graph, a Vulkan command
 // buffer). Owned by the runtime; destroyed only once no submission of it is pending.

@@ -10,7 +10,8 @@
 //
 // Op families live in their own files: gpu_memory.cpp (alloc, upload, read-back, copies, casts,
 // fill), gpu_elementwise.cpp, gpu_random.cpp, gpu_reduce.cpp, gpu_matmul.cpp,
-// gpu_quantized.cpp, gpu_indexing.cpp; gpu_launch.cpp holds the launch helpers they share.
+// gpu_quantized.cpp, gpu_indexing.cpp, gpu_attention.cpp; gpu_launch.cpp holds the launch
+// helpers they share.
 #pragma once
 
 #include <algorithm>
@@ -93,6 +94,8 @@ enum class KernelFamily : uint32_t {
   QMatMul,
   QAct,
   Rand,
+  RopeKv,
+  Attention,
 };
 
 // A value of a kernel's parameter block after its header (op parameters).
@@ -175,6 +178,13 @@ class GpuDevice : public backend::BackendDevice {
   void rope(backend::View x, backend::View cos, backend::View sin, bool interleaved,
             backend::Storage& dst) override;
   void arg_sort_last_dim(backend::View x, bool ascending, backend::Storage& dst) override;
+
+  void rope_kv_cache(backend::View q, backend::View k, backend::View v,
+                     const backend::CacheView& k_cache, const backend::CacheView& v_cache,
+                     const backend::RopeTableViews& tables, backend::View pos, bool interleaved,
+                     backend::Storage& q_out) override;
+  void attention_cached(backend::View q, backend::View k_cache, backend::View v_cache,
+                        backend::View pos, backend::Storage& dst) override;
 
   // The shared GEMM: gemv for m == 1 or n == 1, the tiled SIMT kernel otherwise. Backends with a
   // faster path for some products (tensor cores) override it and call this for the rest.

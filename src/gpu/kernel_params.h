@@ -23,6 +23,12 @@ struct BatchParams {
 struct RopeParams {
   WICK_PARAMS_ROPE(WICK_CXX_FIELD, WICK_CXX_ARRAY)
 };
+struct RopeKvParams {
+  WICK_PARAMS_ROPE_KV(WICK_CXX_FIELD, WICK_CXX_ARRAY)
+};
+struct AttentionParams {
+  WICK_PARAMS_ATTENTION(WICK_CXX_FIELD, WICK_CXX_ARRAY)
+};
 template <typename wick_param_t>  // float or double, as the kernel's PARAM_T
 struct RandParams {
   WICK_PARAMS_RAND(WICK_CXX_FIELD, WICK_CXX_ARRAY)
@@ -39,6 +45,8 @@ struct QMatMulParams {
 
 static_assert(sizeof(BatchParams) == 20 * 4 && sizeof(BatchParams) <= kMaxPushConstantBytes);
 static_assert(sizeof(RopeParams) == 18 * 4);
+static_assert(sizeof(RopeKvParams) == 32 * 4 && sizeof(RopeKvParams) <= kMaxPushConstantBytes);
+static_assert(sizeof(AttentionParams) == 16 * 4);
 static_assert(sizeof(RandParams<float>) == 8 * 4 && sizeof(RandParams<double>) == 10 * 4);
 static_assert(sizeof(QActParams) == 7 * 4 && sizeof(QMatMulParams) == 7 * 4);
 

@@ -252,6 +252,11 @@ void VkDriver::create_device() {
   caps_.max_group_count_z = lim.maxComputeWorkGroupCount[2];
   caps_.subgroup_size = sub.subgroupSize;
   caps_.max_shared_memory = lim.maxComputeSharedMemorySize;
+  // Every pipeline's layout binds kMaxBindings storage buffers (rope_kv uses them all).
+  if (lim.maxPerStageDescriptorStorageBuffers < gpu::kMaxBindings)
+    fail(ErrorKind::Device, "vulkan", caps_.name, " binds ",
+         lim.maxPerStageDescriptorStorageBuffers,
+         " storage buffers per stage; wick's kernels need ", gpu::kMaxBindings);
   caps_.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                               (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
@@ -301,6 +306,15 @@ void VkDriver::create_device() {
   };
   std::vector<const char*> enable_exts;
   caps_.push_descriptor = has_ext(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  if (caps_.push_descriptor) {  // a dispatch pushes up to kMaxBindings descriptors
+    auto push = vk_struct<VkPhysicalDevicePushDescriptorPropertiesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR);
+    auto p2 =
+        vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    p2.pNext = &push;
+    vkGetPhysicalDeviceProperties2(physical_, &p2);
+    caps_.push_descriptor = push.maxPushDescriptors >= gpu::kMaxBindings;
+  }
   for (const char* e :
        {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix", "VK_NV_cooperative_matrix2"})
     if (has_ext(e)) {

@@ -24,7 +24,7 @@ typedef long long int64_t;
 namespace wick {
 
 struct KernelArgs {
-  void* buffers[8];
+  void* buffers[WICK_MAX_BINDINGS];
   alignas(8) uint32_t params[WICK_MAX_PARAM_BYTES / 4];
 };
 

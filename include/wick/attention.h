@@ -1,0 +1,50 @@
+// Fused ops for token-by-token decoding with a KV cache allocated once.
+//
+// Both take the position of the first new token from a device tensor `pos` (a u32 tensor of one
+// element, any shape, on the ops' device) instead of a host integer: nothing about a decode step
+// then depends on the host's position, so a step recorded once can be replayed with a new
+// position written into `pos`. A position that does not fit the cache (pos + t > max_seq) is only
+// known on the device: the CPU throws Error(OutOfRange) at the op; a GPU writes nothing out of
+// bounds and raises the same OutOfRange, naming the op, at the calling thread's next wait
+// (read-back or synchronize), without waiting at the op.
+//
+// Shapes: b batch, h query heads, kvh key/value heads (h a multiple of kvh: query head j reads
+// kv head j / (h / kvh)), t new tokens, d head dim, max_seq cache rows.
+#pragma once
+
+#include "wick/tensor.h"
+
+namespace wick {
+
+// The rotary tables of rope_kv_cache, each (rows >= max_seq, d/2), any strides: row p holds the
+// cos/sin of position p. q has its own tables so that they may carry the 1/sqrt(d) score scale.
+struct RotaryTables {
+  Tensor cos_q, sin_q, cos_k, sin_k;
+};
+
+// Rotates q (b, h, t, d) and k (b, kvh, t, d) at positions pos .. pos + t - 1 and writes the
+// rotated k and v (b, kvh, t, d) into rows pos .. pos + t - 1 of k_cache and v_cache
+// (b, kvh, max_seq, d), in place (other rows keep their values). Returns the rotated q,
+// (b, h, t, d) contiguous. Equal, bit for bit, to
+//   q.rope_i(cos_q.narrow(0, pos, t), sin_q.narrow(0, pos, t))   (rope when !interleaved)
+//   k_cache.slice_set(k.rope_i(cos_k.narrow(0, pos, t), ...), 2, pos); v_cache.slice_set(v, 2, pos)
+// interleaved: rotate the pairs (2i, 2i + 1) (rope_i), else (i, i + d/2) (rope); d is even.
+// q, k, v: any strides (e.g. narrowed from one fused projection). The caches must be
+// contiguous (a start offset is fine) and must not overlap each other. Every tensor but pos has
+// one float dtype (f32, f16, bf16, f64), the tables included. One kernel on GPUs.
+// Errors: Shape (ranks, dims, cache or table shapes, overlapping or non-contiguous caches), DType,
+// Device (tensors on different devices), OutOfRange (pos + t > max_seq; see above).
+Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
+                     const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos,
+                     bool interleaved);
+
+// Causal attention of q (b, h, t, d) over the caches (b, kvh, max_seq, d): query i, at position
+// pos + i, attends to cache rows 0 ..= pos + i, softmax(q k^T) v with no further scaling (q
+// carries it). Returns (b, h, t, d) contiguous in q's dtype; sums and the softmax run in f32 (f64
+// for f64) with a running maximum. q: any strides; caches contiguous (a start offset is fine),
+// q's dtype. GPUs: at most two dispatches (the sequence split over workgroups, then a combine).
+// Errors: Shape, DType, Device, OutOfRange (t > max_seq at once, pos + t > max_seq as above).
+Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                        const Tensor& pos);
+
+}  // namespace wick

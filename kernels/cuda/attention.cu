@@ -1,0 +1,170 @@
+// attention_cached: causal softmax(q k^T) v of q (b, h, t, d) over the caches (b, kvh, max_seq, d),
+// query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti of kv head hi / (h / kvh).
+// Flash-decoding in two phases (PHASE, WICK_SPEC_0):
+//   0: a block per (query row, split): split s takes the keys [s span, (s + 1) span) of its row,
+//      CHUNK (= WG_SIZE) at a time with a running maximum m, sum l and accumulator acc (the
+//      online softmax), and writes (m, l, acc[d]) to its scratch slot; with one split it writes
+//      the row's output acc / l itself (no phase 1).
+//   1: a block per query row combines its used splits: out = sum acc_s e^(m_s - M) /
+//      sum l_s e^(m_s - M), M = max m_s.
+// Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
+// the sequence: shared arrays hold one chunk, the accumulator lives in the scratch slot (element
+// e is only ever touched by thread e % WG_SIZE). When pos + t > max_seq the keys are clamped to
+// the cache (nothing is read out of bounds) and the op's error record gets the position.
+// Bindings: 0 q, 1 k_cache, 2 v_cache, 3 pos, 4 scratch, 5 y, 6 the error record.
+#include "include/common.cuh"
+#include "include/dtype.cuh"
+#include "include/errors.cuh"
+#include "include/math.cuh"
+#include "include/warp.cuh"
+
+#if DT_KIND != 0 && DT_KIND != 1
+#error "attention.cu: DT is a float dtype"
+#endif
+
+#ifndef WICK_SPEC_0
+#define WICK_SPEC_0 0
+#endif
+constexpr uint32_t PHASE = WICK_SPEC_0;
+constexpr uint32_t CHUNK = WG_SIZE;
+
+WICK_PARAMS_STRUCT(AttentionParams, WICK_PARAMS_ATTENTION(WICK_CU_FIELD, WICK_CU_ARRAY))
+
+typedef STORAGE_T(DT) ST;
+#if DT_KIND == 1
+typedef double ACC_T;
+#else
+typedef float ACC_T;
+#endif
+
+struct MaxOp {
+  WICK_DEV ACC_T operator()(ACC_T a, ACC_T b) const { return fmax(a, b); }
+};
+
+// The keys query ti attends to: pos + ti + 1, clamped to the cache (reported in phase 0).
+WICK_DEV uint32_t key_count(const AttentionParams& pc, uint32_t p, uint32_t ti, uint32_t* err,
+                            bool report) {
+  if (p > pc.max_seq || pc.t > pc.max_seq - p) {
+    if (report) report_error(err, WICK_ERROR_CACHE_POSITION, p, pc.max_seq);
+    return p >= pc.max_seq ? pc.max_seq : min(p + ti + 1u, pc.max_seq);
+  }
+  return p + ti + 1u;
+}
+
+WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_cache,
+                            const ST* v_cache, uint32_t p, ACC_T* scratch, ST* y, uint32_t* err,
+                            uint32_t g, uint32_t tid) {
+  __shared__ ACC_T s_q[WG_SIZE];     // the query row (when d <= WG_SIZE)
+  __shared__ ACC_T s_p[CHUNK];       // the chunk's weights e^(s - m)
+  __shared__ ACC_T s_part[WG_SIZE];  // partial sums of acc
+  __shared__ ACC_T s_red[WICK_WARPS];
+  const uint32_t row = g / pc.n_splits, split = g % pc.n_splits;
+  const uint32_t ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
+  const uint32_t n_keys = key_count(pc, p, ti, err, g == 0u && tid == 0u);
+  const uint32_t k0 = split * pc.span;
+  if (k0 >= n_keys) return;  // uniform: an unused split
+  const uint32_t k_end = min(k0 + pc.span, n_keys);
+  const uint32_t d = pc.d;
+  const uint32_t q_row =
+      pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+  const uint32_t first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * d;  // cache row 0
+  const ST* keys = k_cache + pc.kc_offset + first;
+  const ST* values = v_cache + pc.vc_offset + first;
+  ACC_T* slot = scratch + static_cast<uint64_t>(g) * (d + 2u);  // (m, l, acc[d])
+  const bool q_shared = d <= WG_SIZE;
+  if (q_shared && tid < d) s_q[tid] = ACC_T(LOAD(DT, q[q_row + tid * pc.q_strides[3]]));
+  for (uint32_t e = tid; e < d; e += WG_SIZE) slot[2u + e] = ACC_T(0);
+  __syncthreads();
+  ACC_T m = -FloatBits<ACC_T>::inf(), l = ACC_T(0);
+  for (uint32_t c0 = k0; c0 < k_end; c0 += CHUNK) {
+    const uint32_t len = min(CHUNK, k_end - c0);
+    // Scores: a key per thread.
+    ACC_T s = -FloatBits<ACC_T>::inf();
+    if (tid < len) {
+      const ST* key = keys + (c0 + tid) * d;
+      ACC_T dot = ACC_T(0);
+      for (uint32_t e = 0u; e < d; e++) {
+        const ACC_T qe = q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
+        dot += qe * ACC_T(LOAD(DT, key[e]));
+      }
+      s = dot;
+    }
+    const ACC_T m_new = fmax(m, block_allreduce(s, s_red, MaxOp()));
+    const ACC_T w = tid < len ? exp(s - m_new) : ACC_T(0);
+    s_p[tid] = w;
+    // Rescales the earlier chunks.
+    const ACC_T alpha = m == -FloatBits<ACC_T>::inf() ? ACC_T(0) : exp(m - m_new);
+    l = l * alpha + block_allreduce(w, s_red, SumOp());  // its barriers publish s_p too
+    m = m_new;
+    // acc = acc alpha + sum_j w_j v_j.
+    if (d < WG_SIZE) {  // WG_SIZE / d threads per element, each over every G-th key, then summed
+      const uint32_t groups = WG_SIZE / d, part = tid / d, e = tid % d;
+      ACC_T sum = ACC_T(0);
+      if (part < groups)
+        for (uint32_t j = part; j < len; j += groups)
+          sum += s_p[j] * ACC_T(LOAD(DT, values[(c0 + j) * d + e]));
+      s_part[tid] = sum;
+      __syncthreads();
+      if (tid < d) {
+        ACC_T total = ACC_T(0);
+        for (uint32_t k = 0u; k < groups; k++) total += s_part[tid + k * d];
+        slot[2u + tid] = slot[2u + tid] * alpha + total;
+      }
+    } else {
+      for (uint32_t e = tid; e < d; e += WG_SIZE) {
+        ACC_T sum = ACC_T(0);
+        for (uint32_t j = 0u; j < len; j++)
+          sum += s_p[j] * ACC_T(LOAD(DT, values[(c0 + j) * d + e]));
+        slot[2u + e] = slot[2u + e] * alpha + sum;
+      }
+    }
+    __syncthreads();  // s_p and s_part are refilled by the next chunk
+  }
+  if (pc.n_splits == 1u) {
+    for (uint32_t e = tid; e < d; e += WG_SIZE) y[row * d + e] = PACK(DT, slot[2u + e] / l);
+  } else if (tid == 0u) {
+    slot[0] = m;
+    slot[1] = l;
+  }
+}
+
+WICK_DEV void combine_phase(const AttentionParams& pc, uint32_t p, const ACC_T* scratch, ST* y,
+                            uint32_t row, uint32_t tid) {
+  const uint32_t ti = row % pc.t, d = pc.d;
+  const uint32_t used = (key_count(pc, p, ti, nullptr, false) + pc.span - 1u) / pc.span;
+  const ACC_T* first = scratch + static_cast<uint64_t>(row) * pc.n_splits * (d + 2u);
+  ACC_T big = -FloatBits<ACC_T>::inf();
+  for (uint32_t s = 0u; s < used; s++) big = fmax(big, first[s * (d + 2u)]);
+  ACC_T l = ACC_T(0);
+  for (uint32_t s = 0u; s < used; s++) {
+    const ACC_T* slot = first + s * (d + 2u);
+    l += slot[1] * exp(slot[0] - big);
+  }
+  for (uint32_t e = tid; e < d; e += WG_SIZE) {
+    ACC_T acc = ACC_T(0);
+    for (uint32_t s = 0u; s < used; s++) {
+      const ACC_T* slot = first + s * (d + 2u);
+      acc += slot[2u + e] * exp(slot[0] - big);
+    }
+    y[row * d + e] = PACK(DT, acc / l);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
+  const AttentionParams& pc = PARAMS(AttentionParams, args);
+  const ST* q = buffer_at<const ST>(args, 0);
+  const ST* k_cache = buffer_at<const ST>(args, 1);
+  const ST* v_cache = buffer_at<const ST>(args, 2);
+  const uint32_t p = buffer_at<const uint32_t>(args, 3)[pc.pos_offset];
+  ACC_T* scratch = buffer_at<ACC_T>(args, 4);
+  ST* y = buffer_at<ST>(args, 5);
+  uint32_t* err = buffer_at<uint32_t>(args, 6);
+  const uint32_t g = group_index(), tid = threadIdx.x;
+  const uint32_t rows = pc.b * pc.h * pc.t;
+  if (PHASE == 0u) {
+    if (g < rows * pc.n_splits) partial_phase(pc, q, k_cache, v_cache, p, scratch, y, err, g, tid);
+  } else if (g < rows) {
+    combine_phase(pc, p, scratch, y, g, tid);
+  }
+}

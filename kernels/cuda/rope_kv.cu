@@ -1,0 +1,82 @@
+// rope_kv_cache in one kernel, a thread per element: of q (b, h, t, d), rotated into q_out
+// (contiguous); of k (b, kvh, t, d), rotated into k_cache (b, kvh, max_seq, d) at row pos + ti;
+// of v, copied as stored into v_cache at row pos + ti. pos is read from its buffer; when
+// pos + t > max_seq nothing is written and the op's error record gets the position. The
+// rotation is rope.cu's (include/rope.cuh), with row pos + ti of the (rows, d/2) tables.
+// Bindings: 0 q, 1 k, 2 v, 3 cos_q, 4 sin_q, 5 cos_k, 6 sin_k, 7 pos, 8 q_out, 9 k_cache,
+// 10 v_cache, 11 the error record. Specialization: WICK_SPEC_0 INTERLEAVED.
+#include "include/common.cuh"
+#include "include/dtype.cuh"
+#include "include/errors.cuh"
+#include "include/rope.cuh"
+
+#if DT_KIND != 0 && DT_KIND != 1
+#error "rope_kv.cu: DT is a float dtype"
+#endif
+
+#ifndef WICK_SPEC_0
+#define WICK_SPEC_0 0
+#endif
+constexpr uint32_t INTERLEAVED = WICK_SPEC_0;
+
+WICK_PARAMS_STRUCT(RopeKvParams, WICK_PARAMS_ROPE_KV(WICK_CU_FIELD, WICK_CU_ARRAY))
+
+typedef STORAGE_T(DT) ST;
+typedef COMPUTE_T(DT) CT;
+
+extern "C" __global__ void __launch_bounds__(WG_SIZE)
+    wick_main(const __grid_constant__ wick::KernelArgs args) {
+  const RopeKvParams& pc = PARAMS(RopeKvParams, args);
+  const ST* q = buffer_at<const ST>(args, 0);
+  const ST* k = buffer_at<const ST>(args, 1);
+  const ST* v = buffer_at<const ST>(args, 2);
+  const uint32_t* pos = buffer_at<const uint32_t>(args, 7);
+  ST* q_out = buffer_at<ST>(args, 8);
+  ST* k_cache = buffer_at<ST>(args, 9);
+  ST* v_cache = buffer_at<ST>(args, 10);
+  uint32_t* err = buffer_at<uint32_t>(args, 11);
+
+  const uint32_t e = global_index();
+  const uint32_t d = pc.d, t = pc.t;
+  const uint32_t nq = pc.b * pc.h * t * d, nkv = pc.b * pc.kvh * t * d;
+  if (e >= nq + 2u * nkv) return;
+  const uint32_t p = pos[pc.pos_offset];
+  if (p > pc.max_seq || t > pc.max_seq - p) {
+    if (e == 0u) report_error(err, WICK_ERROR_CACHE_POSITION, p, pc.max_seq);
+    return;
+  }
+  // Which tensor, and the element's (bi, hi, ti, i) in it.
+  const uint32_t part = e < nq ? 0u : e < nq + nkv ? 1u : 2u;
+  uint32_t r = part == 0u ? e : part == 1u ? e - nq : e - nq - nkv;
+  const uint32_t heads = part == 0u ? pc.h : pc.kvh;
+  const uint32_t i = r % d;
+  r /= d;
+  const uint32_t ti = r % t;
+  r /= t;
+  const uint32_t hi = r % heads;
+  const uint32_t bi = r / heads;
+  const uint32_t cache_at = ((bi * pc.kvh + hi) * pc.max_seq + p + ti) * d + i;
+  if (part == 2u) {
+    v_cache[pc.vc_offset + cache_at] = v[pc.v_offset + bi * pc.v_strides[0] + hi * pc.v_strides[1] +
+                                         ti * pc.v_strides[2] + i * pc.v_strides[3]];
+    return;
+  }
+  uint32_t pair, lo, hi_pos;
+  rope_pair(i, d, INTERLEAVED == 1u, pair, lo, hi_pos);
+  const uint32_t tab = part * 2u;  // bindings 3 + tab, 4 + tab: cos_q, sin_q / cos_k, sin_k
+  const ST* cs = buffer_at<const ST>(args, 3 + int(tab));
+  const ST* sn = buffer_at<const ST>(args, 4 + int(tab));
+  const CT c = LOAD(DT, cs[pc.table_offsets[tab] + (p + ti) * pc.table_rows[tab] + pair]);
+  const CT s = LOAD(DT, sn[pc.table_offsets[tab + 1u] + (p + ti) * pc.table_rows[tab + 1u] + pair]);
+  const ST* x = part == 0u ? q : k;
+  const uint32_t* xs = part == 0u ? pc.q_strides : pc.k_strides;  // the block's arrays
+  const uint32_t row =
+      (part == 0u ? pc.q_offset : pc.k_offset) + bi * xs[0] + hi * xs[1] + ti * xs[2];
+  const CT a = LOAD(DT, x[row + lo * xs[3]]);
+  const CT b = LOAD(DT, x[row + hi_pos * xs[3]]);
+  const ST y = PACK(DT, rope_rotate(i == lo, a, b, c, s));
+  if (part == 0u)
+    q_out[e] = y;
+  else
+    k_cache[pc.kc_offset + cache_at] = y;
+}

@@ -1,0 +1,169 @@
+#version 450
+// attention_cached: causal softmax(q k^T) v of q (b, h, t, d) over the caches (b, kvh, max_seq, d),
+// query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti of kv head hi / (h / kvh).
+// Flash-decoding in two phases (PHASE, constant 0):
+//   0: a workgroup per (query row, split): split s takes the keys [s span, (s + 1) span) of its
+//      row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l and accumulator acc (the
+//      online softmax), and writes (m, l, acc[d]) to its scratch slot; with one split it writes
+//      the row's output acc / l itself (no phase 1).
+//   1: a workgroup per query row combines its used splits: out = sum acc_s e^(m_s - M) /
+//      sum l_s e^(m_s - M), M = max m_s.
+// Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
+// the sequence: shared arrays hold one chunk, the accumulator lives in the scratch slot (element
+// e is only ever touched by thread e % WG_SIZE). When pos + t > max_seq the keys are clamped to
+// the cache (nothing is read out of bounds) and the op's error record gets the position.
+#include "include/common.glsl"
+#include "include/dtype.glsl"
+#include "include/math.glsl"
+#if DT_KIND == 1
+#include "include/math64.glsl"
+#define ACC_T double
+#define EXP exp64
+#define NEG_INF (-inf64())
+#else
+#define ACC_T float
+#define EXP exp_accurate
+#define NEG_INF (-inf_f32())
+#endif
+
+#include "include/params.glsl"
+layout(push_constant) uniform Push {
+  WICK_PARAMS_ATTENTION(WICK_FIELD, WICK_ARRAY)
+} pc;
+
+layout(constant_id = 0) const uint PHASE = 0u;
+layout(set = 0, binding = 0) readonly buffer Q { STORAGE_T(DT) q[]; };
+layout(set = 0, binding = 1) readonly buffer KCache { STORAGE_T(DT) k_cache[]; };
+layout(set = 0, binding = 2) readonly buffer VCache { STORAGE_T(DT) v_cache[]; };
+layout(set = 0, binding = 3) readonly buffer Pos { uint pos[]; };
+layout(set = 0, binding = 4) buffer Scratch { ACC_T scratch[]; };
+layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
+#define ERROR_BINDING 6
+#include "include/errors.glsl"
+
+#define CHUNK WG_SIZE
+shared ACC_T s_q[WG_SIZE];    // the query row (when d <= WG_SIZE)
+shared ACC_T s_p[CHUNK];      // the chunk's weights e^(s - m)
+shared ACC_T s_red[WG_SIZE];  // reductions, partial sums
+
+// Sum (or max) over the workgroup; every invocation gets the result.
+ACC_T group_reduce(ACC_T v, bool take_max) {
+  const uint t = gl_LocalInvocationID.x;
+  s_red[t] = v;
+  barrier();
+  for (uint step = WG_SIZE / 2u; step > 0u; step >>= 1) {
+    if (t < step) s_red[t] = take_max ? max(s_red[t], s_red[t + step]) : s_red[t] + s_red[t + step];
+    barrier();
+  }
+  const ACC_T r = s_red[0];
+  barrier();
+  return r;
+}
+
+// The keys query ti attends to: pos + ti + 1, clamped to the cache (reported in phase 0).
+uint key_count(uint ti, bool report) {
+  const uint p = pos[pc.pos_offset];
+  if (p > pc.max_seq || pc.t > pc.max_seq - p) {
+    if (report) report_error(WICK_ERROR_CACHE_POSITION, p, 0u, pc.max_seq);
+    return p >= pc.max_seq ? pc.max_seq : min(p + ti + 1u, pc.max_seq);
+  }
+  return p + ti + 1u;
+}
+
+void partial_phase(uint g, uint tid) {
+  const uint row = g / pc.n_splits, split = g % pc.n_splits;
+  const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
+  const uint n_keys = key_count(ti, g == 0u && tid == 0u);
+  const uint k0 = split * pc.span;
+  if (k0 >= n_keys) return;  // uniform: an unused split
+  const uint k_end = min(k0 + pc.span, n_keys);
+  const uint d = pc.d;
+  const uint q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+  const uint first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * d;  // cache row 0
+  const uint slot = g * (d + 2u);  // (m, l, acc[d])
+  const bool q_shared = d <= WG_SIZE;
+  if (q_shared && tid < d) s_q[tid] = ACC_T(LOAD(DT, q[q_row + tid * pc.q_strides[3]]));
+  for (uint e = tid; e < d; e += WG_SIZE) scratch[slot + 2u + e] = ACC_T(0);
+  barrier();
+  ACC_T m = NEG_INF, l = ACC_T(0);
+  for (uint c0 = k0; c0 < k_end; c0 += CHUNK) {
+    const uint len = min(CHUNK, k_end - c0);
+    // Scores: a key per thread.
+    ACC_T s = NEG_INF;
+    if (tid < len) {
+      const uint k_row = pc.kc_offset + first + (c0 + tid) * d;
+      ACC_T dot = ACC_T(0);
+      for (uint e = 0u; e < d; e++) {
+        const ACC_T qe = q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
+        dot += qe * ACC_T(LOAD(DT, k_cache[k_row + e]));
+      }
+      s = dot;
+    }
+    const ACC_T m_new = max(m, group_reduce(s, true));
+    const ACC_T w = tid < len ? EXP(s - m_new) : ACC_T(0);
+    s_p[tid] = w;
+    const ACC_T alpha = m == NEG_INF ? ACC_T(0) : EXP(m - m_new);  // rescales the earlier chunks
+    l = l * alpha + group_reduce(w, false);  // its barriers publish s_p too
+    m = m_new;
+    // acc = acc alpha + sum_j w_j v_j.
+    if (d < WG_SIZE) {  // WG_SIZE / d threads per element, each over every G-th key, then summed
+      const uint groups = WG_SIZE / d, part = tid / d, e = tid % d;
+      ACC_T sum = ACC_T(0);
+      if (part < groups)
+        for (uint j = part; j < len; j += groups)
+          sum += s_p[j] * ACC_T(LOAD(DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
+      s_red[tid] = sum;
+      barrier();
+      if (tid < d) {
+        ACC_T total = ACC_T(0);
+        for (uint k = 0u; k < groups; k++) total += s_red[tid + k * d];
+        scratch[slot + 2u + tid] = scratch[slot + 2u + tid] * alpha + total;
+      }
+    } else {
+      for (uint e = tid; e < d; e += WG_SIZE) {
+        ACC_T sum = ACC_T(0);
+        for (uint j = 0u; j < len; j++)
+          sum += s_p[j] * ACC_T(LOAD(DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
+        scratch[slot + 2u + e] = scratch[slot + 2u + e] * alpha + sum;
+      }
+    }
+    barrier();  // s_p and s_red are refilled by the next chunk
+  }
+  if (pc.n_splits == 1u) {
+    for (uint e = tid; e < d; e += WG_SIZE) y[row * d + e] = PACK(DT, scratch[slot + 2u + e] / l);
+  } else if (tid == 0u) {
+    scratch[slot] = m;
+    scratch[slot + 1u] = l;
+  }
+}
+
+void combine_phase(uint row, uint tid) {
+  const uint ti = row % pc.t, d = pc.d;
+  const uint used = (key_count(ti, false) + pc.span - 1u) / pc.span;
+  const uint first = row * pc.n_splits * (d + 2u);
+  ACC_T big = NEG_INF;
+  for (uint s = 0u; s < used; s++) big = max(big, scratch[first + s * (d + 2u)]);
+  ACC_T l = ACC_T(0);
+  for (uint s = 0u; s < used; s++) {
+    const uint slot = first + s * (d + 2u);
+    l += scratch[slot + 1u] * EXP(scratch[slot] - big);
+  }
+  for (uint e = tid; e < d; e += WG_SIZE) {
+    ACC_T acc = ACC_T(0);
+    for (uint s = 0u; s < used; s++) {
+      const uint slot = first + s * (d + 2u);
+      acc += scratch[slot + 2u + e] * EXP(scratch[slot] - big);
+    }
+    y[row * d + e] = PACK(DT, acc / l);
+  }
+}
+
+void main() {
+  const uint g = group_index(), tid = gl_LocalInvocationID.x;
+  const uint rows = pc.b * pc.h * pc.t;
+  if (PHASE == 0u) {
+    if (g < rows * pc.n_splits) partial_phase(g, tid);  // uniform per workgroup
+  } else if (g < rows) {
+    combine_phase(g, tid);
+  }
+}

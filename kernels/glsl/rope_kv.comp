@@ -1,0 +1,76 @@
+#version 450
+// rope_kv_cache in one kernel, a thread per element: of q (b, h, t, d), rotated into q_out
+// (contiguous); of k (b, kvh, t, d), rotated into k_cache (b, kvh, max_seq, d) at row pos + ti;
+// of v, copied as stored into v_cache at row pos + ti. pos is read from its buffer; when
+// pos + t > max_seq nothing is written and the op's error record gets the position. The
+// rotation is rope.comp's (include/rope.glsl), with row pos + ti of the (rows, d/2) tables.
+#include "include/common.glsl"
+#include "include/dtype.glsl"
+
+#include "include/params.glsl"
+layout(push_constant) uniform Push {
+  WICK_PARAMS_ROPE_KV(WICK_FIELD, WICK_ARRAY)
+} pc;
+
+layout(constant_id = 0) const uint INTERLEAVED = 0u;
+layout(set = 0, binding = 0) readonly buffer Q { STORAGE_T(DT) q[]; };
+layout(set = 0, binding = 1) readonly buffer K { STORAGE_T(DT) k[]; };
+layout(set = 0, binding = 2) readonly buffer V { STORAGE_T(DT) v[]; };
+layout(set = 0, binding = 3) readonly buffer CosQ { STORAGE_T(DT) cos_q[]; };
+layout(set = 0, binding = 4) readonly buffer SinQ { STORAGE_T(DT) sin_q[]; };
+layout(set = 0, binding = 5) readonly buffer CosK { STORAGE_T(DT) cos_k[]; };
+layout(set = 0, binding = 6) readonly buffer SinK { STORAGE_T(DT) sin_k[]; };
+layout(set = 0, binding = 7) readonly buffer Pos { uint pos[]; };
+layout(set = 0, binding = 8) writeonly buffer QOut { STORAGE_T(DT) q_out[]; };
+layout(set = 0, binding = 9) writeonly buffer KCache { STORAGE_T(DT) k_cache[]; };
+layout(set = 0, binding = 10) writeonly buffer VCache { STORAGE_T(DT) v_cache[]; };
+#define ERROR_BINDING 11
+#include "include/errors.glsl"
+
+#define CT COMPUTE_T(DT)
+#include "include/rope.glsl"
+
+void main() {
+  const uint e = global_index();
+  const uint d = pc.d, t = pc.t;
+  const uint nq = pc.b * pc.h * t * d, nkv = pc.b * pc.kvh * t * d;
+  if (e >= nq + 2u * nkv) return;
+  const uint p = pos[pc.pos_offset];
+  if (p > pc.max_seq || t > pc.max_seq - p) {
+    if (e == 0u) report_error(WICK_ERROR_CACHE_POSITION, p, 0u, pc.max_seq);
+    return;
+  }
+  // Which tensor, and the element's (bi, hi, ti, i) in it.
+  const uint part = e < nq ? 0u : e < nq + nkv ? 1u : 2u;
+  uint r = part == 0u ? e : part == 1u ? e - nq : e - nq - nkv;
+  const uint heads = part == 0u ? pc.h : pc.kvh;
+  const uint i = r % d;
+  r /= d;
+  const uint ti = r % t;
+  r /= t;
+  const uint hi = r % heads;
+  const uint bi = r / heads;
+  const uint cache_at = ((bi * pc.kvh + hi) * pc.max_seq + p + ti) * d + i;
+  if (part == 2u) {
+    v_cache[pc.vc_offset + cache_at] = v[pc.v_offset + bi * pc.v_strides[0] + hi * pc.v_strides[1] +
+                                         ti * pc.v_strides[2] + i * pc.v_strides[3]];
+    return;
+  }
+  uint pair, lo, hi_pos;
+  rope_pair(i, d, INTERLEAVED == 1u, pair, lo, hi_pos);
+  const uint tab = part * 2u;  // cos_q, sin_q / cos_k, sin_k
+  const uint c_at = pc.table_offsets[tab] + (p + ti) * pc.table_rows[tab] + pair;
+  const uint s_at = pc.table_offsets[tab + 1u] + (p + ti) * pc.table_rows[tab + 1u] + pair;
+  if (part == 0u) {
+    const uint row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+    const CT a = LOAD(DT, q[row + lo * pc.q_strides[3]]);
+    const CT b = LOAD(DT, q[row + hi_pos * pc.q_strides[3]]);
+    q_out[e] = PACK(DT, rope_rotate(i == lo, a, b, LOAD(DT, cos_q[c_at]), LOAD(DT, sin_q[s_at])));
+  } else {
+    const uint row = pc.k_offset + bi * pc.k_strides[0] + hi * pc.k_strides[1] + ti * pc.k_strides[2];
+    const CT a = LOAD(DT, k[row + lo * pc.k_strides[3]]);
+    const CT b = LOAD(DT, k[row + hi_pos * pc.k_strides[3]]);
+    k_cache[pc.kc_offset + cache_at] =
+        PACK(DT, rope_rotate(i == lo, a, b, LOAD(DT, cos_k[c_at]), LOAD(DT, sin_k[s_at])));
+  }
+}

@@ -1,0 +1,140 @@
+// Front end of the decode-attention ops (wick/attention.h): rope_kv_cache and attention_cached.
+// Everything but the value of pos is checked here; pos + t <= max_seq is the backend's check.
+#include "core/tensor_impl.h"
+#include "wick/attention.h"
+
+namespace wick {
+
+namespace {
+
+// pos: a u32 tensor of one element on `like`'s device.
+void check_pos(const char* op, const Tensor& like, const Tensor& pos) {
+  core::check_same_device(op, like, pos);
+  if (pos.dtype() != DType::U32)
+    fail(ErrorKind::DType, op, "pos must be a u32 tensor of one element, got ",
+         core::describe(pos));
+  if (pos.numel() != 1)
+    fail(ErrorKind::Shape, op, "pos must be a u32 tensor of one element, got ",
+         core::describe(pos));
+}
+
+// A cache of (b, kvh, max_seq, d) = `want`, contiguous, of `like`'s device and dtype.
+void check_cache(const char* op, const char* name, const Tensor& like, const Tensor& cache,
+                 const Shape& want) {
+  core::check_same_device(op, like, cache);
+  core::check_same_dtype(op, like, cache);
+  if (cache.rank() != 4 || cache.dim(0) != want[0] || cache.dim(1) != want[1] ||
+      cache.dim(3) != want[3])
+    fail(ErrorKind::Shape, op, name, " must be (", want[0], ", ", want[1], ", max_seq, ", want[3],
+         "), got ", cache.shape());
+  if (!cache.is_contiguous())
+    fail(ErrorKind::Shape, op, name, " ", cache.shape(), " must be contiguous, got strides ",
+         Shape(cache.layout().strides));
+}
+
+// The two caches share the shape of the first; they must not overlap (a row written twice).
+void check_caches(const char* op, const Tensor& like, const Tensor& k_cache, const Tensor& v_cache,
+                  int64_t b, int64_t kvh, int64_t d) {
+  check_cache(op, "k_cache", like, k_cache, Shape{b, kvh, 0, d});
+  check_cache(op, "v_cache", like, v_cache, Shape{b, kvh, 0, d});
+  if (k_cache.dim(2) != v_cache.dim(2))
+    fail(ErrorKind::Shape, op, "k_cache ", k_cache.shape(), " and v_cache ", v_cache.shape(),
+         " differ");
+  if (k_cache.shares_storage_with(v_cache) && k_cache.numel() > 0) {
+    const auto [klo, khi] = k_cache.layout().storage_span();
+    const auto [vlo, vhi] = v_cache.layout().storage_span();
+    if (klo < vhi && vlo < khi)
+      fail(ErrorKind::Shape, op, "k_cache ", k_cache.shape(), " and v_cache ", v_cache.shape(),
+           " overlap in one storage");
+  }
+}
+
+// kvh must divide h.
+void check_heads(const char* op, const Tensor& q, int64_t kvh) {
+  if (kvh < 1 || q.dim(1) % kvh != 0)
+    fail(ErrorKind::Shape, op, "query heads ", q.dim(1), " (q ", q.shape(),
+         ") must be a positive multiple of the kv heads ", kvh);
+}
+
+void check_tokens_fit(const char* op, int64_t t, int64_t max_seq) {
+  if (t > max_seq)
+    fail(ErrorKind::OutOfRange, op, t, " tokens exceed the cache of ", max_seq, " positions");
+}
+
+// t itself when it shares no storage with a cache, else a copy (a kernel reading and writing one
+// buffer through different layouts would race).
+Tensor unaliased(const Tensor& t, const Tensor& k_cache, const Tensor& v_cache) {
+  return t.shares_storage_with(k_cache) || t.shares_storage_with(v_cache) ? t.copy() : t;
+}
+
+}  // namespace
+
+Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
+                     const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos,
+                     bool interleaved) {
+  const char* op = "rope_kv_cache";
+  core::check_float(op, q);
+  const Tensor* same[] = {&k, &v, &tables.cos_q, &tables.sin_q, &tables.cos_k, &tables.sin_k};
+  for (const Tensor* t : same) {
+    core::check_same_device(op, q, *t);
+    core::check_same_dtype(op, q, *t);
+  }
+  check_pos(op, q, pos);
+  if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
+  const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
+  if (d % 2 != 0) fail(ErrorKind::Shape, op, "head dim must be even, got q ", q.shape());
+  if (k.rank() != 4 || k.dim(0) != b || k.dim(2) != t || k.dim(3) != d)
+    fail(ErrorKind::Shape, op, "k must be (", b, ", kvh, ", t, ", ", d, ") for q ", q.shape(),
+         ", got ", k.shape());
+  if (v.shape() != k.shape())
+    fail(ErrorKind::Shape, op, "v ", v.shape(), " must have k's shape ", k.shape());
+  const int64_t kvh = k.dim(1);
+  check_heads(op, q, kvh);
+  check_caches(op, q, k_cache, v_cache, b, kvh, d);
+  const int64_t max_seq = k_cache.dim(2);
+  const char* names[] = {"cos_q", "sin_q", "cos_k", "sin_k"};
+  for (size_t i = 0; i < 4; i++) {
+    const Tensor& tab = *same[2 + i];
+    if (tab.rank() != 2 || tab.dim(1) != d / 2 || tab.dim(0) < max_seq)
+      fail(ErrorKind::Shape, op, names[i], " must be (rows >= max_seq ", max_seq, ", ", d / 2,
+           ") for q ", q.shape(), ", got ", tab.shape());
+  }
+  check_tokens_fit(op, t, max_seq);
+  Tensor out = core::empty(q.shape(), q.dtype(), q.device(), op);
+  if (out.numel() == 0) return out;
+  const Tensor qs = unaliased(q, k_cache, v_cache), ks = unaliased(k, k_cache, v_cache),
+               vs = unaliased(v, k_cache, v_cache);
+  const Tensor cq = unaliased(tables.cos_q, k_cache, v_cache),
+               sq = unaliased(tables.sin_q, k_cache, v_cache),
+               ck = unaliased(tables.cos_k, k_cache, v_cache),
+               sk = unaliased(tables.sin_k, k_cache, v_cache);
+  q.device().backend().rope_kv_cache(
+      core::view(qs), core::view(ks), core::view(vs), {*k_cache.storage(), k_cache.layout()},
+      {*v_cache.storage(), v_cache.layout()},
+      {core::view(cq), core::view(sq), core::view(ck), core::view(sk)}, core::view(pos),
+      interleaved, *out.storage());
+  return out;
+}
+
+Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                        const Tensor& pos) {
+  const char* op = "attention_cached";
+  core::check_float(op, q);
+  check_pos(op, q, pos);
+  if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
+  const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
+  if (k_cache.rank() != 4)
+    fail(ErrorKind::Shape, op, "k_cache must be (", b, ", kvh, max_seq, ", d, "), got ",
+         k_cache.shape());
+  const int64_t kvh = k_cache.dim(1);
+  check_caches(op, q, k_cache, v_cache, b, kvh, d);
+  check_heads(op, q, kvh);
+  check_tokens_fit(op, t, k_cache.dim(2));
+  Tensor out = core::empty(q.shape(), q.dtype(), q.device(), op);
+  if (out.numel() == 0) return out;
+  q.device().backend().attention_cached(core::view(q), core::view(k_cache), core::view(v_cache),
+                                        core::view(pos), *out.storage());
+  return out;
+}
+
+}  // namespace wick

@@ -1,0 +1,175 @@
+// GPU decode attention: rope_kv_cache (one dispatch of rope_kv) and attention_cached
+// (flash-decoding: attention's phase 0 over splits of the keys, then phase 1 combining them when
+// there is more than one split). Both read pos on the device; a position beyond the cache is
+// found by the kernels, which then write nothing out of bounds, and is raised from the op's error
+// record at this thread's next wait (the ops themselves never wait).
+#include <string>
+
+#include "gpu/gpu_device.h"
+#include "gpu/kernel_params.h"
+
+namespace wick::gpu {
+
+using backend::CacheView;
+using backend::RopeTableViews;
+using backend::Storage;
+using backend::View;
+
+namespace {
+
+// attention's workgroup: also the keys each step of a split scores (CHUNK in the kernel).
+constexpr uint32_t kAttentionBlock = 128;
+// Workgroups phase 0 aims for: the keys are split until the rows fill about this many (more
+// splits cost scratch and a longer combine; decode has few rows: 9 heads for SmolLM2-135M).
+constexpr int64_t kAttentionGroups = 256;
+
+// The last element a view reaches, as a kernel index (Unsupported beyond 32 bits).
+void check_reach(const Layout& l, const char* what) {
+  if (l.numel() > 0) to_index(l.storage_span().second - 1, what);
+}
+
+void put4(uint32_t (&dst)[4], const Layout& l) {
+  for (size_t i = 0; i < 4; i++) dst[i] = to_index(l.strides[i], "stride");
+}
+
+}  // namespace
+
+void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
+                              const CacheView& v_cache, const RopeTableViews& tables, View pos,
+                              bool interleaved, Storage& q_out) {
+  const char* op = "rope_kv_cache";
+  const DType dt = q.storage.dtype();
+  require(dt, op);
+  const Layout &lq = q.layout, &lk = k.layout, &lv = v.layout;
+  WICK_ASSERT(lq.rank() == 4 && lk.rank() == 4 && lv.shape == lk.shape);
+  check_span(k_cache.layout, k_cache.storage, op);
+  check_span(v_cache.layout, v_cache.storage, op);
+  const int64_t t = lq.shape[2], half = lq.shape[3] / 2, max_seq = k_cache.layout.shape[2];
+  RopeKvParams pc{};
+  pc.b = to_index(lq.shape[0], "dim");
+  pc.h = to_index(lq.shape[1], "dim");
+  pc.kvh = to_index(lk.shape[1], "dim");
+  pc.t = to_index(t, "dim");
+  pc.d = to_index(lq.shape[3], "dim");
+  pc.max_seq = to_index(max_seq, "dim");
+  put4(pc.q_strides, lq);
+  put4(pc.k_strides, lk);
+  put4(pc.v_strides, lv);
+  pc.q_offset = to_index(lq.start_offset, "offset");
+  pc.k_offset = to_index(lk.start_offset, "offset");
+  pc.v_offset = to_index(lv.start_offset, "offset");
+  pc.kc_offset = to_index(k_cache.layout.start_offset, "offset");
+  pc.vc_offset = to_index(v_cache.layout.start_offset, "offset");
+  pc.pos_offset = to_index(pos.layout.start_offset, "offset");
+  for (const Layout* l : {&lq, &lk, &lv, &k_cache.layout, &v_cache.layout})
+    check_reach(*l, "element offset");
+  // The kernel reads tables with a unit stride along d/2 (its parameter block is full): others
+  // are copied first, their first max_seq rows.
+  const View* views[4] = {&tables.cos_q, &tables.sin_q, &tables.cos_k, &tables.sin_k};
+  backend::StoragePtr copies[4];
+  const Storage* table_storage[4];
+  const Shape used{max_seq, half};
+  for (size_t i = 0; i < 4; i++) {
+    const Layout& l = views[i]->layout;
+    table_storage[i] = &views[i]->storage;
+    if (half > 1 && l.strides[1] != 1) {
+      copies[i] = alloc(dt, static_cast<size_t>(max_seq * half));
+      const Layout rows(used, l.strides, l.start_offset);
+      copy_strided({views[i]->storage, rows}, *copies[i], Layout::contiguous(used));
+      table_storage[i] = copies[i].get();
+      pc.table_offsets[i] = 0;
+      pc.table_rows[i] = to_index(half, "stride");
+    } else {
+      check_reach(Layout(used, l.strides, l.start_offset), "element offset");
+      pc.table_offsets[i] = to_index(l.start_offset, "offset");
+      pc.table_rows[i] = to_index(l.strides[0], "stride");
+    }
+  }
+  const int64_t threads = lq.numel() + 2 * lk.numel();
+  to_index(threads, "element count");
+  const Pipeline& pipeline =
+      op_kernel(KernelFamily::RopeKv, "rope_kv", interleaved ? 1u : 0u, dt, false);
+  BufferRef record = errors_->acquire();
+  const BufferAccess args[] = {{&buffer(q.storage), Access::Read},
+                               {&buffer(k.storage), Access::Read},
+                               {&buffer(v.storage), Access::Read},
+                               {&buffer(*table_storage[0]), Access::Read},
+                               {&buffer(*table_storage[1]), Access::Read},
+                               {&buffer(*table_storage[2]), Access::Read},
+                               {&buffer(*table_storage[3]), Access::Read},
+                               {&buffer(pos.storage), Access::Read},
+                               {&buffer(q_out), Access::Write},
+                               {&buffer(k_cache.storage), Access::Write},
+                               {&buffer(v_cache.storage), Access::Write},
+                               {record.get(), Access::Unordered}};
+  const auto groups = grid(static_cast<uint64_t>(threads));
+  const uint64_t submission = queue_->record(
+      [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, param_words(pc), groups); });
+  errors_->add(std::move(record), submission, op, std::to_string(t) + " tokens");
+}
+
+void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, Storage& dst) {
+  const char* op = "attention_cached";
+  const DType dt = q.storage.dtype();
+  require(dt, op);
+  const Layout& lq = q.layout;
+  WICK_ASSERT(lq.rank() == 4 && k_cache.layout.rank() == 4);
+  check_span(k_cache.layout, k_cache.storage, op);
+  check_span(v_cache.layout, v_cache.storage, op);
+  const int64_t t = lq.shape[2], d = lq.shape[3], max_seq = k_cache.layout.shape[2];
+  const int64_t rows = lq.shape[0] * lq.shape[1] * t;
+  AttentionParams pc{};
+  pc.b = to_index(lq.shape[0], "dim");
+  pc.h = to_index(lq.shape[1], "dim");
+  pc.kvh = to_index(k_cache.layout.shape[1], "dim");
+  pc.t = to_index(t, "dim");
+  pc.d = to_index(d, "dim");
+  pc.max_seq = to_index(max_seq, "dim");
+  put4(pc.q_strides, lq);
+  pc.q_offset = to_index(lq.start_offset, "offset");
+  pc.kc_offset = to_index(k_cache.layout.start_offset, "offset");
+  pc.vc_offset = to_index(v_cache.layout.start_offset, "offset");
+  pc.pos_offset = to_index(pos.layout.start_offset, "offset");
+  for (const Layout* l : {&lq, &k_cache.layout, &v_cache.layout}) check_reach(*l, "element offset");
+  // Splits of whole chunks; the host knows max_seq only (pos is on the device), so splits past a
+  // row's keys find nothing to do and return at once.
+  const int64_t chunks = std::max<int64_t>(1, (max_seq + kAttentionBlock - 1) / kAttentionBlock);
+  const int64_t want = std::clamp<int64_t>((kAttentionGroups + rows - 1) / rows, 1, chunks);
+  const int64_t per_split = (chunks + want - 1) / want;
+  const int64_t splits = (chunks + per_split - 1) / per_split;
+  pc.n_splits = to_index(splits, "split count");
+  pc.span = to_index(per_split * kAttentionBlock, "split length");
+  const int64_t slots = rows * splits;
+  const DType acc = dt == DType::F64 ? DType::F64 : DType::F32;
+  to_index(slots * (d + 2), "scratch element count");
+  to_index(slots, "workgroup count");
+  BufferRef scratch = device_pool_->acquire(static_cast<size_t>(slots * (d + 2)) * dtype_size(acc));
+  auto attention_kernel = [&](uint32_t phase) -> const Pipeline& {
+    return kernel(KernelFamily::Attention, {phase, static_cast<uint32_t>(dt)}, [&] {
+      Defines defines;
+      add_dtype(defines, "", dt);
+      return key_for("attention", std::move(defines), {phase}, kAttentionBlock);
+    });
+  };
+  const Pipeline& partial = attention_kernel(0);
+  const Pipeline* combine = splits > 1 ? &attention_kernel(1) : nullptr;
+  BufferRef record = errors_->acquire();
+  const BufferAccess partial_args[] = {
+      {&buffer(q.storage), Access::Read},       {&buffer(k_cache.storage), Access::Read},
+      {&buffer(v_cache.storage), Access::Read}, {&buffer(pos.storage), Access::Read},
+      {scratch.get(), Access::Write},           {&buffer(dst), Access::Write},
+      {record.get(), Access::Unordered}};
+  BufferAccess combine_args[7];
+  std::copy(std::begin(partial_args), std::end(partial_args), combine_args);
+  combine_args[4].access = Access::Read;
+  const auto groups_for = [&](int64_t n) {
+    return grid(static_cast<uint64_t>(n) * kWorkgroupSize);
+  };
+  const uint64_t submission = queue_->record([&](CommandQueue::Recorder& r) {
+    r.dispatch(partial, partial_args, param_words(pc), groups_for(slots));
+    if (combine) r.dispatch(*combine, combine_args, param_words(pc), groups_for(rows));
+  });
+  errors_->add(std::move(record), submission, op, std::to_string(t) + " tokens");
+}
+
+}  // namespace wick::gpu
