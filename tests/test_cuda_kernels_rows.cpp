@@ -104,15 +104,21 @@ WICK_CUDA_COMPILE_CASES(matrix) {
             {dtype_defines("", DType::BF16), spec_define(0, 1), define("WG_SIZE", kOtherBlock)});
 }
 
-// vk_quantized.cpp: x quantized by qact.cu (ACT_Q8, no dtype) for the formats the CPU has integer
+// gpu_quantized.cpp: x quantized by qact.cu (ACT_Q8, no dtype) for the formats the CPU has integer
 // dot products for, else read in its dtype (every format: q8_1 and q8_k always, the others from
 // quantized::gemm_min_rows() x rows on); qmatvec takes 1..8 x rows (NUM_COLS), NUM_ROWS output
 // rows and WG_SIZE threads per block (knobs: 2 and 32 by default), qmatmul 32 or 64 tiles. The x
 // dtype only changes x's loads: the formats take the three in turn.
 WICK_CUDA_COMPILE_CASES(quantized) {
   for (DType dt : kActDTypes)
-    for (uint32_t block : {32u, 256u})
+    for (uint32_t block : {32u, 256u}) {
       cases.add("qact.cu", {dtype_defines("", dt), define("ACT_BLOCK", block)});
+      // With QMatMul's prologues (forward_rms_norm: 1, forward_swiglu: 2), whose epsilon is a
+      // PARAM_T, at norm.cu's block size.
+      for (uint32_t prologue : {1u, 2u})
+        cases.add("qact.cu", {dtype_defines("", dt), param_defines(dt), define("ACT_BLOCK", block),
+                              define("PROLOGUE", prologue), define("WG_SIZE", 256)});
+    }
   uint32_t variant = 0;
   for (QuantType t : kBlockTypes) {
     const gpu::Defines qtype = define("QTYPE", static_cast<uint32_t>(t));

@@ -97,6 +97,18 @@ class QMatMul {
   // is not on device(), Error(Unsupported) when the device has no kernel for the format (Vulkan
   // has all twelve) or cannot bind the weight (beyond maxStorageBufferRange).
   Tensor forward(const Tensor& x) const;
+  // forward(x.rms_norm(alpha, eps)), bit for bit, with fewer dispatches: on a GPU, where x is
+  // quantized to 8 bits (the formats with integer dot products, fewer rows than the CPU's switch
+  // to sgemm), one kernel normalises each row and quantizes it (2 dispatches instead of 3);
+  // elsewhere the two ops run one after the other. alpha: 1-D of k elements, x's dtype. Errors
+  // as forward's (named QMatMul::forward_rms_norm), plus Error(Shape) / Error(DType) /
+  // Error(Device) for alpha.
+  Tensor forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const;
+  // forward(gate.silu() * up), bit for bit, with fewer dispatches (2 instead of 4 on a GPU where
+  // x is quantized, as forward_rms_norm). gate and up: the same shape (..., k) and dtype, any
+  // layouts (no broadcasting). Errors as forward's for gate (named QMatMul::forward_swiglu), plus
+  // Error(Shape) / Error(DType) / Error(Device) for up.
+  Tensor forward_swiglu(const Tensor& gate, const Tensor& up) const;
 
   const QTensor& weight() const;
   const Device& device() const;  // where forward() runs

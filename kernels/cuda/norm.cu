@@ -5,8 +5,8 @@
 #include "include/common.cuh"
 #include "include/dtype.cuh"
 #include "include/math.cuh"
+#include "include/norm_row.cuh"
 #include "include/rows.cuh"
-#include "include/warp.cuh"
 
 #if DT_KIND != 0 && DT_KIND != 1
 #error "norm.cu: DT is a float dtype"
@@ -71,14 +71,9 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     for (uint32_t j = t; j < n; j += WG_SIZE) s += at(j);
     mean = block_allreduce(s, s_red, SumOp()) / CT(n);
   }
-  CT ss = CT(0);
+  const CT inv = row_inv_rms(at, n, mean, CT(pc.eps), s_red);
   for (uint32_t j = t; j < n; j += WG_SIZE) {
-    const CT v = at(j) - mean;
-    ss += v * v;
-  }
-  const CT inv = CT(1) / sqrt(block_allreduce(ss, s_red, SumOp()) / CT(n) + CT(pc.eps));
-  for (uint32_t j = t; j < n; j += WG_SIZE) {
-    CT v = (at(j) - mean) * inv * CT(LOAD(DT, alpha[pc.a_offset + j * pc.a_stride]));
+    CT v = row_normalized(at(j), mean, inv, CT(LOAD(DT, alpha[pc.a_offset + j * pc.a_stride])));
     if (OP == LAYER_NORM) v += CT(LOAD(DT, beta[pc.b_offset + j * pc.b_stride]));
     y[dst + j] = PACK(DT, v);
   }

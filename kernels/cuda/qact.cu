@@ -1,89 +1,78 @@
 // Quantizes x (m, k) to 8 bits per block as the CPU's QMatMul does before its integer dot
-// products (src/quantized: quantize_act_row_scalar / quantize_act_avx512), bit for bit, so that
-// qmatvec.cu and qmatmul.cu (ACT_Q8) compute the CPU's math. A thread per block of x:
-//   ACT_BLOCK 32 (ggml's Q8_0/Q8_1): d = amax / 127, q = round(x * (1 / d)), s = d * sum(q); the
-//     rounding is the CPU's of the moment (ties_away: its scalar quantizer rounds halves away
-//     from zero, its AVX-512 one to even).
-//   ACT_BLOCK 256 (ggml's Q8_K): max = the first element of largest magnitude with its sign,
-//     iscale = -127 / max, q = min(127, round-to-even(iscale * x)), d = 1 / iscale. Q8_K's sums per
-//     16 are not stored: the kernels sum the q they read (integers: the same values).
-// Every f32 operation is explicitly rounded (no contraction into fma, no approximate division
-// under fast math), as the CPU computes it.
-// Output row r of xq starts at word r * row_words: k / 4 words of q (4 per word, little-endian),
-// then the scales as f32 bits: (d, s) per 32 (ACT_BLOCK 32) or d per 256.
-// Bindings: 0 x, 1 xq.
+// products (include/qact.cuh), so that qmatvec.cu and qmatmul.cu (ACT_Q8) compute the CPU's math.
+// PROLOGUE says what x is first, in DT as the ops it stands for would have stored it (so the
+// 8-bit rows are those of the unfused ops, bit for bit):
+//   0  x itself: a thread per block.
+//   1  x.rms_norm(alpha, eps), as norm.cu computes it (include/norm_row.cuh): a block of WG_SIZE
+//      (norm.cu's) per row reduces it, then its threads quantize the row's blocks.
+//   2  silu(x) * up (x: the gate), as unary.cu's silu and binary.cu's mul compute it, each
+//      rounded to DT: a thread per block.
+// Bindings: 0 x, then (PROLOGUE 1, 2) 1 alpha or up, then xq.
 #include "include/common.cuh"
 #include "include/dtype.cuh"
+#include "include/qact.cuh"
 
-#if ACT_BLOCK != 32 && ACT_BLOCK != 256
-#error "qact.cu: ACT_BLOCK is 32 or 256"
+#ifndef PROLOGUE
+#define PROLOGUE 0
+#endif
+#if PROLOGUE == 1
+#include "include/norm_row.cuh"
+#elif PROLOGUE == 2
+#include "include/math.cuh"
+#elif PROLOGUE != 0
+#error "qact.cu: PROLOGUE is 0, 1 or 2"
 #endif
 
+#if PROLOGUE == 0
 WICK_PARAMS_STRUCT(QActParams, WICK_PARAMS_QACT(WICK_CU_FIELD, WICK_CU_ARRAY))
+#else
+WICK_PARAMS_STRUCT(QActParams, WICK_PARAMS_QACT_PROLOGUE(WICK_CU_FIELD, WICK_CU_ARRAY))
+#endif
 
 typedef STORAGE_T(DT) ST;
+typedef COMPUTE_T(DT) CT;
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
   const QActParams& pc = PARAMS(QActParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
-  uint32_t* xq = buffer_at<uint32_t>(args, 1);
   const uint32_t blocks_per_row = pc.k / ACT_BLOCK;
+  const bool ties_away = pc.ties_away != 0u;
+#if PROLOGUE == 0
+  uint32_t* xq = buffer_at<uint32_t>(args, 1);
   const uint32_t id = global_index();
   if (id >= pc.m * blocks_per_row) return;
-  const uint32_t row = id / blocks_per_row, b = id % blocks_per_row, e0 = b * ACT_BLOCK;
-  const uint32_t out_q = row * pc.row_words + e0 / 4u;
-  const uint32_t out_d = row * pc.row_words + pc.k / 4u;
-  const ST* xb = x + pc.x_offset + row * pc.x_row + e0 * pc.x_k;
-  auto load_x = [&](uint32_t e) { return float(LOAD(DT, xb[e * pc.x_k])); };
-#if ACT_BLOCK == 32
-  float amax = 0.0f;
-  for (uint32_t j = 0u; j < 32u; j++) amax = fmaxf(amax, fabsf(load_x(j)));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float inv = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-  int sum = 0;
-  for (uint32_t w = 0u; w < 8u; w++) {
-    uint32_t word = 0u;
-    for (uint32_t i = 0u; i < 4u; i++) {
-      const float v = __fmul_rn(load_x(4u * w + i), inv);
-      float r;
-      if (pc.ties_away != 0u) {  // std::round
-        r = truncf(v);
-        if (fabsf(__fsub_rn(v, r)) >= 0.5f) r = __fadd_rn(r, copysignf(1.0f, v));
-      } else {  // _mm512_cvtps_epi32
-        r = rintf(v);
-      }
-      const int q = int(r);
-      sum += q;
-      word |= (uint32_t(q) & 0xffu) << (8u * i);
-    }
-    xq[out_q + w] = word;
-  }
-  xq[out_d + 2u * b] = __float_as_uint(d);
-  xq[out_d + 2u * b + 1u] = __float_as_uint(__fmul_rn(d, float(sum)));
+  const uint32_t row = id / blocks_per_row;
+  const ST* xr = x + pc.x_offset + row * pc.x_row;
+  auto value = [&](uint32_t e) { return float(LOAD(DT, xr[e * pc.x_k])); };
+  quantize_act_block(value, xq, row, id % blocks_per_row, pc.k, pc.row_words, ties_away);
+#elif PROLOGUE == 1
+  const ST* alpha = buffer_at<const ST>(args, 1);
+  uint32_t* xq = buffer_at<uint32_t>(args, 2);
+  __shared__ CT s_red[WICK_WARPS];
+  const uint32_t row = group_index();
+  if (row >= pc.m) return;  // uniform per block
+  const ST* xr = x + pc.x_offset + row * pc.x_row;
+  auto at = [&](uint32_t j) { return CT(LOAD(DT, xr[j * pc.x_k])); };
+  const CT inv = row_inv_rms(at, pc.k, CT(0), CT(pc.eps), s_red);
+  auto value = [&](uint32_t e) {
+    const CT a = CT(LOAD(DT, alpha[pc.p_offset + e * pc.p_k]));
+    return float(LOAD(DT, PACK(DT, row_normalized(at(e), CT(0), inv, a))));
+  };
+  for (uint32_t b = threadIdx.x; b < blocks_per_row; b += WG_SIZE)
+    quantize_act_block(value, xq, row, b, pc.k, pc.row_words, ties_away);
 #else
-  float amax = 0.0f, mx = 0.0f;
-  for (uint32_t j = 0u; j < 256u; j++) {
-    const float v = load_x(j);
-    if (fabsf(v) > amax) {
-      amax = fabsf(v);
-      mx = v;
-    }
-  }
-  if (amax == 0.0f) {
-    for (uint32_t w = 0u; w < 64u; w++) xq[out_q + w] = 0u;
-    xq[out_d + b] = 0u;
-    return;
-  }
-  const float iscale = __fdiv_rn(-127.0f, mx);
-  for (uint32_t w = 0u; w < 64u; w++) {
-    uint32_t word = 0u;
-    for (uint32_t i = 0u; i < 4u; i++) {
-      const int q = min(127, __float2int_rn(__fmul_rn(iscale, load_x(4u * w + i))));
-      word |= (uint32_t(q) & 0xffu) << (8u * i);
-    }
-    xq[out_q + w] = word;
-  }
-  xq[out_d + b] = __float_as_uint(__fdiv_rn(1.0f, iscale));
+  const ST* up = buffer_at<const ST>(args, 1);
+  uint32_t* xq = buffer_at<uint32_t>(args, 2);
+  const uint32_t id = global_index();
+  if (id >= pc.m * blocks_per_row) return;
+  const uint32_t row = id / blocks_per_row;
+  const ST* gr = x + pc.x_offset + row * pc.x_row;
+  const ST* ur = up + pc.p_offset + row * pc.p_row;
+  auto value = [&](uint32_t e) {
+    const CT silu = CT(LOAD(DT, PACK(DT, silu_c(CT(LOAD(DT, gr[e * pc.x_k]))))));
+    return float(LOAD(DT, PACK(DT, silu * CT(LOAD(DT, ur[e * pc.p_k])))));  // binary.cu's MUL
+  };
+  quantize_act_block(value, xq, row, id % blocks_per_row, pc.k, pc.row_words, ties_away);
 #endif
 }

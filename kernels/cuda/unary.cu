@@ -62,7 +62,7 @@ WICK_DEV CT apply(CT v, CT p0, CT p1) {
   if (OP == GELU) return gelu_tanh(v);
   if (OP == GELU_ERF) return gelu_erf(v);
   if (OP == ERF) return erf(v);
-  if (OP == SILU) return v * sigmoid_c(v);
+  if (OP == SILU) return silu_c(v);
   if (OP == SIGMOID) return sigmoid_c(v);
   if (OP == FLOOR) return floor(v);
   if (OP == CEIL) return ceil(v);

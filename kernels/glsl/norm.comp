@@ -30,23 +30,8 @@ layout(set = 0, binding = 2) readonly buffer Beta { STORAGE_T(DT) beta[]; };
 layout(set = 0, binding = 3) writeonly buffer Out { STORAGE_T(DT) y[]; };
 
 #define CT COMPUTE_T(DT)
-shared CT s_red[WG_SIZE];
-
-// Sum (or max) of v over the workgroup; every invocation gets the result.
-CT group_reduce(CT v, bool take_max) {
-  const uint t = gl_LocalInvocationID.x;
-  s_red[t] = v;
-  barrier();
-  for (uint step = WG_SIZE / 2u; step > 0u; step >>= 1) {
-    if (t < step) s_red[t] = take_max ? max(s_red[t], s_red[t + step]) : s_red[t] + s_red[t + step];
-    barrier();
-  }
-  const CT r = s_red[0];
-  barrier();
-  return r;
-}
-
 CT at(uint base, uint j) { return LOAD(DT, x[base + j * pc.inner_strides[0]]); }
+#include "include/norm_row.glsl"
 
 void main() {
   const uint o = group_index();
@@ -73,14 +58,9 @@ void main() {
     for (uint j = t; j < n; j += WG_SIZE) s += at(base, j);
     mean = group_reduce(s, false) / CT(n);
   }
-  CT ss = CT(0);
+  const CT inv = row_inv_rms(base, n, mean, CT(pc.eps));
   for (uint j = t; j < n; j += WG_SIZE) {
-    const CT v = at(base, j) - mean;
-    ss += v * v;
-  }
-  const CT inv = inversesqrt(group_reduce(ss, false) / CT(n) + CT(pc.eps));
-  for (uint j = t; j < n; j += WG_SIZE) {
-    CT v = (at(base, j) - mean) * inv * LOAD(DT, alpha[pc.a_offset + j * pc.a_stride]);
+    CT v = row_normalized(at(base, j), mean, inv, LOAD(DT, alpha[pc.a_offset + j * pc.a_stride]));
     if (OP == LAYER_NORM) v += LOAD(DT, beta[pc.b_offset + j * pc.b_stride]);
     y[dst + j] = PACK(DT, v);
   }

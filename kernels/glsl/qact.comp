@@ -1,96 +1,76 @@
 #version 450
 // Quantizes x (m, k) to 8 bits per block as the CPU's QMatMul does before its integer dot
-// products (src/quantized: quantize_act_row_scalar / quantize_act_avx512), value for value, so that
-// qmatvec.comp and qmatmul.comp (ACT_Q8) compute the CPU's math. One invocation per block of x:
-//   ACT_BLOCK 32 (ggml's Q8_0/Q8_1): d = amax / 127, q = round(x * (1 / d)), s = d * sum(q); the
-//     rounding is the CPU's of the moment (pc.ties_away: its scalar quantizer rounds halves away
-//     from zero, its AVX-512 one to even).
-//   ACT_BLOCK 256 (ggml's Q8_K): max = the first element of largest magnitude with its sign,
-//     iscale = -127 / max, q = min(127, round-to-even(iscale * x)), d = 1 / iscale. Q8_K's sums per
-//     16 are not stored: the kernels sum the q they read (integers: the same values).
-// Output row r of xq starts at word r * pc.row_words: k / 4 words of q (4 per word, little-endian),
-// then the scales as f32 bits: (d, s) per 32 (ACT_BLOCK 32) or d per 256.
+// products (include/qact.glsl), so that qmatvec.comp and qmatmul.comp (ACT_Q8) compute the CPU's
+// math. PROLOGUE says what x is first, in DT as the ops it stands for would have stored it (so the
+// 8-bit rows are those of the unfused ops, bit for bit):
+//   0  x itself: an invocation per block.
+//   1  x.rms_norm(alpha, eps), as norm.comp computes it (include/norm_row.glsl): a workgroup of
+//      WG_SIZE (norm.comp's) per row reduces it, then its invocations quantize the row's blocks.
+//   2  silu(x) * up (x: the gate), as unary.comp's silu and binary.comp's mul compute it, each
+//      rounded to DT: an invocation per block.
+// Bindings: 0 x, then (PROLOGUE 1, 2) 1 alpha or up, then xq.
 #include "include/common.glsl"
 #include "include/dtype.glsl"
+#ifndef PROLOGUE
+#define PROLOGUE 0
+#endif
+#if PROLOGUE == 2
+#include "include/math.glsl"
+#endif
 
 layout(set = 0, binding = 0) readonly buffer X { STORAGE_T(DT) x[]; };
+#if PROLOGUE == 0
 layout(set = 0, binding = 1) writeonly buffer XQ { uint xq[]; };
+#else
+layout(set = 0, binding = 1) readonly buffer P { STORAGE_T(DT) p[]; };  // alpha, or up
+layout(set = 0, binding = 2) writeonly buffer XQ { uint xq[]; };
+#endif
 
 #include "include/params.glsl"
 layout(push_constant) uniform QActPush {
+#if PROLOGUE == 0
   WICK_PARAMS_QACT(WICK_FIELD, WICK_ARRAY)
+#else
+  WICK_PARAMS_QACT_PROLOGUE(WICK_FIELD, WICK_ARRAY)
+#endif
 } pc;
 
-// a / b correctly rounded, as on the CPU: OpFDiv may be 2.5 ulp off (Vulkan's precision table),
-// and fma() need not be fused (lavapipe's is not), so no residual test can fix it up in f32. A
-// quotient of two floats is at least 2^-49 (relative) away from any midpoint between two floats,
-// so the f64 quotient (a few 2^-53 off at worst) rounds to the right one. Devices without f64 get
-// their f32 division.
-#ifdef WICK_F64
-float div_rn(float a, float b) { return float(double(a) / double(b)); }
-#else
-float div_rn(float a, float b) { return a / b; }
-#endif
-
+#define CT COMPUTE_T(DT)
 float load_x(uint row, uint e) { return LOAD(DT, x[pc.x_offset + row * pc.x_row + e * pc.x_k]); }
+
+#if PROLOGUE == 1
+CT at(uint base, uint j) { return LOAD(DT, x[base + j * pc.x_k]); }
+#include "include/norm_row.glsl"
+uint g_base;  // the row's first element and its 1 / rms (the invocation's own)
+CT g_inv;
+float act_value(uint row, uint e) {
+  const CT a = LOAD(DT, p[pc.p_offset + e * pc.p_k]);
+  return LOAD(DT, PACK_W(DT, row_normalized(at(g_base, e), CT(0), g_inv, a)));
+}
+#elif PROLOGUE == 2
+float act_value(uint row, uint e) {
+  const float up = LOAD(DT, p[pc.p_offset + row * pc.p_row + e * pc.p_k]);
+  const float silu = LOAD(DT, PACK_W(DT, silu_accurate(load_x(row, e))));
+  return LOAD(DT, PACK_W(DT, silu * up));  // binary.comp's MUL
+}
+#else
+float act_value(uint row, uint e) { return load_x(row, e); }
+#endif
+#include "include/qact.glsl"
 
 void main() {
   const uint blocks_per_row = pc.k / ACT_BLOCK;
+#if PROLOGUE == 1
+  const uint row = group_index();
+  if (row >= pc.m) return;  // uniform per workgroup
+  g_base = pc.x_offset + row * pc.x_row;
+  g_inv = row_inv_rms(g_base, pc.k, CT(0), CT(pc.eps));
+  for (uint b = gl_LocalInvocationID.x; b < blocks_per_row; b += WG_SIZE)
+    quantize_act_block(row, b, pc.k, pc.row_words, pc.ties_away != 0u);
+#else
   const uint id = global_index();
   if (id >= pc.m * blocks_per_row) return;
-  const uint row = id / blocks_per_row, b = id % blocks_per_row, e0 = b * ACT_BLOCK;
-  const uint out_q = row * pc.row_words + e0 / 4u;
-  const uint out_d = row * pc.row_words + pc.k / 4u;
-#if ACT_BLOCK == 32
-  float amax = 0.0;
-  for (uint j = 0u; j < 32u; j++) amax = max(amax, abs(load_x(row, e0 + j)));
-  const float d = div_rn(amax, 127.0);
-  const float inv = d != 0.0 ? div_rn(1.0, d) : 0.0;
-  int sum = 0;
-  for (uint w = 0u; w < 8u; w++) {
-    uint word = 0u;
-    for (uint i = 0u; i < 4u; i++) {
-      const float v = load_x(row, e0 + 4u * w + i) * inv;
-      float r;
-      if (pc.ties_away != 0u) {  // std::round
-        r = trunc(v);
-        if (abs(v - r) >= 0.5) r += sign(v);
-      } else {  // _mm512_cvtps_epi32
-        r = roundEven(v);
-      }
-      const int q = int(r);
-      sum += q;
-      word |= (uint(q) & 0xffu) << (8u * i);
-    }
-    xq[out_q + w] = word;
-  }
-  xq[out_d + 2u * b] = floatBitsToUint(d);
-  xq[out_d + 2u * b + 1u] = floatBitsToUint(d * float(sum));
-#elif ACT_BLOCK == 256
-  float amax = 0.0, mx = 0.0;
-  for (uint j = 0u; j < 256u; j++) {
-    const float v = load_x(row, e0 + j);
-    if (abs(v) > amax) {
-      amax = abs(v);
-      mx = v;
-    }
-  }
-  if (amax == 0.0) {
-    for (uint w = 0u; w < 64u; w++) xq[out_q + w] = 0u;
-    xq[out_d + b] = 0u;
-    return;
-  }
-  const float iscale = div_rn(-127.0, mx);
-  for (uint w = 0u; w < 64u; w++) {
-    uint word = 0u;
-    for (uint i = 0u; i < 4u; i++) {
-      const int q = min(127, int(roundEven(iscale * load_x(row, e0 + 4u * w + i))));
-      word |= (uint(q) & 0xffu) << (8u * i);
-    }
-    xq[out_q + w] = word;
-  }
-  xq[out_d + b] = floatBitsToUint(div_rn(1.0, iscale));
-#else
-#error "qact.comp: ACT_BLOCK is 32 or 256"
+  quantize_act_block(id / blocks_per_row, id % blocks_per_row, pc.k, pc.row_words,
+                     pc.ties_away != 0u);
 #endif
 }

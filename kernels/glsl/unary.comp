@@ -81,7 +81,7 @@ WIDE_T(DT) apply(CT v) {
   else if (OP == GELU) r = gelu_tanh(v);
   else if (OP == GELU_ERF) r = gelu_erf(v);
   else if (OP == ERF) r = erf_accurate(v);
-  else if (OP == SILU) r = v * sigmoid_accurate(v);
+  else if (OP == SILU) r = silu_accurate(v);
   else if (OP == SIGMOID) r = sigmoid_accurate(v);
   else if (OP == POWF) r = pow_c(v, pc.p0);
   else if (OP == ELU) r = v > 0.0 ? v : pc.p0 * expm1_nonpositive(v);  // NaN: the second

@@ -136,6 +136,15 @@
   F(wick_u32, x_k)             \
   F(wick_u32, row_words)       \
   F(wick_u32, ties_away)
+// qact with a prologue (PROLOGUE 1 rms_norm, 2 swiglu): the qact block, then the prologue's
+// operand (alpha, or up) as offset, row stride (0 for alpha) and stride along k, and rms_norm's
+// epsilon.
+#define WICK_PARAMS_QACT_PROLOGUE(F, A) \
+  WICK_PARAMS_QACT(F, A)                \
+  F(wick_u32, p_offset)                 \
+  F(wick_u32, p_row)                    \
+  F(wick_u32, p_k)                      \
+  F(wick_param_t, eps)
 
 // qmatvec / qmatmul: y (m, n_out) = x (m, k) W^T, W's rows row_bytes apart.
 #define WICK_PARAMS_QMATMUL(F, A) \

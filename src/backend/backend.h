@@ -116,6 +116,20 @@ struct RopeTableViews {
   View cos_q, sin_q, cos_k, sin_k;
 };
 
+// What qmatmul applies to x before the product, in x's dtype, as the ops it stands for compute
+// and round it (QMatMul::forward_rms_norm, forward_swiglu):
+//   None     x itself.
+//   RmsNorm  x.rms_norm(*operand, eps): operand = alpha, 1-D of k elements.
+//   SwiGlu   x.silu() * *operand: x is the gate, operand = up, (m, k) like x (any strides).
+// The operand has x's dtype. A backend fuses it into the product where it can, else runs those
+// ops first: either way dst is, bit for bit, qmatmul of what they would have stored.
+struct QPrologue {
+  enum class Kind { None, RmsNorm, SwiGlu };
+  Kind kind = Kind::None;
+  const View* operand = nullptr;
+  double eps = 0;
+};
+
 class BackendDevice {
  public:
   virtual ~BackendDevice() = default;
@@ -183,15 +197,15 @@ class BackendDevice {
 
   // ---- matmul -----------------------------------------------------------------------------
   virtual void matmul(View a, View b, const MatmulDims& d, Storage& dst) = 0;
-  // dst (m, n_out) f32 = x (m, k) @ W^T for W (n_out, k) in a ggml block format: `wblocks` is a
-  // U8 storage on this device holding W's rows of k / block_elems blocks back to back (uploaded
-  // once by QMatMul). x: f32/f16/bf16, any strides; m, n_out > 0; k > 0, a multiple of the
-  // block size.
+  // dst (m, n_out) f32 = prologue(x (m, k)) @ W^T for W (n_out, k) in a ggml block format:
+  // `wblocks` is a U8 storage on this device holding W's rows of k / block_elems blocks back to
+  // back (uploaded once by QMatMul). x: f32/f16/bf16, any strides; m, n_out > 0; k > 0, a
+  // multiple of the block size.
   // Only GPU backends implement it: on the CPU, QMatMul (src/quantized/qmatmul.cpp) multiplies
   // with weights it prepared once (repacked, or dense), which this call could not carry, so
   // CpuDevice refuses it with Unsupported. A backend without a kernel for `type` does the same.
-  virtual void qmatmul(View x, const Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
-                       Storage& dst) = 0;
+  virtual void qmatmul(View x, const QPrologue& prologue, const Storage& wblocks, QuantType type,
+                       int64_t n_out, int64_t k, Storage& dst) = 0;
   // Whether qmatmul() runs on this device (false: QMatMul multiplies on the host with weights it
   // prepares, as for the CPU).
   virtual bool runs_qmatmul() const { return true; }

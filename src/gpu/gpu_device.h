@@ -96,6 +96,7 @@ enum class KernelFamily : uint32_t {
   Rand,
   RopeKv,
   Attention,
+  QActPrologue,  // qact with an rms_norm or swiglu prologue
 };
 
 // A value of a kernel's parameter block after its header (op parameters).
@@ -190,8 +191,8 @@ class GpuDevice : public backend::BackendDevice {
   // faster path for some products (tensor cores) override it and call this for the rest.
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;
-  void qmatmul(backend::View x, const backend::Storage& wblocks, QuantType type, int64_t n_out,
-               int64_t k, backend::Storage& dst) override;
+  void qmatmul(backend::View x, const backend::QPrologue& prologue, const backend::Storage& wblocks,
+               QuantType type, int64_t n_out, int64_t k, backend::Storage& dst) override;
 
   void index_select(backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst) override;

@@ -9,8 +9,13 @@
 // only in summation order. Beyond those rows, and for q8_1/q8_k weights (f32 BLAS on the CPU), x
 // (f32, f16 or bf16) is read through its strides in f32. The format is a define (QTYPE), so each
 // kernel is compiled once per format (and x dtype where it reads x).
+// A prologue (QMatMul::forward_rms_norm, forward_swiglu) joins the quantization of x: one qact
+// kernel computes the rms_norm or silu * up rows exactly as norm / unary + binary would have
+// stored them and quantizes them, so the product takes 2 dispatches instead of 3 or 4. Where x is
+// not quantized, the prologue's own ops run first.
 #include <algorithm>
 #include <limits>
+#include <span>
 #include <string>
 
 #include "gpu/gpu_device.h"
@@ -75,8 +80,9 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   return {32, 2, kMaxVecCols};
 }
 
-void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
-                        Storage& dst) {
+void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
+                        QuantType type, int64_t n_out, int64_t k, Storage& dst) {
+  using Prologue = backend::QPrologue::Kind;
   const char* op = "qmatmul";
   const DType dt = x.storage.dtype();
   require(dt, op);
@@ -105,11 +111,29 @@ void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t 
   // row's k int8 values (k / 4 words) and its f32 scales, which the matmul kernels read in place
   // of x.
   const bool act_q8 = quantizes_x(type) && m < quantized::gemm_min_rows();
+  if (prologue.kind != Prologue::None) {
+    WICK_ASSERT(prologue.operand && prologue.operand->storage.dtype() == dt);
+    if (!act_q8) {  // nothing to fuse into: the prologue's ops, then the product of their rows
+      const Layout rows = Layout::contiguous(Shape{m, k});
+      backend::StoragePtr staged = alloc(dt, static_cast<size_t>(m * k));
+      if (prologue.kind == Prologue::RmsNorm) {
+        rms_norm(x, *prologue.operand, prologue.eps, *staged);
+      } else {
+        backend::StoragePtr silu = alloc(dt, static_cast<size_t>(m * k));
+        unary(backend::UnaryOp::Silu, {}, x, *silu);
+        binary(backend::BinaryOp::Mul, {*silu, rows}, *prologue.operand, *staged);
+      }
+      qmatmul({*staged, rows}, {}, wblocks, type, n_out, k, dst);
+      return;
+    }
+  }
   const int64_t act_block = quantized::act_kind(type) == quantized::ActKind::Block32 ? 32 : 256;
   const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
   BufferRef xq;
   const Pipeline* quantize = nullptr;
-  QActParams qpc{};
+  QActParams qpc{};                 // without a prologue
+  QActPrologueParams<float> ppc{};  // with one
+  std::span<const uint32_t> qwords;
   std::array<uint32_t, 3> qgroups{};
   if (act_q8) {
     to_index(m * act_row_words, "quantized x words");
@@ -118,21 +142,56 @@ void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t 
     // the one it uses now (kernels.h), so that the values agree bit for bit.
     const bool ties_away = quantized::act_quantizer(quantized::active_simd_level()) ==
                            &quantized::quantize_act_row_scalar;
-    qpc.m = to_index(m, "rows");
-    qpc.k = to_index(k, "k");
-    qpc.x_offset = to_index(x.layout.start_offset, "offset");
-    qpc.x_row = to_index(x.layout.strides[0], "stride");
-    qpc.x_k = to_index(x.layout.strides[1], "stride");
-    qpc.row_words = to_index(act_row_words, "quantized row words");
-    qpc.ties_away = ties_away ? 1u : 0u;
-    quantize = &kernel(KernelFamily::QAct,
-                       {static_cast<uint32_t>(act_block), static_cast<uint32_t>(dt)}, [&] {
-                         Defines qdefs;
-                         add_dtype(qdefs, "", dt);
-                         qdefs.emplace_back("ACT_BLOCK", std::to_string(act_block));
-                         return key_for("qact", std::move(qdefs));
-                       });
-    qgroups = grid(static_cast<uint64_t>(m * (k / act_block)));
+    auto fill_qact = [&](auto& p) {  // the fields of WICK_PARAMS_QACT
+      p.m = to_index(m, "rows");
+      p.k = to_index(k, "k");
+      p.x_offset = to_index(x.layout.start_offset, "offset");
+      p.x_row = to_index(x.layout.strides[0], "stride");
+      p.x_k = to_index(x.layout.strides[1], "stride");
+      p.row_words = to_index(act_row_words, "quantized row words");
+      p.ties_away = ties_away ? 1u : 0u;
+    };
+    if (prologue.kind == Prologue::None) {
+      fill_qact(qpc);
+      quantize = &kernel(KernelFamily::QAct,
+                         {static_cast<uint32_t>(act_block), static_cast<uint32_t>(dt)}, [&] {
+                           Defines qdefs;
+                           add_dtype(qdefs, "", dt);
+                           qdefs.emplace_back("ACT_BLOCK", std::to_string(act_block));
+                           return key_for("qact", std::move(qdefs));
+                         });
+      qwords = param_words(qpc);
+      qgroups = grid(static_cast<uint64_t>(m * (k / act_block)));
+    } else {
+      // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
+      const Layout& pl = prologue.operand->layout;
+      const bool rms = prologue.kind == Prologue::RmsNorm;
+      WICK_ASSERT(rms ? pl.rank() == 1 && pl.shape[0] == k : pl.shape == x.layout.shape);
+      const int64_t p_row = rms ? 0 : pl.strides[0], p_k = pl.strides[pl.rank() - 1];
+      to_index(pl.start_offset + (m - 1) * p_row + (k - 1) * p_k, "operand index");
+      fill_qact(ppc);
+      ppc.p_offset = to_index(pl.start_offset, "offset");
+      ppc.p_row = to_index(p_row, "stride");
+      ppc.p_k = to_index(p_k, "stride");
+      // As norm passes it (PushParam F32: the op parameters of f32/f16/bf16 kernels are floats).
+      WICK_ASSERT(param_kind(dt) == PushParam::F32);
+      ppc.eps = static_cast<float>(prologue.eps);
+      const uint32_t code = rms ? 1u : 2u;
+      quantize = &kernel(KernelFamily::QActPrologue,
+                         {static_cast<uint32_t>(act_block), static_cast<uint32_t>(dt), code}, [&] {
+                           Defines qdefs;
+                           add_dtype(qdefs, "", dt);
+                           qdefs.emplace_back("PARAM_T", param_type(dt));
+                           qdefs.emplace_back("ACT_BLOCK", std::to_string(act_block));
+                           qdefs.emplace_back("PROLOGUE", std::to_string(code));
+                           // rms_norm: norm's workgroup size, so that its sums are norm's.
+                           return key_for("qact", std::move(qdefs), {}, kWorkgroupSize);
+                         });
+      qwords = param_words(ppc);
+      // rms_norm: a workgroup per row, as norm (launch_rows); swiglu: a thread per block.
+      qgroups = rms ? grid(static_cast<uint64_t>(m) * kWorkgroupSize)
+                    : grid(static_cast<uint64_t>(m * (k / act_block)));
+    }
   }
 
   QMatMulParams pc{};
@@ -199,9 +258,16 @@ void GpuDevice::qmatmul(View x, const Storage& wblocks, QuantType type, int64_t 
   const BufferAccess args[] = {{&buffer(wblocks), Access::Read},
                                {act_q8 ? xq.get() : &buffer(x.storage), Access::Read},
                                {&buffer(dst), Access::Write}};
-  const BufferAccess qargs[] = {{&buffer(x.storage), Access::Read}, {xq.get(), Access::Write}};
+  // qact's: x, the prologue's operand if any, the quantized rows.
+  std::array<BufferAccess, 3> qargs{};
+  size_t n_qargs = 0;
+  qargs[n_qargs++] = {&buffer(x.storage), Access::Read};
+  if (prologue.kind != Prologue::None)
+    qargs[n_qargs++] = {&buffer(prologue.operand->storage), Access::Read};
+  qargs[n_qargs++] = {xq.get(), Access::Write};
+  const std::span<const BufferAccess> qbound(qargs.data(), n_qargs);
   queue_->record([&](CommandQueue::Recorder& r) {
-    if (quantize) r.dispatch(*quantize, qargs, param_words(qpc), qgroups);
+    if (quantize) r.dispatch(*quantize, qbound, qwords, qgroups);
     r.dispatch(*pipeline, args, param_words(pc), groups);
   });
 }

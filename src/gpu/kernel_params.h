@@ -36,6 +36,10 @@ struct RandParams {
 struct QActParams {
   WICK_PARAMS_QACT(WICK_CXX_FIELD, WICK_CXX_ARRAY)
 };
+template <typename wick_param_t>  // float: the prologues run on f32/f16/bf16 x only
+struct QActPrologueParams {
+  WICK_PARAMS_QACT_PROLOGUE(WICK_CXX_FIELD, WICK_CXX_ARRAY)
+};
 struct QMatMulParams {
   WICK_PARAMS_QMATMUL(WICK_CXX_FIELD, WICK_CXX_ARRAY)
 };
@@ -49,6 +53,7 @@ static_assert(sizeof(RopeKvParams) == 32 * 4 && sizeof(RopeKvParams) <= kMaxPush
 static_assert(sizeof(AttentionParams) == 16 * 4);
 static_assert(sizeof(RandParams<float>) == 8 * 4 && sizeof(RandParams<double>) == 10 * 4);
 static_assert(sizeof(QActParams) == 7 * 4 && sizeof(QMatMulParams) == 7 * 4);
+static_assert(sizeof(QActPrologueParams<float>) == 11 * 4);
 
 // A block as the words a dispatch carries.
 template <typename P>

@@ -11,6 +11,8 @@
 // GPU. The blocks are uploaded once into a U8 device storage and every forward is one
 // BackendDevice::qmatmul over x viewed as (m, k) in place (a copy only when x's leading dims do
 // not collapse into one stride). Plain weights are held as an f32 device tensor and use matmul.
+// forward_rms_norm / forward_swiglu hand their prologue to that same call (BackendDevice::qmatmul
+// fuses it into the quantization of x where it can); the CPU and plain weights run the ops first.
 #include <cblas.h>
 
 #include <algorithm>
@@ -279,46 +281,104 @@ std::optional<Layout> rows_layout(const Layout& l, int64_t m, int64_t k) {
   return Layout(Shape{m, k}, {row_stride, l.strides[r - 1]}, l.start_offset);
 }
 
-Tensor forward_device(const QMatMul::Impl& w, const Tensor& x, const Shape& out_shape, int64_t m) {
+// x (..., k) as (m, k): in place where its rows collapse into one stride, else copied.
+Tensor as_rows(const Tensor& x, int64_t m, int64_t k) {
+  if (std::optional<Layout> rows = rows_layout(x.layout(), m, k))
+    return Tensor(x.storage(), std::move(*rows), x.dtype(), x.device());
+  return x.contiguous().reshape(Shape{m, k});
+}
+
+// y = prologue(x) @ W^T for quantized W, in one BackendDevice::qmatmul; `operand` is the
+// prologue's alpha (rms_norm) or up (swiglu, shaped like x).
+Tensor forward_device(const QMatMul::Impl& w, const Tensor& x, const Shape& out_shape, int64_t m,
+                      backend::QPrologue::Kind prologue = backend::QPrologue::Kind::None,
+                      const Tensor* operand = nullptr, double eps = 0) {
   const Device& dev = w.device;
-  Tensor x2;
-  if (std::optional<Layout> rows = rows_layout(x.layout(), m, w.k))
-    x2 = Tensor(x.storage(), std::move(*rows), x.dtype(), dev);
-  else
-    x2 = x.contiguous().reshape(Shape{m, w.k});
+  const Tensor x2 = as_rows(x, m, w.k);
   if (w.dense_device.defined())
     return x2.to_dtype(DType::F32).matmul(w.dense_device.t()).reshape(out_shape);
   Tensor y = core::empty(Shape{m, w.n_out}, DType::F32, dev);
   if (y.numel() == 0) return y.reshape(out_shape);
-  if (w.k == 0)
+  if (w.k == 0) {
     dev.backend().fill(*y.storage(), y.layout(), 0.0);
-  else
-    dev.backend().qmatmul(core::view(x2), *w.blocks, w.type, w.n_out, w.k, *y.storage());
+    return y.reshape(out_shape);
+  }
+  Tensor op2;  // alpha as it is; up as (m, k) rows, like x
+  if (operand)
+    op2 = prologue == backend::QPrologue::Kind::SwiGlu ? as_rows(*operand, m, w.k) : *operand;
+  const backend::View op_view = core::view(operand ? op2 : x2);
+  const backend::QPrologue pro{prologue, operand ? &op_view : nullptr, eps};
+  dev.backend().qmatmul(core::view(x2), pro, *w.blocks, w.type, w.n_out, w.k, *y.storage());
   return y.reshape(out_shape);
+}
+
+// forward's checks of x (`name`: what the caller calls it), and its output shape and row count.
+struct XRows {
+  Shape out_shape;
+  int64_t m = 1;
+};
+XRows check_x(const char* op, const QMatMul::Impl& w, const Tensor& x, const char* name) {
+  if (x.dtype() != DType::F32 && x.dtype() != DType::F16 && x.dtype() != DType::BF16)
+    fail(ErrorKind::DType, op, name, " must be f32, f16 or bf16, got ", x.dtype(), " of shape ",
+         x.shape(), " (weight ", w.weight.str(), ")");
+  if (x.rank() == 0 || x.dim(-1) != w.k)
+    fail(ErrorKind::Shape, op, name, " of shape ", x.shape(), " must end in k = ", w.k, " (weight ",
+         w.weight.str(), ")");
+  if (x.device() != w.device)
+    fail(ErrorKind::Device, op, name, " ", x.shape(), " is on ", x.device().name(),
+         " but the weight ", w.weight.str(), " is on ", w.device.name(), "; move ", name,
+         " there or build the QMatMul on ", x.device().name());
+  std::vector<int64_t> out_dims = x.dims();
+  out_dims.back() = w.n_out;
+  XRows r{Shape(out_dims)};
+  for (size_t d = 0; d + 1 < x.rank(); d++) r.m *= x.dims()[d];
+  return r;
+}
+
+// A prologue operand's dtype and device: x's (`x_name`) and the weight's.
+void check_operand(const char* op, const QMatMul::Impl& w, const Tensor& p, const char* name,
+                   const Tensor& x, const char* x_name) {
+  if (p.dtype() != x.dtype())
+    fail(ErrorKind::DType, op, name, " is ", p.dtype(), " but ", x_name, " is ", x.dtype(),
+         " (shapes ", p.shape(), " and ", x.shape(), ", weight ", w.weight.str(), ")");
+  if (p.device() != w.device)
+    fail(ErrorKind::Device, op, name, " ", p.shape(), " is on ", p.device().name(),
+         " but the weight ", w.weight.str(), " is on ", w.device.name(), "; move ", name, " there");
 }
 
 }  // namespace
 
 Tensor QMatMul::forward(const Tensor& x) const {
-  const char* op = "QMatMul::forward";
   const Impl& w = *impl_;
-  if (x.dtype() != DType::F32 && x.dtype() != DType::F16 && x.dtype() != DType::BF16)
-    fail(ErrorKind::DType, op, "x must be f32, f16 or bf16, got ", x.dtype(), " of shape ",
+  const XRows r = check_x("QMatMul::forward", w, x, "x");
+  return w.device.backend().runs_qmatmul() ? forward_device(w, x, r.out_shape, r.m)
+                                           : forward_cpu(w, x, r.out_shape, r.m);
+}
+
+Tensor QMatMul::forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const {
+  const char* op = "QMatMul::forward_rms_norm";
+  const Impl& w = *impl_;
+  const XRows r = check_x(op, w, x, "x");
+  if (alpha.rank() != 1 || alpha.dim(0) != w.k)
+    fail(ErrorKind::Shape, op, "alpha must have shape [", w.k, "], got ", alpha.shape(), " for x ",
          x.shape(), " (weight ", w.weight.str(), ")");
-  if (x.rank() == 0 || x.dim(-1) != w.k)
-    fail(ErrorKind::Shape, op, "x of shape ", x.shape(), " must end in k = ", w.k, " (weight ",
-         w.weight.str(), ")");
-  if (x.device() != w.device)
-    fail(ErrorKind::Device, op, "x ", x.shape(), " is on ", x.device().name(), " but the weight ",
-         w.weight.str(), " is on ", w.device.name(), "; move x there or build the QMatMul on ",
-         x.device().name());
-  std::vector<int64_t> out_dims = x.dims();
-  out_dims.back() = w.n_out;
-  const Shape out_shape(out_dims);
-  int64_t m = 1;
-  for (size_t d = 0; d + 1 < x.rank(); d++) m *= x.dims()[d];
-  return w.device.backend().runs_qmatmul() ? forward_device(w, x, out_shape, m)
-                                           : forward_cpu(w, x, out_shape, m);
+  check_operand(op, w, alpha, "alpha", x, "x");
+  if (!w.device.backend().runs_qmatmul() || w.dense_device.defined())
+    return forward(x.rms_norm(alpha, eps));
+  return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::RmsNorm, &alpha, eps);
+}
+
+Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up) const {
+  const char* op = "QMatMul::forward_swiglu";
+  const Impl& w = *impl_;
+  const XRows r = check_x(op, w, gate, "gate");
+  if (up.shape() != gate.shape())
+    fail(ErrorKind::Shape, op, "up must have gate's shape ", gate.shape(), ", got ", up.shape(),
+         " (weight ", w.weight.str(), ")");
+  check_operand(op, w, up, "up", gate, "gate");
+  if (!w.device.backend().runs_qmatmul() || w.dense_device.defined())
+    return forward(gate.silu() * up);
+  return forward_device(w, gate, r.out_shape, r.m, backend::QPrologue::Kind::SwiGlu, &up);
 }
 
 }  // namespace wick

@@ -87,6 +87,11 @@ WICK_DEV T sigmoid_c(T x) {
   const T s = T(1) / (T(1) + e);
   return x >= T(0) ? s : e * s;
 }
+// x sigmoid(x): unary.cu's silu, and qact.cu's swiglu prologue.
+template <typename T>
+WICK_DEV T silu_c(T x) {
+  return x * sigmoid_c(x);
+}
 
 // a * b as hi + lo exactly, and a + b likewise. The rounded operations are explicit (__dmul_rn,
 // __dadd_rn): PTX's plain mul/add may be fused into an fma by ptxas under --fmad=true, which broke

@@ -145,6 +145,8 @@ float sigmoid_parts(float hi, float lo) {
   return neg ? e * s : s;
 }
 float sigmoid_accurate(float x) { return sigmoid_parts(x, 0.0); }
+// x sigmoid(x): unary.comp's silu, and qact.comp's swiglu prologue.
+float silu_accurate(float x) { return x * sigmoid_accurate(x); }
 
 // gelu's tanh form 0.5 x (1 + tanh u) = x sigmoid(2u), 2u = x (A + B x^2), A = 2 sqrt(2/pi),
 // B = 0.044715 A. In the negative tail sigmoid(2u) ~ exp(2u), whose relative error is the

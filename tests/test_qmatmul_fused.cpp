@@ -1,0 +1,380 @@
+// QMatMul's prologues (forward_rms_norm, forward_swiglu) on every device: bit for bit the unfused
+// composition on the same device (forward(x.rms_norm(alpha, eps)), forward(gate.silu() * up)),
+// and close to a float64 reference, for formats whose x a GPU quantizes to 8 bits (there one
+// kernel computes the prologue and quantizes its rows) and for others, for decode rows and for
+// rows beyond the CPU's switch to sgemm (the prologue's ops run first), on strided views and in
+// f16/bf16; their errors; and on GPUs, that the fused path is 2 dispatches whose operands the
+// hazard tracker sees.
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "gpu_test_util.h"
+#include "quantized/kernels.h"
+#include "quantized_ref.h"
+#include "wick/quantized.h"
+
+namespace wick::testing {
+namespace {
+
+// The formats the issue names, plus q8_1, whose x no device quantizes (the ops run first).
+constexpr QuantType kPrologueTypes[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0,
+                                        QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K,
+                                        QuantType::Q8_1};
+constexpr double kEps = 1e-5;
+
+// Lowers the x rows from which QMatMul takes sgemm on the CPU and f32 x on GPUs (no quantized x:
+// the prologue's ops run first), so that short inputs take that path.
+struct GemmMinRowsGuard {
+  explicit GemmMinRowsGuard(int64_t rows) { quantized::set_gemm_min_rows(rows); }
+  ~GemmMinRowsGuard() { quantized::set_gemm_min_rows(0); }
+};
+
+struct SimdLevelGuard {
+  ~SimdLevelGuard() { quantized::set_simd_level(quantized::detected_simd_level()); }
+};
+
+void expect_same_bits(const Tensor& fused, const Tensor& unfused, const std::string& what) {
+  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
+  ASSERT_EQ(fused.device(), unfused.device()) << what;
+  const std::vector<float> a = fused.to_vec<float>(), b = unfused.to_vec<float>();
+  for (size_t i = 0; i < a.size(); i++) {
+    uint32_t ba, bb;
+    std::memcpy(&ba, &a[i], 4);
+    std::memcpy(&bb, &b[i], 4);
+    ASSERT_EQ(ba, bb) << what << " element " << i << ": fused " << a[i] << ", unfused " << b[i];
+  }
+}
+
+QTensor random_weight(Rng& rng, int64_t n, int64_t k, QuantType t) {
+  const int64_t block = quant_type_info(t)->block_elems;
+  return quantize(Tensor::from_vec(block_test_data(rng, n, k, block), {n, k}), t);
+}
+
+// The prologues in float64 on the inputs as stored in the dtype under test.
+std::vector<double> ref_rms_norm(const Ref& x, const Ref& alpha, int64_t k) {
+  std::vector<double> y(x.v.size());
+  for (size_t r = 0; r < x.v.size() / static_cast<size_t>(k); r++) {
+    const double* xr = x.v.data() + r * static_cast<size_t>(k);
+    double ss = 0;
+    for (int64_t i = 0; i < k; i++) ss += xr[i] * xr[i];
+    const double inv = 1 / std::sqrt(ss / static_cast<double>(k) + kEps);
+    for (int64_t i = 0; i < k; i++)
+      y[r * static_cast<size_t>(k) + static_cast<size_t>(i)] =
+          xr[i] * inv * alpha.v[static_cast<size_t>(i)];
+  }
+  return y;
+}
+
+std::vector<double> ref_swiglu(const Ref& gate, const Ref& up) {
+  std::vector<double> y(gate.v.size());
+  for (size_t i = 0; i < y.size(); i++) y[i] = gate.v[i] / (1 + std::exp(-gate.v[i])) * up.v[i];
+  return y;
+}
+
+// y against the float64 product of the prologue's output xp (m x k): QMatMul's own allowance
+// (expected_for: half an 8-bit step per block of x, or f32 rounding), widened by the prologue's
+// rounding of x to `dt` (twice for swiglu: silu, then the product) and a few f32 ulp of its
+// arithmetic, on each |x| and on the block's step.
+void check_reference(const Tensor& y, QuantType t, const std::vector<float>& w,
+                     const std::vector<double>& xp, int64_t m, int64_t n, int64_t k, DType dt,
+                     const std::string& what) {
+  Expected e = expected_for(t, w, xp, m, n, k);
+  const double rel = (dt == DType::BF16 ? 0x1p-8 : dt == DType::F16 ? 0x1p-10 : 0) + 8 * 0x1p-24;
+  const int64_t block = quantized::act_kind(t) == quantized::ActKind::Block32 ? 32 : 256;
+  for (int64_t r = 0; r < m; r++) {
+    std::vector<double> mag(static_cast<size_t>(k));
+    for (int64_t b = 0; b < k / block; b++) {
+      double amax = 0;
+      for (int64_t j = b * block; j < (b + 1) * block; j++)
+        amax = std::max(amax, std::fabs(xp[static_cast<size_t>(r * k + j)]));
+      for (int64_t j = b * block; j < (b + 1) * block; j++)
+        mag[static_cast<size_t>(j)] = std::fabs(xp[static_cast<size_t>(r * k + j)]) + amax / 127;
+    }
+    for (int64_t o = 0; o < n; o++) {
+      double extra = 0;
+      for (int64_t i = 0; i < k; i++)
+        extra += std::fabs(w[static_cast<size_t>(o * k + i)]) * mag[static_cast<size_t>(i)];
+      e.tol[static_cast<size_t>(r * n + o)] += rel * extra;
+    }
+  }
+  check_qmatmul(y, e, what);
+}
+
+class QMatMulPrologues : public DeviceTest {};
+
+// One product of each prologue for weight `t` (n x k), x of shape `xs` in `dt` laid out as
+// `variant`, alpha and up strided too: fused equals unfused bit for bit, and both are close to
+// the float64 reference.
+void check_prologues(const Device& dev, Rng& rng, QuantType t, int64_t n, const Shape& xs, DType dt,
+                     Variant variant, const std::string& label) {
+  const int64_t k = xs.dims().back(), m = xs.numel() / k;
+  const QTensor qw = random_weight(rng, n, k, t);
+  const std::vector<float> w = dequantize(qw).to_vec<float>();
+  const QMatMul mm(qw, dev);
+  const std::string what = std::string(quant_type_info(t)->name) + " x=" + xs.str() + " " +
+                           dtype_name(dt) + " " + variant_name(variant) + " " + label + " on " +
+                           dev.name();
+  std::vector<int64_t> out_dims = xs.dims();
+  out_dims.back() = n;
+
+  const Ref xr = round_ref(random_ref(rng, xs, -3, 3), dt);
+  const Ref ar = round_ref(random_ref(rng, {k, 2}, -2, 2), dt);
+  Ref alpha_r{Shape{k}, {}};  // column 1 of ar: alpha read with stride 2
+  for (int64_t i = 0; i < k; i++) alpha_r.v.push_back(ar.v[static_cast<size_t>(2 * i + 1)]);
+  const Tensor x = make_tensor(xr, dt, dev, variant);
+  const Tensor alpha = make_tensor(ar, dt, dev).narrow(1, 1, 1).squeeze(1);
+  const Tensor y = mm.forward_rms_norm(x, alpha, kEps);
+  ASSERT_EQ(y.shape(), Shape(out_dims)) << what;
+  expect_same_bits(y, mm.forward(x.rms_norm(alpha, kEps)), "rms_norm " + what);
+  check_reference(y, t, w, ref_rms_norm(xr, alpha_r, k), m, n, k, dt, "rms_norm " + what);
+  if (::testing::Test::HasFatalFailure()) return;
+
+  const Ref gr = round_ref(random_ref(rng, xs, -6, 6), dt);
+  const Ref ur = round_ref(random_ref(rng, xs, -2, 2), dt);
+  const Tensor gate = make_tensor(gr, dt, dev, variant);
+  const Tensor up = make_tensor(
+      ur, dt, dev, variant == Variant::Contiguous ? Variant::Offset : Variant::Contiguous);
+  const Tensor z = mm.forward_swiglu(gate, up);
+  ASSERT_EQ(z.shape(), Shape(out_dims)) << what;
+  expect_same_bits(z, mm.forward(gate.silu() * up), "swiglu " + what);
+  check_reference(z, t, w, ref_swiglu(gr, ur), m, n, k, dt, "swiglu " + what);
+}
+
+TEST_P(QMatMulPrologues, EqualTheUnfusedOpsBitForBitAndTheF64Reference) {
+  // m = 1..8: decode (GPUs' qmatvec); 12: the tiled kernel on GPUs, x still quantized; 20 rows
+  // past a lowered sgemm switch: x not quantized, the ops run first. k = 96 (fewer elements
+  // than a workgroup) or 256, and 512 (two per invocation of norm's reduction).
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  for (QuantType t : kPrologueTypes) {
+    const int64_t k0 = quant_type_info(t)->block_elems == 32 ? 96 : 256;
+    for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 12}) {
+      check_prologues(dev, rng, t, 37, Shape{m, k0}, DType::F32, Variant::Contiguous, "");
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    for (int64_t m : {3, 12}) {
+      check_prologues(dev, rng, t, 37, Shape{m, 512}, DType::F32, Variant::Contiguous, "");
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    const GemmMinRowsGuard sgemm_from(16);
+    for (int64_t k : {k0, int64_t{512}}) {
+      check_prologues(dev, rng, t, 37, Shape{20, k}, DType::F32, Variant::Contiguous,
+                      "(past the sgemm switch)");
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(QMatMulPrologues, ReadStridedViewsAndHalfDtypes) {
+  // Transposed and narrowed x are read in place, permuted 3-D x is copied first; f16/bf16
+  // prologue outputs are rounded to the dtype as the ops store them.
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q6_K}) {
+    for (const Shape& xs : {Shape{3, 256}, Shape{2, 3, 256}, Shape{256}}) {
+      for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        for (Variant v : kAllVariants) {
+          check_prologues(dev, rng, t, 29, xs, dt, v, "");
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(QMatMulPrologues, FollowTheCpuQuantizersRounding) {
+  // The scalar quantizer rounds halves away from zero, the AVX-512 one to even: the fused kernel
+  // follows whichever the CPU uses, as qact does.
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  SimdLevelGuard restore;
+  for (quantized::SimdLevel level :
+       {quantized::SimdLevel::Scalar, quantized::detected_simd_level()}) {
+    quantized::set_simd_level(level);
+    for (QuantType t : {QuantType::Q8_0, QuantType::Q5_K}) {
+      check_prologues(dev, rng, t, 19, Shape{4, 256}, DType::F32, Variant::Contiguous,
+                      quantized::simd_level_name(level));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(QMatMulPrologues, PlainWeightsAndEmptyDims) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const QMatMul plain(
+      quantize(Tensor::from_vec(block_test_data(rng, 5, 40, 1), {5, 40}), QuantType::F16), dev);
+  const Tensor x = make_tensor(random_ref(rng, {3, 40}), DType::F32, dev);
+  const Tensor alpha = make_tensor(random_ref(rng, {40}), DType::F32, dev);
+  expect_same_bits(plain.forward_rms_norm(x, alpha, kEps), plain.forward(x.rms_norm(alpha, kEps)),
+                   "f16 weight");
+  expect_same_bits(plain.forward_swiglu(x, alpha.broadcast_as({3, 40}).contiguous()),
+                   plain.forward(x.silu() * alpha.broadcast_as({3, 40}).contiguous()),
+                   "f16 weight");
+  const QMatMul mm(quantize(Tensor::ones({3, 32}, DType::F32), QuantType::Q8_0), dev);
+  const Tensor none = Tensor::zeros({0, 32}, DType::F32, dev);
+  const Tensor ones = Tensor::ones({32}, DType::F32, dev);
+  EXPECT_EQ(mm.forward_rms_norm(none, ones, kEps).shape(), (Shape{0, 3}));
+  EXPECT_EQ(mm.forward_swiglu(none, none).shape(), (Shape{0, 3}));
+  const QMatMul empty_k(quantize(Tensor::zeros({3, 0}, DType::F32), QuantType::Q4_1), dev);
+  const Tensor e = Tensor::zeros({2, 0}, DType::F32, dev);
+  EXPECT_EQ(empty_k.forward_rms_norm(e, Tensor::zeros({0}, DType::F32, dev), kEps).to_vec<float>(),
+            std::vector<float>(6, 0.0f));
+  EXPECT_EQ(empty_k.forward_swiglu(e, e).to_vec<float>(), std::vector<float>(6, 0.0f));
+}
+
+TEST_P(QMatMulPrologues, RefuseWrongShapesDtypesAndDevices) {
+  const Device dev = device();
+  const QMatMul mm(quantize(Tensor::ones({4, 64}, DType::F32), QuantType::Q4_1), dev);
+  const char* rms = "QMatMul::forward_rms_norm";
+  const char* swiglu = "QMatMul::forward_swiglu";
+  const Tensor x = Tensor::ones({3, 64}, DType::F32, dev);
+  const Tensor alpha = Tensor::ones({64}, DType::F32, dev);
+  const std::string w = "QTensor[4, 64; q4_1]";
+  expect_error(
+      [&] {
+        mm.forward_rms_norm(Tensor::ones({3, 32}, DType::F32, dev), alpha, kEps);
+      },
+      ErrorKind::Shape, {rms, "[3, 32]", "64", w});
+  expect_error(
+      [&] {
+        mm.forward_rms_norm(Tensor::ones({3, 64}, DType::F64, dev), alpha, kEps);
+      },
+      ErrorKind::DType, {rms, "f64", "[3, 64]"});
+  expect_error([&] { mm.forward_rms_norm(x, Tensor::ones({32}, DType::F32, dev), kEps); },
+               ErrorKind::Shape, {rms, "alpha", "[32]", "[3, 64]", w});
+  expect_error(
+      [&] {
+        mm.forward_rms_norm(x, Tensor::ones({1, 64}, DType::F32, dev), kEps);
+      },
+      ErrorKind::Shape, {rms, "alpha", "[1, 64]"});
+  expect_error([&] { mm.forward_rms_norm(x, Tensor::ones({64}, DType::F16, dev), kEps); },
+               ErrorKind::DType, {rms, "alpha", "f16", "f32"});
+  expect_error(
+      [&] {
+        mm.forward_swiglu(Tensor::ones({3, 32}, DType::F32, dev), x);
+      },
+      ErrorKind::Shape, {swiglu, "gate", "[3, 32]", "64", w});
+  expect_error(
+      [&] {
+        mm.forward_swiglu(Tensor::ones({3, 64}, DType::U32, dev), x);
+      },
+      ErrorKind::DType, {swiglu, "gate", "u32"});
+  expect_error(
+      [&] {
+        mm.forward_swiglu(x, Tensor::ones({1, 64}, DType::F32, dev));
+      },
+      ErrorKind::Shape, {swiglu, "up", "[1, 64]", "[3, 64]", w});
+  expect_error(
+      [&] {
+        mm.forward_swiglu(x, Tensor::ones({3, 64}, DType::BF16, dev));
+      },
+      ErrorKind::DType, {swiglu, "up", "bf16", "f32"});
+  for (const Device& other : available_devices()) {
+    if (other.kind() == dev.kind()) continue;
+    expect_error(
+        [&] {
+          mm.forward_rms_norm(Tensor::ones({3, 64}, DType::F32, other), alpha, kEps);
+        },
+        ErrorKind::Device, {rms, "x", other.name(), dev.name(), w});
+    expect_error([&] { mm.forward_rms_norm(x, Tensor::ones({64}, DType::F32, other), kEps); },
+                 ErrorKind::Device, {rms, "alpha", other.name(), dev.name(), w});
+    expect_error(
+        [&] {
+          mm.forward_swiglu(Tensor::ones({3, 64}, DType::F32, other), x);
+        },
+        ErrorKind::Device, {swiglu, "gate", other.name(), dev.name()});
+    expect_error(
+        [&] {
+          mm.forward_swiglu(x, Tensor::ones({3, 64}, DType::F32, other));
+        },
+        ErrorKind::Device, {swiglu, "up", other.name(), dev.name()});
+  }
+}
+
+WICK_INSTANTIATE_DEVICES(QMatMulPrologues);
+
+// ---- the fused path's mechanics on GPUs ------------------------------------------------------
+
+class GpuQMatMulPrologues : public GpuDeviceTest {
+ protected:
+  PoisonOff quiet;  // exact dispatch and barrier counts
+  Device d = private_device([](gpu::GpuOptions& o) { o.queue.ops_per_buffer = 1000; });
+  Rng rng;
+  gpu::CommandQueue::Stats queue() const { return gpu(d).stats().queue; }
+};
+
+TEST_P(GpuQMatMulPrologues, EachIsTwoDispatchesWithNoHostRoundTrip) {
+  // The prologue and x's quantization are one kernel, then the product: 2 dispatches where the
+  // unfused ops take 3 (rms_norm) and 4 (silu, mul).
+  SCOPED_TRACE(rng.seed());
+  const QMatMul mm(random_weight(rng, 96, 256, QuantType::Q4_K), d);
+  const Tensor x = make_tensor(random_ref(rng, {3, 256}), DType::F32, d);
+  const Tensor alpha = make_tensor(random_ref(rng, {256}), DType::F32, d);
+  const Tensor up = make_tensor(random_ref(rng, {3, 256}), DType::F32, d);
+  d.synchronize();
+  auto dispatches = [&](const std::function<Tensor()>& f, Tensor& out) {
+    const auto before = queue();
+    out = f();
+    const auto after = queue();
+    EXPECT_EQ(after.commits, before.commits) << "nothing was read back or waited for";
+    return after.dispatches - before.dispatches;
+  };
+  Tensor fused, unfused;
+  EXPECT_EQ(dispatches([&] { return mm.forward_rms_norm(x, alpha, kEps); }, fused), 2u);
+  EXPECT_EQ(dispatches([&] { return mm.forward(x.rms_norm(alpha, kEps)); }, unfused), 3u);
+  expect_same_bits(fused, unfused, "rms_norm");
+  EXPECT_EQ(dispatches([&] { return mm.forward_swiglu(x, up); }, fused), 2u);
+  EXPECT_EQ(dispatches([&] { return mm.forward(x.silu() * up); }, unfused), 4u);
+  expect_same_bits(fused, unfused, "swiglu");
+}
+
+TEST_P(GpuQMatMulPrologues, DeclareTheirOperandsToTheHazardTracker) {
+  SCOPED_TRACE(rng.seed());
+  const QMatMul mm(random_weight(rng, 40, 64, QuantType::Q8_0), d);
+  const Tensor x = make_tensor(random_ref(rng, {2, 64}), DType::F32, d);
+  const Tensor a = make_tensor(random_ref(rng, {64}), DType::F32, d);
+  const Tensor b = make_tensor(random_ref(rng, {2, 64}), DType::F32, d);
+  d.synchronize();  // the uploads are done; the next list starts clean
+  const uint64_t before = queue().barriers;
+  const Tensor alpha = a * a;  // written by a queued op
+  // The fused kernel reads alpha (a barrier), the product its quantized rows (another).
+  const Tensor y = mm.forward_rms_norm(x, alpha, kEps);
+  EXPECT_EQ(queue().barriers - before, 2u);
+  const Tensor up = b * b;
+  const Tensor z = mm.forward_swiglu(x, up);  // reads up: another two
+  EXPECT_EQ(queue().barriers - before, 4u);
+  expect_same_bits(y, mm.forward(x.rms_norm(alpha, kEps)), "rms_norm");
+  expect_same_bits(z, mm.forward(x.silu() * up), "swiglu");
+}
+
+TEST_P(GpuQMatMulPrologues, TheGpuChoicesToo) {
+  // lavapipe's defaults take qmatvec for every x: the GPUs' (the tiled kernel beyond 8 rows) and
+  // their shared-memory reduction read the fused kernel's rows as well.
+  SCOPED_TRACE(rng.seed());
+  for (bool subgroups : {true, false}) {
+    const Device gpu_like = private_device([&](gpu::GpuOptions& o) {
+      o.qmatvec = {32, 2, 8};
+      o.subgroups = subgroups;
+    });
+    for (QuantType t : {QuantType::Q4_1, QuantType::Q6_K}) {
+      for (int64_t m : {1, 12}) {
+        check_prologues(gpu_like, rng, t, 67, Shape{m, 256}, DType::F32, Variant::Contiguous,
+                        subgroups ? "subgroups" : "shared memory");
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMulPrologues);
+
+}  // namespace
+}  // namespace wick::testing
