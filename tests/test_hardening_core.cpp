@@ -380,6 +380,22 @@ TEST_P(HardeningCore, UndefinedTensorThrowsOnEveryOp) {
          Tensor::stack({a, u}, 0);
        }},
       {"arg_sort_last_dim", [&] { u.arg_sort_last_dim(); }},
+      {"rope_kv_cache",
+       [&] {
+         rope_kv_cache(u, a, a, a, a, {a, a, a, a}, ids.get(0), true);
+       }},
+      {"rope_kv_cache (tables)", [&] { rope_kv_cache(a, a, a, a, a, {}, ids.get(0), true); }},
+      {"rope_kv_cache (pos)",
+       [&] {
+         rope_kv_cache(a, a, a, a, a, {a, a, a, a}, u, true);
+       }},
+      {"attention_cached", [&] { attention_cached(u, a, a, ids.get(0)); }},
+      {"attention_cached (cache)",
+       [&] {
+         const Tensor q = a.reshape({1, 1, 2, 2});
+         attention_cached(q, u, q, ids.get(0));
+       }},
+      {"attention_cached (pos)", [&] { attention_cached(a, a, a, u); }},
       {"slice_set", [&] { u.slice_set(a, 0, 0); }},
       {"slice_set (src)", [&] { a.slice_set(u, 0, 0); }},
       {"zero_set", [&] { u.zero_set(); }},

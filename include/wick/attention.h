@@ -8,8 +8,9 @@
 // bounds and raises the same OutOfRange, naming the op, at the calling thread's next wait
 // (read-back or synchronize), without waiting at the op.
 //
-// Shapes: b batch, h query heads, kvh key/value heads (h a multiple of kvh: query head j reads
-// kv head j / (h / kvh)), t new tokens, d head dim, max_seq cache rows.
+// Shapes: b batch, h query heads, kvh key/value heads (h a positive multiple of kvh: query head j
+// reads kv head j / (h / kvh)), t new tokens, d head dim, max_seq cache rows. With no elements
+// (b, t or d zero) an op does nothing and pos is not read.
 #pragma once
 
 #include "wick/tensor.h"
@@ -30,10 +31,13 @@ struct RotaryTables {
 //   k_cache.slice_set(k.rope_i(cos_k.narrow(0, pos, t), ...), 2, pos); v_cache.slice_set(v, 2, pos)
 // interleaved: rotate the pairs (2i, 2i + 1) (rope_i), else (i, i + d/2) (rope); d is even.
 // q, k, v: any strides (e.g. narrowed from one fused projection). The caches must be
-// contiguous (a start offset is fine) and must not overlap each other. Every tensor but pos has
-// one float dtype (f32, f16, bf16, f64), the tables included. One kernel on GPUs.
+// contiguous (a start offset is fine) and must not overlap each other; an input sharing a
+// cache's storage is copied first (as slice_set does). Every tensor but pos has one float dtype
+// (f32, f16, bf16, f64), the tables included, as rope takes them: f16/bf16 compute in f32 from
+// tables rounded to the dtype, exactly as the unfused ops do. One kernel on GPUs.
 // Errors: Shape (ranks, dims, cache or table shapes, overlapping or non-contiguous caches), DType,
-// Device (tensors on different devices), OutOfRange (pos + t > max_seq; see above).
+// Device (tensors on different devices), OutOfRange (t > max_seq at once, pos + t > max_seq as
+// above).
 Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
                      const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos,
                      bool interleaved);

@@ -92,9 +92,10 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_
     const ACC_T m_new = fmax(m, block_allreduce(s, s_red, MaxOp()));
     const ACC_T w = tid < len ? exp(s - m_new) : ACC_T(0);
     s_p[tid] = w;
+    if (WICK_WARPS == 1) __syncthreads();  // else block_allreduce's barriers publish s_p
     // Rescales the earlier chunks.
     const ACC_T alpha = m == -FloatBits<ACC_T>::inf() ? ACC_T(0) : exp(m - m_new);
-    l = l * alpha + block_allreduce(w, s_red, SumOp());  // its barriers publish s_p too
+    l = l * alpha + block_allreduce(w, s_red, SumOp());
     m = m_new;
     // acc = acc alpha + sum_j w_j v_j.
     if (d < WG_SIZE) {  // WG_SIZE / d threads per element, each over every G-th key, then summed

@@ -49,9 +49,9 @@ void check_caches(const char* op, const Tensor& like, const Tensor& k_cache, con
   }
 }
 
-// kvh must divide h.
+// h must be a positive multiple of kvh.
 void check_heads(const char* op, const Tensor& q, int64_t kvh) {
-  if (kvh < 1 || q.dim(1) % kvh != 0)
+  if (kvh < 1 || q.dim(1) < 1 || q.dim(1) % kvh != 0)
     fail(ErrorKind::Shape, op, "query heads ", q.dim(1), " (q ", q.shape(),
          ") must be a positive multiple of the kv heads ", kvh);
 }

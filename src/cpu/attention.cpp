@@ -22,6 +22,8 @@ namespace {
 
 // Cache rows converted to the compute type per block (16-bit caches).
 constexpr int64_t kKeyBlock = 64;
+// Query heads attended together (those of one kv head): more are split into several tasks.
+constexpr int64_t kMaxGroup = 8;
 
 // The value of the one-element u32 tensor pos, checked against the cache: pos + t <= max_seq.
 int64_t read_pos(View pos, int64_t t, int64_t max_seq, const char* op) {
@@ -32,61 +34,93 @@ int64_t read_pos(View pos, int64_t t, int64_t max_seq, const char* op) {
   return p;
 }
 
-// Dot product of two contiguous rows in lanes (vectorised; the order differs from a plain loop).
+// Dot product of two contiguous rows in lanes of two vector registers (AVX2: two independent
+// add chains), their sum as an unrolled tree that the compiler keeps in registers (a loop over
+// the lanes went through the stack and took most of the time).
 template <typename C>
 WICK_ROW_INLINE C dot_row(const C* a, const C* b, int64_t n) {
-  constexpr int kLanes = sizeof(C) == 4 ? 16 : 8;
+  constexpr int kHalf = sizeof(C) == 4 ? 8 : 4, kLanes = 2 * kHalf;
   C lane[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (int k = 0; k < kLanes; k++) lane[k] += a[i + k] * b[i + k];
-  C s = 0;
+  C x[kHalf];
+  for (int k = 0; k < kHalf; k++) x[k] = lane[k] + lane[k + kHalf];
+  C s;
+  if constexpr (kHalf == 8) {
+    const C y0 = x[0] + x[4], y1 = x[1] + x[5], y2 = x[2] + x[6], y3 = x[3] + x[7];
+    s = (y0 + y2) + (y1 + y3);
+  } else {
+    s = (x[0] + x[2]) + (x[1] + x[3]);
+  }
   for (; i < n; i++) s += a[i] * b[i];
-  for (int k = 0; k < kLanes; k++) s += lane[k];
   return s;
 }
 
-// scores[j] = q . keys[j] for `len` contiguous rows of d.
+// For g query rows q (g x d) against `len` contiguous key rows of d: scores[r * stride + j] =
+// q[r] . keys[j]. Each key row is read once for the g rows (the query heads of one kv head).
 template <typename C>
-WICK_ROW_INLINE void score_rows(const C* q, const C* keys, int64_t len, int64_t d, C* scores) {
-  for (int64_t j = 0; j < len; j++) scores[j] = dot_row(q, keys + j * d, d);
+WICK_ROW_INLINE void score_rows(const C* q, int64_t g, const C* keys, int64_t len, int64_t d,
+                                C* scores, int64_t stride) {
+  for (int64_t j = 0; j < len; j++)
+    for (int64_t r = 0; r < g; r++) scores[r * stride + j] = dot_row(q + r * d, keys + j * d, d);
 }
 
-// acc += sum_j p[j] * values[j] for `len` contiguous rows of d.
+// acc[r] += sum_j p[r * stride + j] * values[j] for g accumulator rows (g x d) and `len`
+// contiguous value rows of d.
+// Four rows per pass over an accumulator row: it is loaded and stored a quarter as often.
 template <typename C>
-WICK_ROW_INLINE void accumulate_rows(const C* p, const C* values, int64_t len, int64_t d, C* acc) {
-  for (int64_t j = 0; j < len; j++) {
-    const C w = p[j];
+WICK_ROW_INLINE void accumulate_rows(const C* p, int64_t stride, const C* values, int64_t len,
+                                     int64_t d, int64_t g, C* acc) {
+  int64_t j = 0;
+  for (; j + 4 <= len; j += 4) {
+    const C *v0 = values + j * d, *v1 = v0 + d, *v2 = v1 + d, *v3 = v2 + d;
+    for (int64_t r = 0; r < g; r++) {
+      const C* w = p + r * stride + j;
+      const C w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+      C* a = acc + r * d;
+      for (int64_t e = 0; e < d; e++) a[e] += (w0 * v0[e] + w1 * v1[e]) + (w2 * v2[e] + w3 * v3[e]);
+    }
+  }
+  for (; j < len; j++) {
     const C* v = values + j * d;
-    for (int64_t e = 0; e < d; e++) acc[e] += w * v[e];
+    for (int64_t r = 0; r < g; r++) {
+      const C w = p[r * stride + j];
+      C* a = acc + r * d;
+      for (int64_t e = 0; e < d; e++) a[e] += w * v[e];
+    }
   }
 }
 
 // The f32 loops are compiled for the host's vector width (row_math.h).
-WICK_MULTIVERSION void score_rows_f32(const float* q, const float* keys, int64_t len, int64_t d,
-                                      float* scores) {
-  score_rows(q, keys, len, d, scores);
+WICK_MULTIVERSION void score_rows_f32(const float* q, int64_t g, const float* keys, int64_t len,
+                                      int64_t d, float* scores, int64_t stride) {
+  score_rows(q, g, keys, len, d, scores, stride);
 }
-WICK_MULTIVERSION void accumulate_rows_f32(const float* p, const float* values, int64_t len,
-                                           int64_t d, float* acc) {
-  accumulate_rows(p, values, len, d, acc);
+WICK_MULTIVERSION void accumulate_rows_f32(const float* p, int64_t stride, const float* values,
+                                           int64_t len, int64_t d, int64_t g, float* acc) {
+  accumulate_rows(p, stride, values, len, d, g, acc);
 }
 WICK_MULTIVERSION void softmax_weights_f32(float* s, int64_t n, double* sum) {
   const float m = extreme_of<true>(s, n);
   exp_shifted(s, m, s, n);
   *sum = sum_plain(s, n);
 }
-void score_rows_any(const float* q, const float* k, int64_t len, int64_t d, float* s) {
-  score_rows_f32(q, k, len, d, s);
+void score_rows_any(const float* q, int64_t g, const float* k, int64_t len, int64_t d, float* s,
+                    int64_t stride) {
+  score_rows_f32(q, g, k, len, d, s, stride);
 }
-void score_rows_any(const double* q, const double* k, int64_t len, int64_t d, double* s) {
-  score_rows(q, k, len, d, s);
+void score_rows_any(const double* q, int64_t g, const double* k, int64_t len, int64_t d, double* s,
+                    int64_t stride) {
+  score_rows(q, g, k, len, d, s, stride);
 }
-void accumulate_rows_any(const float* p, const float* v, int64_t len, int64_t d, float* acc) {
-  accumulate_rows_f32(p, v, len, d, acc);
+void accumulate_rows_any(const float* p, int64_t stride, const float* v, int64_t len, int64_t d,
+                         int64_t g, float* acc) {
+  accumulate_rows_f32(p, stride, v, len, d, g, acc);
 }
-void accumulate_rows_any(const double* p, const double* v, int64_t len, int64_t d, double* acc) {
-  accumulate_rows(p, v, len, d, acc);
+void accumulate_rows_any(const double* p, int64_t stride, const double* v, int64_t len, int64_t d,
+                         int64_t g, double* acc) {
+  accumulate_rows(p, stride, v, len, d, g, acc);
 }
 // s = exp(s - max(s)) in place; returns the sum.
 double softmax_weights_any(float* s, int64_t n) {
@@ -107,39 +141,44 @@ const compute_t<T>* cache_rows(const T* rows, int64_t len, int64_t d, compute_t<
   return row_view(rows, 1, len * d, buf);
 }
 
-// Per-thread buffers of one attention task.
+// Per-thread buffers of one attention task: g query rows attending to up to n keys.
 template <typename C>
 struct AttendBuffers {
   std::vector<C> q, scores, acc, rows;
-  AttendBuffers(int64_t d, int64_t max_seq)
-      : q(static_cast<size_t>(d)),
-        scores(static_cast<size_t>(max_seq)),
-        acc(static_cast<size_t>(d)),
+  AttendBuffers(int64_t g, int64_t d, int64_t n)
+      : q(static_cast<size_t>(g * d)),
+        scores(static_cast<size_t>(g * n)),
+        acc(static_cast<size_t>(g * d)),
         rows(static_cast<size_t>(kKeyBlock * d)) {}
 };
 
-// out (d) = softmax(q . keys[j], j < n) weighted sum of values[j]; keys/values: n contiguous
-// rows of d elements.
+// out[r] (d, rows out_stride apart) = softmax(q[r] . keys[j], j < n) weighted sum of values[j]
+// for the g query rows in buf.q; keys/values: n contiguous rows of d elements.
 template <typename T>
-void attend(const compute_t<T>* q, const T* keys, const T* values, int64_t n, int64_t d,
-            AttendBuffers<compute_t<T>>& buf, T* out) {
+void attend(int64_t g, const T* keys, const T* values, int64_t n, int64_t d,
+            AttendBuffers<compute_t<T>>& buf, T* out, int64_t out_stride) {
   using C = compute_t<T>;
   C* scores = buf.scores.data();
   for (int64_t j = 0; j < n; j += kKeyBlock) {
     const int64_t len = std::min(kKeyBlock, n - j);
-    score_rows_any(q, cache_rows(keys + j * d, len, d, buf.rows.data()), len, d, scores + j);
+    score_rows_any(buf.q.data(), g, cache_rows(keys + j * d, len, d, buf.rows.data()), len, d,
+                   scores + j, n);
   }
-  const double sum = softmax_weights_any(scores, n);
+  double sums[kMaxGroup];
+  for (int64_t r = 0; r < g; r++) sums[r] = softmax_weights_any(scores + r * n, n);
   C* acc = buf.acc.data();
-  std::fill(acc, acc + d, C(0));
+  std::fill(acc, acc + g * d, C(0));
   for (int64_t j = 0; j < n; j += kKeyBlock) {
     const int64_t len = std::min(kKeyBlock, n - j);
-    accumulate_rows_any(scores + j, cache_rows(values + j * d, len, d, buf.rows.data()), len, d,
-                        acc);
+    accumulate_rows_any(scores + j, n, cache_rows(values + j * d, len, d, buf.rows.data()), len, d,
+                        g, acc);
   }
-  const C inv = static_cast<C>(1.0 / sum);
-  for (int64_t e = 0; e < d; e++) acc[e] *= inv;
-  store_row<T>(acc, d, out);
+  for (int64_t r = 0; r < g; r++) {
+    const C inv = static_cast<C>(1.0 / sums[r]);
+    C* a = acc + r * d;
+    for (int64_t e = 0; e < d; e++) a[e] *= inv;
+    store_row<T>(a, d, out + r * out_stride);
+  }
 }
 
 }  // namespace
@@ -225,20 +264,27 @@ void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
     const T* kc = data_of<T>(k_cache) + k_cache.layout.start_offset;
     const T* vc = data_of<T>(v_cache) + v_cache.layout.start_offset;
     T* out = cpu_storage(dst).as<T>();
-    // A task per query row; its cost grows with the rows it attends to (about pos + t).
-    const int64_t cost = std::max<int64_t>(1, 4 * (p + t) * d);
-    parallel_for(b * h * t, std::max<int64_t>(1, kParallelGrain / cost),
-                 [&](int64_t rb, int64_t re) {
-                   AttendBuffers<C> buf(d, max_seq);
-                   for (int64_t r = rb; r < re; r++) {
-                     const int64_t bi = r / (h * t), hi = r / t % h, ti = r % t;
-                     const C* qv =
-                         row_view(qp + bi * lq.strides[0] + hi * lq.strides[1] + ti * lq.strides[2],
-                                  lq.strides[3], d, buf.q.data());
-                     const int64_t first = (bi * kvh + hi / g) * max_seq * d;
-                     attend<T>(qv, kc + first, vc + first, p + ti + 1, d, buf, out + r * d);
-                   }
-                 });
+    // A task per kv head, query position and group of up to kMaxGroup of the kv head's query
+    // heads: each cache row is read once for the group. Its cost grows with the keys it reads.
+    const int64_t groups = (g + kMaxGroup - 1) / kMaxGroup, per = (g + groups - 1) / groups;
+    const int64_t cost = std::max<int64_t>(1, 4 * per * (p + t) * d);
+    parallel_for(
+        b * kvh * t * groups, std::max<int64_t>(1, kParallelGrain / cost),
+        [&](int64_t rb, int64_t re) {
+          AttendBuffers<C> buf(per, d, p + t);
+          for (int64_t r = rb; r < re; r++) {
+            const int64_t part = r % groups, ti = r / groups % t, row = r / (groups * t);
+            const int64_t bi = row / kvh, kh = row % kvh;
+            const int64_t h0 = kh * g + part * per, n_heads = std::min(per, g - part * per);
+            for (int64_t j = 0; j < n_heads; j++) {
+              const T* qr = qp + bi * lq.strides[0] + (h0 + j) * lq.strides[1] + ti * lq.strides[2];
+              load_row(qr, lq.strides[3], d, buf.q.data() + j * d);
+            }
+            const int64_t first = (bi * kvh + kh) * max_seq * d;
+            attend<T>(n_heads, kc + first, vc + first, p + ti + 1, d, buf,
+                      out + ((bi * h + h0) * t + ti) * d, t * d);
+          }
+        });
   });
 }
 

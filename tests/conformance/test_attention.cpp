@@ -449,6 +449,8 @@ TEST_P(RopeKvCache, Errors) {
   expect_error(
       call(q, z({1, 3, 2, 6}), z({1, 3, 2, 6}), z({1, 3, 8, 6}), z({1, 3, 8, 6}), tab, pos),
       ErrorKind::Shape, {op, "multiple of the kv heads 3"});
+  expect_error(call(z({1, 0, 2, 6}), k, v, kc, vc, tab, pos), ErrorKind::Shape,
+               {op, "positive multiple"});
   expect_error(call(q, k, v, z({1, 3, 8, 6}), vc, tab, pos), ErrorKind::Shape, {op, "k_cache"});
   expect_error(call(q, k, v, kc, z({1, 2, 8, 4}), tab, pos), ErrorKind::Shape, {op, "v_cache"});
   expect_error(call(q, k, v, kc, z({1, 2, 9, 6}), tab, pos), ErrorKind::Shape, {op, "differ"});
