@@ -1,6 +1,7 @@
 // LlamaModel end to end on tiny random models with block-quantized matrices: on every device the
 // quantized weights load there (blocks uploaded once; the tied lm_head is a QMatMul on the
 // device, the embedding dequantizes the rows it looks up) and give the CPU's logits.
+#include <algorithm>
 #include <cmath>
 
 #include "gguf_bytes.h"
@@ -56,6 +57,48 @@ TEST_P(LlamaOnDevices, QuantizedWeightsRunOnTheDevice) {
         for (double v : ref.v) range = std::max(range, std::fabs(v));
         WICK_EXPECT_CLOSE(got, ref, Tol{(f32 ? 1e-5 : 3e-2) * range, 0});
       }
+    }
+  }
+}
+
+// The replayed decode step (captured once at the first one-token forward, replayed with a new
+// position after) gives, token by token, the logits of the same step recorded op by op: the same
+// kernels on the same inputs, so bit for bit. Through a prompt, many positions, a reset (the
+// step stays captured; positions come from its position tensor) and a second prompt.
+TEST_P(LlamaOnDevices, ReplayedDecodeStepsMatchRecordedOnesTokenByToken) {
+  const Device dev = device();
+  if (!dev.can_capture()) GTEST_SKIP() << dev.name() << " runs ops as they come: no replay";
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  TinyLlamaConfig cfg;
+  cfg.hidden = 64;
+  cfg.heads = 4;
+  cfg.kv_heads = 2;
+  cfg.ffn = 96;
+  cfg.matrix_quant = cfg.embed_quant = QuantType::Q8_0;
+  TempDir dir;
+  write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
+  LlamaModel replayed = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 40);
+  LlamaModel recorded = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 40);
+  recorded.set_replay(false);
+  ASSERT_TRUE(replayed.replays());
+  ASSERT_FALSE(recorded.replays());
+  for (int round = 0; round < 2; round++) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    replayed.reset();
+    recorded.reset();
+    std::vector<uint32_t> prompt;
+    for (int i = 0; i < 3 + round; i++)
+      prompt.push_back(static_cast<uint32_t>(rng.integer(0, cfg.vocab - 1)));
+    std::vector<uint32_t> tokens = prompt;
+    for (int step = 0; step < 16; step++) {
+      SCOPED_TRACE("position " + std::to_string(replayed.position()));
+      const Tensor a = replayed.forward(tokens), b = recorded.forward(tokens);
+      const std::vector<float> va = a.to_vec<float>(), vb = b.to_vec<float>();
+      ASSERT_EQ(va.size(), static_cast<size_t>(cfg.vocab));
+      for (size_t i = 0; i < va.size(); i++) ASSERT_EQ(va[i], vb[i]) << "logit " << i;
+      // Greedy next token (the first maximum), fed back as the next one-token step.
+      tokens = {static_cast<uint32_t>(std::max_element(va.begin(), va.end()) - va.begin())};
     }
   }
 }

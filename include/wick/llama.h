@@ -64,6 +64,11 @@ class LlamaModel {
   Tensor forward(const std::vector<uint32_t>& tokens);
   // Empties the KV cache (the next forward starts at position 0).
   void reset();
+  // Whether a one-token forward replays a decode step captured once (Device::capture) instead of
+  // recording its ~400 ops again: on devices that can capture, unless turned off here or by
+  // WICK_REPLAY=0. The tokens are the same either way.
+  bool replays() const;
+  void set_replay(bool on);
 
   struct Impl;
 

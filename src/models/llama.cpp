@@ -8,10 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "io/file.h"
 #include "models/gguf_keys.h"
 #include "nn/linear.h"
+#include "wick/attention.h"
+#include "wick/config.h"
 #include "wick/gguf.h"
 
 namespace wick {
@@ -25,16 +28,25 @@ struct Projections {
   std::vector<int64_t> sizes;       // output features of each projection
 
   std::vector<Tensor> forward(const Tensor& x) const {
+    if (linears.size() == 1 && sizes.size() > 1) return split(linears[0].forward(x));
     std::vector<Tensor> out;
-    if (linears.size() == 1 && sizes.size() > 1) {
-      const Tensor y = linears[0].forward(x);
-      int64_t start = 0;
-      for (int64_t n : sizes) {
-        out.push_back(y.narrow(y.rank() - 1, start, n));
-        start += n;
-      }
-    } else {
-      for (const nn::Linear& l : linears) out.push_back(l.forward(x));
+    for (const nn::Linear& l : linears) out.push_back(l.forward(x));
+    return out;
+  }
+  // forward(x.rms_norm(alpha, eps)), the norm fused into the matmul's input where it can be.
+  std::vector<Tensor> forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const {
+    if (linears.size() == 1) return split(linears[0].forward_rms_norm(x, alpha, eps));
+    return forward(x.rms_norm(alpha, eps));
+  }
+
+ private:
+  std::vector<Tensor> split(const Tensor& y) const {
+    if (sizes.size() == 1) return {y};
+    std::vector<Tensor> out;
+    int64_t start = 0;
+    for (int64_t n : sizes) {
+      out.push_back(y.narrow(y.rank() - 1, start, n));
+      start += n;
     }
     return out;
   }
@@ -65,6 +77,16 @@ struct LlamaModel::Impl {
 
   Tensor attention(Layer& l, const Tensor& x, int64_t t) const;
   Tensor causal_mask(int64_t t, int64_t total) const;
+  // One token through the layers with the fused decode ops, its position read from `pos` (a u32
+  // tensor on dev): nothing in it depends on the position on the host, so it can be captured.
+  Tensor decode_logits(Tensor x, const Tensor& pos);
+  // The decode step captured once on a GPU and replayed for every token (WICK_REPLAY).
+  struct DecodeStep {
+    Tensor x, pos, logits;  // the token's embedding row (1, hidden), its position, the output
+    Recording recording;
+  };
+  std::optional<DecodeStep> step;
+  bool replay = knobs().replay;
 };
 
 namespace {
@@ -425,6 +447,31 @@ Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
   return l.o.forward(y.reshape({1, h, t, d}).transpose(1, 2).reshape({t, h * d}));
 }
 
+Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position) {
+  const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
+  auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({1, 1, n, d}).transpose(1, 2); };
+  const RotaryTables tables{cos_q, sin_q, cos, sin};
+  for (Layer& l : layers) {
+    const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
+    const Tensor q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh),
+                                   l.k_cache, l.v_cache, tables, position, cfg.rope_interleaved);
+    const Tensor y = attention_cached(q, l.k_cache, l.v_cache, position);  // (1, h, 1, d)
+    x = x + l.o.forward(y.reshape({1, h * d}));
+    const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
+    x = x + l.down.forward_swiglu(gu[0], gu[1]);
+  }
+  return lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps).reshape({cfg.vocab_size});
+}
+
+void LlamaModel::set_replay(bool on) {
+  impl_->replay = on;
+  if (!on) impl_->step.reset();
+}
+
+bool LlamaModel::replays() const {
+  return impl_->replay && impl_->dev.can_capture();
+}
+
 Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
   Impl& m = *impl_;
   const auto t = static_cast<int64_t>(tokens.size());
@@ -433,6 +480,27 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
     fail(ErrorKind::OutOfRange, "LlamaModel::forward", "position ", m.pos, " + ", t,
          " tokens exceeds the cache of ", m.max_seq);
   Tensor x = m.embed.forward(tokens, m.dev);  // (t, hidden)
+  if (t == 1) {
+    const auto position = static_cast<uint32_t>(m.pos);
+    Tensor logits;
+    if (replays()) {
+      if (!m.step) {  // captured at the first decode; replayed with new x and position after
+        Impl::DecodeStep s;
+        s.x = Tensor::zeros({1, m.cfg.hidden}, DType::F32, m.dev);
+        s.pos = Tensor::zeros({1}, DType::U32, m.dev);
+        s.recording = m.dev.capture([&] { s.logits = m.decode_logits(s.x, s.pos); });
+        m.step = std::move(s);
+      }
+      m.step->x.slice_set(x, 0, 0);
+      m.step->pos.const_set(position);
+      m.step->recording.replay();
+      logits = m.step->logits.copy();  // the step rewrites its output at the next replay
+    } else {
+      logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev));
+    }
+    m.pos += 1;
+    return logits;
+  }
   for (Layer& l : m.layers) {
     x = x + m.attention(l, x.rms_norm(l.attn_norm, m.cfg.rms_eps), t);
     const std::vector<Tensor> gu = l.gate_up.forward(x.rms_norm(l.ffn_norm, m.cfg.rms_eps));

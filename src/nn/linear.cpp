@@ -7,6 +7,16 @@ Tensor Linear::forward(const Tensor& x) const {
   return x.matmul(weight_.t());
 }
 
+Tensor Linear::forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const {
+  if (qmatmul_) return qmatmul_->forward_rms_norm(x, alpha, eps);
+  return forward(x.rms_norm(alpha, eps));
+}
+
+Tensor Linear::forward_swiglu(const Tensor& gate, const Tensor& up) const {
+  if (qmatmul_) return qmatmul_->forward_swiglu(gate, up);
+  return forward(gate.silu() * up);
+}
+
 int64_t Linear::out_features() const {
   return qmatmul_ ? qmatmul_->out_features() : weight_.dim(0);
 }

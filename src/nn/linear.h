@@ -16,6 +16,10 @@ class Linear {
   explicit Linear(Tensor weight) : weight_(std::move(weight)) {}
   explicit Linear(QMatMul q) : qmatmul_(std::move(q)) {}
   Tensor forward(const Tensor& x) const;
+  // forward(x.rms_norm(alpha, eps)) and forward(gate.silu() * up): fused into the quantized
+  // matmul's input where it can be (QMatMul::forward_rms_norm, forward_swiglu).
+  Tensor forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const;
+  Tensor forward_swiglu(const Tensor& gate, const Tensor& up) const;
   int64_t out_features() const;
 
  private:

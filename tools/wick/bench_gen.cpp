@@ -11,6 +11,7 @@
 #include "args.h"
 #include "bench.h"
 #include "generate.h"
+#include "gpu/gpu_device.h"
 #include "report.h"
 #include "wick/gguf.h"
 #include "wick/quantized.h"
@@ -105,6 +106,14 @@ void write_synthetic_model(const std::string& path, const SynthShape& s) {
   w.write(path);
 }
 
+// Dispatches a GPU device submitted so far, replays' included (0 on the CPU).
+uint64_t dispatch_count(const Device& dev) {
+  const auto* g = dynamic_cast<const gpu::GpuDevice*>(&dev.backend());
+  if (!g) return 0;
+  const gpu::CommandQueue::Stats q = g->stats().queue;
+  return q.dispatches + q.replayed_dispatches;
+}
+
 }  // namespace
 
 bool bench_gen(const BenchContext& ctx) {
@@ -159,42 +168,64 @@ bool bench_gen(const BenchContext& ctx) {
 
   // One run: prefill the prompt, then decode greedily (no stop token: fixed length).
   struct Run {
-    double first_token_ms, prefill_tps, decode_tps;
+    double first_token_ms, prefill_tps, decode_tps, dispatches_per_token;
   };
   auto run_once = [&] {
     model.reset();
     Sampler greedy;
-    const GenerationStats st = generate(model, prompt, decode_len, greedy, -1, nullptr);
-    return Run{st.prefill_seconds * 1e3, static_cast<double>(prompt_len) / st.prefill_seconds,
-               static_cast<double>(st.generated_tokens - 1) / st.decode_seconds};
+    uint64_t dispatches = 0;
+    int64_t decoded = 0;
+    // Dispatches of the decode steps only: counted from the first sampled token on.
+    const uint64_t before = dispatch_count(dev);
+    uint64_t at_first = before;
+    const GenerationStats st = generate(model, prompt, decode_len, greedy, -1, [&](uint32_t) {
+      if (decoded++ == 0) at_first = dispatch_count(dev);
+      return true;
+    });
+    if (decoded > 1) dispatches = dispatch_count(dev) - at_first;
+    return Run{
+        st.prefill_seconds * 1e3, static_cast<double>(prompt_len) / st.prefill_seconds,
+        static_cast<double>(st.generated_tokens - 1) / st.decode_seconds,
+        decoded > 1 ? static_cast<double>(dispatches) / static_cast<double>(decoded - 1) : 0.0};
   };
-  // The first token of a single-token prompt right after loading: what a chat turn waits for.
-  const double first_token_ms = time_ms([&] {
-    model.reset();
-    Sampler greedy;
-    generate(model, {prompt[0]}, 1, greedy, -1, nullptr);
-  });
-  const Run cold = run_once();
-  std::vector<double> prefill, decode;
-  const int runs = ctx.quick ? 1 : 5;
-  for (int i = 0; i < runs; i++) {
-    const Run r = run_once();
-    prefill.push_back(r.prefill_tps);
-    decode.push_back(r.decode_tps);
-  }
-
   ctx.os() << "model: " << what << "\n\n";
-  Table t({"device", "load", "first token after load",
+  Table t({"device", "decode step", "load", "first token after load",
            "prefill " + std::to_string(prompt_len) + " tok/s",
-           "decode tok/s (" + std::to_string(decode_len) + " tokens)",
+           "decode tok/s (" + std::to_string(decode_len) + " tokens)", "dispatches per token",
            "first run: prefill / decode"});
-  t.add_row({dev.name(), fixed(load_s * 1e3, 1) + " ms", fixed(first_token_ms, 1) + " ms",
-             fixed(median(prefill), 1), fixed(median(decode), 1),
-             fixed(cold.prefill_tps, 1) + " / " + fixed(cold.decode_tps, 1)});
+  // On devices that can capture: the replayed step (the default), then op by op.
+  std::vector<bool> modes = {model.replays()};
+  if (model.replays()) modes.push_back(false);
+  const int runs = ctx.quick ? 1 : 5;
+  for (const bool replay : modes) {
+    model.set_replay(replay);
+    // The first token of a single-token prompt right after loading: what a chat turn waits for
+    // (with replay, the step is captured at the first decode, after this token).
+    const double first_token_ms = time_ms([&] {
+      model.reset();
+      Sampler greedy;
+      generate(model, {prompt[0]}, 1, greedy, -1, nullptr);
+    });
+    const Run cold = run_once();
+    std::vector<double> prefill, decode, dispatches;
+    for (int i = 0; i < runs; i++) {
+      const Run r = run_once();
+      prefill.push_back(r.prefill_tps);
+      decode.push_back(r.decode_tps);
+      dispatches.push_back(r.dispatches_per_token);
+    }
+    t.add_row({dev.name(), replay ? "replayed" : "recorded op by op",
+               fixed(load_s * 1e3, 1) + " ms", fixed(first_token_ms, 1) + " ms",
+               fixed(median(prefill), 1), fixed(median(decode), 1),
+               dev.is_cpu() ? "-" : fixed(median(dispatches), 1),
+               fixed(cold.prefill_tps, 1) + " / " + fixed(cold.decode_tps, 1)});
+  }
+  model.set_replay(true);
   t.print(ctx.os());
   ctx.os() << "\nMedians of " << runs
            << " runs after a first run (each run: reset the cache, prefill the "
-           << "prompt of random token ids, decode greedily).\n\n";
+           << "prompt of random token ids, decode greedily). Dispatches per token: the kernels "
+           << "(and library calls) a decode step launches, a replay's included.\n\n";
   return true;
 }
 
