@@ -456,13 +456,16 @@ TEST(QMatMul, ThreadsSplitRowsWithIdenticalResults) {
   }
 }
 
-TEST(QMatMul, RepacksCommonFormatsOnAvx512) {
+// Packed rows exist for q4_0/q4_1/q8_0 with an AVX2 and an AVX-512 kernel (since 50a4eb1): a
+// QMatMul repacks exactly where the CPU has one of them.
+TEST(QMatMul, RepacksCommonFormatsWhereAPackedKernelRuns) {
   const Tensor w = Tensor::randn(0, 1, {8, 512}, DType::F32);
-  const bool avx512 = q::detected_simd_level() >= q::SimdLevel::Avx512;
+  const bool simd = q::detected_simd_level() >= q::SimdLevel::Avx2;
   for (QuantType t :
        {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q5_0, QuantType::Q4_K}) {
     const QTensor qw = quantize(w, t);
-    const bool packs = avx512 && q::packable(t);
+    const bool packs = simd && q::packable(t);
+    EXPECT_EQ(q::packed_kernel(t, q::detected_simd_level()) != nullptr, packs) << type_name(t);
     EXPECT_EQ(q::packable(t), t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0);
     // A packed copy has exactly the bytes of ggml's layout.
     EXPECT_EQ(q::packed_weight_bytes(QMatMul(qw)), packs ? qw.nbytes() : 0) << type_name(t);
