@@ -58,6 +58,25 @@ int64_t Ref::index(const std::vector<int64_t>& idx) const {
   return off;
 }
 
+double unit_roundoff(DType dt) {
+  switch (dt) {
+    case DType::F32:
+      return std::ldexp(1.0, -24);
+    case DType::F16:
+      return std::ldexp(1.0, -11);
+    case DType::BF16:
+      return std::ldexp(1.0, -8);
+    case DType::F64:
+      return std::ldexp(1.0, -53);
+    default:
+      return 0;
+  }
+}
+
+double compute_roundoff(DType dt) {
+  return dt == DType::F64 ? unit_roundoff(DType::F64) : unit_roundoff(DType::F32);
+}
+
 Ref random_ref(Rng& rng, const Shape& shape, double lo, double hi) {
   Ref r{shape, std::vector<double>(static_cast<size_t>(shape.numel()))};
   for (double& x : r.v) x = rng.uniform(lo, hi);

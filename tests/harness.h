@@ -65,6 +65,12 @@ struct Ref {
   double at(const std::vector<int64_t>& idx) const { return v[static_cast<size_t>(index(idx))]; }
 };
 
+// Unit roundoff of a dtype (0 for integers: exact).
+double unit_roundoff(DType dt);
+// The unit roundoff of the arithmetic an op on `dt` runs in: f64 for f64, else f32 (f16 and
+// bf16 compute in f32).
+double compute_roundoff(DType dt);
+
 Ref random_ref(Rng& rng, const Shape& shape, double lo = -2.0, double hi = 2.0);
 // Integers in [lo, hi] (as doubles).
 Ref random_int_ref(Rng& rng, const Shape& shape, int64_t lo, int64_t hi);

@@ -13,23 +13,6 @@
 namespace wick::testing {
 namespace {
 
-double unit_roundoff(DType dt) {
-  switch (dt) {
-    case DType::F32:
-      return std::ldexp(1.0, -24);
-    case DType::F16:
-      return std::ldexp(1.0, -11);
-    case DType::BF16:
-      return std::ldexp(1.0, -8);
-    default:
-      return std::ldexp(1.0, -53);
-  }
-}
-// f16/bf16 are computed in f32.
-double compute_roundoff(DType dt) {
-  return dt == DType::F64 ? unit_roundoff(DType::F64) : unit_roundoff(DType::F32);
-}
-
 struct Dims {
   int64_t b, h, kvh, t, d, max_seq, pos;
 };

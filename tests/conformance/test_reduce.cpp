@@ -37,22 +37,6 @@ bool is_arg(Red op) {
   return op == Red::ArgMax || op == Red::ArgMin;
 }
 
-// Unit roundoff of a dtype (0 for integers: exact).
-double unit_roundoff(DType dt) {
-  switch (dt) {
-    case DType::F32:
-      return std::ldexp(1.0, -24);
-    case DType::F16:
-      return std::ldexp(1.0, -11);
-    case DType::BF16:
-      return std::ldexp(1.0, -8);
-    case DType::F64:
-      return std::ldexp(1.0, -53);
-    default:
-      return 0;
-  }
-}
-
 // Integer sums wrap in the dtype's width.
 double wrap_int(long double exact, DType dt) {
   const auto v = static_cast<int64_t>(exact);
