@@ -31,7 +31,6 @@ void CommandQueue::Recorder::access(std::span<const BufferAccess> args) {
     q_.driver_.record_barrier();
     q_.hazards_.barrier();
     q_.stats_.barriers++;
-    if (q_.capture_) q_.capture_->barriers_++;
   }
   q_.hazards_.record(r, w);
   q_.recorded_ = true;
@@ -81,11 +80,15 @@ void CommandQueue::commit_locked() {
   driver_.commit(submitted_ + 1);
   submitted_++;
   stats_.commits++;
-  hazards_.reset();  // the next list starts after this one finished
+  reset_list_locked();  // the next list starts after this one finished
+  track_in_flight_locked();
+}
+
+void CommandQueue::reset_list_locked() {
+  hazards_.reset();
   ops_in_list_ = 0;
   bytes_in_list_ = 0;
   recorded_ = false;
-  track_in_flight_locked();
 }
 
 void CommandQueue::track_in_flight_locked() {
@@ -151,11 +154,6 @@ void CommandQueue::capture_use(Buffer* b, Access access) {
   if (reads && b->generation < capture_generation_) capture_->inputs_.push_back(it->second);
 }
 
-bool CommandQueue::capturing() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return capture_ != nullptr;
-}
-
 void CommandQueue::begin_capture() {
   std::unique_lock<std::mutex> lock(mu_);
   wait_for_capture(lock);
@@ -168,7 +166,6 @@ void CommandQueue::begin_capture() {
   capture_.reset(new Capture(driver_));
   capture_thread_ = std::this_thread::get_id();
   capture_generation_ = next_buffer_generation();
-  capture_index_.clear();
 }
 
 std::unique_ptr<Capture> CommandQueue::end_capture() {
@@ -177,10 +174,7 @@ std::unique_ptr<Capture> CommandQueue::end_capture() {
   std::unique_ptr<Capture> c = std::move(capture_);
   capture_thread_ = std::thread::id();
   capture_index_.clear();
-  hazards_.reset();
-  ops_in_list_ = 0;
-  bytes_in_list_ = 0;
-  recorded_ = false;
+  reset_list_locked();
   capture_done_.notify_all();
   c->recording_ = driver_.end_capture();
   return c;

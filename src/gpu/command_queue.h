@@ -53,8 +53,6 @@ class Capture {
 
   uint64_t ops() const { return ops_; }
   uint64_t dispatches() const { return dispatches_; }
-  uint64_t barriers() const { return barriers_; }
-  size_t pinned_buffers() const { return buffers_.size(); }
 
  private:
   friend class CommandQueue;
@@ -65,7 +63,7 @@ class Capture {
   // Buffers the step reads before writing them, made before the capture: a tensor of the
   // caller's must still hold each at replay (else the step would read memory nobody owns).
   std::vector<size_t> inputs_;
-  uint64_t ops_ = 0, dispatches_ = 0, barriers_ = 0;
+  uint64_t ops_ = 0, dispatches_ = 0;
   uint64_t last_submission_ = 0;
 };
 
@@ -138,7 +136,6 @@ class CommandQueue {
   void begin_capture();
   // The capture (on failure too: then the caller drops it). Its ops have not run.
   std::unique_ptr<Capture> end_capture();
-  bool capturing() const;
   // Submits the capture again (after what is recorded now) and returns its submission.
   uint64_t replay(Capture& c);
 
@@ -166,6 +163,8 @@ class CommandQueue {
  private:
   void end_op(bool force_commit);
   void commit_locked();
+  // Starts an empty command list: no hazards, nothing counted towards the commit policy.
+  void reset_list_locked();
   void prune_locked();
   void track_in_flight_locked();
   // Other threads' ops wait while a capture runs.

@@ -28,7 +28,7 @@ struct Projections {
   std::vector<int64_t> sizes;       // output features of each projection
 
   std::vector<Tensor> forward(const Tensor& x) const {
-    if (linears.size() == 1 && sizes.size() > 1) return split(linears[0].forward(x));
+    if (linears.size() == 1) return split(linears[0].forward(x));
     std::vector<Tensor> out;
     for (const nn::Linear& l : linears) out.push_back(l.forward(x));
     return out;
