@@ -37,10 +37,6 @@ typedef double ACC_T;
 typedef float ACC_T;
 #endif
 
-struct MaxOp {
-  WICK_DEV ACC_T operator()(ACC_T a, ACC_T b) const { return fmax(a, b); }
-};
-
 // The keys query ti attends to: pos + ti + 1, clamped to the cache (reported in phase 0).
 WICK_DEV uint32_t key_count(const AttentionParams& pc, uint32_t p, uint32_t ti, uint32_t* err,
                             bool report) {

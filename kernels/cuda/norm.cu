@@ -33,10 +33,6 @@ WICK_DEV double log_of_sum(double s) {
   return log(s);
 }
 
-struct MaxOp {
-  WICK_DEV CT operator()(CT a, CT b) const { return fmax(a, b); }
-};
-
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
   const NormParams& pc = PARAMS(NormParams, args);

@@ -2,11 +2,11 @@
 // products (include/qact.cuh), so that qmatvec.cu and qmatmul.cu (ACT_Q8) compute the CPU's math.
 // PROLOGUE says what x is first, in DT as the ops it stands for would have stored it (so the
 // 8-bit rows are those of the unfused ops, bit for bit):
-//   0  x itself: a thread per block.
+//   0  x itself: a warp per block.
 //   1  x.rms_norm(alpha, eps), as norm.cu computes it (include/norm_row.cuh): a block of WG_SIZE
-//      (norm.cu's) per row reduces it, then its threads quantize the row's blocks.
+//      (norm.cu's) per row reduces it, then its warps quantize the row's blocks.
 //   2  silu(x) * up (x: the gate), as unary.cu's silu and binary.cu's mul compute it, each
-//      rounded to DT: a thread per block.
+//      rounded to DT: a warp per block.
 // Bindings: 0 x, then (PROLOGUE 1, 2) 1 alpha or up, then xq.
 #include "include/common.cuh"
 #include "include/dtype.cuh"
@@ -40,12 +40,12 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const bool ties_away = pc.ties_away != 0u;
 #if PROLOGUE == 0
   uint32_t* xq = buffer_at<uint32_t>(args, 1);
-  const uint32_t id = global_index();
-  if (id >= pc.m * blocks_per_row) return;
+  const uint32_t id = global_index() / 32u, lane = threadIdx.x % 32u;
+  if (id >= pc.m * blocks_per_row) return;  // uniform per warp
   const uint32_t row = id / blocks_per_row;
   const ST* xr = x + pc.x_offset + row * pc.x_row;
   auto value = [&](uint32_t e) { return float(LOAD(DT, xr[e * pc.x_k])); };
-  quantize_act_block(value, xq, row, id % blocks_per_row, pc.k, pc.row_words, ties_away);
+  quantize_act_block(value, xq, row, id % blocks_per_row, pc.k, pc.row_words, ties_away, lane);
 #elif PROLOGUE == 1
   const ST* alpha = buffer_at<const ST>(args, 1);
   uint32_t* xq = buffer_at<uint32_t>(args, 2);
@@ -59,13 +59,13 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     const CT a = CT(LOAD(DT, alpha[pc.p_offset + e * pc.p_k]));
     return float(LOAD(DT, PACK(DT, row_normalized(at(e), CT(0), inv, a))));
   };
-  for (uint32_t b = threadIdx.x; b < blocks_per_row; b += WG_SIZE)
-    quantize_act_block(value, xq, row, b, pc.k, pc.row_words, ties_away);
+  for (uint32_t b = threadIdx.x / 32u; b < blocks_per_row; b += WICK_WARPS)
+    quantize_act_block(value, xq, row, b, pc.k, pc.row_words, ties_away, threadIdx.x % 32u);
 #else
   const ST* up = buffer_at<const ST>(args, 1);
   uint32_t* xq = buffer_at<uint32_t>(args, 2);
-  const uint32_t id = global_index();
-  if (id >= pc.m * blocks_per_row) return;
+  const uint32_t id = global_index() / 32u, lane = threadIdx.x % 32u;
+  if (id >= pc.m * blocks_per_row) return;  // uniform per warp
   const uint32_t row = id / blocks_per_row;
   const ST* gr = x + pc.x_offset + row * pc.x_row;
   const ST* ur = up + pc.p_offset + row * pc.p_row;
@@ -73,6 +73,6 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     const CT silu = CT(LOAD(DT, PACK(DT, silu_c(CT(LOAD(DT, gr[e * pc.x_k]))))));
     return float(LOAD(DT, PACK(DT, silu * CT(LOAD(DT, ur[e * pc.p_k])))));  // binary.cu's MUL
   };
-  quantize_act_block(value, xq, row, id % blocks_per_row, pc.k, pc.row_words, ties_away);
+  quantize_act_block(value, xq, row, id % blocks_per_row, pc.k, pc.row_words, ties_away, lane);
 #endif
 }

@@ -3,11 +3,12 @@
 // products (include/qact.glsl), so that qmatvec.comp and qmatmul.comp (ACT_Q8) compute the CPU's
 // math. PROLOGUE says what x is first, in DT as the ops it stands for would have stored it (so the
 // 8-bit rows are those of the unfused ops, bit for bit):
-//   0  x itself: an invocation per block.
+//   0  x itself: 32 invocations per block.
 //   1  x.rms_norm(alpha, eps), as norm.comp computes it (include/norm_row.glsl): a workgroup of
-//      WG_SIZE (norm.comp's) per row reduces it, then its invocations quantize the row's blocks.
+//      WG_SIZE (norm.comp's) per row reduces it, then quantizes the row's blocks, 32 invocations
+//      per block.
 //   2  silu(x) * up (x: the gate), as unary.comp's silu and binary.comp's mul compute it, each
-//      rounded to DT: an invocation per block.
+//      rounded to DT: 32 invocations per block.
 // Bindings: 0 x, then (PROLOGUE 1, 2) 1 alpha or up, then xq.
 #include "include/common.glsl"
 #include "include/dtype.glsl"
@@ -65,12 +66,14 @@ void main() {
   if (row >= pc.m) return;  // uniform per workgroup
   g_base = pc.x_offset + row * pc.x_row;
   g_inv = row_inv_rms(g_base, pc.k, CT(0), CT(pc.eps));
-  for (uint b = gl_LocalInvocationID.x; b < blocks_per_row; b += WG_SIZE)
-    quantize_act_block(row, b, pc.k, pc.row_words, pc.ties_away != 0u);
+  const uint slots = WG_SIZE / 32u, slot = gl_LocalInvocationID.x / 32u;
+  for (uint b0 = 0u; b0 < blocks_per_row; b0 += slots)  // the same trip count everywhere
+    quantize_act_block(row, b0 + slot, b0 + slot < blocks_per_row, pc.k, pc.row_words,
+                       pc.ties_away != 0u);
 #else
-  const uint id = global_index();
-  if (id >= pc.m * blocks_per_row) return;
-  quantize_act_block(id / blocks_per_row, id % blocks_per_row, pc.k, pc.row_words,
-                     pc.ties_away != 0u);
+  const uint id = global_index() / 32u;
+  const bool live = id < pc.m * blocks_per_row;  // the rest only join the barriers
+  quantize_act_block(live ? id / blocks_per_row : 0u, live ? id % blocks_per_row : 0u, live,
+                     pc.k, pc.row_words, pc.ties_away != 0u);
 #endif
 }

@@ -81,7 +81,16 @@ void main() {
   if (o >= pc.n_outer) return;  // uniform per workgroup
   const uint t = gl_LocalInvocationID.x;
   const uint base = outer_offset(o);
-  for (uint j = t; j < pc.n_inner; j += WG_SIZE) fold(acc, idx, has, LOAD(DT, x[base + inner_offset(j)]), j);
+  // Loads UNROLL strides ahead before folding them (in the same order): one load at a time left a
+  // long row waiting on memory once per element (the twin of reduce.cu).
+  const uint UNROLL = 8u;
+  uint j = t;
+  for (; j + (UNROLL - 1u) * WG_SIZE < pc.n_inner; j += UNROLL * WG_SIZE) {
+    CT v[UNROLL];
+    for (uint u = 0u; u < UNROLL; u++) v[u] = LOAD(DT, x[base + inner_offset(j + u * WG_SIZE)]);
+    for (uint u = 0u; u < UNROLL; u++) fold(acc, idx, has, v[u], j + u * WG_SIZE);
+  }
+  for (; j < pc.n_inner; j += WG_SIZE) fold(acc, idx, has, LOAD(DT, x[base + inner_offset(j)]), j);
   s_acc[t] = acc;
   s_idx[t] = idx;
   s_has[t] = has;

@@ -31,6 +31,7 @@ namespace {
 
 constexpr int64_t kMaxVecCols = 8;           // MAX_COLS in qmatvec.comp
 constexpr uint32_t kMaxVecRowsPerGroup = 8;  // MAX_ROWS
+constexpr uint64_t kActLanes = 32;          // qact's threads per 8-bit block (include/qact.*)
 
 bool has_kernel(QuantType t) {
   switch (t) {
@@ -161,7 +162,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
                            return key_for("qact", std::move(qdefs));
                          });
       qwords = param_words(qpc);
-      qgroups = grid(static_cast<uint64_t>(m * (k / act_block)));
+      qgroups = grid(static_cast<uint64_t>(m * (k / act_block)) * kActLanes);
     } else {
       // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
       const Layout& pl = prologue.operand->layout;
@@ -188,9 +189,9 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
                            return key_for("qact", std::move(qdefs), {}, kWorkgroupSize);
                          });
       qwords = param_words(ppc);
-      // rms_norm: a workgroup per row, as norm (launch_rows); swiglu: a thread per block.
+      // rms_norm: a workgroup per row, as norm (launch_rows); swiglu: 32 threads per block.
       qgroups = rms ? grid(static_cast<uint64_t>(m) * kWorkgroupSize)
-                    : grid(static_cast<uint64_t>(m * (k / act_block)));
+                    : grid(static_cast<uint64_t>(m * (k / act_block)) * kActLanes);
     }
   }
 

@@ -20,8 +20,9 @@ WICK_DEV void rope_pair(uint32_t i, uint32_t d, bool interleaved, uint32_t& pair
 }
 
 // The pair (a, b) = (x[lo], x[hi]) rotated by (c, s): element lo is a c - b s, element hi a s + b
-// c.
+// c. The fma is spelled out: left to --fmad, NVRTC contracted a c - b s one way in rope.cu and the
+// other in rope_kv.cu (1-ulp differences on the H200), and rope_kv_cache must equal rope exactly.
 template <typename CT>
 WICK_DEV CT rope_rotate(bool is_lo, CT a, CT b, CT c, CT s) {
-  return is_lo ? a * c - b * s : a * s + b * c;
+  return is_lo ? fma(a, c, -(b * s)) : fma(a, s, b * c);
 }

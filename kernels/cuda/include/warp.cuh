@@ -16,6 +16,14 @@ struct SumOp {
   }
 };
 
+// fmax: NaN drops out (the other operand wins).
+struct MaxOp {
+  template <typename T>
+  WICK_DEV T operator()(T a, T b) const {
+    return fmax(a, b);
+  }
+};
+
 // op folded over the 32 lanes (a butterfly, so every lane holds the same result).
 template <typename T, typename Op>
 WICK_DEV T warp_allreduce(T v, Op op) {

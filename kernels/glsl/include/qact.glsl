@@ -10,6 +10,9 @@
 // then the scales as f32 bits: (d, s) per 32 (ACT_BLOCK 32) or d per 256.
 // The includer declares ACT_BLOCK, a buffer `uint xq[]` and `float act_value(uint row, uint e)`:
 // element e of x's row `row` as f32 (qact.comp: x itself, or a prologue's output as stored).
+// 32 invocations quantize a block together (8 blocks per workgroup of 256), through shared memory
+// (lavapipe's subgroups are narrower than 32): a block per invocation left each one 32 or 256
+// elements in a row and every value computed twice (the twin of include/qact.cuh).
 
 // a / b correctly rounded, as on the CPU: OpFDiv may be 2.5 ulp off (Vulkan's precision table),
 // and fma() need not be fused (lavapipe's is not), so no residual test can fix it up in f32. A
@@ -22,61 +25,114 @@ float div_rn(float a, float b) { return float(double(a) / double(b)); }
 float div_rn(float a, float b) { return a / b; }
 #endif
 
-// Block b (elements b * ACT_BLOCK ..) of x's row `row` of k elements.
-void quantize_act_block(uint row, uint b, uint k, uint row_words, bool ties_away) {
+#if WG_SIZE % 32 != 0
+#error "qact: WG_SIZE is a multiple of 32"
+#endif
+shared float s_amax[WG_SIZE];
+#if ACT_BLOCK == 32
+shared int s_q[WG_SIZE];
+shared int s_sum[WG_SIZE];
+#else
+shared float s_mx[WG_SIZE];
+shared uint s_at[WG_SIZE];
+#endif
+
+// Block b (elements b * ACT_BLOCK ..) of x's row `row` of k elements, by the 32 invocations
+// t / 32 * 32 .. of the workgroup (lane t % 32). Every invocation calls it (it has barriers);
+// `live` is false for those past the last block, which only join the barriers.
+void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, bool ties_away) {
+  const uint t = gl_LocalInvocationID.x, lane = t % 32u, first = t - lane;
   const uint e0 = b * ACT_BLOCK;
   const uint out_q = row * row_words + e0 / 4u;
   const uint out_d = row * row_words + k / 4u;
 #if ACT_BLOCK == 32
-  float amax = 0.0;
-  for (uint j = 0u; j < 32u; j++) amax = max(amax, abs(act_value(row, e0 + j)));
+  const float v = live ? act_value(row, e0 + lane) : 0.0;
+  s_amax[t] = abs(v);
+  barrier();
+  for (uint step = 16u; step > 0u; step >>= 1) {  // max: exact in any order
+    if (lane < step) s_amax[t] = max(s_amax[t], s_amax[t + step]);
+    barrier();
+  }
+  const float amax = max(0.0, s_amax[first]);
   const float d = div_rn(amax, 127.0);
   const float inv = d != 0.0 ? div_rn(1.0, d) : 0.0;
-  int sum = 0;
-  for (uint w = 0u; w < 8u; w++) {
-    uint word = 0u;
-    for (uint i = 0u; i < 4u; i++) {
-      const float v = act_value(row, e0 + 4u * w + i) * inv;
-      float r;
-      if (ties_away) {  // std::round
-        r = trunc(v);
-        if (abs(v - r) >= 0.5) r += sign(v);
-      } else {  // _mm512_cvtps_epi32
-        r = roundEven(v);
-      }
-      const int q = int(r);
-      sum += q;
-      word |= (uint(q) & 0xffu) << (8u * i);
-    }
-    xq[out_q + w] = word;
+  const float scaled = v * inv;
+  float r;
+  if (ties_away) {  // std::round
+    r = trunc(scaled);
+    if (abs(scaled - r) >= 0.5) r += sign(scaled);
+  } else {  // _mm512_cvtps_epi32
+    r = roundEven(scaled);
   }
-  xq[out_d + 2u * b] = floatBitsToUint(d);
-  xq[out_d + 2u * b + 1u] = floatBitsToUint(d * float(sum));
+  const int q = int(r);
+  s_q[t] = q;
+  s_sum[t] = q;
+  barrier();
+  for (uint step = 16u; step > 0u; step >>= 1) {  // integers: exact in any order
+    if (lane < step) s_sum[t] += s_sum[t + step];
+    barrier();
+  }
+  if (live) {
+    if (lane % 4u == 0u) {
+      uint word = 0u;
+      for (uint i = 0u; i < 4u; i++) word |= (uint(s_q[t + i]) & 0xffu) << (8u * i);
+      xq[out_q + lane / 4u] = word;
+    }
+    if (lane == 0u) {
+      xq[out_d + 2u * b] = floatBitsToUint(d);
+      xq[out_d + 2u * b + 1u] = floatBitsToUint(d * float(s_sum[first]));
+    }
+  }
 #elif ACT_BLOCK == 256
+  // Lane l holds elements 8 l .. 8 l + 7: two output words.
+  float v[8];
   float amax = 0.0, mx = 0.0;
-  for (uint j = 0u; j < 256u; j++) {
-    const float v = act_value(row, e0 + j);
-    if (abs(v) > amax) {
-      amax = abs(v);
-      mx = v;
+  uint at = 256u;  // the index of mx in the block; 256: none yet
+  for (uint i = 0u; i < 8u; i++) {
+    v[i] = live ? act_value(row, e0 + 8u * lane + i) : 0.0;
+    if (abs(v[i]) > amax) {
+      amax = abs(v[i]);
+      mx = v[i];
+      at = 8u * lane + i;
     }
   }
-  if (amax == 0.0) {
-    for (uint w = 0u; w < 64u; w++) xq[out_q + w] = 0u;
-    xq[out_d + b] = 0u;
-    return;
-  }
-  const float iscale = div_rn(-127.0, mx);
-  for (uint w = 0u; w < 64u; w++) {
-    uint word = 0u;
-    for (uint i = 0u; i < 4u; i++) {
-      const int q = min(127, int(roundEven(iscale * act_value(row, e0 + 4u * w + i))));
-      word |= (uint(q) & 0xffu) << (8u * i);
+  s_amax[t] = amax;
+  s_mx[t] = mx;
+  s_at[t] = at;
+  barrier();
+  // The first element of largest magnitude: larger wins, the smaller index among equals.
+  for (uint step = 16u; step > 0u; step >>= 1) {
+    if (lane < step) {
+      const uint o = t + step;
+      if (s_amax[o] > s_amax[t] || (s_amax[o] == s_amax[t] && s_at[o] < s_at[t])) {
+        s_amax[t] = s_amax[o];
+        s_mx[t] = s_mx[o];
+        s_at[t] = s_at[o];
+      }
     }
-    xq[out_q + w] = word;
+    barrier();
   }
-  xq[out_d + b] = floatBitsToUint(div_rn(1.0, iscale));
+  const float bmax = s_amax[first], bmx = s_mx[first];
+  if (live) {
+    if (bmax == 0.0) {
+      xq[out_q + 2u * lane] = 0u;
+      xq[out_q + 2u * lane + 1u] = 0u;
+      if (lane == 0u) xq[out_d + b] = 0u;
+    } else {
+      const float iscale = div_rn(-127.0, bmx);
+      for (uint w = 0u; w < 2u; w++) {
+        uint word = 0u;
+        for (uint i = 0u; i < 4u; i++) {
+          const int q = min(127, int(roundEven(iscale * v[4u * w + i])));
+          word |= (uint(q) & 0xffu) << (8u * i);
+        }
+        xq[out_q + 2u * lane + w] = word;
+      }
+      if (lane == 0u) xq[out_d + b] = floatBitsToUint(div_rn(1.0, iscale));
+    }
+  }
 #else
 #error "qact: ACT_BLOCK is 32 or 256"
 #endif
+  barrier();  // the shared arrays are refilled by the next call
 }
