@@ -6,11 +6,13 @@
 # kernels/<api>/, which is also how kernels #include each other; each EXTRA folder of kernels/
 # (e.g. `shared`, the headers the host and every kernel language include) joins the table under
 # its own name: kernels/shared/params.h is "shared/params.h".
+# Paths come from this file's own place, so that they hold when wick is a parent project's subdirectory.
 set(WICK_EMBED_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/embed_kernels_run.cmake)
+get_filename_component(WICK_KERNELS_DIR ${CMAKE_CURRENT_LIST_DIR}/../kernels ABSOLUTE)
 
 function(wick_embed_kernels target api function)
   cmake_parse_arguments(PARSE_ARGV 3 EMBED "" "" "EXTRA")
-  set(root ${PROJECT_SOURCE_DIR}/kernels)
+  set(root ${WICK_KERNELS_DIR})
   file(GLOB_RECURSE files CONFIGURE_DEPENDS ${root}/${api}/*)
   foreach(folder IN LISTS EMBED_EXTRA)
     file(GLOB_RECURSE extra_files CONFIGURE_DEPENDS ${root}/${folder}/*)
@@ -18,7 +20,7 @@ function(wick_embed_kernels target api function)
   endforeach()
   # A list cannot cross the command line of a custom command: the folders travel comma-separated.
   string(REPLACE ";" "," extra "${EMBED_EXTRA}")
-  set(out ${CMAKE_BINARY_DIR}/generated/kernels_${api}.cpp)
+  set(out ${PROJECT_BINARY_DIR}/generated/kernels_${api}.cpp)
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -DROOT=${root} -DAPI=${api} -DEXTRA=${extra} -DOUT=${out}

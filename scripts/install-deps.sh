@@ -3,6 +3,8 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config python3
+  # scripts/build.sh and scripts/consumers.sh: the consumers' builds of wick are cache hits
+  ccache
   libopenblas-dev libgtest-dev nlohmann-json3-dev
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes; llvm for llvm-symbolizer
   clang libclang-rt-14-dev libfuzzer-14-dev llvm

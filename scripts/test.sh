@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the release build, the ASan+UBSan build, then the GGUF and
-# safetensors parsers under libFuzzer for a bounded time (WICK_FUZZ_SECONDS per target, default 45).
+# Sets up, builds and runs every test: the release build, wick used by other projects
+# (scripts/consumers.sh), the ASan+UBSan build, then the GGUF and safetensors parsers under
+# libFuzzer for a bounded time (WICK_FUZZ_SECONDS per target, default 45).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -13,12 +14,17 @@ for flavour in release asan; do
   # lavapipe in both: an instrumented pass over every kernel on a software GPU would double CI time.
   # The two sweeps of every quantized format through lavapipe's kernels (Devices/GpuQMatMulSweeps:
   # 3 minutes under ASan, the kernels' numbers, not host code) and the NVRTC compile of every CUDA
-  # kernel (CudaKernels.*: NVRTC's time, not wick's host code) run in the release pass only.
+  # kernel (CudaKernels.*: NVRTC's time, not wick's host code) run in the release pass only (the
+  # ASan build has no CUDA backend: scripts/build.sh).
   exclude=()
-  [ "$flavour" = asan ] && exclude=(-E 'Devices/.*/vulkan_[0-9]+|CudaKernels\.')
+  [ "$flavour" = asan ] && exclude=(-E 'Devices/.*/vulkan_[0-9]+')
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     ctest --test-dir "build/$flavour" --output-on-failure -j"$(nproc)" "${exclude[@]}"
+  if [ "$flavour" = release ]; then
+    echo "== consumers"
+    ./scripts/consumers.sh
+  fi
 done
 echo "== fuzz"
 ./scripts/fuzz.sh "${WICK_FUZZ_SECONDS:-45}"
