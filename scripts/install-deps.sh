@@ -4,6 +4,8 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config python3
   libopenblas-dev libgtest-dev nlohmann-json3-dev
+  # the tokenizer's pre-tokenizer regexes
+  libpcre2-dev
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes; llvm for llvm-symbolizer
   clang libclang-rt-14-dev libfuzzer-14-dev llvm
   # Vulkan backend: headers, loader, lavapipe (Mesa's CPU driver), shaderc + glslang + SPIRV-Tools
