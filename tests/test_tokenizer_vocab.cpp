@@ -6,9 +6,11 @@
 // .cache/llama-vocab/ (WICK_LLAMA_VOCAB_DIR overrides), and their absence fails the test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "harness.h"
@@ -21,6 +23,7 @@ namespace wick::testing {
 namespace {
 
 namespace fs = std::filesystem;
+namespace td = tokenizer_detail;
 
 fs::path vocab_dir() {
   if (const char* env = std::getenv("WICK_LLAMA_VOCAB_DIR"); env && *env) return env;
@@ -122,6 +125,132 @@ TEST_P(LlamaCppVocab, EncodesEveryVectorLikeLlamaCpp) {
   }
   RecordProperty("vectors_matched", std::to_string(matched) + "/" + std::to_string(vectors.size()));
   std::cout << "[ vectors  ] " << c.name << ": " << matched << "/" << vectors.size() << " match\n";
+}
+
+// ---- the same vocabularies as HF tokenizer.json files -----------------------------------------
+// Written here from the GGUF data the way HF's converters lay them out; the vectors were made by HF
+// tokenizers from the original tokenizer.json files, so they check the tokenizer.json reading.
+
+using nlohmann::json;
+
+struct GgufVocab {
+  std::vector<std::string> tokens, merges;
+  std::vector<int32_t> types;
+  std::vector<float> scores;
+};
+
+GgufVocab read_gguf_vocab(const fs::path& gguf) {
+  const GgufFile f = GgufFile::open(gguf.string());
+  GgufVocab v;
+  v.tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
+  v.types = f.get_array<int32_t>("tokenizer.ggml.token_type");
+  if (f.find("tokenizer.ggml.merges")) v.merges = f.get_array<std::string>("tokenizer.ggml.merges");
+  if (f.find("tokenizer.ggml.scores")) v.scores = f.get_array<float>("tokenizer.ggml.scores");
+  return v;
+}
+
+json hf_vocab_and_added(const GgufVocab& v, json& added) {
+  json vocab = json::object();
+  added = json::array();
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    vocab[v.tokens[i]] = i;
+    const auto type = TokenType(v.types[i]);
+    if (type == TokenType::Control || type == TokenType::Unknown)
+      added.push_back({{"id", i}, {"content", v.tokens[i]}, {"special", true}});
+  }
+  return vocab;
+}
+
+void expect_vectors_match(const Tokenizer& tok, const fs::path& gguf, const char* what) {
+  const std::vector<Vector> vectors = read_vectors(gguf);
+  ASSERT_FALSE(vectors.empty());
+  size_t matched = 0;
+  for (const Vector& v : vectors) {
+    const std::vector<int32_t> ids = tok.encode(v.text);
+    EXPECT_EQ(ids, v.ids) << what << ": '" << v.text << "'";
+    matched += ids == v.ids;
+  }
+  std::cout << "[ vectors  ] " << what << ": " << matched << "/" << vectors.size() << " match\n";
+}
+
+TEST(LlamaCppVocabJson, Llama3ByteLevelWithSplitRegexAndIgnoreMerges) {
+  const fs::path gguf = vocab_dir() / "ggml-vocab-llama-bpe.gguf";
+  ASSERT_TRUE(fs::exists(gguf)) << gguf << " is missing: run scripts/install-deps.sh";
+  const GgufVocab v = read_gguf_vocab(gguf);
+  json j, added;
+  j["model"] = {{"type", "BPE"},
+                {"ignore_merges", true},
+                {"vocab", hf_vocab_and_added(v, added)},
+                {"merges", v.merges}};
+  j["added_tokens"] = added;
+  j["normalizer"] = nullptr;
+  // Meta's tokenizer.json, with its (?i:...) group that llama.cpp rewrote.
+  const std::string regex =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  j["pre_tokenizer"] = {{"type", "Sequence"},
+                        {"pretokenizers",
+                         {{{"type", "Split"},
+                           {"pattern", {{"Regex", regex}}},
+                           {"behavior", "Isolated"},
+                           {"invert", false}},
+                          {{"type", "ByteLevel"},
+                           {"add_prefix_space", false},
+                           {"trim_offsets", true},
+                           {"use_regex", false}}}}};
+  j["decoder"] = {{"type", "ByteLevel"}};
+  expect_vectors_match(Tokenizer::from_hf_json(j.dump()), gguf, "llama-bpe as tokenizer.json");
+}
+
+TEST(LlamaCppVocabJson, LlamaSpmAsSentencePieceStyleBpe) {
+  const fs::path gguf = vocab_dir() / "ggml-vocab-llama-spm.gguf";
+  ASSERT_TRUE(fs::exists(gguf)) << gguf << " is missing: run scripts/install-deps.sh";
+  const GgufVocab v = read_gguf_vocab(gguf);
+  // HF's SentencePieceExtractor: every split of a piece into two pieces is a merge; a piece's
+  // merges ordered by the pieces' ids, all ordered by the merged piece's score, highest first.
+  std::unordered_map<std::string, int32_t> id_of;
+  for (size_t i = 0; i < v.tokens.size(); ++i) id_of.emplace(v.tokens[i], int32_t(i));
+  struct Merge {
+    float score;
+    int32_t left, right;
+  };
+  std::vector<Merge> merges;
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    if (TokenType(v.types[i]) != TokenType::Normal) continue;
+    const std::string& piece = v.tokens[i];
+    std::vector<Merge> local;
+    size_t subpart;
+    for (size_t cut = td::utf8_sequence_length(piece, 0, &subpart); cut < piece.size();
+         cut += td::utf8_sequence_length(piece, cut, &subpart)) {
+      const auto l = id_of.find(piece.substr(0, cut)), r = id_of.find(piece.substr(cut));
+      if (l != id_of.end() && r != id_of.end())
+        local.push_back({v.scores[i], l->second, r->second});
+    }
+    std::sort(local.begin(), local.end(), [](const Merge& a, const Merge& b) {
+      return a.left != b.left ? a.left < b.left : a.right < b.right;
+    });
+    merges.insert(merges.end(), local.begin(), local.end());
+  }
+  std::stable_sort(merges.begin(), merges.end(),
+                   [](const Merge& a, const Merge& b) { return a.score > b.score; });
+  json merge_strings = json::array();
+  for (const Merge& m : merges) merge_strings.push_back(v.tokens[m.left] + " " + v.tokens[m.right]);
+  json j, added;
+  j["model"] = {{"type", "BPE"},
+                {"byte_fallback", true},
+                {"fuse_unk", true},
+                {"unk_token", "<unk>"},
+                {"vocab", hf_vocab_and_added(v, added)},
+                {"merges", merge_strings}};
+  j["added_tokens"] = added;
+  j["pre_tokenizer"] = nullptr;
+  j["normalizer"] = {
+      {"type", "Sequence"},
+      {"normalizers",
+       {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}};
+  const Tokenizer tok = Tokenizer::from_hf_json(j.dump());
+  expect_vectors_match(tok, gguf, "llama-spm as tokenizer.json");
+  EXPECT_EQ(tok.decode(tok.encode(" Hello, world!")), " Hello, world!");
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocab, LlamaCppVocab, ::testing::ValuesIn(kCases),
