@@ -58,6 +58,9 @@ struct Model {
   // (or the one-byte token). -1 where the vocabulary has none.
   std::array<int32_t, 256> byte_ids;
   MergeTable merges;
+  // Spm: no token holds a '▁' right after another character, so text may be cut before each such
+  // '▁' and the words merged apart with the same result.
+  bool spm_words_apart = false;
   SpecialTokens special;
   // Control, user-defined and unknown tokens, matched in text before pre-tokenization; per first
   // byte, longest first so the first hit is the leftmost-longest match.

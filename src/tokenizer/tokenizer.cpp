@@ -134,6 +134,14 @@ std::shared_ptr<const Model> build_model(
     m.merges.insert(left_id, right_id, int32_t(rank), merged_id);
   }
   m.scores = std::move(scores);
+  m.spm_words_apart = true;
+  for (const auto& [text, id] : m.text_to_id) {
+    for (size_t at = text.find(kSpaceMarker, 1); at != std::string::npos;
+         at = text.find(kSpaceMarker, at + 1))
+      if (at < kSpaceMarker.size() ||
+          text.compare(at - kSpaceMarker.size(), kSpaceMarker.size(), kSpaceMarker) != 0)
+        m.spm_words_apart = false;
+  }
 
   const auto check_id = [&](int32_t id, const char* role) {
     if (id < -1 || id >= int32_t(n))
@@ -171,56 +179,56 @@ void append_unknown_character(std::string_view character, const Model& m,
 
 namespace {
 
-// Pieces already merged in this call; natural text repeats most of its words.
+// Pieces already encoded in this call; natural text repeats most of its words.
 class PieceCache {
  public:
-  // Appends the ids of `piece`, merging it only the first time it is seen.
-  void encode(std::string_view piece, const Model& m, BpeMerger& merger,
-              std::vector<int32_t>& out) {
-    const bool byte_level = m.options.byte_level;
-    if (piece.size() == 1 && byte_level) {  // no merge possible
-      if (const int32_t id = m.byte_ids[uint8_t(piece[0])]; id >= 0) out.push_back(id);
-      return;
-    }
-    auto [it, inserted] = spans_.try_emplace(piece, 0, 0);
-    if (!inserted) {
-      out.insert(out.end(), ids_.begin() + it->second.first,
-                 ids_.begin() + it->second.first + it->second.second);
+  // Appends the ids of `piece`; encode_piece(piece, ids) appends them the first time it is seen.
+  template <typename F>
+  void encode(std::string_view piece, std::vector<int32_t>& out, F&& encode_piece) {
+    if (const auto it = spans_.find(piece); it != spans_.end()) {
+      const auto [begin, size] = it->second;
+      out.insert(out.end(), ids_.begin() + begin, ids_.begin() + begin + size);
       return;
     }
     const size_t begin = ids_.size();
-    const auto whole = m.options.ignore_merges ? m.text_to_id.find(piece) : m.text_to_id.end();
-    if (whole != m.text_to_id.end()) {
-      ids_.push_back(whole->second);
-    } else {
-      initial_.clear();
-      if (byte_level) {
-        for (const unsigned char b : piece)
-          if (m.byte_ids[b] >= 0) initial_.push_back(m.byte_ids[b]);
-      } else {
-        size_t subpart;
-        for (size_t i = 0; i < piece.size();) {
-          const size_t len = utf8_sequence_length(piece, i, &subpart);
-          WICK_ASSERT(len != 0);  // the caller made the text valid
-          const std::string_view c = piece.substr(i, len);
-          if (const auto t = m.text_to_id.find(c); t != m.text_to_id.end())
-            initial_.push_back(t->second);
-          else
-            append_unknown_character(c, m, initial_);
-          i += len;
-        }
-      }
-      merger.merge(initial_, m.merges, ids_);
-    }
-    it->second = {begin, ids_.size() - begin};
+    encode_piece(piece, ids_);
+    spans_.emplace(std::string(piece), std::pair{begin, ids_.size() - begin});
     out.insert(out.end(), ids_.begin() + begin, ids_.end());
   }
 
  private:
-  std::vector<int32_t> initial_;
-  std::unordered_map<std::string_view, std::pair<size_t, size_t>> spans_;
+  std::unordered_map<std::string, std::pair<size_t, size_t>, StringHash, std::equal_to<>> spans_;
   std::vector<int32_t> ids_;
 };
+
+// BPE of one pre-tokenizer piece.
+void encode_bpe_piece(std::string_view piece, const Model& m, BpeMerger& merger,
+                      std::vector<int32_t>& initial, std::vector<int32_t>& out) {
+  if (m.options.ignore_merges) {
+    if (const auto whole = m.text_to_id.find(piece); whole != m.text_to_id.end()) {
+      out.push_back(whole->second);
+      return;
+    }
+  }
+  initial.clear();
+  if (m.options.byte_level) {
+    for (const unsigned char b : piece)
+      if (m.byte_ids[b] >= 0) initial.push_back(m.byte_ids[b]);
+  } else {
+    size_t subpart;
+    for (size_t i = 0; i < piece.size();) {
+      const size_t len = utf8_sequence_length(piece, i, &subpart);
+      WICK_ASSERT(len != 0);  // the caller made the text valid
+      const std::string_view c = piece.substr(i, len);
+      if (const auto t = m.text_to_id.find(c); t != m.text_to_id.end())
+        initial.push_back(t->second);
+      else
+        append_unknown_character(c, m, initial);
+      i += len;
+    }
+  }
+  merger.merge(initial, m.merges, out);
+}
 
 // Id of the added token at text[pos], or -1.
 int32_t match_added(const Model& m, std::string_view text, size_t pos, bool allow_special) {
@@ -302,6 +310,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool allow_special
   SpmMerger spm;
   PieceCache cache;
   std::vector<std::pair<size_t, size_t>> pieces, scratch;
+  std::vector<int32_t> initial;
   std::string normalized;
   const auto encode_plain = [&](size_t begin, size_t end) {
     if (begin == end) return;
@@ -316,12 +325,37 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool allow_special
       segment = normalized;
     }
     if (o.kind == ModelKind::Spm) {
-      spm.encode(segment, m, out);
+      if (!m.spm_words_apart) {
+        spm.encode(segment, m, out);
+        return;
+      }
+      // No token holds a '▁' after another character, so no merge crosses the place before such
+      // a '▁': each word is merged alone (and once per distinct word).
+      for (size_t start = 0; start < segment.size();) {
+        size_t end = segment.find(kSpaceMarker, start + 1);
+        while (end != std::string_view::npos && end >= kSpaceMarker.size() &&
+               segment.compare(end - kSpaceMarker.size(), kSpaceMarker.size(), kSpaceMarker) == 0)
+          end = segment.find(kSpaceMarker, end + 1);
+        if (end == std::string_view::npos) end = segment.size();
+        cache.encode(
+            segment.substr(start, end - start), out,
+            [&](std::string_view word, std::vector<int32_t>& ids) { spm.encode(word, m, ids); });
+        start = end;
+      }
       return;
     }
     pieces.clear();
     o.pre.split(segment, pieces, scratch);
-    for (const auto& [b, e] : pieces) cache.encode(segment.substr(b, e - b), m, bpe, out);
+    for (const auto& [b, e] : pieces) {
+      const std::string_view piece = segment.substr(b, e - b);
+      if (piece.size() == 1 && o.byte_level) {  // no merge possible
+        if (const int32_t id = m.byte_ids[uint8_t(piece[0])]; id >= 0) out.push_back(id);
+        continue;
+      }
+      cache.encode(piece, out, [&](std::string_view p, std::vector<int32_t>& ids) {
+        encode_bpe_piece(p, m, bpe, initial, ids);
+      });
+    }
   };
   size_t plain_start = 0;
   for (size_t pos = 0; pos < text.size();) {
