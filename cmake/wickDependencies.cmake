@@ -20,6 +20,28 @@ function(wick_find_openblas)
                                                   INTERFACE_INCLUDE_DIRECTORIES ${CBLAS_INCLUDE_DIR})
 endfunction()
 
+# wick::pcre2: PCRE2 (8-bit, with Unicode), which runs the BPE pre-tokenizers' split regexes
+# (Debian: libpcre2-dev), found through pkg-config.
+function(wick_find_pcre2)
+  if(TARGET wick::pcre2)
+    return()
+  endif()
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(WICK_PCRE2 QUIET libpcre2-8)
+  endif()
+  if(NOT WICK_PCRE2_FOUND)
+    set(WICK_MISSING_DEPENDENCY
+        "wick needs PCRE2 (libpcre2-8, found through pkg-config) for the tokenizer's pre-tokenizer regexes (Debian: libpcre2-dev pkg-config)"
+        PARENT_SCOPE)
+    return()
+  endif()
+  find_library(WICK_PCRE2_LIBRARY NAMES pcre2-8 HINTS ${WICK_PCRE2_LIBRARY_DIRS})
+  add_library(wick::pcre2 UNKNOWN IMPORTED)
+  set_target_properties(wick::pcre2 PROPERTIES IMPORTED_LOCATION ${WICK_PCRE2_LIBRARY}
+                                               INTERFACE_INCLUDE_DIRECTORIES "${WICK_PCRE2_INCLUDE_DIRS}")
+endfunction()
+
 # wick::shaderc: shaderc for the Vulkan backend, linked statically so that a binary needs no shader
 # compiler at run time. Debian splits glslang and SPIRV-Tools out of libshaderc_combined.a, so those
 # archives are linked explicitly, in this order; each is found as WICK_LIB_<name>.

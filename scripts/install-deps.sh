@@ -6,6 +6,8 @@ PKGS=(
   # scripts/build.sh and scripts/consumers.sh: the consumers' builds of wick are cache hits
   ccache
   libopenblas-dev libgtest-dev nlohmann-json3-dev
+  # the tokenizer's pre-tokenizer regexes
+  libpcre2-dev
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes; llvm for llvm-symbolizer
   clang libclang-rt-14-dev libfuzzer-14-dev llvm
   # Vulkan backend: headers, loader, lavapipe (Mesa's CPU driver), shaderc + glslang + SPIRV-Tools
@@ -21,4 +23,48 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# llama.cpp's vocab-only GGUF files and their test vectors (models/ggml-vocab-*.gguf{,.inp,.out}),
+# for tests/test_tokenizer_vocab.cpp: taken from the llama-cpp-python sdist on PyPI, which vendors
+# llama.cpp, into .cache/llama-vocab/ (ignored by git). Checked by the sdist's SHA-256; skipped
+# when the folder already holds that version.
+VOCAB_SDIST=llama_cpp_python-0.3.36.tar.gz
+VOCAB_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+VOCAB_URL=https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/$VOCAB_SDIST
+# A copy already on disk (WICK_LLAMA_VOCAB_SDIST=/path/to/the.tar.gz) saves the 77 MB download.
+VOCAB_SRC="${WICK_LLAMA_VOCAB_SDIST:-$VOCAB_URL}"
+VOCAB_DIR="$(cd "$(dirname "$0")/.." && pwd)/.cache/llama-vocab"
+if [ "$(cat "$VOCAB_DIR/.sdist-sha256" 2>/dev/null)" != "$VOCAB_SHA256" ]; then
+  echo "install-deps: fetching llama.cpp's vocab test files into $VOCAB_DIR"
+  python3 - "$VOCAB_SRC" "$VOCAB_SHA256" "$VOCAB_DIR" <<'PY'
+import hashlib, io, os, shutil, sys, tarfile, tempfile, urllib.request
+url, sha, out = sys.argv[1:4]
+if "://" in url:
+    with urllib.request.urlopen(url, timeout=600) as r:
+        data = r.read()
+else:
+    with open(url, "rb") as f:
+        data = f.read()
+got = hashlib.sha256(data).hexdigest()
+if got != sha:
+    sys.exit(f"install-deps: {url}: SHA-256 {got}, expected {sha}")
+tmp = tempfile.mkdtemp(dir=os.path.dirname(out) if os.path.isdir(os.path.dirname(out)) else None)
+n = 0
+with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+    for m in tar.getmembers():
+        parts = m.name.split("/")
+        if m.isfile() and parts[-2:-1] == ["models"] and "vendor/llama.cpp/models" in m.name \
+                and parts[-1].startswith("ggml-vocab-"):
+            with open(os.path.join(tmp, parts[-1]), "wb") as f:
+                f.write(tar.extractfile(m).read())
+            n += 1
+if n == 0:
+    sys.exit(f"install-deps: {url} holds no vendor/llama.cpp/models/ggml-vocab-* files")
+with open(os.path.join(tmp, ".sdist-sha256"), "w") as f:
+    f.write(sha)
+shutil.rmtree(out, ignore_errors=True)
+os.replace(tmp, out)
+print(f"install-deps: {n} vocab files in {out}")
+PY
 fi

@@ -342,10 +342,10 @@ TEST(LlamaGguf, TokenizerAndChatTemplateComeFromTheFile) {
   expect_error([&] { load_gguf_tokenizer(GgufFile::open(dir.file("bare.gguf"))); },
                ErrorKind::Parse, {"bare.gguf", "tokenizer"});
   GgufWriter w2;
-  w2.set("tokenizer.ggml.model", "llama");
-  w2.write(dir.file("spm.gguf"));
-  expect_error([&] { load_gguf_tokenizer(GgufFile::open(dir.file("spm.gguf"))); },
-               ErrorKind::Unsupported, {"'llama'", "gpt2"});
+  w2.set("tokenizer.ggml.model", "bert");
+  w2.write(dir.file("wpm.gguf"));
+  expect_error([&] { load_gguf_tokenizer(GgufFile::open(dir.file("wpm.gguf"))); },
+               ErrorKind::Unsupported, {"'bert'", "gpt2", "llama"});
 }
 
 // ---- sampling -----------------------------------------------------------------------------------

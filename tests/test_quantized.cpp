@@ -48,7 +48,7 @@ struct RefVector {
 
 RefVector load_vector(const std::string& name) {
   const auto path =
-      std::filesystem::path(__FILE__).parent_path() / "data" / "quantized" / (name + ".bin");
+      std::filesystem::path(WICK_TESTS_DIR) / "data" / "quantized" / (name + ".bin");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("missing reference vector " + path.string());
   auto u32 = [&] {

@@ -20,7 +20,7 @@ namespace wick::testing {
 namespace {
 
 std::filesystem::path repo_root() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path();
+  return std::filesystem::path(WICK_TESTS_DIR).parent_path();
 }
 
 std::string model_path() {

@@ -23,7 +23,7 @@ using nlohmann::json;
 namespace td = tokenizer_detail;
 
 std::filesystem::path data_dir() {
-  return std::filesystem::path(__FILE__).parent_path() / "data" / "tokenizer" / "smollm2";
+  return std::filesystem::path(WICK_TESTS_DIR) / "data" / "tokenizer" / "smollm2";
 }
 
 std::string read_text(const std::filesystem::path& path) {
@@ -262,19 +262,28 @@ TEST(TokenizerUnit, RandomTextRoundTrips) {
 }
 
 TEST(TokenizerUnit, PreTokenizerNames) {
-  // "a 12": the smollm family isolates digits; plain GPT-2 keeps " 12" as one piece.
-  const auto pieces = [](td::PreTokenizerKind kind, std::string_view text) {
-    std::vector<std::pair<size_t, size_t>> p;
-    td::PreTokenizer(kind).split(text, p);
+  // "a 12": the smollm family isolates digits; plain GPT-2 keeps " 12" as one piece; llama3 takes
+  // up to three digits and never a space before them.
+  const auto pieces = [](std::string_view name, std::string_view text) {
+    const auto pre = td::llama_cpp_pre_tokenizer(name);
+    EXPECT_TRUE(pre.has_value()) << name;
+    std::vector<std::pair<size_t, size_t>> p, scratch;
+    td::make_regex_pre_tokenizer(pre->regexes).split(text, p, scratch);
     std::vector<std::string> out;
     for (auto [b, e] : p) out.emplace_back(text.substr(b, e - b));
     return out;
   };
-  EXPECT_EQ(pieces(*td::pre_tokenizer_from_name("gpt2"), "a 12"),
-            (std::vector<std::string>{"a", " 12"}));
-  EXPECT_EQ(pieces(*td::pre_tokenizer_from_name("smollm"), "a 12"),
-            (std::vector<std::string>{"a", " ", "1", "2"}));
-  EXPECT_FALSE(td::pre_tokenizer_from_name("llama-bpe").has_value());
+  EXPECT_EQ(pieces("gpt2", "a 12"), (std::vector<std::string>{"a", " 12"}));
+  EXPECT_EQ(pieces("smollm", "a 12"), (std::vector<std::string>{"a", " ", "1", "2"}));
+  EXPECT_EQ(pieces("llama-bpe", "a 12345"), (std::vector<std::string>{"a", " ", "123", "45"}));
+  EXPECT_FALSE(td::llama_cpp_pre_tokenizer("no-such-pre").has_value());
+  try {
+    TinyVocab().build("no-such-pre");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("no-such-pre"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TokenizerUnit, ChatTemplateFromJinja) {
@@ -346,8 +355,16 @@ TEST(TokenizerUnit, ErrorsOnBadJson) {
   expect_error(load("{" + model + "}"), ErrorKind::Parse, {op, "no 'pre_tokenizer'"});
   expect_error(load(R"({"normalizer": {"type": "NFC"}, )" + pre + "," + model + "}"),
                ErrorKind::Unsupported, {op, "normalizer", "NFC"});
-  expect_error(load(R"({"pre_tokenizer": {"type": "Metaspace"}, )" + model + "}"),
-               ErrorKind::Unsupported, {op, "pre_tokenizer", "Metaspace"});
+  expect_error(load(R"({"pre_tokenizer": {"type": "Whitespace"}, )" + model + "}"),
+               ErrorKind::Unsupported, {op, "pre_tokenizer", "Whitespace"});
+  expect_error(load(R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a"},
+                        "behavior": "Isolated"}, )" +
+                    model + "}"),
+               ErrorKind::Parse, {"regex", "'(a'"});
+  expect_error(load(R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a"},
+                        "behavior": "Removed"}, )" +
+                    model + "}"),
+               ErrorKind::Unsupported, {op, "Removed"});
   expect_error(
       load(R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": true}, )" + model + "}"),
       ErrorKind::Unsupported, {op, "add_prefix_space"});

@@ -1,5 +1,7 @@
-// Byte-level BPE tokenizer (GPT-2 / HF ByteLevel family, e.g. SmolLM2), its streaming decoder and
-// the ChatML chat template. Built from plain data (GGUF tokenizer.ggml.* arrays) or an HF
+// Tokenizers: byte-level BPE (GPT-2 family: Llama 3, Qwen2, SmolLM2, DeepSeek, ...) with
+// llama.cpp's pre-tokenizers, SentencePiece (GGUF tokenizer.ggml.model "llama": Llama 2, Mistral,
+// Phi-3) and the SentencePiece-style BPE of HF tokenizer.json files; a streaming decoder and the
+// ChatML chat template. Built from plain data (GGUF tokenizer.ggml.* arrays) or an HF
 // tokenizer.json; nothing here reads model files or the network.
 #pragma once
 
@@ -36,26 +38,40 @@ struct Model;
 
 class Tokenizer {
  public:
-  // tokens[id] in byte-level form ("Ġthe"), merges by rank ("Ġ t"), token_types[id] as GGUF numbers
-  // (empty: all Normal). pre_tokenizer is llama.cpp's name: "gpt2" (GPT-2 regex) or
-  // "smollm"/"starcoder"/... (each digit alone, then the GPT-2 regex). Throws Error(Parse) on
-  // malformed data and Error(Unsupported) on an unknown pre-tokenizer.
+  // Byte-level BPE. tokens[id] in byte-level form ("Ġthe"), merges by rank ("Ġ t"),
+  // token_types[id] as GGUF numbers (empty: all Normal). pre_tokenizer is llama.cpp's
+  // tokenizer.ggml.pre name, which picks its split regexes: "default", "gpt-2", "llama-bpe",
+  // "qwen2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder", "smollm", "command-r", ...
+  // (wick's "gpt2" is "gpt-2"). Throws Error(Parse) on malformed data and Error(Unsupported)
+  // naming an unknown pre-tokenizer.
   static Tokenizer from_vocab(std::vector<std::string> tokens, std::vector<std::string> merges,
                               std::vector<int32_t> token_types, SpecialTokens special,
                               std::string_view pre_tokenizer);
-  // HF tokenizer.json text (BPE model, ByteLevel pre-tokenizer, optionally after Digits). The
-  // optional tokenizer_config.json text names bos/eos/pad/unk; without it they stay -1.
+  // SentencePiece BPE, encoded as llama.cpp does: tokens in SentencePiece form ("▁the", byte
+  // tokens "<0x0A>" of type Byte), scores[id] (higher merges first), token_types as GGUF numbers.
+  // Spaces become '▁'; add_space_prefix puts one before the text and after every added token
+  // (GGUF tokenizer.ggml.add_space_prefix, default true); characters outside the vocabulary
+  // become their bytes' tokens, else special.unk. Decoding drops that leading space again.
+  static Tokenizer from_spm_vocab(std::vector<std::string> tokens, std::vector<float> scores,
+                                  std::vector<int32_t> token_types, SpecialTokens special,
+                                  bool add_space_prefix = true);
+  // HF tokenizer.json text: a BPE model that is byte-level (pre_tokenizer ByteLevel, alone or
+  // after Split(Regex)/Digits steps) or SentencePiece-style (byte_fallback, with a Metaspace
+  // pre-tokenizer or Prepend/Replace '▁' normalizers). Anything else that would change the ids
+  // is Error(Unsupported). The optional tokenizer_config.json text names bos/eos/pad/unk; without
+  // it they stay -1 (unk: the model's unk_token).
   static Tokenizer from_hf_json(std::string_view tokenizer_json,
                                 std::string_view tokenizer_config_json = {});
   static Tokenizer from_hf_json_file(const std::string& tokenizer_json_path,
                                      const std::string& tokenizer_config_path = {});
 
   // Text -> ids. Invalid UTF-8 is first replaced by U+FFFD (one per maximal ill-formed subpart, as
-  // Python's and Rust's lossy decoders do). Control tokens written in the text become their ids
-  // only when allow_special; otherwise they are tokenized as plain text.
+  // Python's and Rust's lossy decoders do). Control (and unknown) tokens written in the text
+  // become their ids only when allow_special; otherwise they are tokenized as plain text.
   std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const;
   // Ids -> UTF-8 text; byte sequences that are not valid UTF-8 become U+FFFD. Control tokens are
-  // rendered as their text unless skip_special. Throws Error(OutOfRange) on an unknown id.
+  // rendered as their text unless skip_special. Byte tokens (<0xNN>) stand for their byte. Throws
+  // Error(OutOfRange) on an unknown id.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
   // Ids -> the raw bytes they stand for (possibly invalid UTF-8, e.g. half a character).
   std::string decode_bytes(std::span<const int32_t> ids, bool skip_special = false) const;
@@ -64,7 +80,7 @@ class Tokenizer {
   const SpecialTokens& special_tokens() const;
   int32_t bos_id() const { return special_tokens().bos; }
   int32_t eos_id() const { return special_tokens().eos; }
-  // The token as stored (byte-level form); Error(OutOfRange) for an unknown id.
+  // The token as stored ("Ġthe", "▁the"); Error(OutOfRange) for an unknown id.
   const std::string& token(int32_t id) const;
   // Id of a stored token string, or -1.
   int32_t token_id(std::string_view token) const;
@@ -92,7 +108,8 @@ class TokenStreamer {
  private:
   std::shared_ptr<const tokenizer_detail::Model> model_;
   bool skip_special_;
-  std::string pending_;  // bytes of a character not yet complete
+  std::string pending_;   // bytes of a character not yet complete
+  bool at_start_ = true;  // nothing emitted yet (a SentencePiece leading space is dropped)
 };
 
 struct ChatMessage {

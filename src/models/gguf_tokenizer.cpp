@@ -1,5 +1,5 @@
 // The tokenizer and chat template stored in a GGUF file's metadata (llama.cpp's tokenizer.ggml.*
-// keys). Only byte-level BPE ("gpt2") vocabularies are understood.
+// keys): byte-level BPE ("gpt2") and SentencePiece ("llama") vocabularies.
 #include <algorithm>
 
 #include "io/file.h"
@@ -15,27 +15,44 @@ Tokenizer load_gguf_tokenizer(const GgufFile& f) {
   if (!model)
     fail(ErrorKind::Parse, op, f.name(),
          ": no tokenizer.ggml.model key (the file carries no tokenizer)");
-  if (model->as_string() != "gpt2")
-    fail(ErrorKind::Unsupported, op, f.name(), ": tokenizer model '",
-         io::excerpt(model->as_string()), "' (only byte-level BPE, 'gpt2', is implemented)");
+  const std::string& kind = model->as_string();
+  if (kind != "gpt2" && kind != "llama")
+    fail(ErrorKind::Unsupported, op, f.name(), ": tokenizer model '", io::excerpt(kind),
+         "' (implemented: byte-level BPE 'gpt2' and SentencePiece 'llama')");
   std::vector<std::string> tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
-  std::vector<std::string> merges = f.get_array<std::string>("tokenizer.ggml.merges");
   std::vector<int32_t> types;
   if (f.find("tokenizer.ggml.token_type"))
     types = f.get_array<int32_t>("tokenizer.ggml.token_type");
   if (tokens.empty()) fail(ErrorKind::Parse, op, f.name(), ": tokenizer.ggml.tokens is empty");
   // Checked in int64 before narrowing to int32 (the vocabulary is at most INT32_MAX tokens).
   const int64_t last_id = std::min<int64_t>(static_cast<int64_t>(tokens.size()) - 1, INT32_MAX);
-  const auto id = [&](std::string_view key) {
-    return static_cast<int32_t>(models::int_key(f, op, key, 0, last_id, -1));
+  // llama.cpp's defaults for a SentencePiece vocabulary without the keys: <unk> 0, <s> 1, </s> 2.
+  const bool spm = kind == "llama";
+  const auto id = [&](std::string_view key, int64_t spm_default) {
+    const int64_t fallback = spm && spm_default <= last_id ? spm_default : -1;
+    return static_cast<int32_t>(models::int_key(f, op, key, 0, last_id, fallback));
   };
   SpecialTokens special;
-  special.bos = id("tokenizer.ggml.bos_token_id");
-  special.eos = id("tokenizer.ggml.eos_token_id");
-  special.pad = id("tokenizer.ggml.padding_token_id");
-  special.unk = id("tokenizer.ggml.unknown_token_id");
+  special.bos = id("tokenizer.ggml.bos_token_id", 1);
+  special.eos = id("tokenizer.ggml.eos_token_id", 2);
+  special.pad = id("tokenizer.ggml.padding_token_id", -1);
+  special.unk = id("tokenizer.ggml.unknown_token_id", 0);
+  if (spm) {
+    std::vector<float> scores;
+    if (f.find("tokenizer.ggml.scores"))
+      scores = f.get_array<float>("tokenizer.ggml.scores");
+    else
+      scores.assign(tokens.size(), 0.0f);  // llama.cpp reads a missing array as all zero
+    const GgufValue* prefix = f.find("tokenizer.ggml.add_space_prefix");
+    if (prefix && !prefix->is<bool>())
+      fail(ErrorKind::Parse, op, f.name(), ": tokenizer.ggml.add_space_prefix is not a bool");
+    return Tokenizer::from_spm_vocab(std::move(tokens), std::move(scores), std::move(types),
+                                     special, prefix ? prefix->as<bool>() : true);
+  }
+  std::vector<std::string> merges = f.get_array<std::string>("tokenizer.ggml.merges");
+  // llama.cpp reads a missing pre-tokenizer as "default" (and warns that quality suffers).
   const GgufValue* pre = f.find("tokenizer.ggml.pre");
-  const std::string pre_name = pre ? pre->as_string() : "gpt2";
+  const std::string pre_name = pre ? pre->as_string() : "default";
   return Tokenizer::from_vocab(std::move(tokens), std::move(merges), std::move(types), special,
                                pre_name);
 }

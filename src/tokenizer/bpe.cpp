@@ -42,13 +42,11 @@ void BpeMerger::push_candidate(int32_t left, const MergeTable& merges) {
   std::push_heap(heap_.begin(), heap_.end(), CandidateAfter{});
 }
 
-void BpeMerger::merge(std::string_view piece, const std::array<int32_t, 256>& byte_ids,
-                      const MergeTable& merges, std::vector<int32_t>& out) {
+void BpeMerger::merge(std::span<const int32_t> initial, const MergeTable& merges,
+                      std::vector<int32_t>& out) {
   symbols_.clear();
   heap_.clear();
-  for (unsigned char b : piece) {
-    const int32_t id = byte_ids[b];
-    if (id < 0) continue;
+  for (const int32_t id : initial) {
     const int32_t index = int32_t(symbols_.size());
     symbols_.push_back({id, index - 1, -1});
     if (index > 0) symbols_[index - 1].next = index;

@@ -1,12 +1,12 @@
-// BPE merging over token ids: a piece starts as one symbol per byte and the adjacent pair whose
-// merge has the lowest rank (leftmost on ties) is merged until none applies, as HF's BPE model
-// does. Symbols form a linked list and candidate pairs a min-heap, so a piece of n bytes costs O(n
-// log n).
+// BPE merging over token ids: a piece starts as one symbol per byte (byte-level BPE) or per
+// character (SentencePiece-style BPE) and the adjacent pair whose merge has the lowest rank
+// (leftmost on ties) is merged until none applies, as HF's BPE model does. Symbols form a linked
+// list and candidate pairs a min-heap, so a piece of n bytes costs O(n log n).
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <string_view>
+#include <span>
 #include <vector>
 
 namespace wick::tokenizer_detail {
@@ -46,10 +46,8 @@ class MergeTable {
 // Reusable scratch for merging one piece after another.
 class BpeMerger {
  public:
-  // Appends the ids of `piece` (raw bytes) to out. byte_ids[b] is the single-byte token of b, or
-  // -1: such bytes are dropped, as HF does without an unk token.
-  void merge(std::string_view piece, const std::array<int32_t, 256>& byte_ids,
-             const MergeTable& merges, std::vector<int32_t>& out);
+  // Merges the symbols `initial` (token ids) and appends the result to out.
+  void merge(std::span<const int32_t> initial, const MergeTable& merges, std::vector<int32_t>& out);
 
  private:
   struct Symbol {

@@ -1,6 +1,8 @@
 // Tokenizer::from_hf_json: reads HF's tokenizer.json (and optionally tokenizer_config.json) into
-// the GGUF-shaped data build_model takes. Only what byte-level BPE tokenizers use is accepted;
+// the GGUF-shaped data build_model takes. Byte-level BPE and SentencePiece-style BPE are accepted;
 // anything that would change the output and is not implemented is refused rather than ignored.
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,32 +32,130 @@ bool is_null_or(const json& obj, const char* key, const json& value) {
   return !obj.contains(key) || obj.at(key).is_null() || obj.at(key) == value;
 }
 
-tokenizer_detail::PreTokenizerKind read_pre_tokenizer(const json& pre) {
-  const auto byte_level_ok = [](const json& p) {
-    // add_prefix_space would prepend a space; without use_regex there is no GPT-2 split.
-    return p.is_object() && p.value("type", "") == "ByteLevel" &&
-           is_null_or(p, "add_prefix_space", false) && is_null_or(p, "use_regex", true);
-  };
-  if (byte_level_ok(pre)) return tokenizer_detail::PreTokenizerKind::Gpt2;
-  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers")) {
-    const json& steps = pre.at("pretokenizers");
-    if (steps.is_array() && steps.size() == 2 && steps[0].value("type", "") == "Digits" &&
-        steps[0].value("individual_digits", false) && byte_level_ok(steps[1]))
-      return tokenizer_detail::PreTokenizerKind::DigitsThenGpt2;
-  }
-  fail(ErrorKind::Unsupported, kOp, "pre_tokenizer ", describe(pre),
-       " (supported: ByteLevel with the GPT-2 regex, optionally after Digits(individual_digits))");
+std::string_view type_of(const json& j) {
+  if (!j.is_object() || !j.contains("type") || !j.at("type").is_string()) return {};
+  return j.at("type").get_ref<const std::string&>();
 }
 
-void check_model(const json& model) {
+std::string regex_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// What a tokenizer.json's normalizer and pre_tokenizer ask of the model.
+struct TextPipeline {
+  tokenizer_detail::ModelOptions options;
+  bool byte_level_seen = false;  // a ByteLevel pre-tokenizer
+  bool spm_seen = false;         // '▁' spaces: Metaspace, or Prepend/Replace normalizers
+};
+
+void read_normalizer(const json& norm, TextPipeline& p) {
+  if (norm.is_null()) return;
+  const auto unsupported = [&] {
+    fail(ErrorKind::Unsupported, kOp, "normalizer ", describe(norm),
+         " (supported: none, or SentencePiece's Prepend('▁') and Replace(' ', '▁'))");
+  };
+  std::vector<json> steps;
+  if (type_of(norm) == "Sequence" && norm.contains("normalizers") &&
+      norm.at("normalizers").is_array())
+    steps.assign(norm.at("normalizers").begin(), norm.at("normalizers").end());
+  else
+    steps.push_back(norm);
+  for (const json& step : steps) {
+    if (type_of(step) == "Prepend" && step.value("prepend", "") == "\u2581") {
+      p.options.space_prefix = tokenizer_detail::SpacePrefix::EverySegment;
+    } else if (type_of(step) == "Replace" && step.contains("pattern") &&
+               step.at("pattern").value("String", "") == " " &&
+               step.value("content", "") == "\u2581") {
+      p.options.escape_spaces = true;
+    } else {
+      unsupported();
+    }
+  }
+  p.spm_seen = true;
+}
+
+void read_pre_tokenizer(const json& pre, TextPipeline& p) {
+  using tokenizer_detail::PreTokenizerStep;
+  using tokenizer_detail::Regex;
+  if (pre.is_null()) return;
+  const auto unsupported = [&](const json& what) {
+    fail(ErrorKind::Unsupported, kOp, "pre_tokenizer ", describe(what),
+         " (supported: Split(Regex or String, behavior Isolated), Digits(individual_digits), "
+         "ByteLevel, Metaspace)");
+  };
+  std::vector<json> steps;
+  if (type_of(pre) == "Sequence" && pre.contains("pretokenizers") &&
+      pre.at("pretokenizers").is_array())
+    steps.assign(pre.at("pretokenizers").begin(), pre.at("pretokenizers").end());
+  else
+    steps.push_back(pre);
+  std::vector<PreTokenizerStep> out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const json& step = steps[i];
+    if (!step.is_object()) fail(ErrorKind::Parse, kOp, "pre-tokenizer step ", describe(step));
+    const std::string_view type = type_of(step);
+    if (p.byte_level_seen) unsupported(step);  // ByteLevel must come last
+    if (type == "Split") {
+      if (step.value("behavior", "") != "Isolated" || step.value("invert", false))
+        unsupported(step);
+      const json& pattern = member(step, "pattern", "Split");
+      std::string regex;
+      if (pattern.contains("Regex") && pattern.at("Regex").is_string())
+        regex = pattern.at("Regex").get<std::string>();
+      else if (pattern.contains("String") && pattern.at("String").is_string())
+        regex = regex_escape(pattern.at("String").get<std::string>());
+      else
+        unsupported(step);
+      out.push_back({PreTokenizerStep::Kind::Regex, std::make_shared<Regex>(std::move(regex))});
+    } else if (type == "Digits") {
+      if (!step.value("individual_digits", false)) unsupported(step);
+      out.push_back({PreTokenizerStep::Kind::IndividualDigits, nullptr});
+    } else if (type == "ByteLevel") {
+      // add_prefix_space would prepend a space, which no supported family does.
+      if (!is_null_or(step, "add_prefix_space", false)) unsupported(step);
+      if (step.value("use_regex", true))
+        out.push_back({PreTokenizerStep::Kind::Regex,
+                       std::make_shared<Regex>(std::string(tokenizer_detail::kGpt2Regex))});
+      p.byte_level_seen = true;
+    } else if (type == "Metaspace" && steps.size() == 1) {
+      if (step.value("replacement", "\u2581") != "\u2581" || step.value("split", false))
+        unsupported(step);
+      std::string scheme = step.value("prepend_scheme", "");
+      if (scheme.empty()) scheme = step.value("add_prefix_space", true) ? "always" : "never";
+      using tokenizer_detail::SpacePrefix;
+      p.options.space_prefix = scheme == "always"  ? SpacePrefix::EverySegment
+                               : scheme == "first" ? SpacePrefix::FirstSegment
+                               : scheme == "never" ? SpacePrefix::None
+                                                   : (unsupported(step), SpacePrefix::None);
+      p.options.escape_spaces = true;
+      p.spm_seen = true;
+    } else {
+      unsupported(step);
+    }
+  }
+  p.options.pre = tokenizer_detail::PreTokenizer(std::move(out));
+}
+
+void check_model(const json& model, TextPipeline& p) {
   if (model.value("type", "BPE") != "BPE")
     fail(ErrorKind::Unsupported, kOp, "model type '", model.value("type", ""), "' (only BPE)");
   for (const char* key : {"dropout", "continuing_subword_prefix", "end_of_word_suffix"})
     if (!is_null_or(model, key, json()))
       fail(ErrorKind::Unsupported, kOp, "BPE option ", key, " = ", describe(model.at(key)));
-  for (const char* key : {"byte_fallback", "ignore_merges"})
-    if (!is_null_or(model, key, false))
-      fail(ErrorKind::Unsupported, kOp, "BPE option ", key, " = ", describe(model.at(key)));
+  p.options.ignore_merges = model.value("ignore_merges", false);
+  p.options.byte_fallback = model.value("byte_fallback", false);
+  if (p.byte_level_seen == p.spm_seen)
+    fail(ErrorKind::Unsupported, kOp,
+         p.byte_level_seen ? "a ByteLevel pre-tokenizer with '▁' space handling"
+                           : "a BPE model with neither a ByteLevel pre-tokenizer nor '▁' spaces");
+  p.options.byte_level = p.byte_level_seen;
+  if (p.byte_level_seen && p.options.byte_fallback)
+    fail(ErrorKind::Unsupported, kOp, "byte_fallback in a byte-level BPE model");
 }
 
 // HF stores merges as "a b" strings (older files) or ["a", "b"] pairs.
@@ -142,17 +242,32 @@ Tokenizer Tokenizer::from_hf_json(std::string_view tokenizer_json,
 Tokenizer Tokenizer::from_parsed_hf_json(std::string_view tokenizer_json,
                                          std::string_view tokenizer_config_json) {
   const json root = parse(tokenizer_json, "tokenizer.json");
-  if (!is_null_or(root, "normalizer", json()))
-    fail(ErrorKind::Unsupported, kOp, "normalizer ", describe(root.at("normalizer")));
-  const auto pre = read_pre_tokenizer(member(root, "pre_tokenizer", "tokenizer.json"));
-  for (const char* key : {"decoder", "post_processor"}) {
-    // Their ByteLevel forms change nothing for ids; any other form would.
-    if (root.contains(key) && !root.at(key).is_null() &&
-        root.at(key).value("type", "") != "ByteLevel")
-      fail(ErrorKind::Unsupported, kOp, key, " ", describe(root.at(key)));
+  TextPipeline pipeline;
+  if (root.contains("normalizer")) read_normalizer(root.at("normalizer"), pipeline);
+  read_pre_tokenizer(member(root, "pre_tokenizer", "tokenizer.json"), pipeline);
+  // The decoder follows from the model (ByteLevel, or '▁' -> ' ' with byte fallback); a post
+  // processor only adds special tokens, which encode() leaves to the caller.
+  if (root.contains("decoder") && !root.at("decoder").is_null()) {
+    const json& d = root.at("decoder");
+    std::vector<json> steps;
+    if (type_of(d) == "Sequence" && d.contains("decoders") && d.at("decoders").is_array())
+      steps.assign(d.at("decoders").begin(), d.at("decoders").end());
+    else
+      steps.push_back(d);
+    for (const json& step : steps) {
+      const std::string_view t = type_of(step);
+      if (t != "ByteLevel" && t != "Metaspace" && t != "ByteFallback" && t != "Fuse" &&
+          t != "Strip" && t != "Replace")
+        fail(ErrorKind::Unsupported, kOp, "decoder ", describe(d));
+    }
+  }
+  if (root.contains("post_processor") && !root.at("post_processor").is_null()) {
+    const std::string_view t = type_of(root.at("post_processor"));
+    if (t != "ByteLevel" && t != "TemplateProcessing")
+      fail(ErrorKind::Unsupported, kOp, "post_processor ", describe(root.at("post_processor")));
   }
   const json& model = member(root, "model", "tokenizer.json");
-  check_model(model);
+  check_model(model, pipeline);
   const json& vocab = member(model, "vocab", "model");
   if (!vocab.is_object()) fail(ErrorKind::Parse, kOp, "model.vocab is not an object");
 
@@ -181,19 +296,31 @@ Tokenizer Tokenizer::from_parsed_hf_json(std::string_view tokenizer_json,
           int32_t(added.value("special", false) ? TokenType::Control : TokenType::UserDefined);
     }
   }
-  for (size_t i = 0; i < tokens.size(); ++i)
+  for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i].empty()) types[i] = int32_t(TokenType::Unused);
+    // HF's ByteFallback decoder reads every <0xNN> token as its byte.
+    if (pipeline.options.byte_fallback && types[i] == int32_t(TokenType::Normal) &&
+        tokens[i].size() == 6 && tokens[i].starts_with("<0x") && tokens[i][5] == '>' &&
+        std::isxdigit(uint8_t(tokens[i][3])) && std::isxdigit(uint8_t(tokens[i][4])))
+      types[i] = int32_t(TokenType::Byte);
+  }
 
   SpecialTokens special;
+  if (model.contains("unk_token") && model.at("unk_token").is_string()) {
+    const auto it =
+        std::find(tokens.begin(), tokens.end(), model.at("unk_token").get<std::string>());
+    if (it != tokens.end()) special.unk = int32_t(it - tokens.begin());
+  }
   if (!tokenizer_config_json.empty()) {
     const json config = parse(tokenizer_config_json, "tokenizer_config.json");
     special.bos = config_token(config, "bos_token", tokens);
     special.eos = config_token(config, "eos_token", tokens);
     special.pad = config_token(config, "pad_token", tokens);
-    special.unk = config_token(config, "unk_token", tokens);
+    if (const int32_t unk = config_token(config, "unk_token", tokens); unk >= 0) special.unk = unk;
   }
-  return Tokenizer(tokenizer_detail::build_model(
-      std::move(tokens), read_merges(member(model, "merges", "model")), types, special, pre, kOp));
+  return Tokenizer(tokenizer_detail::build_model(std::move(pipeline.options), std::move(tokens),
+                                                 read_merges(member(model, "merges", "model")), {},
+                                                 types, special, kOp));
 }
 
 Tokenizer Tokenizer::from_hf_json_file(const std::string& tokenizer_json_path,

@@ -248,6 +248,8 @@ std::string help_text(Command command) {
              "               (a GPU: against a device-to-device copy)\n"
              "  overhead     time per op on 1-element tensors\n"
              "  gen          llama text generation: load time, prefill and decode tokens/s\n"
+             "  tokenizer    encode MB/s of English text on one thread, BPE and SentencePiece\n"
+             "               vocabularies (llama.cpp's vocab files, from scripts/install-deps.sh)\n"
              "\n"
              "options:\n"
              "  --device D   cpu, vulkan[:N], cuda[:N] (default: WICK_DEVICE, else cpu)\n"

@@ -19,7 +19,8 @@ enum class Command { Help, Version, Info, Bench, Generate };
 
 // Every benchmark, in the order `wick bench` runs them.
 inline const std::vector<std::string> kBenchNames = {
-    "batch_mm", "storage", "queue", "first", "matmul", "qmatmul", "elementwise", "overhead", "gen"};
+    "batch_mm", "storage",     "queue",    "first", "matmul",
+    "qmatmul",  "elementwise", "overhead", "gen",   "tokenizer"};
 // Benchmarks that run only when named (no NAME runs kBenchNames).
 inline const std::vector<std::string> kNamedOnlyBenchNames = {"gemm"};
 

@@ -84,6 +84,7 @@ BenchFn bench_by_name(const std::string& name) {
   if (name == "elementwise") return bench_elementwise;
   if (name == "overhead") return bench_overhead;
   if (name == "gen") return bench_gen;
+  if (name == "tokenizer") return bench_tokenizer;
   throw UsageError("unknown benchmark '" + name + "'");
 }
 

@@ -40,6 +40,7 @@ bool bench_qmatmul(const BenchContext& ctx);
 bool bench_elementwise(const BenchContext& ctx);
 bool bench_overhead(const BenchContext& ctx);
 bool bench_gen(const BenchContext& ctx);
+bool bench_tokenizer(const BenchContext& ctx);
 
 // The re-executed children of queue and first: tab-separated result lines on stdout.
 void queue_worker(const BenchContext& ctx);
