@@ -300,6 +300,78 @@ TEST_P(QMatMulPrologues, RefuseWrongShapesDtypesAndDevices) {
   }
 }
 
+TEST_P(QMatMulPrologues, ResidualJoinsTheStoresBitForBit) {
+  // forward(x, r) == r + forward(x) and forward_swiglu(g, u, r) == r + forward_swiglu(g, u), bit
+  // for bit: decode rows (qmatvec adds r where it stores), rows past the sgemm switch (the tiled
+  // kernel, then the add kernel), every residual layout, and the output differs from the
+  // residual-free product (the residual is really added).
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  const GemmMinRowsGuard sgemm_from(16);
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q8_0, QuantType::Q6_K}) {
+    const int64_t k = 256, n = 37;
+    const QTensor qw = random_weight(rng, n, k, t);
+    const QMatMul mm(qw, dev);
+    for (int64_t m : {1, 3, 9, 20}) {
+      for (Variant v : kAllVariants) {
+        const std::string what = std::string(quant_type_info(t)->name) + " m=" + std::to_string(m) +
+                                 " residual " + variant_name(v);
+        SCOPED_TRACE(what);
+        const Tensor x = make_tensor(random_ref(rng, {m, k}, -3, 3), DType::F32, dev);
+        const Tensor r = make_tensor(random_ref(rng, {m, n}, -4, 4), DType::F32, dev, v);
+        const Tensor plain = mm.forward(x);
+        const Tensor fused = mm.forward(x, r);
+        ASSERT_EQ(fused.shape(), (Shape{m, n}));
+        expect_same_bits(fused, r + plain, "forward " + what);
+        EXPECT_NE(fused.to_vec<float>(), plain.to_vec<float>()) << what;
+        const Tensor up = make_tensor(random_ref(rng, {m, k}, -2, 2), DType::F32, dev);
+        expect_same_bits(mm.forward_swiglu(x, up, r), r + mm.forward_swiglu(x, up),
+                         "swiglu " + what);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+    // (..., k) inputs: the residual has the product's shape (2, 3, n).
+    const Tensor x3 = make_tensor(random_ref(rng, {2, 3, k}, -3, 3), DType::BF16, dev);
+    const Tensor r3 = make_tensor(random_ref(rng, {2, 3, n}, -4, 4), DType::F32, dev);
+    expect_same_bits(mm.forward(x3, r3), r3 + mm.forward(x3), "3-d bf16 x");
+  }
+}
+
+TEST_P(QMatMulPrologues, ResidualOfTheWrongShapeDtypeOrDeviceIsRefused) {
+  const Device dev = device();
+  const QMatMul mm(quantize(Tensor::ones({4, 64}, DType::F32), QuantType::Q4_1), dev);
+  const Tensor x = Tensor::ones({3, 64}, DType::F32, dev);
+  const std::string w = "QTensor[4, 64; q4_1]";
+  const char* fwd = "QMatMul::forward";
+  expect_error(
+      [&] {
+        mm.forward(x, Tensor::ones({3, 5}, DType::F32, dev));
+      },
+      ErrorKind::Shape, {fwd, "residual", "[3, 4]", "[3, 5]", w});
+  expect_error([&] { mm.forward(x, Tensor::ones({4}, DType::F32, dev)); }, ErrorKind::Shape,
+               {fwd, "residual", "[4]"});
+  expect_error(
+      [&] {
+        mm.forward(x, Tensor::ones({3, 4}, DType::F16, dev));
+      },
+      ErrorKind::DType, {fwd, "residual", "f16"});
+  expect_error(
+      [&] {
+        mm.forward_swiglu(x, x, Tensor::ones({3, 4}, DType::BF16, dev));
+      },
+      ErrorKind::DType, {"QMatMul::forward_swiglu", "residual", "bf16"});
+  for (const Device& other : available_devices()) {
+    if (other.kind() == dev.kind()) continue;
+    expect_error(
+        [&] {
+          mm.forward(x, Tensor::ones({3, 4}, DType::F32, other));
+        },
+        ErrorKind::Device, {fwd, "residual", other.name(), dev.name()});
+  }
+}
+
 WICK_INSTANTIATE_DEVICES(QMatMulPrologues);
 
 // ---- the fused path's mechanics on GPUs ------------------------------------------------------

@@ -97,6 +97,10 @@ class QMatMul {
   // is not on device(), Error(Unsupported) when the device has no kernel for the format (Vulkan
   // has all twelve) or cannot bind the weight (beyond maxStorageBufferRange).
   Tensor forward(const Tensor& x) const;
+  // residual + forward(x), bit for bit; on a GPU the residual is added where the product is
+  // stored (decode: no add dispatch). residual: f32, the product's shape, on device(); else
+  // Error(DType) / Error(Shape) / Error(Device) naming it.
+  Tensor forward(const Tensor& x, const Tensor& residual) const;
   // forward(x.rms_norm(alpha, eps)), bit for bit, with fewer dispatches: on a GPU, where x is
   // quantized to 8 bits (the formats with integer dot products, fewer rows than the CPU's switch
   // to sgemm), one kernel normalises each row and quantizes it (2 dispatches instead of 3);
@@ -109,6 +113,9 @@ class QMatMul {
   // layouts (no broadcasting). Errors as forward's for gate (named QMatMul::forward_swiglu), plus
   // Error(Shape) / Error(DType) / Error(Device) for up.
   Tensor forward_swiglu(const Tensor& gate, const Tensor& up) const;
+  // residual + forward_swiglu(gate, up), bit for bit, the residual added as forward(x, residual)
+  // adds it.
+  Tensor forward_swiglu(const Tensor& gate, const Tensor& up, const Tensor& residual) const;
 
   const QTensor& weight() const;
   const Device& device() const;  // where forward() runs
@@ -119,6 +126,7 @@ class QMatMul {
 
  private:
   friend size_t quantized::packed_weight_bytes(const QMatMul& mm);
+  Tensor swiglu(const Tensor& gate, const Tensor& up, const Tensor* residual) const;
   std::shared_ptr<const Impl> impl_;
 };
 

@@ -9,7 +9,9 @@
 // ACT_Q8: x comes quantized to 8 bits by qact.cu, and each unit is the CPU's integer dot product
 // (unit_dot in include/quant.cuh) times the scales; otherwise x (DT) is read in f32, runs of 8
 // dequantized weights at a time.
-// Bindings: 0 the weight's blocks, 1 x (ACT_Q8: its quantized rows), 2 y (f32).
+// RESIDUAL: y = residual + the product (one rounding, as the add kernel's).
+// Bindings: 0 the weight's blocks, 1 x (ACT_Q8: its quantized rows), 2 y (f32), 3 (RESIDUAL) the
+// residual (f32).
 // Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8).
 #include "include/common.cuh"
 #include "include/dtype.cuh"
@@ -88,12 +90,20 @@ WICK_DEV void unit_products(const QMatmulParams& pc, const uint8_t* w, const XT*
 #endif
 }
 
+// y's element (x row c, output row `row`).
+WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c, uint32_t row,
+                    float v) {
+#ifdef RESIDUAL
+  v = buffer_at<const float>(args, 3)[pc.r_offset + c * pc.r_row + row * pc.r_col] + v;
+#endif
+  buffer_at<float>(args, 2)[c * pc.n_out + row] = v;
+}
+
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
   const XT* x = buffer_at<const XT>(args, 1);
-  float* y = buffer_at<float>(args, 2);
   const uint32_t t = threadIdx.x;
   const uint32_t row0 = group_index() * NUM_ROWS;
   const uint32_t col0 = blockIdx.z * NUM_COLS, n_cols = min(NUM_COLS, pc.m - col0);
@@ -127,7 +137,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
 #pragma unroll
       for (uint32_t c = 0u; c < NUM_COLS; c++)
         if (lane == (r * NUM_COLS + c) % 32u && row0 + r < pc.n_out && c < n_cols)
-          y[(col0 + c) * pc.n_out + row0 + r] = acc[r][c];
+          store(pc, args, col0 + c, row0 + r, acc[r][c]);
     return;
   }
   __shared__ float s_part[NUM_ROWS * NUM_COLS][WICK_WARPS];
@@ -143,6 +153,6 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     float sum = 0.0f;
 #pragma unroll
     for (uint32_t p = 0u; p < WICK_WARPS; p++) sum += s_part[v][p];
-    y[(col0 + c) * pc.n_out + row] = sum;
+    store(pc, args, col0 + c, row, sum);
   }
 }

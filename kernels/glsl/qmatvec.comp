@@ -8,6 +8,7 @@
 // shared-memory pass over the subgroups' sums (over every thread's without subgroups).
 // ACT_Q8: x comes quantized to 8 bits by qact.comp, and each run is the CPU's integer dot product
 // (decode8_int in include/quant.glsl) times the two scales; otherwise x is read in f32.
+// RESIDUAL: y = residual + the product (binding 3, f32; one rounding, as the add kernel's).
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -28,8 +29,19 @@ layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
 layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
 #endif
 layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+#ifdef RESIDUAL
+layout(set = 0, binding = 3) readonly buffer R { float residual[]; };
+#endif
 
 shared float s_part[MAX_ROWS * MAX_COLS * WG_SIZE];
+
+// y's element (x row c, output row `row`).
+void store(uint c, uint row, float v) {
+#ifdef RESIDUAL
+  v = residual[pc.r_offset + c * pc.r_row + row * pc.r_col] + v;
+#endif
+  y[c * pc.n_out + row] = v;
+}
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
@@ -130,7 +142,7 @@ void main() {
     if (writer)
       for (uint r = 0u; r < NUM_ROWS; r++)
         for (uint c = 0u; c < NUM_COLS; c++)
-          if (row0 + r < pc.n_out && c < n_cols) y[(col0 + c) * pc.n_out + row0 + r] = acc[r][c];
+          if (row0 + r < pc.n_out && c < n_cols) store(col0 + c, row0 + r, acc[r][c]);
     return;
   }
   if (writer)
@@ -142,6 +154,6 @@ void main() {
     if (row >= pc.n_out || c >= n_cols) continue;
     float s = 0.0;
     for (uint p = 0u; p < n_part; p++) s += s_part[v * n_part + p];
-    y[(col0 + c) * pc.n_out + row] = s;
+    store(col0 + c, row, s);
   }
 }

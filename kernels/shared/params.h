@@ -146,7 +146,8 @@
   F(wick_u32, p_k)                      \
   F(wick_param_t, eps)
 
-// qmatvec / qmatmul: y (m, n_out) = x (m, k) W^T, W's rows row_bytes apart.
+// qmatvec / qmatmul: y (m, n_out) = x (m, k) W^T, W's rows row_bytes apart; qmatvec with RESIDUAL
+// adds the residual (m, n_out) at r_offset + row * r_row + col * r_col.
 #define WICK_PARAMS_QMATMUL(F, A) \
   F(wick_u32, m)                  \
   F(wick_u32, n_out)              \
@@ -154,7 +155,10 @@
   F(wick_u32, row_bytes)          \
   F(wick_u32, x_offset)           \
   F(wick_u32, x_row)              \
-  F(wick_u32, x_k)
+  F(wick_u32, x_k)                \
+  F(wick_u32, r_offset)           \
+  F(wick_u32, r_row)              \
+  F(wick_u32, r_col)
 
 // What a kernel reports in its op's error record, four words {code, a low, a high, b}: the first
 // error wins (compare-and-swap on the code).

@@ -197,7 +197,9 @@ class BackendDevice {
 
   // ---- matmul -----------------------------------------------------------------------------
   virtual void matmul(View a, View b, const MatmulDims& d, Storage& dst) = 0;
-  // dst (m, n_out) f32 = prologue(x (m, k)) @ W^T for W (n_out, k) in a ggml block format:
+  // dst (m, n_out) f32 = prologue(x (m, k)) @ W^T (+ residual) for W (n_out, k) in a ggml block
+  // format. `residual`, when given: f32 (m, n_out), any strides, added to each product as
+  // `residual + y` would add it (bit for bit); dst does not overlap it.
   // `wblocks` is a U8 storage on this device holding W's rows of k / block_elems blocks back to
   // back (uploaded once by QMatMul). x: f32/f16/bf16, any strides; m, n_out > 0; k > 0, a
   // multiple of the block size.
@@ -205,7 +207,7 @@ class BackendDevice {
   // with weights it prepared once (repacked, or dense), which this call could not carry, so
   // CpuDevice refuses it with Unsupported. A backend without a kernel for `type` does the same.
   virtual void qmatmul(View x, const QPrologue& prologue, const Storage& wblocks, QuantType type,
-                       int64_t n_out, int64_t k, Storage& dst) = 0;
+                       int64_t n_out, int64_t k, const View* residual, Storage& dst) = 0;
   // Whether qmatmul() runs on this device (false: QMatMul multiplies on the host with weights it
   // prepares, as for the CPU).
   virtual bool runs_qmatmul() const { return true; }

@@ -100,7 +100,8 @@ class CpuDevice final : public backend::BackendDevice {
   // Unsupported: QMatMul computes on the CPU itself (see backend.h).
   bool runs_qmatmul() const override { return false; }
   void qmatmul(backend::View x, const backend::QPrologue& prologue, const backend::Storage& wblocks,
-               QuantType type, int64_t n_out, int64_t k, backend::Storage& dst) override;
+               QuantType type, int64_t n_out, int64_t k, const backend::View* residual,
+               backend::Storage& dst) override;
 
   void index_select(backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst) override;

@@ -246,7 +246,7 @@ void CpuDevice::matmul(View a, View b, const MatmulDims& d, Storage& dst) {
 }
 
 void CpuDevice::qmatmul(View, const backend::QPrologue&, const Storage&, QuantType type,
-                        int64_t n_out, int64_t k, Storage&) {
+                        int64_t n_out, int64_t k, const View*, Storage&) {
   const QuantTypeInfo* info = quant_type_info(type);
   fail(ErrorKind::Unsupported, "qmatmul", "the cpu backend has no quantized matmul for weight [",
        n_out, ", ", k, "] of ", info ? info->name : "an unknown type",

@@ -192,7 +192,8 @@ class GpuDevice : public backend::BackendDevice {
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;
   void qmatmul(backend::View x, const backend::QPrologue& prologue, const backend::Storage& wblocks,
-               QuantType type, int64_t n_out, int64_t k, backend::Storage& dst) override;
+               QuantType type, int64_t n_out, int64_t k, const backend::View* residual,
+               backend::Storage& dst) override;
 
   void index_select(backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst) override;

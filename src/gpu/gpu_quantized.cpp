@@ -31,7 +31,7 @@ namespace {
 
 constexpr int64_t kMaxVecCols = 8;           // MAX_COLS in qmatvec.comp
 constexpr uint32_t kMaxVecRowsPerGroup = 8;  // MAX_ROWS
-constexpr uint64_t kActLanes = 32;          // qact's threads per 8-bit block (include/qact.*)
+constexpr uint64_t kActLanes = 32;           // qact's threads per 8-bit block (include/qact.*)
 
 bool has_kernel(QuantType t) {
   switch (t) {
@@ -82,7 +82,8 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
 }
 
 void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
-                        QuantType type, int64_t n_out, int64_t k, Storage& dst) {
+                        QuantType type, int64_t n_out, int64_t k, const View* residual,
+                        Storage& dst) {
   using Prologue = backend::QPrologue::Kind;
   const char* op = "qmatmul";
   const DType dt = x.storage.dtype();
@@ -107,6 +108,12 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   to_index(m * n_out, "output elements");
   to_index(x.layout.start_offset + (m - 1) * x.layout.strides[0] + (k - 1) * x.layout.strides[1],
            "x index");
+  if (residual) {
+    const Layout& rl = residual->layout;
+    WICK_ASSERT(residual->storage.dtype() == DType::F32 && rl.shape == Shape({m, n_out}));
+    to_index(rl.start_offset + (m - 1) * rl.strides[0] + (n_out - 1) * rl.strides[1],
+             "residual index");
+  }
 
   // x quantized as the CPU does (integer dots below its sgemm threshold): qact.comp writes each
   // row's k int8 values (k / 4 words) and its f32 scales, which the matmul kernels read in place
@@ -124,7 +131,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
         unary(backend::UnaryOp::Silu, {}, x, *silu);
         binary(backend::BinaryOp::Mul, {*silu, rows}, *prologue.operand, *staged);
       }
-      qmatmul({*staged, rows}, {}, wblocks, type, n_out, k, dst);
+      qmatmul({*staged, rows}, {}, wblocks, type, n_out, k, residual, dst);
       return;
     }
   }
@@ -209,6 +216,11 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     pc.x_row = to_index(x.layout.strides[0], "stride");
     pc.x_k = to_index(x.layout.strides[1], "stride");
   }
+  if (residual) {
+    pc.r_offset = to_index(residual->layout.start_offset, "offset");
+    pc.r_row = to_index(residual->layout.strides[0], "stride");
+    pc.r_col = to_index(residual->layout.strides[1], "stride");
+  }
 
   // Kernel ids: x's dtype, or one past the last dtype code for the quantized rows.
   const auto qtype = static_cast<uint32_t>(type);
@@ -229,14 +241,23 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
               v.threads * v.rows * kMaxVecCols * 4 <= 32768);
   const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
-  if (m <= v.max_rows && col_groups <= device_caps().max_group_count_z) {
+  // The residual joins qmatvec's stores (decode: one dispatch less); the tiled kernel's product
+  // goes to a scratch buffer and the residual is added by the add kernel, as unfused.
+  const bool vec = m <= v.max_rows && col_groups <= device_caps().max_group_count_z;
+  const bool fuse_residual = residual && vec;
+  backend::StoragePtr product;
+  if (residual && !vec) product = alloc(DType::F32, static_cast<size_t>(m * n_out));
+  if (vec) {
     const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
-    pipeline = &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, x_code}, [&] {
-      Defines defs = base_defines();
-      if (device_caps().subgroup_arithmetic && options_.subgroups)
-        defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-      return key_for("qmatvec", std::move(defs), {cols, v.rows}, v.threads);
-    });
+    const uint32_t with_residual = fuse_residual ? 1u : 0u;
+    pipeline = &kernel(KernelFamily::QMatVec,
+                       {cols, v.rows, v.threads, qtype, x_code, with_residual}, [&] {
+                         Defines defs = base_defines();
+                         if (fuse_residual) defs.emplace_back("RESIDUAL", "1");
+                         if (device_caps().subgroup_arithmetic && options_.subgroups)
+                           defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
+                         return key_for("qmatvec", std::move(defs), {cols, v.rows}, v.threads);
+                       });
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
     const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
@@ -255,10 +276,14 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
            " workgroups along y, more than 65535; split x");
     groups = {to_index((n_out + t.bn - 1) / t.bn, "tile count"), static_cast<uint32_t>(gy), 1};
   }
-  // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y.
-  const BufferAccess args[] = {{&buffer(wblocks), Access::Read},
-                               {act_q8 ? xq.get() : &buffer(x.storage), Access::Read},
-                               {&buffer(dst), Access::Write}};
+  // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y,
+  // and the residual when it joins.
+  const BufferAccess args[] = {
+      {&buffer(wblocks), Access::Read},
+      {act_q8 ? xq.get() : &buffer(x.storage), Access::Read},
+      {&buffer(product ? *product : dst), Access::Write},
+      {fuse_residual ? &buffer(residual->storage) : nullptr, Access::Read}};
+  const std::span<const BufferAccess> bound(args, fuse_residual ? 4 : 3);
   // qact's: x, the prologue's operand if any, the quantized rows.
   std::array<BufferAccess, 3> qargs{};
   size_t n_qargs = 0;
@@ -269,8 +294,12 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   const std::span<const BufferAccess> qbound(qargs.data(), n_qargs);
   queue_->record([&](CommandQueue::Recorder& r) {
     if (quantize) r.dispatch(*quantize, qbound, qwords, qgroups);
-    r.dispatch(*pipeline, args, param_words(pc), groups);
+    r.dispatch(*pipeline, bound, param_words(pc), groups);
   });
+  if (product) {
+    const Layout rows = Layout::contiguous(Shape{m, n_out});
+    binary(backend::BinaryOp::Add, *residual, {*product, rows}, dst);
+  }
 }
 
 }  // namespace wick::gpu

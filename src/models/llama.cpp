@@ -456,9 +456,9 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position) {
     const Tensor q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh),
                                    l.k_cache, l.v_cache, tables, position, cfg.rope_interleaved);
     const Tensor y = attention_cached(q, l.k_cache, l.v_cache, position);  // (1, h, 1, d)
-    x = x + l.o.forward(y.reshape({1, h * d}));
+    x = l.o.forward(y.reshape({1, h * d}), x);  // x + o(y), the add in the matmul's stores
     const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
-    x = x + l.down.forward_swiglu(gu[0], gu[1]);
+    x = l.down.forward_swiglu(gu[0], gu[1], x);
   }
   return lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps).reshape({cfg.vocab_size});
 }

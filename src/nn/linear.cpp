@@ -17,6 +17,16 @@ Tensor Linear::forward_swiglu(const Tensor& gate, const Tensor& up) const {
   return forward(gate.silu() * up);
 }
 
+Tensor Linear::forward(const Tensor& x, const Tensor& residual) const {
+  if (qmatmul_) return qmatmul_->forward(x, residual);
+  return residual + forward(x);
+}
+
+Tensor Linear::forward_swiglu(const Tensor& gate, const Tensor& up, const Tensor& residual) const {
+  if (qmatmul_) return qmatmul_->forward_swiglu(gate, up, residual);
+  return residual + forward_swiglu(gate, up);
+}
+
 int64_t Linear::out_features() const {
   return qmatmul_ ? qmatmul_->out_features() : weight_.dim(0);
 }

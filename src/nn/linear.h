@@ -20,6 +20,10 @@ class Linear {
   // matmul's input where it can be (QMatMul::forward_rms_norm, forward_swiglu).
   Tensor forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const;
   Tensor forward_swiglu(const Tensor& gate, const Tensor& up) const;
+  // residual + forward(x) / forward_swiglu(gate, up): the add joins the quantized matmul's stores
+  // where it can (QMatMul::forward(x, residual)).
+  Tensor forward(const Tensor& x, const Tensor& residual) const;
+  Tensor forward_swiglu(const Tensor& gate, const Tensor& up, const Tensor& residual) const;
   int64_t out_features() const;
 
  private:

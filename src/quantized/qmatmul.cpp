@@ -288,27 +288,31 @@ Tensor as_rows(const Tensor& x, int64_t m, int64_t k) {
   return x.contiguous().reshape(Shape{m, k});
 }
 
-// y = prologue(x) @ W^T for quantized W, in one BackendDevice::qmatmul; `operand` is the
-// prologue's alpha (rms_norm) or up (swiglu, shaped like x).
+// y = prologue(x) @ W^T (+ residual) for quantized W, in one BackendDevice::qmatmul; `operand` is
+// the prologue's alpha (rms_norm) or up (swiglu, shaped like x); `residual` has y's shape.
 Tensor forward_device(const QMatMul::Impl& w, const Tensor& x, const Shape& out_shape, int64_t m,
-                      backend::QPrologue::Kind prologue = backend::QPrologue::Kind::None,
-                      const Tensor* operand = nullptr, double eps = 0) {
+                      backend::QPrologue::Kind prologue, const Tensor* operand, double eps,
+                      const Tensor* residual) {
   const Device& dev = w.device;
   const Tensor x2 = as_rows(x, m, w.k);
+  auto plus_residual = [&](const Tensor& y) { return residual ? *residual + y : y; };
   if (w.dense_device.defined())
-    return x2.to_dtype(DType::F32).matmul(w.dense_device.t()).reshape(out_shape);
+    return plus_residual(x2.to_dtype(DType::F32).matmul(w.dense_device.t()).reshape(out_shape));
   Tensor y = core::empty(Shape{m, w.n_out}, DType::F32, dev);
   if (y.numel() == 0) return y.reshape(out_shape);
   if (w.k == 0) {
     dev.backend().fill(*y.storage(), y.layout(), 0.0);
-    return y.reshape(out_shape);
+    return plus_residual(y.reshape(out_shape));
   }
   Tensor op2;  // alpha as it is; up as (m, k) rows, like x
   if (operand)
     op2 = prologue == backend::QPrologue::Kind::SwiGlu ? as_rows(*operand, m, w.k) : *operand;
   const backend::View op_view = core::view(operand ? op2 : x2);
   const backend::QPrologue pro{prologue, operand ? &op_view : nullptr, eps};
-  dev.backend().qmatmul(core::view(x2), pro, *w.blocks, w.type, w.n_out, w.k, *y.storage());
+  const Tensor r2 = residual ? as_rows(*residual, m, w.n_out) : Tensor();
+  const backend::View r_view = core::view(residual ? r2 : x2);
+  dev.backend().qmatmul(core::view(x2), pro, *w.blocks, w.type, w.n_out, w.k,
+                        residual ? &r_view : nullptr, *y.storage());
   return y.reshape(out_shape);
 }
 
@@ -346,13 +350,39 @@ void check_operand(const char* op, const QMatMul::Impl& w, const Tensor& p, cons
          " but the weight ", w.weight.str(), " is on ", w.device.name(), "; move ", name, " there");
 }
 
+// A residual: f32, the product's shape, on the weight's device.
+void check_residual(const char* op, const QMatMul::Impl& w, const Tensor& residual,
+                    const Shape& out_shape) {
+  if (residual.dtype() != DType::F32)
+    fail(ErrorKind::DType, op, "residual must be f32 (the product's dtype), got ", residual.dtype(),
+         " of shape ", residual.shape(), " (weight ", w.weight.str(), ")");
+  if (residual.shape() != out_shape)
+    fail(ErrorKind::Shape, op, "residual must have the product's shape ", out_shape, ", got ",
+         residual.shape(), " (weight ", w.weight.str(), ")");
+  if (residual.device() != w.device)
+    fail(ErrorKind::Device, op, "residual ", residual.shape(), " is on ", residual.device().name(),
+         " but the weight ", w.weight.str(), " is on ", w.device.name(), "; move residual there");
+}
+
 }  // namespace
 
 Tensor QMatMul::forward(const Tensor& x) const {
   const Impl& w = *impl_;
   const XRows r = check_x("QMatMul::forward", w, x, "x");
-  return w.device.backend().runs_qmatmul() ? forward_device(w, x, r.out_shape, r.m)
-                                           : forward_cpu(w, x, r.out_shape, r.m);
+  return w.device.backend().runs_qmatmul()
+             ? forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::None, nullptr, 0,
+                              nullptr)
+             : forward_cpu(w, x, r.out_shape, r.m);
+}
+
+Tensor QMatMul::forward(const Tensor& x, const Tensor& residual) const {
+  const char* op = "QMatMul::forward";
+  const Impl& w = *impl_;
+  const XRows r = check_x(op, w, x, "x");
+  check_residual(op, w, residual, r.out_shape);
+  if (!w.device.backend().runs_qmatmul()) return residual + forward_cpu(w, x, r.out_shape, r.m);
+  return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::None, nullptr, 0,
+                        &residual);
 }
 
 Tensor QMatMul::forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const {
@@ -365,10 +395,19 @@ Tensor QMatMul::forward_rms_norm(const Tensor& x, const Tensor& alpha, double ep
   check_operand(op, w, alpha, "alpha", x, "x");
   if (!w.device.backend().runs_qmatmul() || w.dense_device.defined())
     return forward(x.rms_norm(alpha, eps));
-  return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::RmsNorm, &alpha, eps);
+  return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::RmsNorm, &alpha, eps,
+                        nullptr);
 }
 
 Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up) const {
+  return swiglu(gate, up, nullptr);
+}
+
+Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up, const Tensor& residual) const {
+  return swiglu(gate, up, &residual);
+}
+
+Tensor QMatMul::swiglu(const Tensor& gate, const Tensor& up, const Tensor* residual) const {
   const char* op = "QMatMul::forward_swiglu";
   const Impl& w = *impl_;
   const XRows r = check_x(op, w, gate, "gate");
@@ -376,9 +415,13 @@ Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up) const {
     fail(ErrorKind::Shape, op, "up must have gate's shape ", gate.shape(), ", got ", up.shape(),
          " (weight ", w.weight.str(), ")");
   check_operand(op, w, up, "up", gate, "gate");
-  if (!w.device.backend().runs_qmatmul() || w.dense_device.defined())
-    return forward(gate.silu() * up);
-  return forward_device(w, gate, r.out_shape, r.m, backend::QPrologue::Kind::SwiGlu, &up);
+  if (residual) check_residual(op, w, *residual, r.out_shape);
+  if (!w.device.backend().runs_qmatmul() || w.dense_device.defined()) {
+    const Tensor y = forward(gate.silu() * up);
+    return residual ? *residual + y : y;
+  }
+  return forward_device(w, gate, r.out_shape, r.m, backend::QPrologue::Kind::SwiGlu, &up, 0,
+                        residual);
 }
 
 }  // namespace wick
