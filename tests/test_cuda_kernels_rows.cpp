@@ -129,6 +129,11 @@ WICK_CUDA_COMPILE_CASES(quantized) {
                   {act, qtype, define("WG_SIZE", 32), spec_define(0, cols), spec_define(1, 2)});
       cases.add("qmatvec.cu",
                 {act, qtype, define("WG_SIZE", 128), spec_define(0, 3), spec_define(1, 4)});
+      // The decode step's residual, joined to the stores (one warp and several).
+      cases.add("qmatvec.cu", {act, qtype, define("RESIDUAL", 1), define("WG_SIZE", 32),
+                               spec_define(0, 1), spec_define(1, 2)});
+      cases.add("qmatvec.cu", {act, qtype, define("RESIDUAL", 1), define("WG_SIZE", 128),
+                               spec_define(0, 2), spec_define(1, 1)});
       for (uint32_t tile : {32u, 64u})
         cases.add("qmatmul.cu", {act, qtype, spec_define(0, tile), spec_define(1, tile),
                                  spec_define(2, tile == 64 ? 3 : 0)});
