@@ -8,10 +8,12 @@
 //   1: a block per query row combines its used splits: out = sum acc_s e^(m_s - M) /
 //      sum l_s e^(m_s - M), M = max m_s.
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
-// the sequence: shared arrays hold one chunk, the accumulator lives in the scratch slot (element
-// e is only ever touched by thread e % WG_SIZE). When pos + t > max_seq the keys are clamped to
-// the cache (nothing is read out of bounds) and the op's error record gets the position.
-// Bindings: 0 q, 1 k_cache, 2 v_cache, 3 pos, 4 scratch, 5 y, 6 the error record.
+// the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
+// e % WG_SIZE, in its registers for d <= ACC_REGS WG_SIZE (every head size models use), else in
+// the scratch slot (the registers saved a read-modify-write of global memory per chunk). When pos +
+// t > max_seq the keys are clamped to the cache (nothing is read out of bounds) and the op's error
+// record gets the position. Bindings: 0 q, 1 k_cache, 2 v_cache, 3 pos, 4 scratch, 5 y, 6 the error
+// record.
 #include "include/common.cuh"
 #include "include/dtype.cuh"
 #include "include/errors.cuh"
@@ -27,6 +29,7 @@
 #endif
 constexpr uint32_t PHASE = WICK_SPEC_0;
 constexpr uint32_t CHUNK = WG_SIZE;
+constexpr uint32_t ACC_REGS = 4u;
 
 WICK_PARAMS_STRUCT(AttentionParams, WICK_PARAMS_ATTENTION(WICK_CU_FIELD, WICK_CU_ARRAY))
 
@@ -69,7 +72,12 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_
   ACC_T* slot = scratch + static_cast<uint64_t>(g) * (d + 2u);  // (m, l, acc[d])
   const bool q_shared = d <= WG_SIZE;
   if (q_shared && tid < d) s_q[tid] = ACC_T(LOAD(DT, q[q_row + tid * pc.q_strides[3]]));
-  for (uint32_t e = tid; e < d; e += WG_SIZE) slot[2u + e] = ACC_T(0);
+  const bool regs = d <= ACC_REGS * WG_SIZE;
+  ACC_T acc[ACC_REGS];  // element tid + i WG_SIZE (regs)
+#pragma unroll
+  for (uint32_t i = 0u; i < ACC_REGS; i++) acc[i] = ACC_T(0);
+  if (!regs)
+    for (uint32_t e = tid; e < d; e += WG_SIZE) slot[2u + e] = ACC_T(0);
   __syncthreads();
   ACC_T m = -FloatBits<ACC_T>::inf(), l = ACC_T(0);
   for (uint32_t c0 = k0; c0 < k_end; c0 += CHUNK) {
@@ -105,7 +113,17 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_
       if (tid < d) {
         ACC_T total = ACC_T(0);
         for (uint32_t k = 0u; k < groups; k++) total += s_part[tid + k * d];
-        slot[2u + tid] = slot[2u + tid] * alpha + total;
+        acc[0] = acc[0] * alpha + total;
+      }
+    } else if (regs) {
+#pragma unroll
+      for (uint32_t i = 0u; i < ACC_REGS; i++) {
+        const uint32_t e = tid + i * WG_SIZE;
+        if (e >= d) break;
+        ACC_T sum = ACC_T(0);
+        for (uint32_t j = 0u; j < len; j++)
+          sum += s_p[j] * ACC_T(LOAD(DT, values[(c0 + j) * d + e]));
+        acc[i] = acc[i] * alpha + sum;
       }
     } else {
       for (uint32_t e = tid; e < d; e += WG_SIZE) {
@@ -117,9 +135,20 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_
     }
     __syncthreads();  // s_p and s_part are refilled by the next chunk
   }
-  if (pc.n_splits == 1u) {
+  if (regs) {
+#pragma unroll
+    for (uint32_t i = 0u; i < ACC_REGS; i++) {
+      const uint32_t e = tid + i * WG_SIZE;
+      if (e >= d) break;
+      if (pc.n_splits == 1u)
+        y[row * d + e] = PACK(DT, acc[i] / l);
+      else
+        slot[2u + e] = acc[i];
+    }
+  } else if (pc.n_splits == 1u) {
     for (uint32_t e = tid; e < d; e += WG_SIZE) y[row * d + e] = PACK(DT, slot[2u + e] / l);
-  } else if (tid == 0u) {
+  }
+  if (pc.n_splits > 1u && tid == 0u) {
     slot[0] = m;
     slot[1] = l;
   }

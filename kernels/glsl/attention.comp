@@ -9,8 +9,9 @@
 //   1: a workgroup per query row combines its used splits: out = sum acc_s e^(m_s - M) /
 //      sum l_s e^(m_s - M), M = max m_s.
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
-// the sequence: shared arrays hold one chunk, the accumulator lives in the scratch slot (element
-// e is only ever touched by thread e % WG_SIZE). When pos + t > max_seq the keys are clamped to
+// the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
+// e % WG_SIZE, in its registers for d <= ACC_REGS WG_SIZE (every head size models use), else in
+// the scratch slot (the registers saved a read-modify-write of global memory per chunk). When pos + t > max_seq the keys are clamped to
 // the cache (nothing is read out of bounds) and the op's error record gets the position.
 #include "include/common.glsl"
 #include "include/dtype.glsl"
@@ -42,6 +43,7 @@ layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
 #include "include/errors.glsl"
 
 #define CHUNK WG_SIZE
+#define ACC_REGS 4u
 shared ACC_T s_q[WG_SIZE];    // the query row (when d <= WG_SIZE)
 shared ACC_T s_p[CHUNK];      // the chunk's weights e^(s - m)
 shared ACC_T s_red[WG_SIZE];  // reductions, partial sums
@@ -83,7 +85,11 @@ void partial_phase(uint g, uint tid) {
   const uint slot = g * (d + 2u);  // (m, l, acc[d])
   const bool q_shared = d <= WG_SIZE;
   if (q_shared && tid < d) s_q[tid] = ACC_T(LOAD(DT, q[q_row + tid * pc.q_strides[3]]));
-  for (uint e = tid; e < d; e += WG_SIZE) scratch[slot + 2u + e] = ACC_T(0);
+  const bool regs = d <= ACC_REGS * WG_SIZE;
+  ACC_T acc[ACC_REGS];  // element tid + i WG_SIZE (regs)
+  for (uint i = 0u; i < ACC_REGS; i++) acc[i] = ACC_T(0);
+  if (!regs)
+    for (uint e = tid; e < d; e += WG_SIZE) scratch[slot + 2u + e] = ACC_T(0);
   barrier();
   ACC_T m = NEG_INF, l = ACC_T(0);
   for (uint c0 = k0; c0 < k_end; c0 += CHUNK) {
@@ -117,7 +123,16 @@ void partial_phase(uint g, uint tid) {
       if (tid < d) {
         ACC_T total = ACC_T(0);
         for (uint k = 0u; k < groups; k++) total += s_red[tid + k * d];
-        scratch[slot + 2u + tid] = scratch[slot + 2u + tid] * alpha + total;
+        acc[0] = acc[0] * alpha + total;
+      }
+    } else if (regs) {
+      for (uint i = 0u; i < ACC_REGS; i++) {
+        const uint e = tid + i * WG_SIZE;
+        if (e >= d) break;
+        ACC_T sum = ACC_T(0);
+        for (uint j = 0u; j < len; j++)
+          sum += s_p[j] * ACC_T(LOAD(DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
+        acc[i] = acc[i] * alpha + sum;
       }
     } else {
       for (uint e = tid; e < d; e += WG_SIZE) {
@@ -129,9 +144,19 @@ void partial_phase(uint g, uint tid) {
     }
     barrier();  // s_p and s_red are refilled by the next chunk
   }
-  if (pc.n_splits == 1u) {
+  if (regs) {
+    for (uint i = 0u; i < ACC_REGS; i++) {
+      const uint e = tid + i * WG_SIZE;
+      if (e >= d) break;
+      if (pc.n_splits == 1u)
+        y[row * d + e] = PACK(DT, acc[i] / l);
+      else
+        scratch[slot + 2u + e] = acc[i];
+    }
+  } else if (pc.n_splits == 1u) {
     for (uint e = tid; e < d; e += WG_SIZE) y[row * d + e] = PACK(DT, scratch[slot + 2u + e] / l);
-  } else if (tid == 0u) {
+  }
+  if (pc.n_splits > 1u && tid == 0u) {
     scratch[slot] = m;
     scratch[slot + 1u] = l;
   }

@@ -497,7 +497,8 @@ TEST_P(AttentionCached, EveryDTypeAndLayoutAgainstFloat64) {
 
 // Shapes that take each path of the GPU kernels (kAttentionBlock = 128 keys per chunk, about
 // 256 workgroups): several splits and the combine; one split of several chunks (its online
-// softmax rescaling); several splits of several chunks; head dims above the workgroup; no GQA.
+// softmax rescaling); several splits of several chunks; head dims above the workgroup and above
+// the accumulator's registers; no GQA.
 // On the CPU also the long caches of a real decode.
 TEST_P(AttentionCached, EveryKernelPathAndLongCaches) {
   Rng rng;
@@ -508,6 +509,7 @@ TEST_P(AttentionCached, EveryKernelPathAndLongCaches) {
       {1, 8, 2, 32, 16, 300, 200},  // 256 rows: 1 split of 3 chunks
       {1, 5, 1, 30, 8, 600, 500},   // 150 rows: 2 splits of 3 chunks
       {1, 2, 2, 2, 160, 200, 100},  // d > 128
+      {1, 2, 1, 1, 520, 140, 135},  // d > 4 x 128: the accumulator in the scratch slot
       {2, 3, 3, 3, 2, 130, 127},    // tiny d, the last rows of the cache
   };
   if (dev.is_cpu()) {
