@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <string>
 #include <thread>
@@ -180,6 +181,47 @@ TEST(CudaKernels, EveryCaseCompilesForSm80AndSm90) {
 
 // A kernel that does not compile is an Error(Internal) naming the file, its defines and NVRTC's
 // log; headers come from the resolver, a missing one is named.
+TEST(CudaKernels, OnlyWholeCubinsAreLoaded) {
+  // cuModuleLoadData takes no size: a cached module cut short must be refused before the driver
+  // sees it (the kernel cache then compiles it again).
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  gpu::SourceTable sources;
+  sources.add("whole.cu", "extern \"C\" __global__ void wick_main(float* p) { p[0] *= 2.0f; }\n");
+  gpu::CompileRequest req;
+  req.name = "whole.cu";
+  ASSERT_TRUE(sources.resolve("whole.cu", req.source));
+  req.includes = &sources;
+  const gpu::ModuleCode code = cuda::compile_cuda(req, 9, 0);
+  ASSERT_GT(code.size(), 256u);
+  EXPECT_TRUE(cuda::cubin_is_whole(code));
+  for (size_t cut :
+       {size_t{0}, size_t{63}, size_t{64}, code.size() / 4, code.size() / 2, code.size() - 1}) {
+    SCOPED_TRACE(cut);
+    EXPECT_FALSE(cuda::cubin_is_whole(std::span(code.data(), cut)));
+  }
+  EXPECT_FALSE(cuda::cubin_is_whole(std::vector<uint8_t>(code.size(), 0xab)));
+  gpu::ModuleCode other_machine = code;
+  other_machine[18] = 62;  // EM_X86_64
+  EXPECT_FALSE(cuda::cubin_is_whole(other_machine));
+  // A section that claims bytes past the end: a section with bytes in the file, its size made huge.
+  uint64_t sh_off;
+  uint16_t sh_count;
+  std::memcpy(&sh_off, code.data() + 40, 8);
+  std::memcpy(&sh_count, code.data() + 60, 2);
+  uint64_t with_bytes = 0;  // the header's offset
+  for (uint64_t i = 1; i < sh_count; i++) {
+    uint32_t type;
+    std::memcpy(&type, code.data() + sh_off + i * 64 + 4, 4);
+    if (type != 0 && type != 8) with_bytes = sh_off + i * 64;  // not SHT_NULL or SHT_NOBITS
+  }
+  ASSERT_NE(with_bytes, 0u);
+  gpu::ModuleCode long_section = code;
+  const uint64_t huge = uint64_t{1} << 40;
+  std::memcpy(long_section.data() + with_bytes + 32, &huge, 8);
+  EXPECT_FALSE(cuda::cubin_is_whole(long_section));
+}
+
 TEST(CudaKernels, CompileErrorsNameTheKernelDefinesAndLog) {
   std::string why;
   if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;

@@ -2,6 +2,7 @@
 
 #include <nvrtc.h>
 
+#include <cstring>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -153,6 +154,52 @@ gpu::ModuleCode compile_cuda(const gpu::CompileRequest& req, int sm_major, int s
   if (n.cubin(prog, reinterpret_cast<char*>(code.data())) != NVRTC_SUCCESS)
     fail(ErrorKind::Internal, "kernel compile", describe(req, arch), ": nvrtcGetCUBIN failed");
   return code;
+}
+
+namespace {
+
+// Little-endian fields of an ELF image (unaligned, so copied).
+template <typename T>
+T field(std::span<const uint8_t> code, uint64_t at) {
+  T v;
+  std::memcpy(&v, code.data() + at, sizeof(T));
+  return v;
+}
+
+// Whether [offset, offset + size) lies within `total` bytes, without overflow.
+bool within(uint64_t offset, uint64_t size, uint64_t total) {
+  return offset <= total && size <= total - offset;
+}
+
+}  // namespace
+
+bool cubin_is_whole(std::span<const uint8_t> code) {
+  constexpr uint64_t kHeader = 64, kSection = 64, kSegment = 56;
+  constexpr uint16_t kMachineCuda = 190;
+  constexpr uint32_t kNoBits = 8;  // SHT_NOBITS: no bytes in the file
+  const uint64_t n = code.size();
+  static const uint8_t magic[4] = {0x7f, 'E', 'L', 'F'};
+  if (n < kHeader || std::memcmp(code.data(), magic, 4) != 0) return false;
+  if (code[4] != 2 || code[5] != 1) return false;  // ELFCLASS64, little-endian
+  if (field<uint16_t>(code, 18) != kMachineCuda) return false;
+  const auto ph_off = field<uint64_t>(code, 32), sh_off = field<uint64_t>(code, 40);
+  const auto ph_size = field<uint16_t>(code, 54), ph_count = field<uint16_t>(code, 56);
+  const auto sh_size = field<uint16_t>(code, 58), sh_count = field<uint16_t>(code, 60);
+  if ((ph_count && ph_size != kSegment) || (sh_count && sh_size != kSection) || sh_count == 0)
+    return false;
+  if (!within(ph_off, uint64_t{ph_count} * kSegment, n) ||
+      !within(sh_off, uint64_t{sh_count} * kSection, n))
+    return false;
+  for (uint64_t i = 0; i < sh_count; i++) {
+    const uint64_t h = sh_off + i * kSection;
+    if (field<uint32_t>(code, h + 4) == kNoBits) continue;
+    if (!within(field<uint64_t>(code, h + 24), field<uint64_t>(code, h + 32), n)) return false;
+  }
+  for (uint64_t i = 0; i < ph_count; i++) {
+    const uint64_t h = ph_off + i * kSegment;
+    if (!within(field<uint64_t>(code, h + 8), field<uint64_t>(code, h + 32), n)) return false;
+  }
+  return true;
 }
 
 }  // namespace wick::cuda

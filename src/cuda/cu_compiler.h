@@ -25,4 +25,10 @@ std::string nvrtc_version();
 gpu::ModuleCode compile_cuda(const gpu::CompileRequest& req, int sm_major, int sm_minor,
                              std::string* log = nullptr);
 
+// Whether `code` is a whole 64-bit little-endian CUDA ELF image: its header, program and section
+// headers, and every section's and segment's bytes lie within `code`. cuModuleLoadData takes no
+// size, so a module from the disk cache that was cut short would have the driver read past its
+// end (a crash or a hang, seen on the H200): such modules are compiled again instead.
+bool cubin_is_whole(std::span<const uint8_t> code);
+
 }  // namespace wick::cuda

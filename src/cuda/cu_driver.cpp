@@ -185,8 +185,7 @@ gpu::ModuleCode CuDriver::compile(const gpu::CompileRequest& req) {
 }
 
 bool CuDriver::validate_module(const gpu::ModuleCode& code, const std::string&) {
-  static const uint8_t elf[4] = {0x7f, 'E', 'L', 'F'};
-  return code.size() > 64 && std::memcmp(code.data(), elf, 4) == 0;
+  return cubin_is_whole(code);
 }
 
 std::unique_ptr<gpu::Pipeline> CuDriver::create_pipeline(const gpu::ModuleCode& code,
