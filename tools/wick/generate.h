@@ -11,7 +11,11 @@ namespace wick::cli {
 // Streams the continuation of args.prompt to stdout, statistics to stderr; the exit status.
 int run_generate(const Args& args);
 
-// Loads a model, drawing a progress bar on stderr once loading has taken longer than a moment.
+// The sampler options of the command line (--temp, --top-k, ...).
+SamplingOptions sampling_options(const Args& args);
+
+// Loads a model, drawing a progress bar on stderr, when it is a terminal, once loading has taken
+// longer than a moment.
 // A context the model or the machine cannot hold (Error(OutOfRange) from the loader) becomes a
 // UsageError naming `max_seq_flags`, the options that set max_seq.
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
