@@ -127,8 +127,8 @@ class Sampler {
 Tokenizer load_gguf_tokenizer(const GgufFile& f);
 // tokenizer.ggml.add_bos_token (false when absent).
 bool gguf_adds_bos(const GgufFile& f);
-// tokenizer.chat_template as a ChatML template (no default system prompt when absent);
-// Error(Unsupported) for a template of another family.
+// tokenizer.chat_template, with the texts of the bos and eos tokens; ChatML when the file has no
+// template. Error(Parse) for a template that does not parse.
 ChatTemplate load_gguf_chat_template(const GgufFile& f);
 
 struct GenerationStats {
