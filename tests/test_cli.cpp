@@ -638,5 +638,76 @@ TEST(CliBinary, BenchGenJson) {
     EXPECT_GT(row.at(k).get<double>(), 0) << k;
 }
 
+// `wick chat` driven through stdin: a turn per line ("> " prompt, the line echoed as stdin is
+// not a terminal, the reply), empty lines skipped, end of input ends the session with a summary;
+// a context too small for the conversation drops the oldest turns with a notice.
+TEST(CliBinary, ChatTurnsFromStdin) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  TinyLlamaConfig cfg;
+  cfg.context = 512;  // single-letter tokens: a turn is some 15 tokens, the system turn 20
+  write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
+  {
+    std::ofstream in(dir.file("turns.txt"));
+    in << "abc\n\nde f\nghi\n";
+  }
+  const std::string chat = "'" WICK_CLI_PATH "' chat -m '" + dir.file("tiny.gguf") +
+                           "' --system 'be brief' -n 6 < '" + dir.file("turns.txt") + "' 2> '" +
+                           dir.file("err.txt") + "'";
+  const auto run = [&](const std::string& extra) {
+    FILE* p = ::popen((chat + extra).c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << out;
+    std::ifstream e(dir.file("err.txt"));
+    std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    return std::make_pair(out, err);
+  };
+  const auto [out, err] = run("");
+  // The turns in order: each prompt, the echoed line, then the reply up to the next prompt.
+  std::vector<std::string> lines;
+  for (size_t at = 0, next; at < out.size(); at = next + 1) {
+    next = out.find('\n', at);
+    if (next == std::string::npos) next = out.size();
+    lines.push_back(out.substr(at, next - at));
+  }
+  ASSERT_GE(lines.size(), 8u) << out;
+  EXPECT_EQ(lines[0], "> abc");
+  EXPECT_EQ(lines[1].rfind("> ", 0), std::string::npos) << "a reply: " << out;
+  EXPECT_EQ(lines[2], "> ");  // the empty line: no turn
+  EXPECT_EQ(lines[3], "> de f");
+  EXPECT_EQ(lines[5], "> ghi");
+  EXPECT_EQ(lines[7], "> ");  // end of input
+  EXPECT_HAS(err, ": 3 turns, ");
+  size_t stats = 0;
+  for (size_t at = 0; (at = err.find(" prompt tokens ", at)) != std::string::npos; at++) stats++;
+  EXPECT_EQ(stats, 3u) << err;
+  EXPECT_EQ(err.find("dropped"), std::string::npos) << err;
+  EXPECT_EQ(run("").first, out) << "greedy: the same conversation";
+
+  // 80 tokens of context, 6 kept for a reply: the third turn no longer fits with the first.
+  const auto [small_out, small_err] = run(" -c 80");
+  EXPECT_HAS(small_err, "the conversation no longer fits the context of 80 tokens: dropped");
+  EXPECT_HAS(small_err, ": 3 turns, ");
+}
+
+TEST(CliArgs, Chat) {
+  const Args a = parse({"chat", "-m", "m.gguf", "--system", "Be brief.", "--temp", "0.7", "-c",
+                        "256", "--stop", "User:"});
+  EXPECT_EQ(a.command, Command::Chat);
+  EXPECT_EQ(a.system, "Be brief.");
+  EXPECT_EQ(a.n_predict, 512);
+  EXPECT_EQ(a.max_seq, 256);
+  EXPECT_EQ(a.stops, std::vector<std::string>{"User:"});
+  expect_usage_error({"chat"}, "wick chat needs --model");
+  expect_usage_error({"chat", "-m", "m", "-p", "x"}, "unknown option '-p' for 'wick chat'");
+  expect_usage_error({"chat", "-m", "m", "--chat"}, "unknown option '--chat' for 'wick chat'");
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "--system", "s"},
+                     "unknown option '--system'");
+}
+
 }  // namespace
 }  // namespace wick::testing

@@ -305,8 +305,11 @@ TEST(TokenizerUnit, ChatTemplateFromJinja) {
       "<s>", "</s>");
   EXPECT_EQ(inst.apply(std::vector<ChatMessage>{{"user", " hi "}}, false),
             "<s>[INST] hi [/INST]</s>");
-  expect_error([&] { inst.apply(std::vector<ChatMessage>{{"system", "be brief"}}, false); },
-               ErrorKind::Unsupported, {"ChatTemplate::apply", "no system turns, got: be brief"});
+  expect_error(
+      [&] {
+        inst.apply(std::vector<ChatMessage>{{"system", "be brief"}}, false);
+      },
+      ErrorKind::Unsupported, {"ChatTemplate::apply", "no system turns, got: be brief"});
 }
 
 TEST(TokenizerUnit, ErrorsOnMalformedVocab) {

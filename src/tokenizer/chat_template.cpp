@@ -45,9 +45,13 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view source, std::string bos_t
   return ChatTemplate(std::move(impl));
 }
 
-ChatTemplate ChatTemplate::chatml() { return from_jinja(kChatML); }
+ChatTemplate ChatTemplate::chatml() {
+  return from_jinja(kChatML);
+}
 
-const std::string& ChatTemplate::source() const { return impl_->source; }
+const std::string& ChatTemplate::source() const {
+  return impl_->source;
+}
 
 std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
                                 bool add_generation_prompt) const {

@@ -22,6 +22,8 @@ const char* command_name(Command c) {
       return "bench";
     case Command::Generate:
       return "generate";
+    case Command::Chat:
+      return "chat";
     default:
       return "";
   }
@@ -31,9 +33,10 @@ Command parse_command(std::string_view word) {
   if (word == "info") return Command::Info;
   if (word == "bench") return Command::Bench;
   if (word == "generate") return Command::Generate;
+  if (word == "chat") return Command::Chat;
   if (word == "help") return Command::Help;
   throw UsageError("unknown command '" + std::string(word) +
-                   "' (commands: info, bench, generate, help)");
+                   "' (commands: info, bench, generate, chat, help)");
 }
 
 bool is_bench_name(std::string_view name) {
@@ -111,7 +114,9 @@ Args parse_args(int argc, const char* const* argv) {
   }
 
   const std::string cmd = command_name(a.command);
-  const bool bench = a.command == Command::Bench, gen = a.command == Command::Generate;
+  // `chat` takes generate's options but the prompt (it reads turns from stdin) and --chat.
+  const bool bench = a.command == Command::Bench, chat = a.command == Command::Chat;
+  const bool gen = a.command == Command::Generate || chat;
   std::vector<std::string> gen_flags;  // bench: options that only the gen benchmark reads
   for (int i = 2; i < argc; i++) {
     const std::string_view arg = argv[i];
@@ -157,9 +162,11 @@ Args parse_args(int argc, const char* const* argv) {
     } else if (bench && name == "--prompt-tokens") {
       a.prompt_tokens = parse_count(name, value("a count"), 1);
       gen_only();
-    } else if (gen && (name == "-p" || name == "--prompt")) {
+    } else if (gen && !chat && (name == "-p" || name == "--prompt")) {
       a.prompt = value("a text");
-    } else if (gen && (name == "-f" || name == "--file")) {
+    } else if (chat && name == "--system") {
+      a.system = value("a text");
+    } else if (gen && !chat && (name == "-f" || name == "--file")) {
       a.prompt_file = value("a path");
     } else if (gen && name == "--temp") {
       a.temperature =
@@ -179,7 +186,7 @@ Args parse_args(int argc, const char* const* argv) {
       a.stops.push_back(value("a text"));
     } else if (gen && (name == "-s" || name == "--seed")) {
       a.seed = parse_integer(name, value("a number"), 0, std::numeric_limits<uint64_t>::max());
-    } else if (gen && arg == "--chat") {
+    } else if (gen && !chat && arg == "--chat") {
       a.chat = true;
     } else if (bench && arg == "--full") {
       a.full = true;
@@ -199,7 +206,8 @@ Args parse_args(int argc, const char* const* argv) {
       throw UsageError("'wick " + cmd + "' takes no argument '" + std::string(arg) + "'");
     }
   }
-  if (gen && !a.help) {
+  if (chat && !a.help && a.model.empty()) throw UsageError("wick chat needs --model PATH (-m)");
+  if (gen && !chat && !a.help) {
     if (a.model.empty()) throw UsageError("wick generate needs --model PATH (-m)");
     if (!a.prompt.empty() && !a.prompt_file.empty())
       throw UsageError("--prompt and --file both give the prompt: pass one");
@@ -217,7 +225,7 @@ Args parse_args(int argc, const char* const* argv) {
       throw UsageError("--json prints the gen benchmark alone: run 'wick bench gen --json'");
   }
   // Defaults of what was not given; --quick shrinks bench gen's.
-  if (a.n_predict == 0) a.n_predict = (bench && a.quick) ? 8 : 128;
+  if (a.n_predict == 0) a.n_predict = (bench && a.quick) ? 8 : chat ? 512 : 128;
   if (a.prompt_tokens == 0) a.prompt_tokens = a.quick ? 16 : 128;
   return a;
 }
@@ -338,6 +346,26 @@ std::string help_text(Command command) {
              "\n"
              "Numbers are decimal digits (T, P and X with an optional '.' fraction); no value may\n"
              "be empty.\n";
+    case Command::Chat:
+      return "usage: wick chat -m PATH [--system TEXT] [-n N] [--device D] [-t N] [-c N]\n"
+             "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [-s S]\n"
+             "                 [--repeat-penalty X] [--repeat-last-n N] [--stop STR]...\n"
+             "\n"
+             "A conversation with a llama-family GGUF model: each line read from stdin is a\n"
+             "user turn; the conversation so far is rendered by the model's chat template\n"
+             "(tokenizer.chat_template, run by a Jinja engine; ChatML when the file has none)\n"
+             "and the reply streams to stdout after it. The KV cache keeps the conversation:\n"
+             "a turn feeds only its new tokens. When the conversation no longer fits the\n"
+             "context, the oldest turns are dropped (said on stderr). A reply ends at the\n"
+             "model's end-of-turn token, after N tokens (default 512), or at a stop string.\n"
+             "Ctrl-C stops the reply being generated (the conversation goes on; at the prompt\n"
+             "it ends the session); end of input (Ctrl-D) ends the session. Statistics go to\n"
+             "stderr.\n"
+             "\n"
+             "options: those of wick generate (wick generate --help), without -p, -f and\n"
+             "--chat, and\n"
+             "  --system TEXT  the system turn that opens the conversation (default: none, or\n"
+             "                 the template's own)\n";
     default:
       return "usage: wick COMMAND [OPTIONS]\n"
              "\n"
@@ -345,6 +373,7 @@ std::string help_text(Command command) {
              "  info         version, devices and environment knobs\n"
              "  bench        the benchmarks (wick bench --help lists them)\n"
              "  generate     generate text with a llama-family GGUF model\n"
+             "  chat         a multi-turn conversation with a model, turns read from stdin\n"
              "  help [CMD]   this text, or the help of one command\n"
              "\n"
              "options:\n"

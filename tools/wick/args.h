@@ -15,7 +15,7 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Command { Help, Version, Info, Bench, Generate };
+enum class Command { Help, Version, Info, Bench, Generate, Chat };
 
 // Every benchmark, in the order `wick bench` runs them.
 inline const std::vector<std::string> kBenchNames = {
@@ -52,6 +52,7 @@ struct Args {
   std::vector<std::string> stops;  // --stop STR (repeatable): end when the text contains one
   uint64_t seed = 299792458;       // -s/--seed S
   bool chat = false;               // --chat: wrap the prompt in the model's chat template
+  std::string system;              // wick chat: --system TEXT, the conversation's system turn
   int64_t max_seq = 0;             // -c/--ctx N: KV cache length (0: the model's, capped)
 };
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -42,6 +43,17 @@ SamplingOptions sampling_options(const Args& args) {
   so.repeat_last_n = args.repeat_last_n;
   so.seed = args.seed;
   return so;
+}
+
+std::vector<int32_t> end_of_turn_ids(const Tokenizer& tok, const GgufFile& f) {
+  std::vector<int32_t> ids;
+  if (tok.eos_id() >= 0) ids.push_back(tok.eos_id());
+  if (const GgufValue* eot = f.find("tokenizer.ggml.eot_token_id");
+      eot && eot->is<uint32_t>() && eot->as<uint32_t>() < static_cast<uint32_t>(tok.vocab_size()))
+    ids.push_back(static_cast<int32_t>(eot->as<uint32_t>()));
+  for (const char* t : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"})
+    if (const int32_t id = tok.token_id(t); id >= 0 && tok.is_control(id)) ids.push_back(id);
+  return ids;
 }
 
 namespace {
@@ -88,21 +100,26 @@ int run_generate(const Args& args) {
                      ctx_flag + "; the model's context length is " +
                      std::to_string(model.config().context_length) + ")");
 
-  int32_t eos = tok.eos_id();
-  if (args.chat) {  // a chat turn ends at <|im_end|>
-    const int32_t im_end = tok.token_id("<|im_end|>");
-    if (im_end >= 0) eos = im_end;
-  }
+  // A chat turn ends at any of the model's end-of-turn tokens; plain text at eos.
+  const std::vector<int32_t> ends =
+      args.chat ? end_of_turn_ids(tok, model.gguf()) : std::vector<int32_t>{tok.eos_id()};
+  const auto is_end = [&](uint32_t id) {
+    return std::find(ends.begin(), ends.end(), static_cast<int32_t>(id)) != ends.end();
+  };
   Sampler sampler(sampling_options(args));
   TokenStreamer stream(tok, /*skip_special=*/true);
   StopStrings stops(args.stops);
+  bool at_end = false;
 
   if (!args.chat) std::cout << prompt_text << std::flush;
-  const GenerationStats st =
-      generate(model, prompt, args.n_predict, sampler, eos, [&](uint32_t id) {
-        std::cout << stops.push(stream.push(static_cast<int32_t>(id))) << std::flush;
-        return !stops.stopped();
-      });
+  const GenerationStats st = generate(model, prompt, args.n_predict, sampler, -1, [&](uint32_t id) {
+    if (is_end(id)) {
+      at_end = true;
+      return false;
+    }
+    std::cout << stops.push(stream.push(static_cast<int32_t>(id))) << std::flush;
+    return !stops.stopped();
+  });
   std::cout << stops.push(stream.finish()) << stops.finish() << "\n" << std::flush;
   if (st.stopped_at_context_end)
     std::fprintf(stderr,
@@ -123,7 +140,7 @@ int run_generate(const Args& args) {
   std::fprintf(stderr, "generation: %8lld tokens  %8.1f ms  %8.1f tokens/s%s\n",
                static_cast<long long>(st.generated_tokens), st.decode_seconds * 1e3,
                st.decode_seconds > 0 ? decode_tokens / st.decode_seconds : 0.0,
-               st.stopped_at_eos ? " (stopped at end of sequence)"
+               at_end            ? " (stopped at end of sequence)"
                : stops.stopped() ? " (stopped at a stop string)"
                                  : "");
   return 0;

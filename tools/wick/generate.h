@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "args.h"
 #include "wick/llama.h"
@@ -10,6 +11,14 @@ namespace wick::cli {
 
 // Streams the continuation of args.prompt to stdout, statistics to stderr; the exit status.
 int run_generate(const Args& args);
+
+// `wick chat`: a conversation read from stdin, line by line; the exit status.
+int run_chat(const Args& args);
+
+// The tokens that end a chat turn: the model's eos and end-of-turn tokens (GGUF
+// tokenizer.ggml.eot_token_id, and the control tokens <|im_end|>, <|eot_id|>, <end_of_turn>,
+// <|end|> where the vocabulary has them).
+std::vector<int32_t> end_of_turn_ids(const Tokenizer& tok, const GgufFile& f);
 
 // The sampler options of the command line (--temp, --top-k, ...).
 SamplingOptions sampling_options(const Args& args);

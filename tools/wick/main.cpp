@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
       }
       case Command::Generate:
         return run_generate(args);
+      case Command::Chat:
+        return run_chat(args);
       case Command::Help:
         break;
     }
