@@ -3,6 +3,8 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config python3
+  # tests/gen_chat_references.py: the chat templates' references, rendered by Python's jinja2
+  python3-jinja2
   # scripts/build.sh and scripts/consumers.sh: the consumers' builds of wick are cache hits
   ccache
   libopenblas-dev libgtest-dev nlohmann-json3-dev

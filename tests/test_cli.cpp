@@ -2,13 +2,16 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include "backend/registry.h"
 #include "args.h"
+#include "backend/registry.h"
 #include "gguf_bytes.h"
 #include "harness.h"
 #include "progress.h"
+#include "stop_strings.h"
 #include "tiny_llama.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
@@ -108,6 +111,50 @@ TEST(CliArgs, Generate) {
   expect_usage_error({"bench", "--chat"}, "unknown option '--chat' for 'wick bench'");
 }
 
+// llama.cpp's short flags name the same options as the long ones.
+TEST(CliArgs, LlamaCppShortFlagsAndSamplerOptions) {
+  const Args a = parse({"generate",    "-m",
+                        "m.gguf",      "-p",
+                        "Hi",          "-n",
+                        "9",           "-t",
+                        "3",           "-c",
+                        "128",         "-s",
+                        "11",          "--min-p",
+                        "0.05",        "--repeat-penalty",
+                        "1.1",         "--repeat-last-n=32",
+                        "--stop",      "\n\n",
+                        "--stop=User:"});
+  EXPECT_EQ(a.model, "m.gguf");
+  EXPECT_EQ(a.prompt, "Hi");
+  EXPECT_EQ(a.n_predict, 9);
+  EXPECT_EQ(a.threads, 3);
+  EXPECT_EQ(a.max_seq, 128);
+  EXPECT_EQ(a.seed, 11u);
+  EXPECT_DOUBLE_EQ(a.min_p, 0.05);
+  EXPECT_DOUBLE_EQ(a.repeat_penalty, 1.1);
+  EXPECT_EQ(a.repeat_last_n, 32);
+  EXPECT_EQ(a.stops, (std::vector<std::string>{"\n\n", "User:"}));
+  const Args f = parse({"generate", "-m", "m.gguf", "-f", "prompt.txt"});
+  EXPECT_EQ(f.prompt_file, "prompt.txt");
+  EXPECT_TRUE(f.prompt.empty());
+  const Args defaults = parse({"generate", "-m", "m", "-p", "x"});
+  EXPECT_DOUBLE_EQ(defaults.repeat_penalty, 1.0);
+  EXPECT_EQ(defaults.repeat_last_n, 64);
+  EXPECT_DOUBLE_EQ(defaults.min_p, 0.0);
+  EXPECT_EQ(defaults.threads, 0);
+  const Args b = parse({"bench", "gen", "-m", "x.gguf", "--json", "-t", "2"});
+  EXPECT_EQ(b.model, "x.gguf");
+  EXPECT_TRUE(b.json);
+  EXPECT_EQ(b.threads, 2);
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "-f", "y"}, "--prompt and --file");
+  expect_usage_error({"generate", "-m", "m"}, "needs --prompt TEXT (-p) or --file PATH (-f)");
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "--stop", ""}, "--stop needs a text");
+  expect_usage_error({"bench", "--json"}, "--json prints the gen benchmark alone");
+  expect_usage_error({"bench", "gen", "matmul", "--json"}, "--json prints the gen benchmark");
+  expect_usage_error({"bench", "matmul", "--json"}, "--json is an option of the gen benchmark");
+  expect_usage_error({"info", "-t", "2"}, "unknown option '-t' for 'wick info'");
+}
+
 // Every numeric flag of every command: plain decimal, the whole word, in range (issue 9: "-n 0x10"
 // was accepted as 16, "--ctx 1e9" as a billion).
 TEST(CliArgs, NumbersArePlainDecimalAndInRange) {
@@ -139,6 +186,15 @@ TEST(CliArgs, NumbersArePlainDecimalAndInRange) {
       {"--top-p", "nan"},
       {"--top-p", "1.5"},
       {"--top-p", "0x1"},
+      {"--min-p", "1.5"},
+      {"--min-p", "-0.1"},
+      {"--repeat-penalty", "0"},
+      {"--repeat-penalty", "inf"},
+      {"--repeat-last-n", "-1"},
+      {"-t", "0"},
+      {"--threads", "2x"},
+      {"-c", "0"},
+      {"-s", "-2"},
   };
   for (const auto& [flag, value] : bad) {
     SCOPED_TRACE(std::string(flag) + " " + value);
@@ -232,6 +288,43 @@ TEST(CliProgress, TheLineEndsWhenTheLoadFails) {
   const std::string got(text, size);
   std::free(text);
   EXPECT_EQ(got, "\rloading m.gguf [###############               ]  50%\nwick: load failed\n");
+}
+
+TEST(CliProgress, NothingIsDrawnWhenNotATerminal) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* out = ::open_memstream(&text, &size);
+  ASSERT_NE(out, nullptr);
+  {
+    cli::ProgressLine bar(out, "m.gguf", 0, /*enabled=*/false);
+    bar.update(1, 4, 1000);
+    bar.update(4, 4, 2000);
+  }
+  std::fclose(out);
+  EXPECT_EQ(size, 0u) << text;
+  std::free(text);
+}
+
+// A stop string is found across the pieces it arrives in, and neither it nor what follows is
+// printed; text that only might begin one is held back until it cannot.
+TEST(CliStopStrings, HoldsBackPrefixesAndCutsAtTheFirstStop) {
+  cli::StopStrings s({"</s>", "\nUser:"});
+  EXPECT_EQ(s.push("Hello <"), "Hello ");
+  EXPECT_EQ(s.push("b"), "<b");  // "<b" cannot begin "</s>"
+  EXPECT_EQ(s.push("> fine\nUs"), "> fine");
+  EXPECT_FALSE(s.stopped());
+  EXPECT_EQ(s.push("er: more</s>"), "");
+  EXPECT_TRUE(s.stopped());
+  EXPECT_EQ(s.push("late"), "");
+  cli::StopStrings t({"ab", "b"});
+  EXPECT_EQ(t.push("xa"), "x");
+  EXPECT_EQ(t.push("b!"), "");  // "ab" begins first
+  EXPECT_TRUE(t.stopped());
+  cli::StopStrings u({"END"});
+  EXPECT_EQ(u.push("the E"), "the ");
+  EXPECT_EQ(u.finish(), "E");  // generation ended first: the held text is printed
+  cli::StopStrings none({});
+  EXPECT_EQ(none.push("anything"), "anything");
 }
 
 // ---- the binary -------------------------------------------------------------------------------
@@ -491,6 +584,129 @@ TEST(CliBinary, BenchGenSavesItsModelForOtherRuntimes) {
   const RunResult both = run_wick("bench gen --quick --model x.gguf --save-model '" + path + "'");
   EXPECT_EQ(both.status, 2) << both.output;
   EXPECT_HAS(both.output, "--save-model");
+}
+
+// llama.cpp's short flags, a prompt file, and --stop on the binary: the text before the stop
+// string is printed, the string and what follows are not.
+TEST(CliBinary, GenerateShortFlagsPromptFileAndStop) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  write_tiny_llama(dir.file("tiny.gguf"), rng);
+  const std::string m = "generate -m '" + dir.file("tiny.gguf") + "' -t 1 -s 3 -n 12";
+  const RunResult plain = run_wick(m + " -p abc");
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  const std::string text = plain.output.substr(0, plain.output.find("\n\n"));
+  ASSERT_EQ(text.rfind("abc", 0), 0u) << plain.output;
+  {
+    std::ofstream f(dir.file("prompt.txt"));
+    f << "abc";
+  }
+  const RunResult file = run_wick(m + " -f '" + dir.file("prompt.txt") + "'");
+  EXPECT_EQ(file.status, 0) << file.output;
+  EXPECT_EQ(file.output.substr(0, file.output.find("\n\n")), text);
+  EXPECT_EQ(file.output.find("loading"), std::string::npos) << "no bar when stderr is a pipe";
+  const std::string continuation = text.substr(3);
+  if (continuation.size() >= 4) {
+    const std::string stop = continuation.substr(2, 2);
+    const std::string before = "abc" + continuation.substr(0, continuation.find(stop));
+    const RunResult s = run_wick(m + " -p abc --stop '" + stop + "' --stop 'never in it 12'");
+    EXPECT_EQ(s.status, 0) << s.output;
+    EXPECT_EQ(s.output.substr(0, s.output.find("\n")), before) << s.output;
+    EXPECT_HAS(s.output, "(stopped at a stop string)");
+  }
+  const RunResult pen = run_wick(m + " -p abc --repeat-penalty 1.5 --min-p 0.1 --temp 0.7");
+  EXPECT_EQ(pen.status, 0) << pen.output;
+  const RunResult missing = run_wick(m + " -f '" + dir.file("none.txt") + "'");
+  EXPECT_EQ(missing.status, 1) << missing.output;
+  EXPECT_HAS(missing.output, "none.txt");
+}
+
+TEST(CliBinary, BenchGenJson) {
+  const RunResult r = run_wick("bench gen --quick --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j.at("benchmark"), "gen");
+  EXPECT_EQ(j.at("prompt_tokens"), 16);
+  EXPECT_EQ(j.at("decode_tokens"), 8);
+  EXPECT_HAS(j.at("command").get<std::string>(), "wick bench gen --quick --json");
+  ASSERT_GE(j.at("rows").size(), 1u);
+  const nlohmann::json& row = j.at("rows")[0];
+  EXPECT_EQ(row.at("device"), "cpu");
+  for (const char* k : {"load_ms", "first_token_ms", "prefill_tokens_per_s", "decode_tokens_per_s",
+                        "first_run_decode_tokens_per_s"})
+    EXPECT_GT(row.at(k).get<double>(), 0) << k;
+}
+
+// `wick chat` driven through stdin: a turn per line ("> " prompt, the line echoed as stdin is
+// not a terminal, the reply), empty lines skipped, end of input ends the session with a summary;
+// a context too small for the conversation drops the oldest turns with a notice.
+TEST(CliBinary, ChatTurnsFromStdin) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  TinyLlamaConfig cfg;
+  cfg.context = 512;  // single-letter tokens: a turn is some 15 tokens, the system turn 20
+  write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
+  {
+    std::ofstream in(dir.file("turns.txt"));
+    in << "abc\n\nde f\nghi\n";
+  }
+  const std::string chat = "'" WICK_CLI_PATH "' chat -m '" + dir.file("tiny.gguf") +
+                           "' --system 'be brief' -n 6 < '" + dir.file("turns.txt") + "' 2> '" +
+                           dir.file("err.txt") + "'";
+  const auto run = [&](const std::string& extra) {
+    FILE* p = ::popen((chat + extra).c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << out;
+    std::ifstream e(dir.file("err.txt"));
+    std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    return std::make_pair(out, err);
+  };
+  const auto [out, err] = run("");
+  // The turns in order: each prompt, the echoed line, then the reply up to the next prompt.
+  std::vector<std::string> lines;
+  for (size_t at = 0, next; at < out.size(); at = next + 1) {
+    next = out.find('\n', at);
+    if (next == std::string::npos) next = out.size();
+    lines.push_back(out.substr(at, next - at));
+  }
+  ASSERT_GE(lines.size(), 8u) << out;
+  EXPECT_EQ(lines[0], "> abc");
+  EXPECT_EQ(lines[1].rfind("> ", 0), std::string::npos) << "a reply: " << out;
+  EXPECT_EQ(lines[2], "> ");  // the empty line: no turn
+  EXPECT_EQ(lines[3], "> de f");
+  EXPECT_EQ(lines[5], "> ghi");
+  EXPECT_EQ(lines[7], "> ");  // end of input
+  EXPECT_HAS(err, ": 3 turns, ");
+  size_t stats = 0;
+  for (size_t at = 0; (at = err.find(" prompt tokens ", at)) != std::string::npos; at++) stats++;
+  EXPECT_EQ(stats, 3u) << err;
+  EXPECT_EQ(err.find("dropped"), std::string::npos) << err;
+  EXPECT_EQ(run("").first, out) << "greedy: the same conversation";
+
+  // 80 tokens of context, 6 kept for a reply: the third turn no longer fits with the first.
+  const auto [small_out, small_err] = run(" -c 80");
+  EXPECT_HAS(small_err, "the conversation no longer fits the context of 80 tokens: dropped");
+  EXPECT_HAS(small_err, ": 3 turns, ");
+}
+
+TEST(CliArgs, Chat) {
+  const Args a = parse({"chat", "-m", "m.gguf", "--system", "Be brief.", "--temp", "0.7", "-c",
+                        "256", "--stop", "User:"});
+  EXPECT_EQ(a.command, Command::Chat);
+  EXPECT_EQ(a.system, "Be brief.");
+  EXPECT_EQ(a.n_predict, 512);
+  EXPECT_EQ(a.max_seq, 256);
+  EXPECT_EQ(a.stops, std::vector<std::string>{"User:"});
+  expect_usage_error({"chat"}, "wick chat needs --model");
+  expect_usage_error({"chat", "-m", "m", "-p", "x"}, "unknown option '-p' for 'wick chat'");
+  expect_usage_error({"chat", "-m", "m", "--chat"}, "unknown option '--chat' for 'wick chat'");
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "--system", "s"},
+                     "unknown option '--system'");
 }
 
 }  // namespace

@@ -293,15 +293,23 @@ TEST(TokenizerUnit, ChatTemplateFromJinja) {
       "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
       "'<|im_start|>assistant\\n' "
       "}}{% endif %}");
-  EXPECT_EQ(plain.default_system_prompt(), "");
   const std::vector<ChatMessage> msgs{{"user", "hi"}};
   EXPECT_EQ(plain.apply(msgs, true), "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(plain.apply({}, false), "");
-  // Escaped newline and quote inside the literal default system turn.
-  const ChatTemplate with_default = ChatTemplate::from_jinja(
-      "{{ '<|im_start|>system\\nBe \\'brief\\'.<|im_end|>\\n' }}{{'<|im_start|>' + "
-      "message['role']}}");
-  EXPECT_EQ(with_default.default_system_prompt(), "Be 'brief'.");
+  EXPECT_EQ(ChatTemplate::chatml().apply(msgs, true), plain.apply(msgs, true));
+  // bos_token and eos_token are the texts given; raise_exception refuses a conversation.
+  const ChatTemplate inst = ChatTemplate::from_jinja(
+      "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}"
+      "{{ raise_exception('no system turns, got: ' + m['content']) }}{% endif %}"
+      "[INST] {{ m['content'] | trim }} [/INST]{% endfor %}{{ eos_token }}",
+      "<s>", "</s>");
+  EXPECT_EQ(inst.apply(std::vector<ChatMessage>{{"user", " hi "}}, false),
+            "<s>[INST] hi [/INST]</s>");
+  expect_error(
+      [&] {
+        inst.apply(std::vector<ChatMessage>{{"system", "be brief"}}, false);
+      },
+      ErrorKind::Unsupported, {"ChatTemplate::apply", "no system turns, got: be brief"});
 }
 
 TEST(TokenizerUnit, ErrorsOnMalformedVocab) {
@@ -399,8 +407,8 @@ TEST(TokenizerUnit, ErrorsOnBadJson) {
       ErrorKind::Parse, {op, "eos_token", "'zz'"});
   expect_error([] { Tokenizer::from_hf_json_file("/nonexistent/tokenizer.json"); }, ErrorKind::Io,
                {op, "/nonexistent/tokenizer.json"});
-  expect_error([] { ChatTemplate::from_jinja("{{ bos_token }}[INST] {{ m }} [/INST]"); },
-               ErrorKind::Unsupported, {"ChatTemplate::from_jinja", "ChatML"});
+  expect_error([] { ChatTemplate::from_jinja("{% for m in messages %}{{ m.content }"); },
+               ErrorKind::Parse, {"ChatTemplate::from_jinja", "does not parse"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -528,8 +536,9 @@ TEST_F(TokenizerSmolLM2, DecodesLikeHf) {
 
 TEST_F(TokenizerSmolLM2, ChatTemplateLikeJinja) {
   const json config = json::parse(*config_json_);
-  const ChatTemplate chat = ChatTemplate::from_jinja(config.at("chat_template").get<std::string>());
-  EXPECT_FALSE(chat.default_system_prompt().empty());
+  const ChatTemplate chat = ChatTemplate::from_jinja(config.at("chat_template").get<std::string>(),
+                                                     config.at("bos_token").get<std::string>(),
+                                                     config.at("eos_token").get<std::string>());
   for (const json& c : ref().at("chat")) {
     std::vector<ChatMessage> messages;
     for (const json& m : c.at("messages")) messages.push_back({m.at("role"), m.at("content")});

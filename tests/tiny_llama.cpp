@@ -80,7 +80,8 @@ TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaCon
   w.set("tokenizer.ggml.padding_token_id", m.eos_id);
   w.set("tokenizer.chat_template",
         "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-        "{{ message['content'] }}<|im_end|>\n{% endfor %}");
+        "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
 
   const auto add = [&](const std::string& name, const Shape& shape, DType dt, double scale) {
     Tensor t = make_tensor(random_ref(rng, shape, -scale, scale), dt, Device::cpu());

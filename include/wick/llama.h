@@ -80,19 +80,46 @@ struct SamplingOptions {
   double temperature = 0.0;  // <= 0: greedy (argmax)
   int64_t top_k = 0;         // 0: off
   double top_p = 1.0;        // 1: off
+  // Keeps the tokens whose probability (after temperature) is at least min_p times the most
+  // likely one's; 0: off.
+  double min_p = 0.0;
+  // llama.cpp's repetition penalty: every distinct token among the last repeat_last_n accepted
+  // ones has its logit divided by repeat_penalty when positive, multiplied when not, before the
+  // other steps (greedy included). 1 or repeat_last_n 0: off.
+  double repeat_penalty = 1.0;
+  int64_t repeat_last_n = 64;
   uint64_t seed = 299792458;
 };
 
-// Picks the next token from logits. Deterministic for a given seed.
+// A token the sampler may pick and its probability.
+struct SamplingCandidate {
+  uint32_t id;
+  double p;
+};
+
+// Picks the next token from logits. Deterministic for a given seed. Steps, in order: repetition
+// penalty, top-k, softmax at the temperature, top-p, min-p; then a draw (greedy: the first
+// maximum of the penalised logits).
 class Sampler {
  public:
   explicit Sampler(SamplingOptions opts = {});
   uint32_t sample(const Tensor& logits);
+  // The tokens sample() draws from and their probabilities (summing to 1), most likely first (ties
+  // by id); one token of probability 1 when greedy.
+  std::vector<SamplingCandidate> candidates(const Tensor& logits) const;
+  // Records a token of the context (prompt or generated) for the repetition penalty; generate()
+  // calls it for every prompt token and every sampled one.
+  void accept(uint32_t token);
+  const SamplingOptions& options() const { return opts_; }
 
  private:
   SamplingOptions opts_;
   uint64_t state_;
+  std::vector<uint32_t> recent_;  // the last repeat_last_n accepted tokens, a ring from next_
+  size_t next_ = 0;
   double next_uniform();
+  bool penalises() const;
+  std::vector<SamplingCandidate> candidates(const std::vector<float>& logits) const;
 };
 
 // The byte-level BPE tokenizer in a GGUF file's tokenizer.ggml.* metadata. Throws Error(Parse)
@@ -100,8 +127,8 @@ class Sampler {
 Tokenizer load_gguf_tokenizer(const GgufFile& f);
 // tokenizer.ggml.add_bos_token (false when absent).
 bool gguf_adds_bos(const GgufFile& f);
-// tokenizer.chat_template as a ChatML template (no default system prompt when absent);
-// Error(Unsupported) for a template of another family.
+// tokenizer.chat_template, with the texts of the bos and eos tokens; ChatML when the file has no
+// template. Error(Parse) for a template that does not parse.
 ChatTemplate load_gguf_chat_template(const GgufFile& f);
 
 struct GenerationStats {
@@ -114,7 +141,8 @@ struct GenerationStats {
 };
 
 // Feeds `prompt` to `model` (continuing from its cache position), then samples up to `max_new`
-// tokens, one forward pass each, calling `on_token` with every token as it is picked. Stops early
+// tokens, one forward pass each, calling `on_token` with every token as it is picked (the sampler
+// accepts every prompt and sampled token, for its repetition penalty). Stops early
 // when the token is `eos` (>= 0; it is passed to on_token too), when on_token returns false, or
 // when the KV cache is full (stopped_at_context_end).
 GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt, int64_t max_new,

@@ -1,7 +1,7 @@
 // Tokenizers: byte-level BPE (GPT-2 family: Llama 3, Qwen2, SmolLM2, DeepSeek, ...) with
 // llama.cpp's pre-tokenizers, SentencePiece (GGUF tokenizer.ggml.model "llama": Llama 2, Mistral,
-// Phi-3) and the SentencePiece-style BPE of HF tokenizer.json files; a streaming decoder and the
-// ChatML chat template. Built from plain data (GGUF tokenizer.ggml.* arrays) or an HF
+// Phi-3) and the SentencePiece-style BPE of HF tokenizer.json files; a streaming decoder and chat
+// templates (Jinja). Built from plain data (GGUF tokenizer.ggml.* arrays) or an HF
 // tokenizer.json; nothing here reads model files or the network.
 #pragma once
 
@@ -117,21 +117,31 @@ struct ChatMessage {
   std::string content;
 };
 
-// The ChatML template family (SmolLM2, Qwen...): <|im_start|>role\ncontent<|im_end|>\n per message,
-// an optional default system message when the conversation has none, and "<|im_start|>assistant\n"
-// as the generation prompt.
+// A chat template: the Jinja program of a model's tokenizer.chat_template (GGUF) or
+// tokenizer_config.json "chat_template", rendered by a Jinja engine (llama.cpp's, vendored under
+// third_party/llama-jinja) as Hugging Face's transformers renders it: trim_blocks and
+// lstrip_blocks, with `messages` (role/content objects), `add_generation_prompt`, `bos_token`,
+// `eos_token`, and the extras templates call (`raise_exception`, `strftime_now`, `tojson`, ...).
 class ChatTemplate {
  public:
-  // Recognises a ChatML Jinja template (e.g. GGUF tokenizer.chat_template) and reads its default
-  // system prompt; Error(Unsupported) for any other template.
-  static ChatTemplate from_jinja(std::string_view source);
-  explicit ChatTemplate(std::string default_system_prompt = {});
+  // Parses `source`; Error(Parse) naming the place for a template that does not parse.
+  // bos_token / eos_token are the texts of the model's tokens (empty when it has none).
+  static ChatTemplate from_jinja(std::string_view source, std::string bos_token = {},
+                                 std::string eos_token = {});
+  // ChatML (<|im_start|>role\ncontent<|im_end|>\n per message, "<|im_start|>assistant\n" as the
+  // generation prompt): the fallback for a model file without a template.
+  static ChatTemplate chatml();
 
+  // The rendered conversation. Error(Unsupported) with the template's message when it refuses the
+  // conversation (raise_exception: roles that do not alternate, a system turn it cannot hold...).
   std::string apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
-  const std::string& default_system_prompt() const { return default_system_prompt_; }
+  const std::string& source() const;
+
+  struct Impl;
 
  private:
-  std::string default_system_prompt_;  // empty: none is added
+  explicit ChatTemplate(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
 };
 
 }  // namespace wick

@@ -1,5 +1,5 @@
 // The tokenizer and chat template stored in a GGUF file's metadata (llama.cpp's tokenizer.ggml.*
-// keys): byte-level BPE ("gpt2") and SentencePiece ("llama") vocabularies.
+// keys): byte-level BPE ("gpt2") and SentencePiece ("llama") vocabularies; the Jinja chat template.
 #include <algorithm>
 
 #include "io/file.h"
@@ -64,8 +64,19 @@ bool gguf_adds_bos(const GgufFile& f) {
 
 ChatTemplate load_gguf_chat_template(const GgufFile& f) {
   const GgufValue* v = f.find("tokenizer.chat_template");
-  if (!v) return ChatTemplate();
-  return ChatTemplate::from_jinja(v->as_string());
+  if (!v) return ChatTemplate::chatml();
+  // bos_token / eos_token: the texts of the tokens the file names (empty when it names none).
+  std::vector<std::string> tokens;
+  if (f.find("tokenizer.ggml.tokens")) tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
+  const auto text = [&](const char* key) {
+    const GgufValue* id = f.find(key);
+    if (!id || tokens.empty()) return std::string();
+    const int64_t i = models::int_key(f, "load_gguf_chat_template", key, 0,
+                                      static_cast<int64_t>(tokens.size()) - 1, -1);
+    return i < 0 ? std::string() : tokens[static_cast<size_t>(i)];
+  };
+  return ChatTemplate::from_jinja(v->as_string(), text("tokenizer.ggml.bos_token_id"),
+                                  text("tokenizer.ggml.eos_token_id"));
 }
 
 }  // namespace wick

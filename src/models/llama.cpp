@@ -519,9 +519,11 @@ GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt,
   st.prompt_tokens = static_cast<int64_t>(prompt.size());
   if (max_new <= 0) return st;
   auto t0 = Clock::now();
+  for (const uint32_t t : prompt) sampler.accept(t);
   Tensor logits = model.forward(prompt);
   for (int64_t i = 0; i < max_new; i++) {
     const uint32_t tok = sampler.sample(logits);  // reads the logits back: the step's sync point
+    sampler.accept(tok);
     const auto now = Clock::now();
     (i == 0 ? st.prefill_seconds : st.decode_seconds) +=
         std::chrono::duration<double>(now - t0).count();

@@ -1,7 +1,9 @@
-// Token sampling: greedy, temperature, top-k and top-p (nucleus), with a seeded generator.
+// Token sampling: repetition penalty, greedy, temperature, top-k, top-p (nucleus) and min-p, with
+// a seeded generator.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_set>
 
 #include "wick/llama.h"
 
@@ -14,6 +16,13 @@ Sampler::Sampler(SamplingOptions opts) : opts_(opts), state_(opts.seed) {
     fail(ErrorKind::OutOfRange, "Sampler", "top_p must be in (0, 1], got ", opts_.top_p);
   if (opts_.top_k < 0)
     fail(ErrorKind::OutOfRange, "Sampler", "top_k must be >= 0, got ", opts_.top_k);
+  if (!(opts_.min_p >= 0 && opts_.min_p <= 1))
+    fail(ErrorKind::OutOfRange, "Sampler", "min_p must be in [0, 1], got ", opts_.min_p);
+  if (!(opts_.repeat_penalty > 0 && std::isfinite(opts_.repeat_penalty)))
+    fail(ErrorKind::OutOfRange, "Sampler", "repeat_penalty must be finite and > 0, got ",
+         opts_.repeat_penalty);
+  if (opts_.repeat_last_n < 0)
+    fail(ErrorKind::OutOfRange, "Sampler", "repeat_last_n must be >= 0, got ", opts_.repeat_last_n);
 }
 
 // splitmix64: small, fast, and the same sequence on every platform.
@@ -25,17 +34,35 @@ double Sampler::next_uniform() {
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
-uint32_t Sampler::sample(const Tensor& logits) {
-  if (logits.rank() != 1 || logits.numel() == 0)
-    fail(ErrorKind::Shape, "Sampler::sample", "logits must be a non-empty vector, got ",
-         logits.shape());
-  // Greedy: the first maximum wins; on a GPU it is found there (4 bytes come back, not the
-  // vocabulary).
-  const bool greedy = opts_.temperature <= 0;
-  if (greedy && !logits.device().is_cpu()) return logits.argmax(0).to_vec<uint32_t>()[0];
-  const std::vector<float> l = logits.to_vec<float>();
-  if (greedy) return static_cast<uint32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+bool Sampler::penalises() const {
+  return opts_.repeat_penalty != 1.0 && opts_.repeat_last_n > 0 && !recent_.empty();
+}
 
+void Sampler::accept(uint32_t token) {
+  if (opts_.repeat_penalty == 1.0 || opts_.repeat_last_n == 0) return;
+  const size_t n = static_cast<size_t>(opts_.repeat_last_n);
+  if (recent_.size() < n) {
+    recent_.push_back(token);
+    return;
+  }
+  recent_[next_] = token;
+  next_ = (next_ + 1) % n;
+}
+
+std::vector<SamplingCandidate> Sampler::candidates(const std::vector<float>& logits) const {
+  std::vector<double> l(logits.begin(), logits.end());
+  if (penalises()) {
+    // Each distinct recent token once, whatever its count (llama.cpp's penalty_repeat).
+    const std::unordered_set<uint32_t> seen(recent_.begin(), recent_.end());
+    for (const uint32_t t : seen) {
+      if (t >= l.size()) continue;
+      l[t] = l[t] <= 0 ? l[t] * opts_.repeat_penalty : l[t] / opts_.repeat_penalty;
+    }
+  }
+  if (opts_.temperature <= 0) {
+    const auto best = std::max_element(l.begin(), l.end()) - l.begin();
+    return {{static_cast<uint32_t>(best), 1.0}};
+  }
   std::vector<uint32_t> idx(l.size());
   std::iota(idx.begin(), idx.end(), 0u);
   size_t keep = l.size();
@@ -55,14 +82,42 @@ uint32_t Sampler::sample(const Tensor& logits) {
     size_t n = 0;
     while (n < keep && acc < opts_.top_p * sum) acc += p[n++];
     keep = std::max<size_t>(n, 1);
-    sum = std::accumulate(p.begin(), p.begin() + static_cast<long>(keep), 0.0);
   }
-  double r = next_uniform() * sum;
-  for (size_t i = 0; i < keep; i++) {
-    r -= p[i];
-    if (r < 0) return idx[i];
+  if (opts_.min_p > 0) {  // p[0] is the largest, exp(0) = 1
+    size_t n = 1;
+    while (n < keep && p[n] >= opts_.min_p * p[0]) n++;
+    keep = n;
   }
-  return idx[keep - 1];
+  sum = std::accumulate(p.begin(), p.begin() + static_cast<long>(keep), 0.0);
+  std::vector<SamplingCandidate> out(keep);
+  for (size_t i = 0; i < keep; i++) out[i] = {idx[i], p[i] / sum};
+  return out;
+}
+
+std::vector<SamplingCandidate> Sampler::candidates(const Tensor& logits) const {
+  if (logits.rank() != 1 || logits.numel() == 0)
+    fail(ErrorKind::Shape, "Sampler::candidates", "logits must be a non-empty vector, got ",
+         logits.shape());
+  return candidates(logits.to_vec<float>());
+}
+
+uint32_t Sampler::sample(const Tensor& logits) {
+  if (logits.rank() != 1 || logits.numel() == 0)
+    fail(ErrorKind::Shape, "Sampler::sample", "logits must be a non-empty vector, got ",
+         logits.shape());
+  // Greedy without a penalty: the first maximum, found on the device (a GPU sends back 4 bytes,
+  // not the vocabulary).
+  const bool greedy = opts_.temperature <= 0;
+  if (greedy && !penalises() && !logits.device().is_cpu())
+    return logits.argmax(0).to_vec<uint32_t>()[0];
+  const std::vector<SamplingCandidate> c = candidates(logits.to_vec<float>());
+  if (greedy) return c[0].id;
+  double r = next_uniform();
+  for (const SamplingCandidate& x : c) {
+    r -= x.p;
+    if (r < 0) return x.id;
+  }
+  return c.back().id;
 }
 
 }  // namespace wick

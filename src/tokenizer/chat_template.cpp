@@ -1,66 +1,78 @@
-// ChatML rendering. wick has no Jinja engine: from_jinja recognises the ChatML family and reads the
-// one thing that varies between its members, the default system prompt written into the template.
+// Chat templates, rendered by llama.cpp's Jinja engine (third_party/llama-jinja): the template is
+// lexed and parsed once, and every apply() runs the program in a fresh context.
+#include <memory>
+
+#include "llama-jinja/jinja/lexer.h"
+#include "llama-jinja/jinja/parser.h"
+#include "llama-jinja/jinja/runtime.h"
+#include "llama-jinja/jinja/value.h"
+#include "llama-jinja/json.h"
 #include "wick/error.h"
 #include "wick/tokenizer.h"
 
 namespace wick {
+
+struct ChatTemplate::Impl {
+  std::string source;
+  std::string bos_token, eos_token;
+  jinja::program program;
+};
+
 namespace {
 
-constexpr std::string_view kStart = "<|im_start|>";
-constexpr std::string_view kEnd = "<|im_end|>";
-
-// Undoes the escapes a Jinja string literal may hold.
-std::string unescape_jinja(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
-      out += s[i];
-      continue;
-    }
-    const char c = s[++i];
-    out += c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
-  }
-  return out;
-}
+// ChatML as Qwen2.5 and SmolLM2 write it, without their default system prompts.
+constexpr std::string_view kChatML =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + "
+    "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 }  // namespace
 
-ChatTemplate::ChatTemplate(std::string default_system_prompt)
-    : default_system_prompt_(std::move(default_system_prompt)) {}
+ChatTemplate::ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
-ChatTemplate ChatTemplate::from_jinja(std::string_view source) {
-  constexpr const char* op = "ChatTemplate::from_jinja";
-  if (source.find(kStart) == std::string_view::npos || source.find(kEnd) == std::string_view::npos)
-    fail(ErrorKind::Unsupported, op, "not a ChatML template (no ", kStart, " / ", kEnd, ")");
-  // A literal system turn ("<|im_start|>system\n...<|im_end|>") is the default system message; the
-  // per-message turn is built from message['role'] and never spells "system" out.
-  const std::string_view system_turn = "<|im_start|>system";
-  const size_t at = source.find(system_turn);
-  if (at == std::string_view::npos) return ChatTemplate();
-  size_t begin = at + system_turn.size();
-  if (source.substr(begin, 1) == "\n")
-    begin += 1;
-  else if (source.substr(begin, 2) == "\\n")
-    begin += 2;
-  else
-    fail(ErrorKind::Unsupported, op, "system turn without a newline after the role");
-  const size_t end = source.find(kEnd, begin);
-  if (end == std::string_view::npos)
-    fail(ErrorKind::Unsupported, op, "default system turn without ", kEnd);
-  return ChatTemplate(unescape_jinja(source.substr(begin, end - begin)));
+ChatTemplate ChatTemplate::from_jinja(std::string_view source, std::string bos_token,
+                                      std::string eos_token) {
+  auto impl = std::make_shared<Impl>();
+  impl->source = std::string(source);
+  impl->bos_token = std::move(bos_token);
+  impl->eos_token = std::move(eos_token);
+  try {
+    jinja::lexer lexer;
+    impl->program = jinja::parse_from_tokens(lexer.tokenize(impl->source));
+  } catch (const std::exception& e) {
+    fail(ErrorKind::Parse, "ChatTemplate::from_jinja", "the template does not parse: ", e.what());
+  }
+  return ChatTemplate(std::move(impl));
+}
+
+ChatTemplate ChatTemplate::chatml() {
+  return from_jinja(kChatML);
+}
+
+const std::string& ChatTemplate::source() const {
+  return impl_->source;
 }
 
 std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
                                 bool add_generation_prompt) const {
-  std::string out;
-  const auto turn = [&](std::string_view role, std::string_view content) {
-    out.append(kStart).append(role).append("\n").append(content).append(kEnd).append("\n");
-  };
-  if (!messages.empty() && messages[0].role != "system" && !default_system_prompt_.empty())
-    turn("system", default_system_prompt_);
-  for (const ChatMessage& m : messages) turn(m.role, m.content);
-  if (add_generation_prompt) out.append(kStart).append("assistant\n");
-  return out;
+  try {
+    common_json list = common_json::array();
+    for (const ChatMessage& m : messages)
+      list.push_back(common_json::object({{"role", m.role}, {"content", m.content}}));
+    common_json input = common_json::object();
+    input["messages"] = list;
+    input["add_generation_prompt"] = add_generation_prompt;
+    input["bos_token"] = impl_->bos_token;
+    input["eos_token"] = impl_->eos_token;
+    jinja::context ctx(impl_->source);
+    jinja::global_from_json(ctx, input, /*mark_input=*/false);
+    jinja::runtime runtime(ctx);
+    const jinja::value out = runtime.execute(impl_->program);
+    return jinja::runtime::gather_string_parts(out)->as_string().str();
+  } catch (const std::exception& e) {
+    fail(ErrorKind::Unsupported, "ChatTemplate::apply", "the chat template refused the ",
+         messages.size(), "-message conversation: ", e.what());
+  }
 }
 
 }  // namespace wick

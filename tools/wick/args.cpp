@@ -22,6 +22,8 @@ const char* command_name(Command c) {
       return "bench";
     case Command::Generate:
       return "generate";
+    case Command::Chat:
+      return "chat";
     default:
       return "";
   }
@@ -31,9 +33,10 @@ Command parse_command(std::string_view word) {
   if (word == "info") return Command::Info;
   if (word == "bench") return Command::Bench;
   if (word == "generate") return Command::Generate;
+  if (word == "chat") return Command::Chat;
   if (word == "help") return Command::Help;
   throw UsageError("unknown command '" + std::string(word) +
-                   "' (commands: info, bench, generate, help)");
+                   "' (commands: info, bench, generate, chat, help)");
 }
 
 bool is_bench_name(std::string_view name) {
@@ -111,7 +114,9 @@ Args parse_args(int argc, const char* const* argv) {
   }
 
   const std::string cmd = command_name(a.command);
-  const bool bench = a.command == Command::Bench, gen = a.command == Command::Generate;
+  // `chat` takes generate's options but the prompt (it reads turns from stdin) and --chat.
+  const bool bench = a.command == Command::Bench, chat = a.command == Command::Chat;
+  const bool gen = a.command == Command::Generate || chat;
   std::vector<std::string> gen_flags;  // bench: options that only the gen benchmark reads
   for (int i = 2; i < argc; i++) {
     const std::string_view arg = argv[i];
@@ -137,14 +142,19 @@ Args parse_args(int argc, const char* const* argv) {
       a.help = true;
     } else if ((bench || gen) && name == "--device") {
       a.device = value("a value (cpu, vulkan[:N], cuda[:N])");
-    } else if ((bench || gen) && name == "--model") {
+    } else if ((bench || gen) && (name == "-m" || name == "--model")) {
       a.model = value("a path");
       gen_only();
     } else if ((bench || gen) && (name == "-n" || name == "--n-predict")) {
       // bench gen times decoding: at least one token after the prefill's.
       a.n_predict = parse_count(name, value("a count"), bench ? 2 : 1);
       gen_only();
-    } else if (gen && name == "--ctx") {
+    } else if ((bench || gen) && (name == "-t" || name == "--threads")) {
+      a.threads = parse_count(name, value("a count"), 1);
+    } else if (bench && name == "--json") {
+      a.json = true;
+      gen_only();
+    } else if (gen && (name == "-c" || name == "--ctx")) {
       a.max_seq = parse_count(name, value("a count"), 1);
     } else if (bench && name == "--save-model") {
       a.save_model = value("a path");
@@ -152,8 +162,12 @@ Args parse_args(int argc, const char* const* argv) {
     } else if (bench && name == "--prompt-tokens") {
       a.prompt_tokens = parse_count(name, value("a count"), 1);
       gen_only();
-    } else if (gen && name == "--prompt") {
+    } else if (gen && !chat && (name == "-p" || name == "--prompt")) {
       a.prompt = value("a text");
+    } else if (chat && name == "--system") {
+      a.system = value("a text");
+    } else if (gen && !chat && (name == "-f" || name == "--file")) {
+      a.prompt_file = value("a path");
     } else if (gen && name == "--temp") {
       a.temperature =
           parse_decimal(name, value("a number"), 0, std::numeric_limits<double>::infinity(), false);
@@ -161,9 +175,18 @@ Args parse_args(int argc, const char* const* argv) {
       a.top_k = parse_count(name, value("a count"), 0);
     } else if (gen && name == "--top-p") {
       a.top_p = parse_decimal(name, value("a number"), 0, 1, true);
-    } else if (gen && name == "--seed") {
+    } else if (gen && name == "--min-p") {
+      a.min_p = parse_decimal(name, value("a number"), 0, 1, false);
+    } else if (gen && name == "--repeat-penalty") {
+      a.repeat_penalty =
+          parse_decimal(name, value("a number"), 0, std::numeric_limits<double>::infinity(), true);
+    } else if (gen && name == "--repeat-last-n") {
+      a.repeat_last_n = parse_count(name, value("a count"), 0);
+    } else if (gen && name == "--stop") {
+      a.stops.push_back(value("a text"));
+    } else if (gen && (name == "-s" || name == "--seed")) {
       a.seed = parse_integer(name, value("a number"), 0, std::numeric_limits<uint64_t>::max());
-    } else if (gen && arg == "--chat") {
+    } else if (gen && !chat && arg == "--chat") {
       a.chat = true;
     } else if (bench && arg == "--full") {
       a.full = true;
@@ -183,9 +206,13 @@ Args parse_args(int argc, const char* const* argv) {
       throw UsageError("'wick " + cmd + "' takes no argument '" + std::string(arg) + "'");
     }
   }
-  if (gen && !a.help) {
-    if (a.model.empty()) throw UsageError("wick generate needs --model PATH");
-    if (a.prompt.empty()) throw UsageError("wick generate needs --prompt TEXT");
+  if (chat && !a.help && a.model.empty()) throw UsageError("wick chat needs --model PATH (-m)");
+  if (gen && !chat && !a.help) {
+    if (a.model.empty()) throw UsageError("wick generate needs --model PATH (-m)");
+    if (!a.prompt.empty() && !a.prompt_file.empty())
+      throw UsageError("--prompt and --file both give the prompt: pass one");
+    if (a.prompt.empty() && a.prompt_file.empty())
+      throw UsageError("wick generate needs --prompt TEXT (-p) or --file PATH (-f)");
   }
   if (a.command == Command::Bench && !a.help) {
     if (a.worker && (a.benches.size() != 1 || (a.benches[0] != "queue" && a.benches[0] != "first")))
@@ -194,9 +221,11 @@ Args parse_args(int argc, const char* const* argv) {
     if (!gen_flags.empty() &&
         std::find(a.benches.begin(), a.benches.end(), "gen") == a.benches.end())
       throw UsageError(gen_flags[0] + " is an option of the gen benchmark, which is not run");
+    if (a.json && a.benches != std::vector<std::string>{"gen"})
+      throw UsageError("--json prints the gen benchmark alone: run 'wick bench gen --json'");
   }
   // Defaults of what was not given; --quick shrinks bench gen's.
-  if (a.n_predict == 0) a.n_predict = (bench && a.quick) ? 8 : 128;
+  if (a.n_predict == 0) a.n_predict = (bench && a.quick) ? 8 : chat ? 512 : 128;
   if (a.prompt_tokens == 0) a.prompt_tokens = a.quick ? 16 : 128;
   return a;
 }
@@ -221,7 +250,7 @@ std::string help_text(Command command) {
              "Prints the wick version, the machine, every available device (name, kind, id,\n"
              "time taken to open it) and every WICK_* environment knob with its value.\n";
     case Command::Bench:
-      return "usage: wick bench [NAME ...] [--device D] [--full] [--quick]\n"
+      return "usage: wick bench [NAME ...] [--device D] [-t N] [--full] [--quick]\n"
              "\n"
              "Runs benchmarks and prints one table each (markdown, with a line naming the\n"
              "machine, device, date and command). No NAME runs them all (a minute or two on a "
@@ -253,51 +282,90 @@ std::string help_text(Command command) {
              "\n"
              "options:\n"
              "  --device D   cpu, vulkan[:N], cuda[:N] (default: WICK_DEVICE, else cpu)\n"
-             "  --model P    gen: the GGUF model (default: models/SmolLM2-135M-Instruct.Q4_1.gguf\n"
-             "               when present, else a SmolLM2-135M-shaped model with random Q4_1\n"
-             "               weights written to a temporary file)\n"
+             "  -m, --model P  gen: the GGUF model (default:\n"
+             "               models/SmolLM2-135M-Instruct.Q4_1.gguf when present, else a\n"
+             "               SmolLM2-135M-shaped model with random Q4_1 weights written to a\n"
+             "               temporary file)\n"
              "  --save-model P  gen: write the random-weight model to P and keep it (it has a\n"
              "               byte-level vocabulary, so other runtimes such as llama.cpp load it "
              "too)\n"
              "  --prompt-tokens N  gen: prompt length (default 128; --quick: 16)\n"
              "  -n N         gen: tokens generated, at least 2 (default 128; --quick: 8)\n"
+             "  --json       gen: print the figures as one JSON object instead of the table\n"
+             "               (alone: wick bench gen --json)\n"
+             "  -t N         CPU threads (default: OMP_NUM_THREADS, else every core)\n"
              "  --full       also the slow sizes (matmul n = 4096 on the CPU)\n"
              "  --quick      small sizes and few runs (for tests and sanitizer builds)\n"
              "  --worker     internal: the re-executed child of queue / first\n"
              "\n"
-             "Numbers are decimal digits. --model, --save-model, --prompt-tokens and -n need the\n"
-             "gen benchmark among those run; a context (prompt + generated tokens) beyond the\n"
+             "Numbers are decimal digits. --model, --save-model, --prompt-tokens, -n and --json "
+             "need\n"
+             "the gen benchmark among those run; a context (prompt + generated tokens) beyond the\n"
              "model's context length is refused.\n"
              "\n"
              "exit status: 0 when every benchmark ran and every check passed, 1 otherwise.\n";
     case Command::Generate:
-      return "usage: wick generate --model PATH --prompt TEXT [-n N] [--device D] [--temp T]\n"
-             "                     [--top-k K] [--top-p P] [--seed S] [--chat] [--ctx N]\n"
+      return "usage: wick generate -m PATH (-p TEXT | -f PATH) [-n N] [--device D] [-t N]\n"
+             "                     [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
+             "                     [--repeat-penalty X] [--repeat-last-n N] [--stop STR]...\n"
+             "                     [-s S] [--chat] [-c N]\n"
              "\n"
              "Loads a llama-family GGUF model (SmolLM2, Llama, ...) and continues the prompt,\n"
              "printing tokens as they come; then load time, prompt and generation tokens/s\n"
-             "(on stderr). Stops after N tokens, at the end-of-sequence token, or when the\n"
-             "context is full (said on stderr).\n"
+             "(on stderr). Stops after N tokens, at the end-of-sequence token, at a stop string,\n"
+             "or when the context is full (said on stderr). A progress bar is drawn while a\n"
+             "slow model loads when stderr is a terminal.\n"
              "\n"
-             "options:\n"
-             "  --model PATH  GGUF file (./scripts/fetch-model.sh fetches SmolLM2-135M-Instruct)\n"
-             "  --prompt TEXT the text to continue\n"
-             "  -n N          tokens to generate, at most 2147483647 (default 128)\n"
-             "  --device D    cpu, vulkan[:N] (default: WICK_DEVICE, else cpu)\n"
-             "  --temp T      sampling temperature >= 0; 0 picks the most likely token "
-             "(default 0)\n"
-             "  --top-k K     sample among the K most likely tokens (default 0: all)\n"
-             "  --top-p P     sample among the smallest set holding probability P, in (0, 1]\n"
-             "                (default 1)\n"
-             "  --seed S      seed of the sampler, 0 to 2^64 - 1 (default 299792458)\n"
-             "  --chat        wrap the prompt as a user turn in the model's chat template\n"
-             "  --ctx N       context length: prompt and generated tokens held in the KV cache\n"
-             "                (default: the model's context length, at most 4096); more than\n"
-             "                the model's context length, or more than fits in memory, is an\n"
-             "                error\n"
+             "options (llama.cpp's short forms beside the long ones):\n"
+             "  -m, --model PATH   GGUF file (./scripts/fetch-model.sh fetches "
+             "SmolLM2-135M-Instruct)\n"
+             "  -p, --prompt TEXT  the text to continue\n"
+             "  -f, --file PATH    the text to continue is this file's\n"
+             "  -n, --n-predict N  tokens to generate, at most 2147483647 (default 128)\n"
+             "  --device D         cpu, vulkan[:N], cuda[:N] (default: WICK_DEVICE, else cpu)\n"
+             "  -t, --threads N    CPU threads (default: OMP_NUM_THREADS, else every core)\n"
+             "  --temp T           sampling temperature >= 0; 0 picks the most likely token\n"
+             "                     (default 0)\n"
+             "  --top-k K          sample among the K most likely tokens (default 0: all)\n"
+             "  --top-p P          sample among the smallest set holding probability P, in\n"
+             "                     (0, 1] (default 1)\n"
+             "  --min-p P          drop tokens less likely than P times the most likely one,\n"
+             "                     in [0, 1] (after the temperature; default 0: off)\n"
+             "  --repeat-penalty X divide the positive logits of the tokens among the last N\n"
+             "                     (prompt included) by X, multiply the negative ones, > 0\n"
+             "                     (llama.cpp's; default 1: off)\n"
+             "  --repeat-last-n N  the N of --repeat-penalty (default 64; 0: off)\n"
+             "  --stop STR         stop when the generated text contains STR, which is not\n"
+             "                     printed (repeatable)\n"
+             "  -s, --seed S       seed of the sampler, 0 to 2^64 - 1 (default 299792458)\n"
+             "  --chat             wrap the prompt as a user turn in the model's chat template\n"
+             "  -c, --ctx N        context length: prompt and generated tokens held in the KV\n"
+             "                     cache (default: the model's context length, at most 4096);\n"
+             "                     more than the model's context length, or more than fits in\n"
+             "                     memory, is an error\n"
              "\n"
-             "Numbers are decimal digits (T and P with an optional '.' fraction); no value may be\n"
-             "empty.\n";
+             "Numbers are decimal digits (T, P and X with an optional '.' fraction); no value may\n"
+             "be empty.\n";
+    case Command::Chat:
+      return "usage: wick chat -m PATH [--system TEXT] [-n N] [--device D] [-t N] [-c N]\n"
+             "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [-s S]\n"
+             "                 [--repeat-penalty X] [--repeat-last-n N] [--stop STR]...\n"
+             "\n"
+             "A conversation with a llama-family GGUF model: each line read from stdin is a\n"
+             "user turn; the conversation so far is rendered by the model's chat template\n"
+             "(tokenizer.chat_template, run by a Jinja engine; ChatML when the file has none)\n"
+             "and the reply streams to stdout after it. The KV cache keeps the conversation:\n"
+             "a turn feeds only its new tokens. When the conversation no longer fits the\n"
+             "context, the oldest turns are dropped (said on stderr). A reply ends at the\n"
+             "model's end-of-turn token, after N tokens (default 512), or at a stop string.\n"
+             "Ctrl-C stops the reply being generated (the conversation goes on; at the prompt\n"
+             "it ends the session); end of input (Ctrl-D) ends the session. Statistics go to\n"
+             "stderr.\n"
+             "\n"
+             "options: those of wick generate (wick generate --help), without -p, -f and\n"
+             "--chat, and\n"
+             "  --system TEXT  the system turn that opens the conversation (default: none, or\n"
+             "                 the template's own)\n";
     default:
       return "usage: wick COMMAND [OPTIONS]\n"
              "\n"
@@ -305,6 +373,7 @@ std::string help_text(Command command) {
              "  info         version, devices and environment knobs\n"
              "  bench        the benchmarks (wick bench --help lists them)\n"
              "  generate     generate text with a llama-family GGUF model\n"
+             "  chat         a multi-turn conversation with a model, turns read from stdin\n"
              "  help [CMD]   this text, or the help of one command\n"
              "\n"
              "options:\n"

@@ -15,7 +15,7 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Command { Help, Version, Info, Bench, Generate };
+enum class Command { Help, Version, Info, Bench, Generate, Chat };
 
 // Every benchmark, in the order `wick bench` runs them.
 inline const std::vector<std::string> kBenchNames = {
@@ -33,18 +33,27 @@ struct Args {
   bool quick = false;                // --quick: small sizes and few runs (tests, sanitizers)
   bool worker = false;               // --worker: internal, this process was re-executed by a bench
 
-  // generate (and bench gen: --model, -n, --prompt-tokens)
-  std::string model;       // --model PATH; bench gen: empty -> the fetched SmolLM2, else synthetic
-  std::string save_model;  // bench gen: --save-model PATH keeps the synthetic model there
-  std::string prompt;      // --prompt TEXT
-  int64_t n_predict = 0;   // -n N: tokens to generate (default 128; bench --quick: 8)
-  int64_t prompt_tokens = 0;  // bench gen: --prompt-tokens N, timed prompt (128; --quick: 16)
-  double temperature = 0.0;   // --temp T (0: greedy)
-  int64_t top_k = 0;          // --top-k K (0: off)
-  double top_p = 1.0;         // --top-p P (1: off)
-  uint64_t seed = 299792458;  // --seed S
-  bool chat = false;          // --chat: wrap the prompt in the model's chat template
-  int64_t max_seq = 0;        // --ctx N: KV cache length (0: the model's, capped)
+  int64_t threads = 0;  // -t/--threads N: CPU threads (0: OMP_NUM_THREADS, else all)
+  bool json = false;    // bench gen: --json prints the figures as one JSON object
+
+  // generate (and bench gen: --model, -n, --prompt-tokens); llama.cpp's short flags beside them
+  std::string model;  // -m/--model PATH; bench gen: empty -> the fetched SmolLM2, else synthetic
+  std::string save_model;          // bench gen: --save-model PATH keeps the synthetic model there
+  std::string prompt;              // -p/--prompt TEXT
+  std::string prompt_file;         // -f/--file PATH: the prompt is that file's text
+  int64_t n_predict = 0;           // -n N: tokens to generate (default 128; bench --quick: 8)
+  int64_t prompt_tokens = 0;       // bench gen: --prompt-tokens N, timed prompt (128; --quick: 16)
+  double temperature = 0.0;        // --temp T (0: greedy)
+  int64_t top_k = 0;               // --top-k K (0: off)
+  double top_p = 1.0;              // --top-p P (1: off)
+  double min_p = 0.0;              // --min-p P (0: off)
+  double repeat_penalty = 1.0;     // --repeat-penalty X (1: off)
+  int64_t repeat_last_n = 64;      // --repeat-last-n N: tokens the penalty looks back on (0: off)
+  std::vector<std::string> stops;  // --stop STR (repeatable): end when the text contains one
+  uint64_t seed = 299792458;       // -s/--seed S
+  bool chat = false;               // --chat: wrap the prompt in the model's chat template
+  std::string system;              // wick chat: --system TEXT, the conversation's system turn
+  int64_t max_seq = 0;             // -c/--ctx N: KV cache length (0: the model's, capped)
 };
 
 // Parses argv[1..argc); throws UsageError. Numbers are plain decimal, checked for range.

@@ -99,6 +99,7 @@ int run_bench(const Args& args, const std::string& command) {
   ctx.save_model = args.save_model;
   ctx.prompt_tokens = args.prompt_tokens;
   ctx.n_predict = args.n_predict;
+  ctx.json = args.json;
   ctx.out = &std::cout;
   if (args.worker) {
     // A child times its own device opening: do not open it here.

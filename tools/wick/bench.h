@@ -22,6 +22,7 @@ struct BenchContext {
   std::string save_model;       // gen: --save-model
   int64_t prompt_tokens = 128;  // gen: --prompt-tokens
   int64_t n_predict = 128;      // gen: -n
+  bool json = false;            // gen: --json
   std::ostream* out = nullptr;
 
   Device device() const { return Device::parse(device_spec); }

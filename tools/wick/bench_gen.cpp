@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "args.h"
@@ -117,7 +118,7 @@ uint64_t dispatch_count(const Device& dev) {
 }  // namespace
 
 bool bench_gen(const BenchContext& ctx) {
-  print_title(ctx, "gen");
+  if (!ctx.json) print_title(ctx, "gen");
   std::string path = ctx.model;
   std::string what = path;
   std::filesystem::path synth;
@@ -188,11 +189,12 @@ bool bench_gen(const BenchContext& ctx) {
         static_cast<double>(st.generated_tokens - 1) / st.decode_seconds,
         decoded > 1 ? static_cast<double>(dispatches) / static_cast<double>(decoded - 1) : 0.0};
   };
-  ctx.os() << "model: " << what << "\n\n";
   Table t({"device", "decode step", "load", "first token after load",
            "prefill " + std::to_string(prompt_len) + " tok/s",
            "decode tok/s (" + std::to_string(decode_len) + " tokens)", "dispatches per token",
            "first run: prefill / decode"});
+  // The same figures for --json: one object per row, numbers unrounded.
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   // On devices that can capture: the replayed step (the default), then op by op.
   std::vector<bool> modes = {model.replays()};
   if (model.replays()) modes.push_back(false);
@@ -219,8 +221,39 @@ bool bench_gen(const BenchContext& ctx) {
                fixed(median(prefill), 1), fixed(median(decode), 1),
                dev.is_cpu() ? "-" : fixed(median(dispatches), 1),
                fixed(cold.prefill_tps, 1) + " / " + fixed(cold.decode_tps, 1)});
+    nlohmann::ordered_json row;
+    row["device"] = dev.name();
+    row["decode_step"] = replay ? "replayed" : "recorded";
+    row["load_ms"] = load_s * 1e3;
+    row["first_token_ms"] = first_token_ms;
+    row["prefill_tokens_per_s"] = median(prefill);
+    row["decode_tokens_per_s"] = median(decode);
+    row["dispatches_per_token"] =
+        dev.is_cpu() ? nlohmann::ordered_json() : nlohmann::ordered_json(median(dispatches));
+    row["first_run_prefill_tokens_per_s"] = cold.prefill_tps;
+    row["first_run_decode_tokens_per_s"] = cold.decode_tps;
+    rows.push_back(std::move(row));
   }
   model.set_replay(true);
+  if (ctx.json) {
+    const MachineFacts m = machine_facts();
+    nlohmann::ordered_json j;
+    j["benchmark"] = "gen";
+    j["command"] = ctx.command;
+    j["date"] = utc_now();
+    j["machine"] = {{"cpu", m.cpu_model},
+                    {"hardware_threads", m.hardware_threads},
+                    {"cpu_threads", m.cpu_threads},
+                    {"load_average", m.load_average}};
+    j["model"] = what;
+    j["prompt_tokens"] = prompt_len;
+    j["decode_tokens"] = decode_len;
+    j["runs"] = runs;
+    j["rows"] = std::move(rows);
+    ctx.os() << j.dump(2) << "\n";
+    return true;
+  }
+  ctx.os() << "model: " << what << "\n\n";
   t.print(ctx.os());
   ctx.os() << "\nMedians of " << runs
            << " runs after a first run (each run: reset the cache, prefill the "

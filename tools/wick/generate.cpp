@@ -1,10 +1,16 @@
 #include "generate.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "progress.h"
 #include "report.h"
+#include "stop_strings.h"
 #include "wick/gguf.h"
 #include "wick/wick.h"
 
@@ -13,7 +19,7 @@ namespace wick::cli {
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
                                     const std::string& max_seq_flags, double* seconds) {
   const auto t0 = Clock::now();
-  ProgressLine bar(stderr, path);
+  ProgressLine bar(stderr, path, 250, ::isatty(::fileno(stderr)) != 0);
   try {
     LlamaModel m = LlamaModel::load_gguf(path, dev, max_seq, [&](uint64_t done, uint64_t total) {
       bar.update(done, total, ms_since(t0));
@@ -27,7 +33,45 @@ LlamaModel load_model_with_progress(const std::string& path, const Device& dev, 
   }
 }
 
+SamplingOptions sampling_options(const Args& args) {
+  SamplingOptions so;
+  so.temperature = args.temperature;
+  so.top_k = args.top_k;
+  so.top_p = args.top_p;
+  so.min_p = args.min_p;
+  so.repeat_penalty = args.repeat_penalty;
+  so.repeat_last_n = args.repeat_last_n;
+  so.seed = args.seed;
+  return so;
+}
+
+std::vector<int32_t> end_of_turn_ids(const Tokenizer& tok, const GgufFile& f) {
+  std::vector<int32_t> ids;
+  if (tok.eos_id() >= 0) ids.push_back(tok.eos_id());
+  if (const GgufValue* eot = f.find("tokenizer.ggml.eot_token_id");
+      eot && eot->is<uint32_t>() && eot->as<uint32_t>() < static_cast<uint32_t>(tok.vocab_size()))
+    ids.push_back(static_cast<int32_t>(eot->as<uint32_t>()));
+  for (const char* t : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"})
+    if (const int32_t id = tok.token_id(t); id >= 0 && tok.is_control(id)) ids.push_back(id);
+  return ids;
+}
+
+namespace {
+
+std::string read_prompt_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::Io, "wick generate", "cannot open --file '", path, "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) throw UsageError("--file '" + path + "' is empty");
+  return text.str();
+}
+
+}  // namespace
+
 int run_generate(const Args& args) {
+  const std::string prompt_text =
+      args.prompt_file.empty() ? args.prompt : read_prompt_file(args.prompt_file);
   const Device dev = device_from_flag(args.device);
   double load_s = 0;
   const std::string ctx_flag =
@@ -36,10 +80,10 @@ int run_generate(const Args& args) {
   LlamaModel model = load_model_with_progress(args.model, dev, args.max_seq, ctx_flag, &load_s);
   const Tokenizer tok = load_gguf_tokenizer(model.gguf());
 
-  std::string text = args.prompt;
+  std::string text = prompt_text;
   if (args.chat) {
     const ChatTemplate tmpl = load_gguf_chat_template(model.gguf());
-    const ChatMessage user{"user", args.prompt};
+    const ChatMessage user{"user", prompt_text};
     text = tmpl.apply({&user, 1}, /*add_generation_prompt=*/true);
   }
   // Control tokens written in a chat-formatted prompt are meant as such; in a plain prompt they
@@ -56,26 +100,27 @@ int run_generate(const Args& args) {
                      ctx_flag + "; the model's context length is " +
                      std::to_string(model.config().context_length) + ")");
 
-  int32_t eos = tok.eos_id();
-  if (args.chat) {  // a chat turn ends at <|im_end|>
-    const int32_t im_end = tok.token_id("<|im_end|>");
-    if (im_end >= 0) eos = im_end;
-  }
-  SamplingOptions so;
-  so.temperature = args.temperature;
-  so.top_k = args.top_k;
-  so.top_p = args.top_p;
-  so.seed = args.seed;
-  Sampler sampler(so);
+  // A chat turn ends at any of the model's end-of-turn tokens; plain text at eos.
+  const std::vector<int32_t> ends =
+      args.chat ? end_of_turn_ids(tok, model.gguf()) : std::vector<int32_t>{tok.eos_id()};
+  const auto is_end = [&](uint32_t id) {
+    return std::find(ends.begin(), ends.end(), static_cast<int32_t>(id)) != ends.end();
+  };
+  Sampler sampler(sampling_options(args));
   TokenStreamer stream(tok, /*skip_special=*/true);
+  StopStrings stops(args.stops);
+  bool at_end = false;
 
-  if (!args.chat) std::cout << args.prompt << std::flush;
-  const GenerationStats st =
-      generate(model, prompt, args.n_predict, sampler, eos, [&](uint32_t id) {
-        std::cout << stream.push(static_cast<int32_t>(id)) << std::flush;
-        return true;
-      });
-  std::cout << stream.finish() << "\n" << std::flush;
+  if (!args.chat) std::cout << prompt_text << std::flush;
+  const GenerationStats st = generate(model, prompt, args.n_predict, sampler, -1, [&](uint32_t id) {
+    if (is_end(id)) {
+      at_end = true;
+      return false;
+    }
+    std::cout << stops.push(stream.push(static_cast<int32_t>(id))) << std::flush;
+    return !stops.stopped();
+  });
+  std::cout << stops.push(stream.finish()) << stops.finish() << "\n" << std::flush;
   if (st.stopped_at_context_end)
     std::fprintf(stderr,
                  "wick: the context is full (%lld tokens): stopped after %lld of %lld tokens "
@@ -95,7 +140,9 @@ int run_generate(const Args& args) {
   std::fprintf(stderr, "generation: %8lld tokens  %8.1f ms  %8.1f tokens/s%s\n",
                static_cast<long long>(st.generated_tokens), st.decode_seconds * 1e3,
                st.decode_seconds > 0 ? decode_tokens / st.decode_seconds : 0.0,
-               st.stopped_at_eos ? " (stopped at end of sequence)" : "");
+               at_end            ? " (stopped at end of sequence)"
+               : stops.stopped() ? " (stopped at a stop string)"
+                                 : "");
   return 0;
 }
 

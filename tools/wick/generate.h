@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "args.h"
 #include "wick/llama.h"
@@ -11,7 +12,19 @@ namespace wick::cli {
 // Streams the continuation of args.prompt to stdout, statistics to stderr; the exit status.
 int run_generate(const Args& args);
 
-// Loads a model, drawing a progress bar on stderr once loading has taken longer than a moment.
+// `wick chat`: a conversation read from stdin, line by line; the exit status.
+int run_chat(const Args& args);
+
+// The tokens that end a chat turn: the model's eos and end-of-turn tokens (GGUF
+// tokenizer.ggml.eot_token_id, and the control tokens <|im_end|>, <|eot_id|>, <end_of_turn>,
+// <|end|> where the vocabulary has them).
+std::vector<int32_t> end_of_turn_ids(const Tokenizer& tok, const GgufFile& f);
+
+// The sampler options of the command line (--temp, --top-k, ...).
+SamplingOptions sampling_options(const Args& args);
+
+// Loads a model, drawing a progress bar on stderr, when it is a terminal, once loading has taken
+// longer than a moment.
 // A context the model or the machine cannot hold (Error(OutOfRange) from the loader) becomes a
 // UsageError naming `max_seq_flags`, the options that set max_seq.
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,

@@ -1,18 +1,34 @@
-// The `wick` command-line tool: dispatches to info / bench / generate and maps failures to exit statuses
-// (1: a wick error, 2: a bad command line).
+// The `wick` command-line tool: dispatches to info / bench / generate and maps failures to exit
+// statuses (1: a wick error, 2: a bad command line).
+#include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "args.h"
 #include "bench.h"
+#include "cpu/thread_pool.h"
 #include "generate.h"
 #include "info.h"
 #include "wick/wick.h"
+
+namespace {
+
+// -t N: the CPU pool's size. Set in the environment before the pool starts (it reads
+// OMP_NUM_THREADS once), which re-executed bench workers inherit too.
+void set_cpu_threads(int64_t n) {
+  if (n <= 0) return;
+  ::setenv("OMP_NUM_THREADS", std::to_string(n).c_str(), 1);
+  wick::cpu::ThreadPool::instance().set_threads(static_cast<int>(n));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace wick::cli;
   try {
     const Args args = parse_args(argc, argv);
+    set_cpu_threads(args.threads);
     if (args.help || args.command == Command::Help) {
       std::cout << help_text(args.command);
       return 0;
@@ -30,6 +46,8 @@ int main(int argc, char** argv) {
       }
       case Command::Generate:
         return run_generate(args);
+      case Command::Chat:
+        return run_chat(args);
       case Command::Help:
         break;
     }

@@ -12,16 +12,17 @@ namespace wick::cli {
 
 class ProgressLine {
  public:
-  // Draws nothing for loads quicker than `delay_ms`.
-  ProgressLine(std::FILE* out, std::string label, double delay_ms = 250)
-      : out_(out), label_(std::move(label)), delay_ms_(delay_ms) {}
+  // Draws nothing for loads quicker than `delay_ms`, and nothing at all unless `enabled` (the CLI
+  // passes whether `out` is a terminal: a bar in a log or a pipe is noise).
+  ProgressLine(std::FILE* out, std::string label, double delay_ms = 250, bool enabled = true)
+      : out_(out), label_(std::move(label)), delay_ms_(delay_ms), enabled_(enabled) {}
   ~ProgressLine() { finish(); }
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
 
   // (done, total) bytes after `elapsed_ms` since the load began; redraws when the percent changes.
   void update(uint64_t done, uint64_t total, double elapsed_ms) {
-    if (!drawn_ && elapsed_ms < delay_ms_) return;
+    if (!enabled_ || (!drawn_ && elapsed_ms < delay_ms_)) return;
     const int percent = total ? static_cast<int>(100 * done / total) : 100;
     if (percent == last_percent_) return;
     last_percent_ = percent;
@@ -45,6 +46,7 @@ class ProgressLine {
   std::FILE* out_;
   std::string label_;
   double delay_ms_;
+  bool enabled_;
   bool drawn_ = false;
   int last_percent_ = -1;
 };
