@@ -58,9 +58,13 @@ struct CudaCompileRegistrar {
   static void wick_cuda_compile_cases_##name(::wick::test::CudaCompileCases& cases)
 
 // The defines the host adds for a dtype (vk_launch.cpp's add_dtype): <prefix>DT, the dtype's
-// name, and <prefix>DT_KIND, 0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64.
+// name, and <prefix>DT_KIND, 0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64, 4 i32 (copies only).
 inline gpu::Defines dtype_defines(const std::string& prefix, DType dt) {
-  const char* kind = dt == DType::F64 ? "1" : dt == DType::I64 ? "3" : is_float(dt) ? "0" : "2";
+  const char* kind = dt == DType::F64   ? "1"
+                     : dt == DType::I64 ? "3"
+                     : dt == DType::I32 ? "4"
+                     : is_float(dt)     ? "0"
+                                        : "2";
   return {{prefix + "DT", dtype_name(dt)}, {prefix + "DT_KIND", kind}};
 }
 

@@ -97,6 +97,13 @@ Shape random_shape(Rng& rng, size_t min_rank, size_t max_rank, int64_t max_dim) 
   return Shape(d);
 }
 
+std::vector<DType> compute_dtypes(const Device& dev) {
+  std::vector<DType> out;
+  for (DType dt : kAllDTypes)
+    if (computes(dev, dt)) out.push_back(dt);
+  return out;
+}
+
 Ref round_ref(const Ref& r, DType dt) {
   Ref out = r;
   dispatch_dtype(dt, [&](auto z) {

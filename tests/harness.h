@@ -112,6 +112,12 @@ Tol tol_for(DType dt);
 // The float dtypes every backend must take; all dtypes.
 inline const std::vector<DType> kFloatDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64};
 inline const std::vector<DType> kIntDTypes = {DType::U8, DType::U32, DType::I64};
+// The dtypes whose compute ops run on `dev`: every dtype on the CPU; GPUs store, copy and
+// convert i32 but refuse other ops on it (Unsupported).
+inline bool computes(const Device& dev, DType dt) {
+  return dev.is_cpu() || dt != DType::I32;
+}
+std::vector<DType> compute_dtypes(const Device& dev);
 
 // Expects `f` to throw wick::Error of `kind` whose message contains every string in `needles`.
 void expect_error(const std::function<void()>& f, ErrorKind kind,

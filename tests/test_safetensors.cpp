@@ -84,6 +84,7 @@ std::string le_bytes(double v, DType dt) {
       bits = static_cast<uint64_t>(v);
       break;
     case DType::I64:
+    case DType::I32:
       bits = static_cast<uint64_t>(static_cast<int64_t>(v));
       break;
   }
@@ -100,6 +101,8 @@ Ref random_values(Rng& rng, const Shape& shape, DType dt) {
       return random_int_ref(rng, shape, 0, 4000000000ll);
     case DType::I64:
       return random_int_ref(rng, shape, -(1ll << 52), 1ll << 52);
+    case DType::I32:
+      return random_int_ref(rng, shape, INT32_MIN, INT32_MAX);
     default:
       return random_ref(rng, shape, -100, 100);
   }

@@ -11,14 +11,16 @@
 
 namespace wick {
 
-enum class DType : uint8_t { F32, F16, BF16, F64, U8, U32, I64 };
+// i32 (added last, so the values of the others stay) runs every op on the CPU; GPU backends store,
+// copy and convert it (to_dtype) but refuse compute ops on it with Error(Unsupported).
+enum class DType : uint8_t { F32, F16, BF16, F64, U8, U32, I64, I32 };
 
 inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64,
-                                       DType::U8,  DType::U32, DType::I64};
+                                       DType::U8,  DType::U32, DType::I64,  DType::I32};
 
 size_t dtype_size(DType dt);
 const char* dtype_name(DType dt);
-// Parses "f32", "f16", "bf16", "f64", "u8", "u32", "i64"; throws Error(Parse) otherwise.
+// Parses "f32", "f16", "bf16", "f64", "u8", "u32", "i64", "i32"; throws Error(Parse) otherwise.
 DType parse_dtype(std::string_view name);
 inline bool is_float(DType dt) {
   return dt == DType::F32 || dt == DType::F16 || dt == DType::BF16 || dt == DType::F64;
@@ -98,6 +100,10 @@ template <>
 struct dtype_of<int64_t> {
   static constexpr DType value = DType::I64;
 };
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::I32;
+};
 
 // Calls f(T{}) with T the C++ type of dt.
 template <typename F>
@@ -117,6 +123,8 @@ decltype(auto) dispatch_dtype(DType dt, F&& f) {
       return f(uint32_t{});
     case DType::I64:
       return f(int64_t{});
+    case DType::I32:
+      return f(int32_t{});
   }
   return f(float{});
 }

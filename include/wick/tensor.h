@@ -4,13 +4,17 @@
 // Ops on GPU devices are recorded and return at once; reading values (to_vec, to_scalar) waits.
 // A default-constructed Tensor is undefined: it can be tested (defined()), printed, copied,
 // assigned and destroyed, and every other method throws Error(Shape, "... undefined tensor").
+// Compound assignment (a += b, a *= 2, ...) rebinds the handle `a` to a new tensor, as
+// a = a + b would: the old tensor, and every other handle or view of it, keeps its values.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "wick/device.h"
@@ -50,12 +54,48 @@ class Tensor {
   static Tensor arange(int64_t end, DType dt, const Device& dev = Device::cpu()) {
     return arange(0, static_cast<double>(end), 1, dt, dev);
   }
+  static Tensor arange(double start, double end, DType dt, const Device& dev = Device::cpu()) {
+    return arange(start, end, 1, dt, dev);
+  }
+  // `steps` values from start to end inclusive, evenly spaced (computed in f64, as PyTorch:
+  // the first half counts up from start, the second half down from end; steps >= 0).
+  static Tensor linspace(double start, double end, int64_t steps, DType dt,
+                         const Device& dev = Device::cpu());
   static Tensor eye(int64_t n, DType dt, const Device& dev = Device::cpu());
   // Uniform in [lo, hi) / normal(mean, std), from the device's seeded generator. Float dtypes.
   static Tensor rand(double lo, double hi, const Shape& shape, DType dt,
                      const Device& dev = Device::cpu());
   static Tensor randn(double mean, double std, const Shape& shape, DType dt,
                       const Device& dev = Device::cpu());
+  // This tensor's shape, dtype and device, filled.
+  Tensor zeros_like() const;
+  Tensor ones_like() const;
+  Tensor full_like(double value) const;
+
+  // ---- host memory without a copy (CPU tensors) -------------------------------------------
+  // A contiguous CPU tensor over numel(shape) elements of `dt` at `data`, which it uses in
+  // place: writes through data_ptr() or the in-place ops are seen by the caller and vice versa.
+  // `data` must be aligned to dtype_size(dt) bytes (Error(Unsupported) otherwise) and non-null
+  // unless the shape is empty. `deleter(data)` runs exactly once, when the last tensor or view
+  // using the memory is destroyed; without one the caller keeps the memory alive that long.
+  // When from_blob throws, it has taken nothing: the deleter does not run.
+  static Tensor from_blob(void* data, const Shape& shape, DType dt,
+                          std::function<void(void*)> deleter = {});
+  // The address of this view's first element (storage offset applied; walk it with layout()'s
+  // strides). CPU tensors only: Error(Device) naming the device otherwise. The typed forms
+  // check that T is the tensor's dtype (Error(DType)).
+  void* data_ptr();
+  const void* data_ptr() const;
+  template <typename T>
+  T* data_ptr() {
+    check_data_type(dtype_of<T>::value);
+    return static_cast<T*>(data_ptr());
+  }
+  template <typename T>
+  const T* data_ptr() const {
+    check_data_type(dtype_of<T>::value);
+    return static_cast<const T*>(data_ptr());
+  }
 
   // ---- properties -------------------------------------------------------------------------
   const Shape& shape() const;
@@ -67,7 +107,12 @@ class Tensor {
   const Device& device() const;
   const Layout& layout() const;
   bool is_contiguous() const { return layout().is_contiguous(); }
-  std::string str() const;  // "Tensor[2, 3; f32, cpu]"
+  std::string str() const;  // "Tensor[2, 3]{f32, cpu}"
+  // The values (read to the host: waits for the device), then str(). PyTorch's layout: nested
+  // brackets; more than 1000 elements print the first and last 3 of every dim longer than 6,
+  // "..." between; floats print 4 decimals, or integral as "1.", or in scientific notation when
+  // their magnitudes span more than 1000x or pass 1e8 or fall under 1e-4. operator<< prints it.
+  std::string to_string() const;
   bool defined() const { return impl_ != nullptr; }
 
   // ---- reading values (waits for the device) ----------------------------------------------
@@ -98,6 +143,7 @@ class Tensor {
   Tensor broadcast_as(const Shape& shape) const;
   Tensor broadcast_left(const Shape& left) const;  // prepends dims
   Tensor squeeze(int64_t dim) const;
+  Tensor squeeze() const;  // drops every size-1 dim
   Tensor unsqueeze(int64_t dim) const;
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor flatten_all() const { return flatten(0, -1); }
@@ -145,8 +191,10 @@ class Tensor {
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor pow(const Tensor& o) const;
-  // Tensor-scalar forms: the scalar takes this tensor's dtype (an integer tensor refuses, with
-  // a DType error, a scalar its dtype cannot hold exactly).
+  // A scalar of another dtype converts to the tensor's dtype as to_dtype does (floats round to
+  // nearest even; integer dtypes truncate toward zero and saturate, so u8 + 2.7 adds 2 and
+  // u8 - (-1) subtracts 0), as does a 0-d tensor of another dtype given for `o` (or called on,
+  // when o is not 0-d): the other operand's dtype is the result's.
   Tensor add(double s) const;
   Tensor sub(double s) const;
   Tensor mul(double s) const;
@@ -154,6 +202,8 @@ class Tensor {
   Tensor maximum(double s) const;
   Tensor minimum(double s) const;
   Tensor pow(double s) const;
+  Tensor rsub(double s) const;  // s - this
+  Tensor rdiv(double s) const;  // s / this
 
   // ---- comparison (result u8: 1 where true) -----------------------------------------------
   Tensor eq(const Tensor& o) const;
@@ -185,6 +235,20 @@ class Tensor {
   Tensor argmin(int64_t dim, bool keepdim = false) const;  // u32
   Tensor max_all() const;
   Tensor min_all() const;
+  // Over all dims, to a 0-d tensor (as sum_all, mean_all, max_all, min_all).
+  Tensor sum() const { return sum_all(); }
+  Tensor mean() const { return mean_all(); }
+  Tensor max() const { return max_all(); }
+  Tensor min() const { return min_all(); }
+  // Variance / standard deviation over `dim` (float dtypes), divided by n - 1 when `unbiased`
+  // (NaN for one element), else by n. f16/bf16 compute in f32, rounding once at the end.
+  Tensor var(int64_t dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(int64_t dim, bool unbiased = true, bool keepdim = false) const;
+  // Running sums along dim; integer dtypes wrap as sum does, f16/bf16 accumulate in f32.
+  Tensor cumsum(int64_t dim) const;
+  // The k largest (largest = true) or smallest elements along dim, in order, and their u32
+  // indices; ties keep the lower index first, NaN counts as the largest value.
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true) const;
 
   // ---- normalisation and attention helpers ------------------------------------------------
   Tensor softmax_last_dim() const;
@@ -234,7 +298,39 @@ class Tensor {
   friend Tensor operator-(const Tensor& a, double s) { return a.sub(s); }
   friend Tensor operator*(const Tensor& a, double s) { return a.mul(s); }
   friend Tensor operator/(const Tensor& a, double s) { return a.div(s); }
+  friend Tensor operator+(double s, const Tensor& a) { return a.add(s); }
+  friend Tensor operator-(double s, const Tensor& a) { return a.rsub(s); }
+  friend Tensor operator*(double s, const Tensor& a) { return a.mul(s); }
+  friend Tensor operator/(double s, const Tensor& a) { return a.rdiv(s); }
   Tensor operator-() const { return neg(); }
+  // Rebind this handle to the result (see the top of this file); no storage is written.
+  Tensor& operator+=(const Tensor& o) { return *this = add(o); }
+  Tensor& operator-=(const Tensor& o) { return *this = sub(o); }
+  Tensor& operator*=(const Tensor& o) { return *this = mul(o); }
+  Tensor& operator/=(const Tensor& o) { return *this = div(o); }
+  Tensor& operator+=(double s) { return *this = add(s); }
+  Tensor& operator-=(double s) { return *this = sub(s); }
+  Tensor& operator*=(double s) { return *this = mul(s); }
+  Tensor& operator/=(double s) { return *this = div(s); }
+  // Element-wise comparisons: u8 tensors (1 where true), not bool.
+  friend Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+  friend Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+  friend Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+  friend Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+  friend Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+  friend Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+  friend Tensor operator==(const Tensor& a, double s) { return a.eq(s); }
+  friend Tensor operator!=(const Tensor& a, double s) { return a.ne(s); }
+  friend Tensor operator<(const Tensor& a, double s) { return a.lt(s); }
+  friend Tensor operator<=(const Tensor& a, double s) { return a.le(s); }
+  friend Tensor operator>(const Tensor& a, double s) { return a.gt(s); }
+  friend Tensor operator>=(const Tensor& a, double s) { return a.ge(s); }
+  friend Tensor operator==(double s, const Tensor& a) { return a.eq(s); }
+  friend Tensor operator!=(double s, const Tensor& a) { return a.ne(s); }
+  friend Tensor operator<(double s, const Tensor& a) { return a.gt(s); }
+  friend Tensor operator<=(double s, const Tensor& a) { return a.ge(s); }
+  friend Tensor operator>(double s, const Tensor& a) { return a.lt(s); }
+  friend Tensor operator>=(double s, const Tensor& a) { return a.le(s); }
 
   // ---- internals (used by backends, io, tests) --------------------------------------------
   Tensor() = default;  // undefined
@@ -246,6 +342,7 @@ class Tensor {
 
  private:
   static void check_numel(size_t n, const Shape& shape, const char* op);
+  void check_data_type(DType dt) const;
   // n zeroed elements of T on the host: Error(OutOfMemory) naming `op`, never std::bad_alloc,
   // when their bytes reach wick's size limit or the host has no room for them.
   template <typename T>
@@ -265,6 +362,7 @@ class Tensor {
   std::shared_ptr<const Impl> impl_;
 };
 
+// Prints t.to_string(): the values, then shape, dtype and device.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 }  // namespace wick

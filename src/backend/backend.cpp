@@ -23,6 +23,12 @@ std::unique_ptr<CapturedWork> BackendDevice::capture(const std::function<void()>
        " runs ops as they come: there is nothing to record for replay (GPU devices only)");
 }
 
+StoragePtr BackendDevice::adopt_host(DType, size_t, std::byte*, std::shared_ptr<void>) {
+  fail(ErrorKind::Device, "from_blob", name(),
+       " cannot use host memory in place (its tensors live in device memory): wrap the memory "
+       "on the cpu and copy it with to_device");
+}
+
 const char* unary_op_name(UnaryOp op) {
   static const char* names[] = {"neg",      "abs",  "exp",    "log",     "sin",   "cos",
                                 "tanh",     "sqrt", "sqr",    "recip",   "relu",  "gelu",

@@ -146,6 +146,12 @@ class BackendDevice {
   // Writes the view's elements, in row-major order, converted to `dst_dt`, into dst.
   virtual void to_host(View src, void* dst, DType dst_dt) = 0;
   virtual void synchronize() = 0;
+  // Storage over host memory used in place (Tensor::from_blob): `numel` elements of `dt` at
+  // `data`, aligned to their size, kept alive by `owner`. Unsupported by default (device memory).
+  virtual StoragePtr adopt_host(DType dt, size_t numel, std::byte* data,
+                                std::shared_ptr<void> owner);
+  // The host address of the storage's element 0; nullptr where it is not host memory.
+  virtual std::byte* host_data(const Storage&) const { return nullptr; }
 
   // ---- capture and replay -----------------------------------------------------------------
   // Whether capture() works here (GPUs; the CPU runs ops as they come).

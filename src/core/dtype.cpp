@@ -6,7 +6,7 @@ namespace wick {
 
 size_t dtype_size(DType dt) {
   switch (dt) {
-    case DType::F32: case DType::U32: return 4;
+    case DType::F32: case DType::U32: case DType::I32: return 4;
     case DType::F16: case DType::BF16: return 2;
     case DType::F64: case DType::I64: return 8;
     case DType::U8: return 1;
@@ -23,6 +23,7 @@ const char* dtype_name(DType dt) {
     case DType::U8: return "u8";
     case DType::U32: return "u32";
     case DType::I64: return "i64";
+    case DType::I32: return "i32";
   }
   return "?";
 }

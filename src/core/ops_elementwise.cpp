@@ -47,9 +47,20 @@ const Layout& layout_as(const Tensor& t, const Shape& shape, Layout& scratch, co
   return scratch;
 }
 
-Tensor binary(const Tensor& a, const Tensor& b, BinaryOp op) {
+// A 0-d operand of another dtype converts to the other operand's dtype (b's when both are 0-d):
+// tensors of other ranks must agree.
+void convert_scalar_operand(Tensor& a, Tensor& b) {
+  if (a.dtype() == b.dtype()) return;
+  if (b.rank() == 0)
+    b = b.to_dtype(a.dtype());
+  else if (a.rank() == 0)
+    a = a.to_dtype(b.dtype());
+}
+
+Tensor binary(Tensor a, Tensor b, BinaryOp op) {
   const char* name = backend::binary_op_name(op);
   core::check_same_device(name, a, b);
+  convert_scalar_operand(a, b);
   core::check_same_dtype(name, a, b);
   if (op == BinaryOp::Pow) core::check_float(name, a);
   Shape shape_scratch;
@@ -63,9 +74,10 @@ Tensor binary(const Tensor& a, const Tensor& b, BinaryOp op) {
   return out;
 }
 
-Tensor compare(const Tensor& a, const Tensor& b, CmpOp op) {
+Tensor compare(Tensor a, Tensor b, CmpOp op) {
   const char* name = backend::cmp_op_name(op);
   core::check_same_device(name, a, b);
+  convert_scalar_operand(a, b);
   core::check_same_dtype(name, a, b);
   Shape shape_scratch;
   const Shape& shape = broadcast_shape(a, b, shape_scratch, name);
@@ -78,26 +90,27 @@ Tensor compare(const Tensor& a, const Tensor& b, CmpOp op) {
   return out;
 }
 
-// s as a 0-d tensor of t's dtype and device. Integer tensors take only scalars their dtype holds
-// exactly: u8 + 2.5 or u32 - (-1) would otherwise run with a silently truncated scalar.
-Tensor scalar_like(const Tensor& t, double s, const char* op) {
+// s as a 0-d tensor of t's dtype and device, converted as to_dtype converts (tensor.h).
+Tensor scalar_like(const Tensor& t, double s) {
   return dispatch_dtype(t.dtype(), [&](auto z) {
     using T = decltype(z);
     const T v = from_f64<T>(s);
-    if (is_int(t.dtype()) && to_f64(v) != s)
-      fail(ErrorKind::DType, op, "scalar ", s, " is not representable in the dtype of ",
-           core::describe(t));
     return Tensor::from_data(&v, t.dtype(), Shape{}, t.device());
   });
 }
 
 Tensor binary_scalar(const Tensor& a, double s, BinaryOp op) {
   if (op == BinaryOp::Pow) core::check_float(backend::binary_op_name(op), a);
-  return binary(a, scalar_like(a, s, backend::binary_op_name(op)), op);
+  return binary(a, scalar_like(a, s), op);
+}
+
+// s (op) a.
+Tensor scalar_binary(double s, const Tensor& a, BinaryOp op) {
+  return binary(scalar_like(a, s), a, op);
 }
 
 Tensor compare_scalar(const Tensor& a, double s, CmpOp op) {
-  return compare(a, scalar_like(a, s, backend::cmp_op_name(op)), op);
+  return compare(a, scalar_like(a, s), op);
 }
 
 }  // namespace
@@ -144,6 +157,12 @@ Tensor Tensor::div(double s) const { return binary_scalar(*this, s, BinaryOp::Di
 Tensor Tensor::maximum(double s) const { return binary_scalar(*this, s, BinaryOp::Maximum); }
 Tensor Tensor::minimum(double s) const { return binary_scalar(*this, s, BinaryOp::Minimum); }
 Tensor Tensor::pow(double s) const { return binary_scalar(*this, s, BinaryOp::Pow); }
+Tensor Tensor::rsub(double s) const {
+  return scalar_binary(s, *this, BinaryOp::Sub);
+}
+Tensor Tensor::rdiv(double s) const {
+  return scalar_binary(s, *this, BinaryOp::Div);
+}
 
 Tensor Tensor::eq(const Tensor& o) const { return compare(*this, o, CmpOp::Eq); }
 Tensor Tensor::ne(const Tensor& o) const { return compare(*this, o, CmpOp::Ne); }

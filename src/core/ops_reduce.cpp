@@ -109,6 +109,70 @@ Tensor Tensor::min_all() const {
   return flatten_all().min(0);
 }
 
+// ---- composed from the ops above (one implementation for every backend) ----------------------
+
+namespace {
+
+// The dtype f16/bf16 ops compute in before the one rounding back.
+DType wide_dtype(DType dt) {
+  return dt == DType::F16 || dt == DType::BF16 ? DType::F32 : dt;
+}
+
+// Variance in wide_dtype: the mean first, then the squared deviations (two passes, no
+// cancellation of sum(x^2) - n mean^2).
+Tensor wide_var(const Tensor& t, int64_t dim, bool unbiased, bool keepdim, const char* op) {
+  core::check_float(op, t);
+  const int64_t n = t.shape()[t.shape().dim(dim, op)];
+  if (n == 0) fail(ErrorKind::Shape, op, "cannot reduce an empty dim of shape ", t.shape());
+  const Tensor x = t.to_dtype(wide_dtype(t.dtype()));
+  return x.sub(x.mean(dim, true))
+      .sqr()
+      .sum(dim, keepdim)
+      .div(static_cast<double>(unbiased ? n - 1 : n));
+}
+
+}  // namespace
+
+Tensor Tensor::var(int64_t dim, bool unbiased, bool keepdim) const {
+  return wide_var(*this, dim, unbiased, keepdim, "var").to_dtype(dtype());
+}
+
+Tensor Tensor::std(int64_t dim, bool unbiased, bool keepdim) const {
+  return wide_var(*this, dim, unbiased, keepdim, "std").sqrt().to_dtype(dtype());
+}
+
+// Hillis-Steele scan: after the step with shift s, element i holds the sum of the 2s elements
+// ending at i, so log2(n) element-wise adds (each one op on any backend) give every prefix.
+Tensor Tensor::cumsum(int64_t dim) const {
+  const size_t d = shape().dim(dim, "cumsum");
+  const auto di = static_cast<int64_t>(d);
+  const int64_t n = shape()[d];
+  Tensor y = to_dtype(wide_dtype(dtype()));
+  for (int64_t s = 1; s < n; s *= 2)
+    y = cat({y.narrow(di, 0, s), y.narrow(di, s, n - s).add(y.narrow(di, 0, n - s))}, di);
+  return y.to_dtype(dtype()).contiguous();
+}
+
+std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest) const {
+  const char* name = "topk";
+  if (rank() == 0) fail(ErrorKind::Shape, name, "needs rank >= 1, got a scalar");
+  const size_t d = shape().dim(dim, name);
+  const int64_t n = shape()[d];
+  if (k < 0 || k > n)
+    fail(ErrorKind::OutOfRange, name, "k = ", k, " outside [0, ", n, "] for dim ", dim,
+         " of shape ", shape());
+  // The stable arg-sort of the last dim, cut to k, then the values it picks.
+  const auto di = static_cast<int64_t>(d), last = static_cast<int64_t>(rank()) - 1;
+  const Tensor x = di == last ? *this : transpose(di, last);
+  Tensor ids = x.arg_sort_last_dim(!largest).narrow(-1, 0, k);
+  Tensor values = x.gather(ids, -1);
+  if (di != last) {
+    ids = ids.transpose(di, last);
+    values = values.transpose(di, last);
+  }
+  return {values.contiguous(), ids.contiguous()};
+}
+
 Tensor Tensor::softmax_last_dim() const {
   return last_dim_op(*this, "softmax_last_dim", &backend::BackendDevice::softmax_last_dim);
 }

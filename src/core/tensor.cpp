@@ -1,6 +1,7 @@
 // Tensor handle, creation, views and copies.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <sstream>
 
@@ -52,7 +53,46 @@ std::string Tensor::str() const {
   os << "Tensor" << shape() << "{" << dtype() << ", " << device().name() << "}";
   return os.str();
 }
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  return os << t.to_string();
+}
+
+// ---- host memory ------------------------------------------------------------------------------
+
+Tensor Tensor::from_blob(void* data, const Shape& shape, DType dt,
+                         std::function<void(void*)> deleter) {
+  const char* name = "from_blob";
+  core::check_nbytes(shape, dt, name);
+  const int64_t n = shape.numel();
+  if (!data && n > 0)
+    fail(ErrorKind::OutOfRange, name, "null data for ", shape, ' ', dt, " (", n, " elements)");
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(dt) != 0)
+    fail(ErrorKind::Unsupported, name, "data at ", data, " is not aligned to the ", dtype_size(dt),
+         " bytes of a ", dt, " element");
+  const Device dev = Device::cpu();
+  // The shared owner runs the deleter once, when the last storage (so the last view) drops it.
+  std::shared_ptr<void> owner;
+  if (deleter) owner = std::shared_ptr<void>(data, std::move(deleter));
+  auto s = dev.backend().adopt_host(dt, static_cast<size_t>(n), static_cast<std::byte*>(data),
+                                    std::move(owner));
+  return core::wrap(std::move(s), shape, dt, dev);
+}
+
+const void* Tensor::data_ptr() const {
+  std::byte* base = device().backend().host_data(*storage());
+  if (!base)
+    fail(ErrorKind::Device, "data_ptr", "tensor ", core::describe(*this), " lives on ",
+         device().name(), ", not in host memory: copy it with to_device(Device::cpu()) first");
+  return base + layout().start_offset * static_cast<int64_t>(dtype_size(dtype()));
+}
+void* Tensor::data_ptr() {
+  return const_cast<void*>(static_cast<const Tensor*>(this)->data_ptr());
+}
+
+void Tensor::check_data_type(DType dt) const {
+  if (dt != dtype())
+    fail(ErrorKind::DType, "data_ptr", "asked for ", dt, " elements of ", core::describe(*this));
+}
 
 void Tensor::check_numel(size_t n, const Shape& shape, const char* op) {
   if (static_cast<int64_t>(n) != shape.numel(op))
@@ -152,6 +192,40 @@ Tensor Tensor::ones(const Shape& shape, DType dt, const Device& dev) {
   return filled(1, shape, dt, dev, "ones");
 }
 
+// n values f(i) of dtype dt on dev, made on the host in pieces of a bounded size, so a range too
+// large for the device fails in the device's allocation and the host never holds all of it.
+template <typename F>
+static Tensor host_sequence(int64_t n, DType dt, const Device& dev, const char* name, F&& f) {
+  constexpr int64_t kPiece = int64_t{1} << 16;
+  const auto piece = [&](int64_t first, int64_t len) {
+    return dispatch_dtype(dt, [&](auto z) {
+      using T = decltype(z);
+      std::vector<T> v(static_cast<size_t>(len));
+      for (int64_t i = 0; i < len; i++) v[i] = from_f64<T>(f(first + i));
+      return Tensor::from_data(v.data(), dt, Shape{len}, dev);
+    });
+  };
+  if (n <= kPiece) return piece(0, n);
+  Tensor out = empty({n}, dt, dev, name);
+  for (int64_t first = 0; first < n; first += kPiece)
+    out.slice_set(piece(first, std::min(kPiece, n - first)), 0, first);
+  return out;
+}
+
+Tensor Tensor::linspace(double start, double end, int64_t steps, DType dt, const Device& dev) {
+  const char* name = "linspace";
+  if (steps < 0) fail(ErrorKind::OutOfRange, name, "negative number of steps ", steps);
+  if (!std::isfinite(start) || !std::isfinite(end))
+    fail(ErrorKind::OutOfRange, name, "bad range start=", start, " end=", end);
+  core::check_nbytes(Shape{steps}, dt, name);
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
+  const int64_t half = steps == 1 ? 1 : steps / 2;
+  return host_sequence(steps, dt, dev, name, [&](int64_t i) {
+    return i < half ? start + step * static_cast<double>(i)
+                    : end - step * static_cast<double>(steps - 1 - i);
+  });
+}
+
 Tensor Tensor::arange(double start, double end, double step, DType dt, const Device& dev) {
   const char* name = "arange";
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(end))
@@ -161,23 +235,18 @@ Tensor Tensor::arange(double start, double end, double step, DType dt, const Dev
     fail(ErrorKind::Shape, name, "range start=", start, " end=", end, " step=", step, " has ",
          count, " elements, more than wick's size limit of 2^62");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-  // Values are made on the host in pieces of a bounded size, so a range too large for the
-  // device fails in the device's allocation and the host never holds all of it.
-  constexpr int64_t kPiece = int64_t{1} << 16;
-  const auto piece = [&](int64_t first, int64_t len) {
-    return dispatch_dtype(dt, [&](auto z) {
-      using T = decltype(z);
-      std::vector<T> v(static_cast<size_t>(len));
-      for (int64_t i = 0; i < len; i++)
-        v[i] = from_f64<T>(start + step * static_cast<double>(first + i));
-      return from_data(v.data(), dt, Shape{len}, dev);
-    });
-  };
-  if (n <= kPiece) return piece(0, n);
-  Tensor out = empty({n}, dt, dev, name);
-  for (int64_t first = 0; first < n; first += kPiece)
-    out.slice_set(piece(first, std::min(kPiece, n - first)), 0, first);
-  return out;
+  return host_sequence(n, dt, dev, name,
+                       [&](int64_t i) { return start + step * static_cast<double>(i); });
+}
+
+Tensor Tensor::zeros_like() const {
+  return zeros(shape(), dtype(), device());
+}
+Tensor Tensor::ones_like() const {
+  return ones(shape(), dtype(), device());
+}
+Tensor Tensor::full_like(double value) const {
+  return full(value, shape(), dtype(), device());
 }
 
 Tensor Tensor::eye(int64_t n, DType dt, const Device& dev) {
@@ -320,6 +389,17 @@ Tensor Tensor::squeeze(int64_t d) const {
   l.strides.erase(l.strides.begin() + static_cast<long>(k));
   l.shape = Shape(std::move(sh));
   return with_layout(*this, std::move(l));
+}
+
+Tensor Tensor::squeeze() const {
+  Layout l = layout();
+  std::vector<int64_t> sh, st;
+  for (size_t i = 0; i < l.rank(); i++) {
+    if (l.shape[i] == 1) continue;
+    sh.push_back(l.shape[i]);
+    st.push_back(l.strides[i]);
+  }
+  return with_layout(*this, Layout(Shape(std::move(sh)), std::move(st), l.start_offset));
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {

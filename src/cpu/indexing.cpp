@@ -31,6 +31,8 @@ void dispatch_index_dtype(DType dt, F&& f) {
       return f(uint32_t{});
     case DType::I64:
       return f(int64_t{});
+    case DType::I32:
+      return f(int32_t{});
     default:  // the front end refuses float ids
       fail(ErrorKind::Internal, "indexing", "ids of dtype ", dt, " reached the cpu kernel");
   }

@@ -241,6 +241,8 @@ void CpuDevice::matmul(View a, View b, const MatmulDims& d, Storage& dst) {
       return int_matmul<uint32_t>(*this, a, b, d, out.as<uint32_t>());
     case DType::I64:
       return int_matmul<int64_t>(*this, a, b, d, out.as<int64_t>());
+    case DType::I32:
+      return int_matmul<int32_t>(*this, a, b, d, out.as<int32_t>());
   }
   fail(ErrorKind::Unsupported, "matmul", "dtype ", dst.dtype(), " on cpu");
 }

@@ -286,8 +286,10 @@ class GpuDevice : public backend::BackendDevice {
                       backend::View ids, backend::View src, size_t dim);
   // Workgroups for n invocations of a kernel (WG_SIZE each) as a 2-D grid within device limits.
   std::array<uint32_t, 3> grid(uint64_t n) const;
-  // Throws Unsupported naming `op` when the device cannot hold `dt`.
+  // Throws Unsupported naming `op` when the device cannot hold `dt` (require_storage), or has no
+  // compute kernels for it (require: i32 is only stored, copied and converted).
   void require(DType dt, const char* op) const;
+  void require_storage(DType dt, const char* op) const;
   // The pipeline of `family` for `values` (everything its key depends on besides the device);
   // make_key() builds the key the first time only.
   template <typename MakeKey>
@@ -311,7 +313,8 @@ class GpuDevice : public backend::BackendDevice {
                             bool with_params);
   // index / scatter for values of `dt` and ids of `id_dt`.
   const Pipeline& indexed_kernel(KernelFamily family, const char* source, DType dt, DType id_dt);
-  // DT=<dtype> and DT_KIND=<0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64> under a prefix ("", "SRC_").
+  // DT=<dtype> and DT_KIND=<0 f32/f16/bf16, 1 f64, 2 u8/u32, 3 i64, 4 i32> under a prefix ("",
+  // "SRC_").
   static void add_dtype(Defines& defines, const std::string& prefix, DType dt);
   // The PushParam kind op parameters of a kernel on `dt` travel as.
   PushParam::Kind param_kind(DType dt) const;

@@ -62,6 +62,14 @@ Buffer& GpuDevice::buffer(const Storage& s) {
 }
 
 void GpuDevice::require(DType dt, const char* op) const {
+  require_storage(dt, op);
+  if (dt == DType::I32)
+    fail(ErrorKind::Unsupported, op, "no ", name(),
+         " kernel takes i32 yet (it stores, copies and converts it): convert with to_dtype or run "
+         "on the cpu");
+}
+
+void GpuDevice::require_storage(DType dt, const char* op) const {
   const DeviceCaps& c = device_caps();
   const char* missing = nullptr;
   if ((dt == DType::F16 || dt == DType::BF16) && !c.storage16) missing = "16-bit storage buffers";
@@ -73,7 +81,11 @@ void GpuDevice::require(DType dt, const char* op) const {
 }
 
 void GpuDevice::add_dtype(Defines& defines, const std::string& prefix, DType dt) {
-  const char* kind = dt == DType::F64 ? "1" : dt == DType::I64 ? "3" : is_float(dt) ? "0" : "2";
+  const char* kind = dt == DType::F64   ? "1"
+                     : dt == DType::I64 ? "3"
+                     : dt == DType::I32 ? "4"
+                     : is_float(dt)     ? "0"
+                                        : "2";
   defines.emplace_back(prefix + "DT", dtype_name(dt));
   defines.emplace_back(prefix + "DT_KIND", kind);
 }

@@ -37,7 +37,7 @@ const Pipeline& GpuDevice::copy_kernel(DType from, DType to) {
 }
 
 StoragePtr GpuDevice::alloc(DType dt, size_t numel) {
-  require(dt, "alloc");
+  require_storage(dt, "alloc");
   BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
   if (backend::poison_allocations()) {
     Buffer& b = *buf;
@@ -55,7 +55,7 @@ void GpuDevice::upload(Buffer& dst, const void* data, size_t bytes) {
 }
 
 StoragePtr GpuDevice::from_host(DType dt, const void* data, size_t numel) {
-  require(dt, "from_data");
+  require_storage(dt, "from_data");
   BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
   upload(*buf, data, numel * dtype_size(dt));
   return std::make_shared<GpuStorage>(this, dt, numel, std::move(buf));
@@ -90,8 +90,8 @@ void GpuDevice::to_host(View src, void* dst, DType dst_dt) {
 
 void GpuDevice::cast(View x, Storage& dst) {
   check_span(x.layout, x.storage, "to_dtype");
-  require(x.storage.dtype(), "to_dtype");
-  require(dst.dtype(), "to_dtype");
+  require_storage(x.storage.dtype(), "to_dtype");
+  require_storage(dst.dtype(), "to_dtype");
   const Layout out = Layout::contiguous(x.layout.shape);
   launch_strided(copy_kernel(x.storage.dtype(), dst.dtype()), {{&buffer(x.storage), &x.layout}},
                  {&buffer(dst), &out}, true);
@@ -116,7 +116,7 @@ void GpuDevice::copy_strided(View src, Storage& dst, const Layout& dst_layout) {
 void GpuDevice::fill(Storage& dst, const Layout& dst_layout, double value) {
   check_span(dst_layout, dst, "fill");
   const DType dt = dst.dtype();
-  require(dt, "fill");
+  require_storage(dt, "fill");
   // The element's bits, converted exactly as the CPU converts.
   uint64_t bits = 0;
   dispatch_dtype(dt, [&](auto z) {

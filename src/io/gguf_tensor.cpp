@@ -94,6 +94,9 @@ void GgufWriter::add_tensor(std::string name, const Tensor& t) {
     case DType::I64:
       type = QuantType::I64;
       break;
+    case DType::I32:
+      type = QuantType::I32;
+      break;
     default:
       fail(ErrorKind::DType, "GgufWriter::add_tensor", "tensor '", io::excerpt(name), "' ", t.str(),
            ": GGUF has no ", dtype_name(t.dtype()), " tensor type");

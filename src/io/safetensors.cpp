@@ -42,7 +42,7 @@ constexpr FileDType kFileDTypes[] = {
     {"U8", 1, true, DType::U8},       {"U32", 4, true, DType::U32},
     {"I64", 8, true, DType::I64},     {"BOOL", 1, false, DType::U8},
     {"I8", 1, false, DType::U8},      {"I16", 2, false, DType::U8},
-    {"U16", 2, false, DType::U8},     {"I32", 4, false, DType::U8},
+    {"U16", 2, false, DType::U8},     {"I32", 4, true, DType::I32},
     {"U64", 8, false, DType::U8},     {"F8_E4M3", 1, false, DType::U8},
     {"F8_E5M2", 1, false, DType::U8}, {"F8_E8M0", 1, false, DType::U8},
     {"C64", 8, false, DType::U8},

@@ -231,6 +231,8 @@ inline std::pair<int64_t, int64_t> int_range(DType dt) {
       return {0, 255};
     case DType::U32:
       return {0, 4294967295};
+    case DType::I32:
+      return {INT32_MIN, INT32_MAX};
     default:
       return {-(int64_t{1} << 40), int64_t{1} << 40};  // squares and products wrap
   }
@@ -243,6 +245,8 @@ inline int64_t wrap_to(DType dt, uint64_t v) {
       return static_cast<uint8_t>(v);
     case DType::U32:
       return static_cast<uint32_t>(v);
+    case DType::I32:
+      return static_cast<int32_t>(static_cast<uint32_t>(v));
     default:
       return static_cast<int64_t>(v);
   }
@@ -282,7 +286,7 @@ inline int64_t int_binary_ref(const std::string& op, DType dt, int64_t a, int64_
   if (op == "add") return wrap_to(dt, ua + ub);
   if (op == "sub") return wrap_to(dt, ua - ub);
   if (op == "mul") return wrap_to(dt, ua * ub);
-  if (op == "div") return a / b;
+  if (op == "div") return dt == DType::I32 ? wrap_to(dt, static_cast<uint64_t>(a / b)) : a / b;
   if (op == "maximum") return std::max(a, b);
   if (op == "minimum") return std::min(a, b);
   ADD_FAILURE() << "no integer reference for " << op;

@@ -16,6 +16,7 @@ typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 typedef long long int64_t;
+typedef int int32_t;
 
 #ifndef WG_SIZE
 #define WG_SIZE 256

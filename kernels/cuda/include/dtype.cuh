@@ -22,6 +22,7 @@
 #define T_u8 uint8_t
 #define T_u32 uint32_t
 #define T_i64 int64_t
+#define T_i32 int32_t
 #define C_f32 float
 #define C_f16 float
 #define C_bf16 float
@@ -29,6 +30,7 @@
 #define C_u8 uint32_t
 #define C_u32 uint32_t
 #define C_i64 int64_t
+#define C_i32 int32_t
 #define U_f32 float
 #define U_f16 float
 #define U_bf16 float
@@ -36,6 +38,7 @@
 #define U_u8 uint32_t
 #define U_u32 uint32_t
 #define U_i64 uint64_t
+#define U_i32 uint32_t
 
 namespace wick {
 
@@ -287,5 +290,56 @@ WICK_DEV int64_t to_i64(uint32_t v) {
   return static_cast<int64_t>(v);
 }
 WICK_DEV int64_t to_i64(int64_t v) {
+  return v;
+}
+
+// ---- i32: stored, copied and converted (to_dtype); compute kernels do not take it yet ---------
+
+WICK_DEV int32_t load_i32(int32_t v) {
+  return v;
+}
+WICK_DEV int32_t pack_i32(int32_t v) {
+  return v;
+}
+WICK_DEV float to_f32(int32_t v) {
+  return static_cast<float>(v);
+}
+WICK_DEV uint16_t to_f16(int32_t v) {
+  return pack_f16(i64_to_f32_round_odd(v));
+}
+WICK_DEV uint16_t to_bf16(int32_t v) {
+  return pack_bf16(i64_to_f32_round_odd(v));
+}
+WICK_DEV double to_f64(int32_t v) {
+  return static_cast<double>(v);
+}
+WICK_DEV uint8_t to_u8(int32_t v) {
+  return static_cast<uint8_t>(v <= 0 ? 0 : v >= 255 ? 255 : v);
+}
+WICK_DEV uint32_t to_u32(int32_t v) {
+  return static_cast<uint32_t>(v <= 0 ? 0 : v);
+}
+WICK_DEV int64_t to_i64(int32_t v) {
+  return v;
+}
+WICK_DEV int32_t to_i32(float v) {
+  if (is_nan(v)) return 0;
+  if (v <= -2147483648.0f) return static_cast<int32_t>(0x80000000u);
+  return v >= 2147483647.0f ? 0x7fffffff : static_cast<int32_t>(v);
+}
+WICK_DEV int32_t to_i32(double v) {
+  if (is_nan(v)) return 0;
+  if (v <= -2147483648.0) return static_cast<int32_t>(0x80000000u);
+  return v >= 2147483647.0 ? 0x7fffffff : static_cast<int32_t>(v);
+}
+WICK_DEV int32_t to_i32(uint32_t v) {
+  return static_cast<int32_t>(v < 0x7fffffffu ? v : 0x7fffffffu);
+}
+WICK_DEV int32_t to_i32(int64_t v) {
+  return static_cast<int32_t>(v <= -2147483648ll  ? -2147483648ll
+                              : v >= 2147483647ll ? 2147483647ll
+                                                  : v);
+}
+WICK_DEV int32_t to_i32(int32_t v) {
   return v;
 }

@@ -13,6 +13,7 @@
 #define T_u8 uint8_t
 #define T_u32 uint
 #define T_i64 int64_t
+#define T_i32 int
 #define C_f32 float
 #define C_f16 float
 #define C_bf16 float
@@ -20,6 +21,7 @@
 #define C_u8 uint
 #define C_u32 uint
 #define C_i64 int64_t
+#define C_i32 int
 
 // 8- and 16-bit values cannot be function arguments or results without the arithmetic-type
 // extensions (optional features), so helpers take and return them widened to 32 bits (W_*).
@@ -30,6 +32,7 @@
 #define W_u8 uint
 #define W_u32 uint
 #define W_i64 int64_t
+#define W_i32 int
 
 // Four elements as one vector: STORAGE4_T in a buffer (vectorized loads), COMPUTE4_T in
 // registers and shared memory; LOAD4 converts the one to the other.
@@ -40,6 +43,7 @@
 #define T4_u8 u8vec4
 #define T4_u32 uvec4
 #define T4_i64 i64vec4
+#define T4_i32 ivec4
 #define C4_f32 vec4
 #define C4_f16 vec4
 #define C4_bf16 vec4
@@ -47,6 +51,7 @@
 #define C4_u8 uvec4
 #define C4_u32 uvec4
 #define C4_i64 i64vec4
+#define C4_i32 ivec4
 
 #define STORAGE_T(D) CAT(T_, D)
 #define COMPUTE_T(D) CAT(C_, D)
@@ -140,6 +145,26 @@ uint to_u32(float v) {
 }
 uint to_u32(uint v) { return v; }
 
+// i32: stored, copied and converted (to_dtype); compute kernels do not take it yet.
+int load_i32(int v) { return v; }
+int pack_i32(int v) { return v; }
+float i32_to_f32_round_odd(int v) {
+  const float f = u32_to_f32_round_odd(uint(abs(v)));  // abs(-2^31) reads as 2^31 unsigned
+  return v < 0 ? -f : f;
+}
+float to_f32(int v) { return float(v); }
+uint to_f16(int v) { return pack_f16(i32_to_f32_round_odd(v)); }
+uint to_bf16(int v) { return pack_bf16(i32_to_f32_round_odd(v)); }
+uint to_u8(int v) { return uint(clamp(v, 0, 255)); }
+uint to_u32(int v) { return uint(max(v, 0)); }
+int to_i32(float v) {
+  if (is_nan(v)) return 0;
+  if (v <= -2147483648.0) return int(0x80000000u);
+  return v >= 2147483647.0 ? 0x7fffffff : int(v);
+}
+int to_i32(uint v) { return int(min(v, 0x7fffffffu)); }
+int to_i32(int v) { return v; }
+
 #ifdef WICK_F64
 bool is_nan(double v) {
   const uvec2 w = unpackDouble2x32(v);
@@ -169,6 +194,12 @@ uint to_u8(double v) {
 uint to_u32(double v) {
   if (is_nan(v) || v <= 0.0LF) return 0u;
   return v >= 4294967295.0LF ? 0xffffffffu : uint(v);
+}
+double to_f64(int v) { return double(v); }
+int to_i32(double v) {
+  if (is_nan(v)) return 0;
+  if (v <= -2147483648.0LF) return int(0x80000000u);
+  return v >= 2147483647.0LF ? 0x7fffffff : int(v);
 }
 #endif
 
@@ -204,6 +235,8 @@ int64_t to_i64(float v) {
 }
 int64_t to_i64(uint v) { return int64_t(v); }
 int64_t to_i64(int64_t v) { return v; }
+int64_t to_i64(int v) { return int64_t(v); }
+int to_i32(int64_t v) { return int(clamp(v, -2147483648l, 2147483647l)); }
 #ifdef WICK_F64
 double to_f64(int64_t v) { return double(v); }
 int64_t to_i64(double v) {
