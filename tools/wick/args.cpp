@@ -175,6 +175,8 @@ Args parse_args(int argc, const char* const* argv) {
       a.top_k = parse_count(name, value("a count"), 0);
     } else if (gen && name == "--top-p") {
       a.top_p = parse_decimal(name, value("a number"), 0, 1, true);
+    } else if (gen && arg == "--ignore-eos") {
+      a.ignore_eos = true;
     } else if (gen && name == "--min-p") {
       a.min_p = parse_decimal(name, value("a number"), 0, 1, false);
     } else if (gen && name == "--repeat-penalty") {
@@ -308,7 +310,7 @@ std::string help_text(Command command) {
       return "usage: wick generate -m PATH (-p TEXT | -f PATH) [-n N] [--device D] [-t N]\n"
              "                     [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
              "                     [--repeat-penalty X] [--repeat-last-n N] [--stop STR]...\n"
-             "                     [-s S] [--chat] [-c N]\n"
+             "                     [-s S] [--chat] [-c N] [--ignore-eos]\n"
              "\n"
              "Loads a llama-family GGUF model (SmolLM2, Llama, ...) and continues the prompt,\n"
              "printing tokens as they come; then load time, prompt and generation tokens/s\n"
@@ -337,6 +339,7 @@ std::string help_text(Command command) {
              "  --repeat-last-n N  the N of --repeat-penalty (default 64; 0: off)\n"
              "  --stop STR         stop when the generated text contains STR, which is not\n"
              "                     printed (repeatable)\n"
+             "  --ignore-eos       go on past the end-of-sequence token (not with --chat)\n"
              "  -s, --seed S       seed of the sampler, 0 to 2^64 - 1 (default 299792458)\n"
              "  --chat             wrap the prompt as a user turn in the model's chat template\n"
              "  -c, --ctx N        context length: prompt and generated tokens held in the KV\n"

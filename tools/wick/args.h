@@ -51,6 +51,7 @@ struct Args {
   int64_t repeat_last_n = 64;      // --repeat-last-n N: tokens the penalty looks back on (0: off)
   std::vector<std::string> stops;  // --stop STR (repeatable): end when the text contains one
   uint64_t seed = 299792458;       // -s/--seed S
+  bool ignore_eos = false;         // --ignore-eos: plain text does not stop at eos
   bool chat = false;               // --chat: wrap the prompt in the model's chat template
   std::string system;              // wick chat: --system TEXT, the conversation's system turn
   int64_t max_seq = 0;             // -c/--ctx N: KV cache length (0: the model's, capped)

@@ -101,8 +101,9 @@ int run_generate(const Args& args) {
                      std::to_string(model.config().context_length) + ")");
 
   // A chat turn ends at any of the model's end-of-turn tokens; plain text at eos.
-  const std::vector<int32_t> ends =
+  std::vector<int32_t> ends =
       args.chat ? end_of_turn_ids(tok, model.gguf()) : std::vector<int32_t>{tok.eos_id()};
+  if (args.ignore_eos && !args.chat) ends.clear();
   const auto is_end = [&](uint32_t id) {
     return std::find(ends.begin(), ends.end(), static_cast<int32_t>(id)) != ends.end();
   };
