@@ -51,7 +51,10 @@ else:
 got = hashlib.sha256(data).hexdigest()
 if got != sha:
     sys.exit(f"install-deps: {url}: SHA-256 {got}, expected {sha}")
-tmp = tempfile.mkdtemp(dir=os.path.dirname(out) if os.path.isdir(os.path.dirname(out)) else None)
+# Beside its destination (a fresh clone has no .cache/ yet), so that the final rename stays on one
+# file system.
+os.makedirs(os.path.dirname(out), exist_ok=True)
+tmp = tempfile.mkdtemp(dir=os.path.dirname(out))
 n = 0
 with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
     for m in tar.getmembers():
