@@ -40,9 +40,7 @@ void install_sigint_handler() {
 int run_chat(const Args& args) {
   const Device dev = device_from_flag(args.device);
   double load_s = 0;
-  const std::string ctx_flag =
-      args.max_seq > 0 ? "--ctx " + std::to_string(args.max_seq)
-                       : std::string("--ctx (default: the model's context, at most 4096)");
+  const std::string ctx_flag = ctx_flag_text(args);
   LlamaModel model = load_model_with_progress(args.model, dev, args.max_seq, ctx_flag, &load_s);
   const Tokenizer tok = load_gguf_tokenizer(model.gguf());
   const ChatTemplate tmpl = load_gguf_chat_template(model.gguf());

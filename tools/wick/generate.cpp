@@ -33,6 +33,11 @@ LlamaModel load_model_with_progress(const std::string& path, const Device& dev, 
   }
 }
 
+std::string ctx_flag_text(const Args& args) {
+  return args.max_seq > 0 ? "--ctx " + std::to_string(args.max_seq)
+                          : std::string("--ctx (default: the model's context, at most 4096)");
+}
+
 SamplingOptions sampling_options(const Args& args) {
   SamplingOptions so;
   so.temperature = args.temperature;
@@ -74,9 +79,7 @@ int run_generate(const Args& args) {
       args.prompt_file.empty() ? args.prompt : read_prompt_file(args.prompt_file);
   const Device dev = device_from_flag(args.device);
   double load_s = 0;
-  const std::string ctx_flag =
-      args.max_seq > 0 ? "--ctx " + std::to_string(args.max_seq)
-                       : std::string("--ctx (default: the model's context, at most 4096)");
+  const std::string ctx_flag = ctx_flag_text(args);
   LlamaModel model = load_model_with_progress(args.model, dev, args.max_seq, ctx_flag, &load_s);
   const Tokenizer tok = load_gguf_tokenizer(model.gguf());
 

@@ -27,6 +27,9 @@ SamplingOptions sampling_options(const Args& args);
 // longer than a moment.
 // A context the model or the machine cannot hold (Error(OutOfRange) from the loader) becomes a
 // UsageError naming `max_seq_flags`, the options that set max_seq.
+// The option that set the context of generate and chat, for messages: "--ctx N" or its default.
+std::string ctx_flag_text(const Args& args);
+
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
                                     const std::string& max_seq_flags, double* seconds);
 
