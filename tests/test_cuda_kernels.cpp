@@ -182,6 +182,41 @@ TEST(CudaKernels, EveryCaseCompilesForSm80AndSm90) {
     if (!j.problem.empty()) ADD_FAILURE() << j.problem;
 }
 
+// Programmatic dependent launch (kernels/cuda/include/common.cuh): the host may start a kernel
+// while the previous one runs, so each kernel must wait for it before its first access, and its
+// module must carry the marker the host looks for (a kernel without the wait would race).
+TEST(CudaKernels, EveryKernelWaitsForThePreviousGridFirst) {
+  size_t entries = 0;
+  for (const gpu::EmbeddedFile& f : gpu::cuda_kernel_files()) {
+    const std::string name = f.name, text(f.text, f.size);
+    if (!name.ends_with(".cu")) continue;
+    for (size_t at = text.find("__global__"); at != std::string::npos;
+         at = text.find("__global__", at + 1)) {
+      const size_t open = text.find('{', at);
+      ASSERT_NE(open, std::string::npos) << name;
+      const size_t first = text.find_first_not_of(" \n", open + 1);
+      EXPECT_EQ(text.compare(first, 20, "wick_kernel_begin();"), 0)
+          << "kernels/cuda/" << name << ": a kernel's first statement must be wick_kernel_begin()";
+      entries++;
+    }
+  }
+  EXPECT_GE(entries, 20u);
+
+  std::string why;
+  if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  const gpu::SourceTable sources(gpu::cuda_kernel_files());
+  const CudaCompileCase& c = cuda_compile_cases().all().front();
+  gpu::CompileRequest req;
+  req.name = c.file;
+  ASSERT_TRUE(sources.resolve(c.file, req.source));
+  req.defines = c.defines;
+  req.includes = &sources;
+  const gpu::ModuleCode code = cuda::compile_cuda(req, 9, 0);
+  const std::string_view bytes(reinterpret_cast<const char*>(code.data()), code.size());
+  EXPECT_NE(bytes.find("wick_waits_for_previous_grid"), std::string_view::npos)
+      << c.file << ": the compiled module lost the dependent-launch marker";
+}
+
 // A kernel that does not compile is an Error(Internal) naming the file, its defines and NVRTC's
 // log; headers come from the resolver, a missing one is named.
 TEST(CudaKernels, OnlyWholeCubinsAreLoaded) {

@@ -27,6 +27,14 @@ struct Knobs {
   // WICK_QMATVEC_ROWS: x rows up to which a GPU's quantized matmul uses its matrix-vector kernel
   // (longer x: the tiled one). Unset or unparsable -> -1 (the backend's measured default).
   int64_t qmatvec_rows = -1;
+  // WICK_QMATVEC_SHAPE: "threads,rows": threads and output rows per workgroup of a GPU's quantized
+  // matrix-vector kernel, for tuning (threads 32..256, a multiple of 32; rows 1..8,
+  // threads x rows <= 1024). Unset or
+  // invalid -> 0,0 (the backend's default).
+  int64_t qmatvec_threads = 0, qmatvec_rows_per_group = 0;
+  // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
+  // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
+  bool cuda_dependent_launch = true;
   // WICK_DEVICE: default device of the CLI ("cpu", "vulkan[:N]", "cuda[:N]"); empty -> cpu.
   std::string device;
 };

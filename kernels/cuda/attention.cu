@@ -178,6 +178,7 @@ WICK_DEV void combine_phase(const AttentionParams& pc, uint32_t p, const ACC_T* 
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const AttentionParams& pc = PARAMS(AttentionParams, args);
   const ST* q = buffer_at<const ST>(args, 0);
   const ST* k_cache = buffer_at<const ST>(args, 1);

@@ -67,6 +67,7 @@ WICK_DEV CT apply(CT u, CT v, uint32_t* err) {
 #endif
 
 extern "C" __global__ void wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const Push& pc = PARAMS(Push, args);
   const uint32_t i = global_index();
   if (i >= pc.numel) return;

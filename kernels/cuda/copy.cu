@@ -9,6 +9,7 @@
 #include "include/strided.cuh"
 
 extern "C" __global__ void wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const Push& pc = PARAMS(Push, args);
   const uint32_t i = global_index();
   if (i >= pc.numel) return;

@@ -18,6 +18,7 @@ typedef COMPUTE_T(DT) CT;
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const BatchParams& pc = PARAMS(BatchParams, args);
   const uint32_t z = batch_index(pc);
   const BatchOffsets base = batch_offsets(pc, z);

@@ -173,6 +173,7 @@ WICK_DEV void multiply(const CT* as, const CT* bs, uint32_t ty, uint32_t tx, CT 
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const BatchParams& pc = PARAMS(BatchParams, args);
   __shared__ Vec<CT, 4> As4[2u * BK * SA / 4u];
   __shared__ Vec<CT, 4> Bs4[2u * BK * SB / 4u];

@@ -35,6 +35,7 @@ WICK_DEV double log_of_sum(double s) {
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const NormParams& pc = PARAMS(NormParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   const ST* alpha = buffer_at<const ST>(args, 1);

@@ -34,6 +34,7 @@ typedef COMPUTE_T(DT) CT;
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const QActParams& pc = PARAMS(QActParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   const uint32_t blocks_per_row = pc.k / ACT_BLOCK;

@@ -59,6 +59,7 @@ struct WScale {
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
   const uint32_t* xq = buffer_at<const uint32_t>(args, 1);
@@ -211,6 +212,7 @@ typedef STORAGE_T(DT) XT;
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
   const XT* x = buffer_at<const XT>(args, 1);

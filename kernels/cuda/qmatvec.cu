@@ -101,6 +101,7 @@ WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs& args, uint3
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
   const XT* x = buffer_at<const XT>(args, 1);

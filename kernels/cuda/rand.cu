@@ -40,6 +40,7 @@ WICK_DEV float unit_open0(uint32_t w) {
 }
 
 extern "C" __global__ void wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const Push& pc = PARAMS(Push, args);
   const uint32_t i = global_index();
   if (i >= pc.numel) return;

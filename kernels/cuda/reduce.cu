@@ -81,6 +81,7 @@ WICK_DEV void store(OutT* y, const RowsParams& pc, uint32_t o, const Partial& p)
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const RowsParams& pc = PARAMS(RowsParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   OutT* y = buffer_at<OutT>(args, 1);

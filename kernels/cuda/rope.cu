@@ -22,6 +22,7 @@ typedef COMPUTE_T(DT) CT;
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const RopeParams& pc = PARAMS(RopeParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   const ST* cs = buffer_at<const ST>(args, 1);

@@ -26,6 +26,7 @@ typedef COMPUTE_T(DT) CT;
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const RopeKvParams& pc = PARAMS(RopeKvParams, args);
   const ST* q = buffer_at<const ST>(args, 0);
   const ST* k = buffer_at<const ST>(args, 1);

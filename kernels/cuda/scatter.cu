@@ -19,6 +19,7 @@ typedef COMPUTE_T(DT) CT;
 typedef WRAP_T(DT) WT;  // integer sums wrap
 
 extern "C" __global__ void wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const Push& pc = PARAMS(Push, args);
   const uint32_t i = global_index();
   if (i >= pc.numel) return;

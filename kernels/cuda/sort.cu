@@ -65,6 +65,7 @@ WICK_DEV void swap_pairs(uint32_t a, uint32_t b) {
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const RowsParams& pc = PARAMS(RowsParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
   uint32_t* y = buffer_at<uint32_t>(args, 1);

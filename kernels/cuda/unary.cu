@@ -102,6 +102,7 @@ WICK_DEV STORAGE_T(DT) apply(CT v, PARAM_T p0, PARAM_T p1) {
 #endif
 
 extern "C" __global__ void wick_main(const __grid_constant__ wick::KernelArgs args) {
+  wick_kernel_begin();
   const Push& pc = PARAMS(Push, args);
   const uint32_t i = global_index();
   if (i >= pc.numel) return;

@@ -62,6 +62,18 @@ Knobs read_knobs() {
     int64_t n;
     k.qmatvec_rows = parse_int(v, n) && n >= 0 ? n : -1;
   }
+  if (const char* v = env("WICK_QMATVEC_SHAPE")) {
+    const std::string_view sv(v);
+    const size_t comma = sv.find(',');
+    int64_t t = 0, r = 0;
+    if (comma != std::string_view::npos && parse_int(sv.substr(0, comma), t) &&
+        parse_int(sv.substr(comma + 1), r) && t >= 32 && t <= 256 && t % 32 == 0 && r >= 1 &&
+        r <= 8 && t * r <= 1024) {
+      k.qmatvec_threads = t;
+      k.qmatvec_rows_per_group = r;
+    }
+  }
+  if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   return k;
 }
 
@@ -83,6 +95,10 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_POOL_LIMIT", k.pool_limit == 0 ? "default" : std::to_string(k.pool_limit)},
       {"WICK_DEVICE", k.device.empty() ? "cpu" : k.device},
       {"WICK_QMATVEC_ROWS", k.qmatvec_rows < 0 ? "default" : std::to_string(k.qmatvec_rows)},
+      {"WICK_QMATVEC_SHAPE", k.qmatvec_threads == 0 ? "default"
+                                                    : std::to_string(k.qmatvec_threads) + "," +
+                                                          std::to_string(k.qmatvec_rows_per_group)},
+      {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
   };
 }
 

@@ -23,6 +23,9 @@ struct Loaded {
 #define WICK_CU_BIND(name) bound = lib.bind(api.name, WICK_STR(name)) && bound;
     WICK_CU_FUNCTIONS(WICK_CU_BIND)
 #undef WICK_CU_BIND
+#define WICK_CU_BIND_OPTIONAL(name) lib.bind(api.name, WICK_STR(name));
+    WICK_CU_OPTIONAL_FUNCTIONS(WICK_CU_BIND_OPTIONAL)
+#undef WICK_CU_BIND_OPTIONAL
     if (!bound) {
       why = "the NVIDIA driver library is too old for wick (" + lib.why() + ")";
       return;

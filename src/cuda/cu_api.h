@@ -17,7 +17,8 @@ struct DriverApi {
 #define WICK_CU_FUNCTIONS(X)                                                                      \
   X(cuInit)                                                                                       \
   X(cuDriverGetVersion)                                                                           \
-  X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)     \
+  X(cuGetErrorName)                                                                               \
+  X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)                       \
       X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                     \
           X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamDestroy)    \
               X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)          \
@@ -29,6 +30,10 @@ struct DriverApi {
                                       X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)    \
                                           X(cuGraphExecDestroy)
   WICK_CU_FUNCTIONS(WICK_CU_FN)
+  // Optional (null when the driver lacks them): launches with attributes (programmatic dependent
+  // launch) and a module's global variables.
+#define WICK_CU_OPTIONAL_FUNCTIONS(X) X(cuLaunchKernelEx) X(cuModuleGetGlobal)
+  WICK_CU_OPTIONAL_FUNCTIONS(WICK_CU_FN)
 #undef WICK_CU_FN
   std::string library;  // the library that loaded
 };

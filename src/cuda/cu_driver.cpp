@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cuda/cu_compiler.h"
+#include "wick/config.h"
 #include "wick/error.h"
 
 namespace wick::cuda {
@@ -26,6 +27,7 @@ struct CuPipeline final : gpu::Pipeline {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   uint32_t block = 0;
+  bool dependent_launch = false;  // its kernels wait for the previous grid (common.cuh)
   ~CuPipeline() override {
     if (module) api->cuModuleUnload(module);
   }
@@ -96,6 +98,8 @@ CuDriver::CuDriver(int ordinal) : api_(api_or_fail()), ordinal_(ordinal) {
   caps_.multiprocessors = attribute(api_, device_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   check(api_, api_.cuDriverGetVersion(&caps_.driver_version), "cuDriverGetVersion");
   caps_.nvrtc_version = nvrtc_version();
+  dependent_launch_ = caps_.sm_major >= 9 && knobs().cuda_dependent_launch &&
+                      api_.cuLaunchKernelEx && api_.cuModuleGetGlobal;
 }
 
 CuDriver::~CuDriver() {
@@ -201,6 +205,12 @@ std::unique_ptr<gpu::Pipeline> CuDriver::create_pipeline(const gpu::ModuleCode& 
   const std::string name = entry == "main" ? "wick_main" : entry;
   check(api_, api_.cuModuleGetFunction(&p->function, p->module, name.c_str()),
         "cuModuleGetFunction");
+  if (dependent_launch_) {
+    CUdeviceptr marker = 0;
+    size_t bytes = 0;
+    p->dependent_launch = api_.cuModuleGetGlobal(&marker, &bytes, p->module,
+                                                 "wick_waits_for_previous_grid") == CUDA_SUCCESS;
+  }
   return p;
 }
 
@@ -220,6 +230,22 @@ void CuDriver::record_dispatch(const gpu::Dispatch& d) {
   size_t size = sizeof args;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
                    CU_LAUNCH_PARAM_END};
+  if (p.dependent_launch) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = d.groups[0];
+    config.gridDimY = d.groups[1];
+    config.gridDimZ = d.groups[2];
+    config.blockDimX = p.block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.hStream = stream_;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    check(api_, api_.cuLaunchKernelEx(&config, p.function, nullptr, extra), "cuLaunchKernelEx");
+    return;
+  }
   check(api_,
         api_.cuLaunchKernel(p.function, d.groups[0], d.groups[1], d.groups[2], p.block, 1, 1, 0,
                             stream_, nullptr, extra),

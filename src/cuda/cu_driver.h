@@ -87,6 +87,9 @@ class CuDriver final : public gpu::Driver {
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
   DeviceCaps caps_;
+  // Programmatic dependent launch (sm_90 on, WICK_CUDA_PDL): kernels of modules that wait for the
+  // previous grid (kernels/cuda/include/common.cuh) are launched to overlap its end.
+  bool dependent_launch_ = false;
 
   // Events of outstanding submissions, oldest first, and reusable ones.
   std::mutex events_mu_;

@@ -36,6 +36,10 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   o.fast_math = k.fast_math;
   o.qmatvec = default_qmatvec_shape(caps);
   if (k.qmatvec_rows >= 0) o.qmatvec.max_rows = k.qmatvec_rows;
+  if (k.qmatvec_threads > 0) {
+    o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
+    o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);
+  }
   return o;
 }
 

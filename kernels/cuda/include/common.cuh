@@ -53,6 +53,22 @@ typedef PARAM_T wick_param_t;
   };
 #define PARAMS(T, args) (*reinterpret_cast<const T*>((args).params))
 
+// Programmatic dependent launch (sm_90 on): the host lets a kernel start while the previous one
+// in the stream is still running, so its blocks are resident when that one ends instead of
+// launching then (decode is hundreds of microsecond-long kernels in a row; the launch gaps were a
+// third of a token's time). Every wick kernel calls this first: it waits until the previous grid
+// has finished and its writes are visible, then lets the next kernel's blocks be scheduled. The
+// marker symbol tells the host that this module's kernels do (cu_driver.cpp: a kernel that did not
+// could read its input before it is written, so only marked modules are launched this way).
+extern "C" __device__ int wick_waits_for_previous_grid = 1;
+
+WICK_DEV void wick_kernel_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
 // Buffer i of the dispatch as an array of T.
 template <typename T>
 WICK_DEV T* buffer_at(const wick::KernelArgs& args, int i) {
