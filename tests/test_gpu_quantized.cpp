@@ -125,6 +125,26 @@ TEST_P(GpuQMatMulShapes, OneRowOnTheTiledKernel) {
   EXPECT_LT(cpu_gap(QMatMul(w, tiled).forward(x), w, x), 1e-5);
 }
 
+TEST_P(GpuQMatMulShapes, WideWorkgroupsForMatricesWithManyRows) {
+  // The GPUs' lm_head shape (wide_threads x wide_rows from wide_min_out rows) made to apply to
+  // 67 rows: 8 full groups and a group of 3, each of 4 warps.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device wide = private_device([](gpu::GpuOptions& o) {
+    o.qmatvec = {32, 2, 8};
+    o.qmatvec.wide_min_out = 64;
+  });
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K}) {
+    SCOPED_TRACE(quant_type_info(t)->name);
+    const int64_t k = quant_type_info(t)->block_elems == 32 ? 96 : 512;
+    const QTensor w = random_weight(rng, 67, k, t);
+    for (int64_t m : {1, 3}) {
+      const Tensor x = make_tensor(random_ref(rng, {m, k}), DType::F32, wide);
+      EXPECT_LT(cpu_gap(QMatMul(w, wide).forward(x), w, x), 1e-5) << "m=" << m;
+    }
+  }
+}
+
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMulShapes);
 
 // Sweeps of every format through the kernels: the kernels' numbers, not host code (minutes under

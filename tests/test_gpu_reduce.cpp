@@ -145,6 +145,36 @@ TEST_P(GpuReduce, TiesPickTheFirstIndex) {
   EXPECT_EQ(t.max(0).to_scalar<float>(), 5.0f);
 }
 
+// A few rows longer than kWideRowMin (gpu_reduce.cpp): a workgroup of the device's widest size
+// each (decode's argmax over the vocabulary), every op, ties and a strided view.
+TEST_P(GpuReduce, FewLongRows) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device d = device();
+  const int64_t n = 40000 + rng.integer(0, 9000);
+  const Shape s{3, n};
+  Ref r = values(rng, s, DType::F32);
+  // The row maximum twice in row 1 (the first index wins), the minimum at the end of row 2.
+  const int64_t a = rng.integer(0, n / 2), b = rng.integer(n / 2, n - 1);
+  r.v[static_cast<size_t>(n + a)] = r.v[static_cast<size_t>(n + b)] = 100.0;
+  r.v[static_cast<size_t>(3 * n - 1)] = -100.0;
+  for (const Variant v : {Variant::Contiguous, Variant::Permuted}) {
+    SCOPED_TRACE(variant_name(v));
+    const Tensor t = make_tensor(r, DType::F32, d, v);
+    const Tol exact{0, 0}, sum_tol{1e-5 * std::sqrt(static_cast<double>(n)) * 4, 1e-5};
+    WICK_EXPECT_CLOSE(t.argmax(1, true), reduce_ref(r, {1}, ReduceOp::ArgMax, DType::F32), exact);
+    WICK_EXPECT_CLOSE(t.argmin(1, true), reduce_ref(r, {1}, ReduceOp::ArgMin, DType::F32), exact);
+    WICK_EXPECT_CLOSE(t.max(1, true), reduce_ref(r, {1}, ReduceOp::Max, DType::F32), exact);
+    WICK_EXPECT_CLOSE(t.min(1, true), reduce_ref(r, {1}, ReduceOp::Min, DType::F32), exact);
+    WICK_EXPECT_CLOSE(t.sum_keepdim(1), reduce_ref(r, {1}, ReduceOp::Sum, DType::F32), sum_tol);
+    WICK_EXPECT_CLOSE(t.mean(1, true), reduce_ref(r, {1}, ReduceOp::Mean, DType::F32), sum_tol);
+  }
+  EXPECT_EQ(Tensor::from_vec(std::vector<float>(r.v.begin() + n, r.v.begin() + 2 * n), Shape{n}, d)
+                .argmax(0)
+                .to_scalar<uint32_t>(),
+            static_cast<uint32_t>(a));
+}
+
 WICK_INSTANTIATE_GPU_DEVICES(GpuReduce);
 
 // ---- softmax and norms --------------------------------------------------------------------------

@@ -32,8 +32,20 @@ WICK_PARAMS_STRUCT(QActParams, WICK_PARAMS_QACT_PROLOGUE(WICK_CU_FIELD, WICK_CU_
 typedef STORAGE_T(DT) ST;
 typedef COMPUTE_T(DT) CT;
 
+// The rms_norm prologue's alpha (a weight, constant while the previous kernel runs: common.cuh).
+WICK_DEV void prefetch_weights(const wick::KernelArgs& args) {
+#if PROLOGUE == 1
+  const QActParams& pc = PARAMS(QActParams, args);
+  if (pc.p_k == 1u)
+    prefetch_l2(buffer_at<const ST>(args, 1) + pc.p_offset, uint64_t(pc.k) * sizeof(ST));
+#else
+  (void)args;
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  prefetch_weights(args);
   wick_kernel_begin();
   const QActParams& pc = PARAMS(QActParams, args);
   const ST* x = buffer_at<const ST>(args, 0);

@@ -99,8 +99,18 @@ WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs& args, uint3
   buffer_at<float>(args, 2)[c * pc.n_out + row] = v;
 }
 
+// The block's weight rows: constant while the previous kernel runs (common.cuh, prefetch_l2).
+WICK_DEV void prefetch_weights(const wick::KernelArgs& args) {
+  const QMatmulParams& pc = PARAMS(QMatmulParams, args);
+  const uint32_t row0 = group_index() * NUM_ROWS;
+  if (row0 >= pc.n_out || blockIdx.z != 0u) return;  // the first x group's blocks fetch them
+  prefetch_l2(buffer_at<const uint8_t>(args, 0) + uint64_t(row0) * pc.row_bytes,
+              uint64_t(min(NUM_ROWS, pc.n_out - row0)) * pc.row_bytes);
+}
+
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
+  prefetch_weights(args);
   wick_kernel_begin();
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);

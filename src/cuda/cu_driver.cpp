@@ -88,6 +88,8 @@ CuDriver::CuDriver(int ordinal) : api_(api_or_fail()), ordinal_(ordinal) {
       static_cast<uint32_t>(attribute(api_, device_, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X));
   caps_.max_group_count_z =
       static_cast<uint32_t>(attribute(api_, device_, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z));
+  caps_.max_workgroup_size =
+      static_cast<uint32_t>(attribute(api_, device_, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
   caps_.subgroup_size =
       static_cast<uint32_t>(attribute(api_, device_, CU_DEVICE_ATTRIBUTE_WARP_SIZE));
   // Static shared memory per block (the kernels declare theirs statically).

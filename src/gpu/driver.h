@@ -33,6 +33,7 @@ struct DeviceCaps {
   uint64_t max_storage_buffer_range = 0;  // bytes one kernel binding can address
   uint32_t max_group_count_x = 0;
   uint32_t max_group_count_z = 0;
+  uint32_t max_workgroup_size = 256;  // threads of a 1-D workgroup
   uint32_t subgroup_size = 0;
   uint32_t max_shared_memory = 0;    // bytes of shared memory per workgroup
   bool subgroup_arithmetic = false;  // subgroupAdd etc. (warp shuffles)

@@ -39,6 +39,7 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   if (k.qmatvec_threads > 0) {
     o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
     o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);
+    o.qmatvec.wide_min_out = std::numeric_limits<int64_t>::max();  // the knob's shape everywhere
   }
   return o;
 }

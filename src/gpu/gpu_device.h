@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -49,6 +50,10 @@ class GpuStorage final : public backend::Storage {
 struct QMatVecShape {
   uint32_t threads = 32, rows = 2;
   int64_t max_rows = 8;
+  // Matrices of at least wide_min_out output rows (an lm_head: tens of thousands of one-warp
+  // workgroups otherwise) take wide_threads x wide_rows workgroups.
+  int64_t wide_min_out = std::numeric_limits<int64_t>::max();
+  uint32_t wide_threads = 128, wide_rows = 8;
 };
 // The measured defaults per device class (the table in gpu_quantized.cpp).
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);

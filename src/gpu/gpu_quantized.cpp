@@ -78,7 +78,9 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   // 32-wide subgroup and two rows per workgroup (ggml's choice for NVIDIA; not measured here),
   // and the tiled kernel beyond 8 x rows.
   if (caps.is_cpu) return {8, 8, std::numeric_limits<int64_t>::max()};
-  return {32, 2, kMaxVecCols};
+  QMatVecShape s{32, 2, kMaxVecCols};
+  s.wide_min_out = 16384;  // SmolLM2's lm_head (49152 x 576): 24576 one-warp groups at 32 x 2
+  return s;
 }
 
 void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
@@ -236,7 +238,11 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   };
   const Pipeline* pipeline;
   std::array<uint32_t, 3> groups{};
-  const QMatVecShape& v = options_.qmatvec;
+  QMatVecShape v = options_.qmatvec;
+  if (n_out >= v.wide_min_out) {
+    v.threads = v.wide_threads;
+    v.rows = v.wide_rows;
+  }
   // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
   WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
               v.threads * v.rows * kMaxVecCols * 4 <= 32768);

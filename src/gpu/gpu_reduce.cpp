@@ -19,6 +19,9 @@ namespace {
 
 constexpr size_t kGroupRank = WICK_GROUP_RANK;
 constexpr int64_t kPerGroupMin = 128;  // inner sizes from which a workgroup shares one output
+// Rows from which a few (at most kWideRowsMax) get a workgroup of kWideWorkgroup threads each.
+constexpr int64_t kWideRowMin = 16384, kWideRowsMax = 16;
+constexpr uint32_t kWideWorkgroup = 1024;
 constexpr int64_t kMaxSortRow = 2048;  // MAX_SORT in sort.comp
 
 // One group of dims (outer or inner) collapsed: shape and strides, innermost last.
@@ -110,12 +113,19 @@ void GpuDevice::reduce(ReduceOp op, View x, const std::vector<size_t>& dims, Sto
   const bool per_group = n_inner >= kPerGroupMin;
   const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
   const auto op_code = static_cast<uint32_t>(op), group = per_group ? 1u : 0u;
+  // A few long rows (decode's argmax over the vocabulary) leave most of the GPU idle and one
+  // workgroup waiting on memory load after load: give each row the widest workgroup there is.
+  const int64_t n_outer = x.layout.numel() / std::max<int64_t>(n_inner, 1);
+  const uint32_t threads = per_group && n_inner >= kWideRowMin && n_outer <= kWideRowsMax &&
+                                   device_caps().max_workgroup_size >= kWideWorkgroup
+                               ? kWideWorkgroup
+                               : kWorkgroupSize;
   const Pipeline& pipeline =
-      kernel(KernelFamily::Reduce, {op_code, group, static_cast<uint32_t>(dt)}, [&] {
+      kernel(KernelFamily::Reduce, {op_code, group, static_cast<uint32_t>(dt), threads}, [&] {
         Defines d;
         add_dtype(d, "", dt);
         d.emplace_back("OUT_INDEX", arg ? "1" : "0");
-        return key_for("reduce", std::move(d), {op_code, group});
+        return key_for("reduce", std::move(d), {op_code, group}, threads);
       });
   launch_rows(pipeline, x, dims, buffer(dst), per_group);
 }

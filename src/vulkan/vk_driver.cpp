@@ -249,6 +249,8 @@ void VkDriver::create_device() {
   caps_.pipeline_cache_uuid = uuid.str();
   caps_.max_storage_buffer_range = lim.maxStorageBufferRange;
   caps_.max_group_count_x = lim.maxComputeWorkGroupCount[0];
+  caps_.max_workgroup_size =
+      std::min(lim.maxComputeWorkGroupInvocations, lim.maxComputeWorkGroupSize[0]);
   caps_.max_group_count_z = lim.maxComputeWorkGroupCount[2];
   caps_.subgroup_size = sub.subgroupSize;
   caps_.max_shared_memory = lim.maxComputeSharedMemorySize;

@@ -69,6 +69,16 @@ WICK_DEV void wick_kernel_begin() {
 #endif
 }
 
+// Asks L2 for bytes [p, p + bytes) ahead of use. A hint that returns no data, so a kernel may
+// issue it before wick_kernel_begin() while the previous kernel still runs (writes land in L2,
+// the one cache every SM shares): constant inputs such as weights then arrive during the previous
+// kernel instead of after it. Call it with every thread of the block.
+WICK_DEV void prefetch_l2(const void* p, uint64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (uint64_t o = uint64_t(threadIdx.x) * 128u; o < bytes; o += uint64_t(WG_SIZE) * 128u)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
+}
+
 // Buffer i of the dispatch as an array of T.
 template <typename T>
 WICK_DEV T* buffer_at(const wick::KernelArgs& args, int i) {
