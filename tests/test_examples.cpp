@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gguf_bytes.h"
@@ -88,3 +91,25 @@ TEST(Examples, CustomKernelRunsOnEveryGpuAndNotOnTheCpu) {
 }  // namespace
 }  // namespace wick::testing
 #endif
+
+namespace wick::testing {
+namespace {
+
+// docs/api.md is the map of the public headers: each one has a place in it.
+TEST(ApiDocs, EveryPublicHeaderIsInDocsApiMd) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(WICK_TESTS_DIR).parent_path();
+  std::ifstream in(root / "docs" / "api.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  size_t headers = 0;
+  for (const auto& e : fs::directory_iterator(root / "include" / "wick")) {
+    const std::string name = "`" + e.path().filename().string() + "`";
+    EXPECT_NE(doc.find(name), std::string::npos) << name << " is not in docs/api.md";
+    headers++;
+  }
+  EXPECT_GE(headers, 10u);
+}
+
+}  // namespace
+}  // namespace wick::testing
