@@ -150,9 +150,10 @@ TEST(CustomKernelSpec, LaunchesThatDoNotMatchTheSpecAreRefused) {
       ErrorKind::Unsupported, {"axpy", "2^32"});
   KernelSpec none = axpy_spec();
   none.inputs.clear();
+  const CustomKernel no_inputs(none);
   expect_error(
       [&] {
-        CustomKernel(none)({.output_shapes = {{4}}, .params = {1, 4}});
+        no_inputs({.output_shapes = {{4}}, .params = {1, 4}});
       },
       ErrorKind::Device, {"axpy", "no inputs"});
 }
@@ -269,10 +270,10 @@ TEST_P(CustomKernels, CompileErrorsCarryTheCompilersMessage) {
   // A kernel without source in this device's language.
   KernelSpec other = axpy_spec();
   (d.kind() == DeviceKind::Cuda ? other.cuda : other.glsl) = {};
+  const CustomKernel elsewhere(other);
   expect_error(
       [&] {
-        CustomKernel(other)(
-            {.inputs = {x, x}, .output_shapes = {{4}}, .threads = 4, .params = {1, 4}});
+        elsewhere({.inputs = {x, x}, .output_shapes = {{4}}, .threads = 4, .params = {1, 4}});
       },
       ErrorKind::Unsupported, {"axpy", d.kind() == DeviceKind::Cuda ? "CUDA" : "GLSL"});
 }

@@ -18,16 +18,16 @@
 namespace wick::testing {
 namespace {
 
-struct Run {
+struct ExampleRun {
   int status;
   std::string output;  // stdout and stderr together
 };
 
-Run run_example(const std::string& name, const std::string& args) {
+ExampleRun run_example(const std::string& name, const std::string& args) {
   const std::string cmd = "'" WICK_EXAMPLES_DIR "/" + name + "' " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed: " + cmd};
-  Run r;
+  ExampleRun r;
   char buf[4096];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
@@ -41,7 +41,7 @@ Run run_example(const std::string& name, const std::string& args) {
                                                         << (haystack)
 
 TEST(Examples, QuickstartRuns) {
-  const Run r = run_example("wick_quickstart", "");
+  const ExampleRun r = run_example("wick_quickstart", "");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_HAS(r.output, "matmul");  // the shape error it provokes on purpose
 }
@@ -53,13 +53,13 @@ TEST(Examples, LlamaGenerateRunsATinyModelOnEveryDevice) {
   write_tiny_llama(dir.file("tiny.gguf"), rng);
   for (const std::string& spec : test_device_names()) {
     SCOPED_TRACE(spec);
-    const Run r = run_example("wick_llama_generate",
-                              "'" + dir.file("tiny.gguf") + "' 'a cab' " + spec + " 6");
+    const ExampleRun r = run_example("wick_llama_generate",
+                                     "'" + dir.file("tiny.gguf") + "' 'a cab' " + spec + " 6");
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output.rfind("a cab", 0), 0u) << r.output;  // the prompt, then the generation
     EXPECT_HAS(r.output, " tokens on " + spec.substr(0, spec.find(':')));
   }
-  const Run missing = run_example("wick_llama_generate", "'" + dir.file("none.gguf") + "'");
+  const ExampleRun missing = run_example("wick_llama_generate", "'" + dir.file("none.gguf") + "'");
   EXPECT_EQ(missing.status, 1);
   EXPECT_HAS(missing.output, "none.gguf");
   EXPECT_EQ(run_example("wick_llama_generate", "").status, 2);
@@ -69,7 +69,7 @@ TEST(Examples, TokenizeRoundTrips) {
   Rng rng;
   TempDir dir;
   write_tiny_llama(dir.file("tiny.gguf"), rng);
-  const Run r = run_example("wick_tokenize", "'" + dir.file("tiny.gguf") + "' 'bad cafe'");
+  const ExampleRun r = run_example("wick_tokenize", "'" + dir.file("tiny.gguf") + "' 'bad cafe'");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_HAS(r.output, "decoded: 'bad cafe' (round trip)");
 }
@@ -77,7 +77,7 @@ TEST(Examples, TokenizeRoundTrips) {
 TEST(Examples, CustomKernelRunsOnEveryGpuAndNotOnTheCpu) {
   for (const std::string& spec : test_device_names()) {
     SCOPED_TRACE(spec);
-    const Run r = run_example("wick_custom_kernel", spec);
+    const ExampleRun r = run_example("wick_custom_kernel", spec);
     if (spec.rfind("cpu", 0) == 0) {
       EXPECT_EQ(r.status, 1) << r.output;
       EXPECT_HAS(r.output, "custom kernels need a GPU device");

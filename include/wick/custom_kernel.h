@@ -58,29 +58,29 @@ namespace wick {
 
 // A buffer of a kernel (input or output): its name in the source and its dtype.
 struct KernelBuffer {
-  std::string name;
+  std::string name{};
   DType dtype = DType::F32;
 };
 
 // A scalar parameter: u32, i32, f32 or f64 (f64 only on devices with 64-bit floats).
 struct KernelParam {
-  std::string name;
+  std::string name{};
   DType dtype = DType::U32;
 };
 
 // Source in one language. The body is that of the main function.
 struct KernelSource {
-  std::string body;
-  std::string header;  // optional, at file scope before the main function
+  std::string body{};
+  std::string header{};  // optional, at file scope before the main function
 };
 
 struct KernelSpec {
-  std::string name;  // for messages and cache keys: letters, digits, '_'
-  std::vector<KernelBuffer> inputs;
-  std::vector<KernelBuffer> outputs;  // at least one
-  std::vector<KernelParam> params;
-  KernelSource glsl;  // for Vulkan devices
-  KernelSource cuda;  // for CUDA devices
+  std::string name{};  // for messages and cache keys: letters, digits, '_'
+  std::vector<KernelBuffer> inputs{};
+  std::vector<KernelBuffer> outputs{};  // at least one
+  std::vector<KernelParam> params{};
+  KernelSource glsl{};  // for Vulkan devices
+  KernelSource cuda{};  // for CUDA devices
   uint32_t threads_per_group = 256;
 };
 
@@ -88,11 +88,11 @@ struct KernelSpec {
 // each output, how many threads, and the parameters' values (in declared order; integers must be
 // whole and in their type's range).
 struct KernelLaunch {
-  std::vector<Tensor> inputs;
-  std::vector<Shape> output_shapes;
+  std::vector<Tensor> inputs{};
+  std::vector<Shape> output_shapes{};
   uint64_t threads = 0;  // 0: nothing runs (the outputs are allocated but not written)
-  std::vector<double> params;
-  std::optional<Device> device;  // where it runs: needed only when there are no inputs
+  std::vector<double> params{};
+  std::optional<Device> device{};  // where it runs: needed only when there are no inputs
 };
 
 class CustomKernel {
