@@ -326,6 +326,26 @@ TEST_P(CustomKernels, CompiledOncePerDeviceAndFoundOnDiskByTheNext) {
   fs::remove_all(dir);
 }
 
+// A custom kernel records like wick's own ops, so a capture holds it and replays read the inputs'
+// new values.
+TEST_P(CustomKernels, CapturedOnceAndReplayed) {
+  const Device d = device();
+  ASSERT_TRUE(d.can_capture());
+  const CustomKernel axpy(axpy_spec());
+  const Tensor x = Tensor::full(1.0, {300}, DType::F32, d);
+  const Tensor y = Tensor::full(2.0, {300}, DType::F32, d);
+  Tensor z;
+  const Recording r = d.capture([&] {
+    z = axpy({.inputs = {x, y}, .output_shapes = {{300}}, .threads = 300, .params = {3, 300}})[0];
+  });
+  x.const_set(5.0);
+  r.replay();
+  EXPECT_EQ(z.to_vec<float>()[299], 3.0f * 5.0f + 2.0f);
+  y.const_set(-1.0);
+  r.replay();
+  EXPECT_EQ(z.to_vec<float>()[0], 3.0f * 5.0f - 1.0f);
+}
+
 WICK_INSTANTIATE_GPU_DEVICES(CustomKernels);
 
 #ifdef WICK_WITH_CUDA
