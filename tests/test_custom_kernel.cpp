@@ -71,14 +71,16 @@ TEST(CustomKernelSpec, BadSpecsAreRefusedWhenMade) {
   expect_error(
       [&] {
         CustomKernel k(with([](KernelSpec& s) {
-          for (int i = 0; i < 11; i++) s.inputs.push_back({"in" + std::to_string(i), DType::F32});
+          for (int i = 0; i < 11; i++)
+            s.inputs.push_back({std::string("in").append(std::to_string(i)), DType::F32});
         }));
       },
       ErrorKind::Unsupported, {"axpy", "12 buffers", "14"});
   expect_error(
       [&] {
         CustomKernel k(with([](KernelSpec& s) {
-          for (int i = 0; i < 16; i++) s.params.push_back({"p" + std::to_string(i), DType::F64});
+          for (int i = 0; i < 16; i++)
+            s.params.push_back({std::string("p").append(std::to_string(i)), DType::F64});
         }));
       },
       ErrorKind::Unsupported, {"axpy", "128 bytes", "136"});
