@@ -170,9 +170,15 @@ void GpuDevice::custom_kernel(const KernelSpec& spec, const std::vector<const St
   try {
     pipeline = &kernels_->pipeline(k);
   } catch (const Error& e) {
-    // The compiler's messages about the user's source: the user's error, not wick's.
+    // The compiler's messages about the user's source: the user's error, not wick's. The
+    // driver's message is "kernel compile: <name> (<defines>) failed ...:\n<the compiler's log>".
     if (e.kind() != ErrorKind::Internal) throw;
-    throw Error(ErrorKind::Parse, name + ": " + e.what());
+    const std::string msg = e.what();
+    const size_t log = msg.find('\n');
+    if (msg.find("kernel compile") == std::string::npos || log == std::string::npos)
+      throw Error(ErrorKind::Parse, name + ": " + msg);
+    throw Error(ErrorKind::Parse, name + ": its " + (cuda ? "CUDA" : "GLSL") +
+                                      " source does not compile:" + msg.substr(log));
   }
   std::vector<BufferAccess> args;
   for (const Storage* s : inputs) args.push_back({&buffer(*s), Access::Read});
