@@ -267,8 +267,8 @@ TEST_P(CustomKernels, CompileErrorsCarryTheCompilersMessage) {
     broken({.inputs = {x, x}, .output_shapes = {{4}}, .threads = 4, .params = {1, 4}});
   };
   // The line is the body's second line, named as the body.
-  expect_error(run, ErrorKind::Parse,
-               {"broken", "source does not compile", "undefined_fn", "broken.body", "2"});
+  const char* line = d.kind() == DeviceKind::Cuda ? "broken.body(2)" : "broken.body:2";
+  expect_error(run, ErrorKind::Parse, {"broken", "source does not compile", "undefined_fn", line});
   expect_error(run, ErrorKind::Parse, {"undefined_fn"});  // and again: nothing half-cached
   // A kernel without source in this device's language.
   KernelSpec other = axpy_spec();
