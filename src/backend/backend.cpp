@@ -28,7 +28,8 @@ std::unique_ptr<CapturedWork> BackendDevice::capture(const std::function<void()>
 void BackendDevice::custom_kernel(const KernelSpec& spec, const std::vector<const Storage*>&,
                                   const std::vector<Storage*>&, const std::vector<uint32_t>&,
                                   uint64_t) {
-  fail(ErrorKind::Unsupported, spec.name.c_str(), "custom kernels need a GPU device, not ", name());
+  fail(ErrorKind::Unsupported, ("custom kernel " + spec.name).c_str(),
+       "custom kernels need a GPU device, not ", name());
 }
 
 StoragePtr BackendDevice::adopt_host(DType, size_t, std::byte*, std::shared_ptr<void>) {
