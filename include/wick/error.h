@@ -16,7 +16,7 @@ enum class ErrorKind {
   OutOfRange,   // index, dim or narrow range outside the tensor
   Unsupported,  // the op/dtype is not implemented by this backend
   Io,           // file system errors
-  Parse,        // malformed file contents
+  Parse,        // malformed file contents, or a custom kernel's source that does not compile
   OutOfMemory,  // an allocation the device (or wick's size limit, 2^62 bytes) cannot hold;
                 // the message names the bytes asked for and the limit where one is known
   Internal,     // a wick bug or a driver failure

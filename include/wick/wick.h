@@ -3,6 +3,7 @@
 
 #include "wick/attention.h"
 #include "wick/config.h"
+#include "wick/custom_kernel.h"
 #include "wick/device.h"
 #include "wick/dtype.h"
 #include "wick/error.h"

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "wick/custom_kernel.h"
+
 namespace wick::backend {
 
 namespace {
@@ -21,6 +23,13 @@ bool poison_allocations() {
 std::unique_ptr<CapturedWork> BackendDevice::capture(const std::function<void()>&) {
   fail(ErrorKind::Unsupported, "capture", name(),
        " runs ops as they come: there is nothing to record for replay (GPU devices only)");
+}
+
+void BackendDevice::custom_kernel(const KernelSpec& spec, const std::vector<const Storage*>&,
+                                  const std::vector<Storage*>&, const std::vector<uint32_t>&,
+                                  uint64_t) {
+  fail(ErrorKind::Unsupported, ("custom kernel " + spec.name).c_str(),
+       "custom kernels need a GPU device, not ", name());
 }
 
 StoragePtr BackendDevice::adopt_host(DType, size_t, std::byte*, std::shared_ptr<void>) {

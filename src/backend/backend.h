@@ -19,6 +19,10 @@
 #include "wick/quant_type.h"
 #include "wick/shape.h"
 
+namespace wick {
+struct KernelSpec;  // wick/custom_kernel.h
+}  // namespace wick
+
 namespace wick::backend {
 
 class BackendDevice;
@@ -159,6 +163,14 @@ class BackendDevice {
   // Records the ops f() runs on this device in this thread without running them (see
   // Device::capture). Unsupported by default.
   virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& f);
+
+  // ---- custom kernels (wick/custom_kernel.h) ----------------------------------------------
+  // Runs the user's kernel `spec` (checked by the front end): inputs of the declared dtypes,
+  // contiguous from element 0, only read; outputs freshly allocated, only written; `params` the
+  // parameter block packed as declared; `threads` 0: checks only. Unsupported by default.
+  virtual void custom_kernel(const KernelSpec& spec, const std::vector<const Storage*>& inputs,
+                             const std::vector<Storage*>& outputs,
+                             const std::vector<uint32_t>& params, uint64_t threads);
 
   // ---- element-wise (dst: contiguous, shape = src shape) ----------------------------------
   virtual void unary(UnaryOp op, UnaryParams p, View x, Storage& dst) = 0;

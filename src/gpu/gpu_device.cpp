@@ -1,5 +1,4 @@
-// The GPU device: creation, options, synchronization, device-found errors, custom kernels and
-// statistics.
+// The GPU device: creation, options, synchronization, device-found errors and statistics.
 #include "gpu/gpu_device.h"
 
 #include <algorithm>
@@ -159,27 +158,6 @@ void GpuDevice::refuse_device_errors(BufferRef record, uint64_t submission, cons
 GpuDevice::Stats GpuDevice::stats() const {
   return {queue_->stats(), device_pool_->stats(), host_pool_->stats(), kernels_->stats(),
           coop_matmuls_.load(std::memory_order_relaxed)};
-}
-
-void GpuDevice::run_custom(const CustomKernel& kernel, std::initializer_list<const Storage*> inputs,
-                           std::initializer_list<Storage*> outputs,
-                           std::span<const uint32_t> push_constants,
-                           std::array<uint32_t, 3> groups) {
-  if (inputs.size() + outputs.size() > kMaxBindings)
-    fail(ErrorKind::Unsupported, kernel.name.c_str(), "a custom kernel binds at most ",
-         kMaxBindings, " buffers, got ", inputs.size() + outputs.size());
-  if (push_constants.size_bytes() > kMaxPushConstantBytes)
-    fail(ErrorKind::Unsupported, kernel.name.c_str(), "at most ", kMaxPushConstantBytes,
-         " bytes of push constants, got ", push_constants.size_bytes());
-  KernelKey k = key_for(kernel.name.c_str(), kernel.defines, kernel.constants, kernel.block);
-  k.source = kernel.name;
-  k.text = kernel.source;
-  const Pipeline& pipeline = kernels_->pipeline(k);
-  std::vector<BufferAccess> args;
-  for (const Storage* s : inputs) args.push_back({&buffer(*s), Access::Read});
-  for (Storage* s : outputs) args.push_back({&buffer(*s), Access::Write});
-  queue_->record(
-      [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, push_constants, groups); });
 }
 
 }  // namespace wick::gpu

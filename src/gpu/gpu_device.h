@@ -10,8 +10,8 @@
 //
 // Op families live in their own files: gpu_memory.cpp (alloc, upload, read-back, copies, casts,
 // fill), gpu_elementwise.cpp, gpu_random.cpp, gpu_reduce.cpp, gpu_matmul.cpp,
-// gpu_quantized.cpp, gpu_indexing.cpp, gpu_attention.cpp; gpu_launch.cpp holds the launch
-// helpers they share.
+// gpu_quantized.cpp, gpu_indexing.cpp, gpu_attention.cpp, gpu_custom.cpp (custom kernels);
+// gpu_launch.cpp holds the launch helpers they share.
 #pragma once
 
 #include <algorithm>
@@ -151,6 +151,10 @@ struct MatmulPlan {
 // 0: a, 1: b, 2: the output).
 StridedPlan<3> batch_plan(backend::View a, backend::View b, const backend::MatmulDims& d);
 
+// The source of the user's kernel `spec` (wick/custom_kernel.h) for devices of `kind` (GLSL for
+// Vulkan, CUDA for CUDA): the declarations of its buffers and parameters around its body.
+std::string custom_kernel_source(const KernelSpec& spec, DeviceKind kind);
+
 class GpuDevice : public backend::BackendDevice {
  public:
   ~GpuDevice() override;
@@ -215,8 +219,12 @@ class GpuDevice : public backend::BackendDevice {
   void rand_uniform(backend::Storage& dst, double lo, double hi) override;
   void rand_normal(backend::Storage& dst, double mean, double std) override;
 
-  // ---- custom kernels ---------------------------------------------------------------------
-  // A user kernel in the driver's language (it may #include wick's headers, e.g.
+  // ---- custom kernels (gpu_custom.cpp) ------------------------------------------------------
+  // The user's kernels of wick/custom_kernel.h, and the source generated for them here.
+  void custom_kernel(const KernelSpec& spec, const std::vector<const backend::Storage*>& inputs,
+                     const std::vector<backend::Storage*>& outputs,
+                     const std::vector<uint32_t>& params, uint64_t threads) override;
+  // A test kernel in the driver's language (it may #include wick's headers, e.g.
   // "include/dtype.glsl"). Buffers bind in order: inputs, then outputs. Inputs are only read and
   // outputs written: the hazard tracker orders it against other ops by exactly these
   // declarations.
