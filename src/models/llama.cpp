@@ -2,6 +2,7 @@
 // allocated once, SwiGLU MLP, optionally tied embeddings.
 #include "wick/llama.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -114,6 +115,19 @@ nn::Linear linear_from(const GgufFile& f, const std::string& name, const Device&
   return nn::Linear(plain_weight(f.tensor(name, dev)));
 }
 
+// Drops the resident pages of a quantized tensor's bytes in the file mapping once the model holds
+// them elsewhere (QMatMul's packed rows on the CPU, a device buffer): the pages stay mapped and
+// come back from the file if read again (MAP_PRIVATE, never written), but no longer count twice
+// in the process's memory. Only whole pages inside the tensor are dropped.
+void release_pages(const GgufTensorInfo& info) {
+  if (!info.is_quantized() || info.nbytes == 0) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(info.data);
+  const uintptr_t first = (begin + page - 1) / page * page,
+                  end = (begin + info.nbytes) / page * page;
+  if (end > first) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+}
+
 // Loads `names` (2-D, the same input size) as one Projections.
 Projections projections_from(const GgufFile& f, const std::vector<std::string>& names,
                              const Device& dev) {
@@ -133,6 +147,19 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
   for (const GgufTensorInfo* i : infos) rows += i->shape[0];
   const int64_t k = infos[0]->shape[1];
   if (infos[0]->is_quantized()) {
+    // Stored one after the other in the file (ffn_gate, ffn_up in llama.cpp's files): a view of
+    // the mapping, else a copy of the rows concatenated.
+    bool adjacent = true;
+    uint64_t nbytes = infos[0]->nbytes;
+    for (size_t i = 1; i < infos.size(); i++) {
+      adjacent = adjacent && infos[i]->data == infos[i - 1]->data + infos[i - 1]->nbytes;
+      nbytes += infos[i]->nbytes;
+    }
+    if (adjacent) {
+      p.linears.push_back(quantized_linear(
+          QTensor(infos[0]->type, Shape{rows, k}, nullptr, infos[0]->data, nbytes), dev));
+      return p;
+    }
     std::vector<uint8_t> bytes;
     for (const GgufTensorInfo* i : infos) {
       const auto* b = reinterpret_cast<const uint8_t*>(i->data);
@@ -410,8 +437,10 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev,
     l.gate_up = projections_from(f, {p + "ffn_gate.weight", p + "ffn_up.weight"}, dev);
     l.down = linear_from(f, p + "ffn_down.weight", dev);
     for (const char* m :
-         {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+         {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
+      release_pages(f.tensor_info(p + m + ".weight"));
       tick(p + m + ".weight");
+    }
     l.k_cache = Tensor::zeros(cache_shape, kv, dev);
     l.v_cache = Tensor::zeros(cache_shape, kv, dev);
     impl->layers.push_back(std::move(l));
@@ -419,9 +448,11 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev,
   impl->out_norm = vector_from("output_norm.weight");
   if (!c.tied_embeddings) {
     impl->lm_head = linear_from(f, "output.weight", dev);
+    release_pages(f.tensor_info("output.weight"));
     tick("output.weight");
   } else if (emb.is_quantized()) {
     impl->lm_head = quantized_linear(impl->embed.qtable(), dev);  // tied: blocks on dev too
+    release_pages(emb);  // the embedding reads a few rows a token: they come back
   } else {
     impl->lm_head = nn::Linear(plain_weight(impl->embed.table()).to_device(dev));
   }
