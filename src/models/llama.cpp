@@ -160,6 +160,13 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
           QTensor(infos[0]->type, Shape{rows, k}, nullptr, infos[0]->data, nbytes), dev));
       return p;
     }
+    // The CPU packs its own copy of the rows and keeps the weight it was given: a concatenated
+    // copy would stay resident beside the packed one (10 MiB of SmolLM2's 154 at --ctx 256), so
+    // there each projection views the mapping. GPUs keep one fused kernel (fewer dispatches).
+    if (dev.is_cpu()) {
+      for (const std::string& n : names) p.linears.push_back(linear_from(f, n, dev));
+      return p;
+    }
     std::vector<uint8_t> bytes;
     for (const GgufTensorInfo* i : infos) {
       const auto* b = reinterpret_cast<const uint8_t*>(i->data);
