@@ -51,8 +51,9 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
 // pos + i, attends to cache rows 0 ..= pos + i, softmax(q k^T) v with no further scaling (q
 // carries it). Returns (b, h, t, d) contiguous in q's dtype; sums and the softmax run in f32 (f64
 // for f64) with a running maximum. q: any strides; caches contiguous (a start offset is fine),
-// of q's dtype or 16-bit under f32 q (above). GPUs: at most two dispatches (the sequence split over workgroups, then a combine).
-// Errors: Shape, DType, Device, OutOfRange (t > max_seq at once, pos + t > max_seq as above).
+// of q's dtype or 16-bit under f32 q (above). GPUs: at most two dispatches (the sequence split over
+// workgroups, then a combine). Errors: Shape, DType, Device, OutOfRange (t > max_seq at once, pos +
+// t > max_seq as above).
 Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                         const Tensor& pos);
 
