@@ -92,6 +92,14 @@ TEST(CliArgs, Generate) {
   EXPECT_TRUE(a.chat);
   EXPECT_EQ(a.device, "vulkan");
   EXPECT_EQ(a.max_seq, 256);
+  EXPECT_EQ(a.kv_type, KvCacheType::F16);  // llama.cpp's default too
+  EXPECT_EQ(parse({"generate", "-m", "m", "-p", "x", "--kv-type", "f32"}).kv_type,
+            KvCacheType::F32);
+  EXPECT_EQ(parse({"chat", "-m", "m", "--kv-type=bf16"}).kv_type, KvCacheType::BF16);
+  EXPECT_EQ(parse({"bench", "gen", "--kv-type", "f32"}).kv_type, KvCacheType::F32);
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "--kv-type", "f8"},
+                     "--kv-type: unknown type 'f8'");
+  expect_usage_error({"bench", "storage", "--kv-type", "f32"}, "--kv-type is an option of the gen");
   const Args b = parse({"bench", "gen", "--model", "x.gguf", "--prompt-tokens", "64", "-n", "32"});
   EXPECT_EQ(b.benches, std::vector<std::string>{"gen"});
   EXPECT_EQ(b.model, "x.gguf");
@@ -536,7 +544,15 @@ TEST(CliBinary, GenerateChecksTheContext) {
       run_wick("generate --model '" + dir.file("long.gguf") + "' --prompt abc --ctx 2147483647");
   EXPECT_EQ(huge.status, 2) << huge.output;
   EXPECT_HAS(huge.output, "wick: --ctx 2147483647: ");
-  EXPECT_HAS(huge.output, std::to_string(2ull * 2 * 4 * 8 * 4 * INT32_MAX) + " bytes");
+  EXPECT_HAS(huge.output, std::to_string(2ull * 2 * 4 * 8 * 2 * INT32_MAX) + " bytes");  // f16
+  const RunResult huge32 = run_wick("generate --model '" + dir.file("long.gguf") +
+                                    "' --prompt abc --ctx 2147483647 --kv-type f32");
+  EXPECT_EQ(huge32.status, 2) << huge32.output;
+  EXPECT_HAS(huge32.output, std::to_string(2ull * 2 * 4 * 8 * 4 * INT32_MAX) + " bytes");
+  // q8_0 is named (llama.cpp's) but not implemented: a wick error, exit 1.
+  const RunResult q8 = run_wick(model + " --prompt abc --kv-type q8_0");
+  EXPECT_EQ(q8.status, 1) << q8.output;
+  EXPECT_HAS(q8.output, "q8_0 KV cache is not implemented");
   EXPECT_EQ(huge.output.find("internal error"), std::string::npos) << huge.output;
 
   const RunResult long_prompt =
@@ -563,7 +579,8 @@ TEST(CliBinary, BenchGenQuick) {
   const RunResult r = run_wick("bench gen --quick");
   EXPECT_EQ(r.status, 0) << r.output;
   for (const char* cell : {"model: small model with random weights", "prefill 16 tok/s",
-                           "decode tok/s", "first token after load", "| cpu "})
+                           "decode tok/s", "first token after load", "| cpu ", "memory: peak RSS ",
+                           "KV cache 0.0 MiB (f16, 25 positions)"})
     EXPECT_HAS(r.output, cell);
 }
 
@@ -630,6 +647,11 @@ TEST(CliBinary, BenchGenJson) {
   EXPECT_EQ(j.at("benchmark"), "gen");
   EXPECT_EQ(j.at("prompt_tokens"), 16);
   EXPECT_EQ(j.at("decode_tokens"), 8);
+  EXPECT_EQ(j.at("kv_cache_type"), "f16");
+  EXPECT_EQ(j.at("context"), 25);  // prompt + decode + 1
+  // 2 layers x k and v x 2 kv heads x 25 positions x head dim 64 x 2 bytes
+  EXPECT_EQ(j.at("kv_cache_bytes"), 2 * 2 * 2 * 25 * 64 * 2);
+  EXPECT_GT(j.at("peak_rss_bytes").get<int64_t>(), j.at("kv_cache_bytes").get<int64_t>());
   EXPECT_HAS(j.at("command").get<std::string>(), "wick bench gen --quick --json");
   ASSERT_GE(j.at("rows").size(), 1u);
   const nlohmann::json& row = j.at("rows")[0];

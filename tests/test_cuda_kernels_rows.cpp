@@ -60,14 +60,20 @@ WICK_CUDA_COMPILE_CASES(rows) {
 }
 
 // Decode attention (gpu_attention.cpp): rope_kv with INTERLEAVED, attention's two phases with
-// its block of 128 threads.
+// its block of 128 threads; caches of q's dtype (KV_SAME), or f16/bf16 under f32.
 WICK_CUDA_COMPILE_CASES(attention) {
-  for (DType dt : kFloatDTypes) {
+  struct Pair {
+    DType q, kv;
+  };
+  std::vector<Pair> pairs = {{DType::F32, DType::F16}, {DType::F32, DType::BF16}};
+  for (DType dt : kFloatDTypes) pairs.push_back({dt, dt});
+  for (const Pair& p : pairs) {
+    const gpu::Defines same = p.q == p.kv ? gpu::Defines{{"KV_SAME", "1"}} : gpu::Defines{};
+    const gpu::Defines q = dtype_defines("", p.q), kv = dtype_defines("KV_", p.kv);
     for (uint32_t interleaved : {0u, 1u})
-      cases.add("rope_kv.cu", {dtype_defines("", dt), spec_define(0, interleaved)});
+      cases.add("rope_kv.cu", {q, kv, same, spec_define(0, interleaved)});
     for (uint32_t phase : {0u, 1u})
-      cases.add("attention.cu",
-                {dtype_defines("", dt), spec_define(0, phase), define("WG_SIZE", 128)});
+      cases.add("attention.cu", {q, kv, same, spec_define(0, phase), define("WG_SIZE", 128)});
   }
 }
 

@@ -238,17 +238,23 @@ TEST(LlamaHardening, ContextIsCheckedAgainstTheModelAndTheMachine) {
   expect_error([&] { LlamaModel::load_gguf(path, Device::cpu(), -1); }, ErrorKind::OutOfRange,
                {path, "max_seq -1"});
 
-  // A trained context of 2^31 - 1 tokens: its KV cache alone is over 1 TB for this tiny shape
-  // (2 layers x k and v x 4 heads x 8 dims x 4 bytes per token), refused before any allocation.
+  // A trained context of 2^31 - 1 tokens: its KV cache alone is over 0.5 TB for this tiny shape
+  // (2 layers x k and v x 4 heads x 8 dims x 2 bytes (f16) per token; 4 for an f32 cache),
+  // refused before any allocation.
   TinyLlamaConfig cfg;
   cfg.kv_heads = cfg.heads;
   cfg.context = INT32_MAX;
   write_tiny_llama(dir.file("long.gguf"), rng, cfg);
-  const uint64_t cache = 2ull * 2 * 4 * 8 * 4 * INT32_MAX;
-  expect_error([&] { LlamaModel::load_gguf(dir.file("long.gguf"), Device::cpu(), INT32_MAX); },
-               ErrorKind::OutOfRange,
-               {"long.gguf", "a context of 2147483647 tokens", std::to_string(cache) + " bytes",
-                "this machine's"});
+  for (const KvCacheType kv : {KvCacheType::F16, KvCacheType::F32}) {
+    const uint64_t cache = 2ull * 2 * 4 * 8 * (kv == KvCacheType::F16 ? 2 : 4) * INT32_MAX;
+    expect_error(
+        [&] {
+          LlamaModel::load_gguf(dir.file("long.gguf"), Device::cpu(), {INT32_MAX, kv});
+        },
+        ErrorKind::OutOfRange,
+        {"long.gguf", "a context of 2147483647 tokens", std::to_string(cache) + " bytes",
+         "this machine's"});
+  }
 }
 
 TEST(LlamaHardening, SamplerRefusesNanOptions) {

@@ -136,6 +136,12 @@ Tol logits_tol(const Vec& want, double quant_rel) {
   return quant_rel > 0 ? Tol{quant_rel * mx + 1e-3, quant_rel} : Tol{2e-4 * mx + 1e-5, 1e-4};
 }
 
+// Values rounded to f16 on the way (2^-11 relative): k and v in an f16 KV cache, activations
+// multiplied by f16 weights (kept as stored, as llama.cpp does) and their products. Measured
+// (CPU and lavapipe): logits off by up to 7e-4 with the largest near 1; a wrong cache row or
+// kernel is off by a tenth or more.
+constexpr double kF16Rel = 0.005;
+
 std::vector<uint32_t> random_ids(Rng& rng, int64_t n, int64_t vocab) {
   std::vector<uint32_t> ids(static_cast<size_t>(n));
   for (uint32_t& id : ids) id = static_cast<uint32_t>(rng.integer(0, vocab - 1));
@@ -146,12 +152,15 @@ class Llama : public DeviceTest {};
 
 // Prefill of a prompt, then decode steps one token at a time: each step's logits must equal the
 // reference run over the whole sequence (so the KV cache holds exactly the earlier keys/values).
-void check_against_reference(const Device& dev, const TinyLlamaConfig& cfg, double quantized) {
+// The cache is f32 unless given: the reference keeps k and v exact.
+void check_against_reference(const Device& dev, const TinyLlamaConfig& cfg, double quantized,
+                             KvCacheType kv = KvCacheType::F32) {
   Rng rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));
   TempDir dir;
   const TinyLlama m = write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
-  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 16);
+  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, LlamaOptions{16, kv});
+  EXPECT_EQ(model.kv_cache_type(), kv);
   EXPECT_EQ(model.config().vocab_size, cfg.vocab);
   EXPECT_EQ(model.config().n_kv_heads, cfg.kv_heads);
   EXPECT_EQ(model.config().tied_embeddings, cfg.tied_embeddings);
@@ -189,7 +198,15 @@ TEST_P(Llama, UntiedF16WeightsMatchTheFloat64Reference) {
   cfg.weight_dtype = DType::F16;
   cfg.heads = 8;
   cfg.kv_heads = 8;  // plain multi-head attention
-  check_against_reference(device(), cfg, 0);
+  check_against_reference(device(), cfg, kF16Rel);
+}
+
+// The default f16 cache: k and v rounded to f16 (relative 2^-11) before attention reads them.
+TEST_P(Llama, F16KvCacheMatchesTheFloat64Reference) {
+  TinyLlamaConfig cfg;
+  cfg.heads = 4;
+  cfg.kv_heads = 2;
+  check_against_reference(device(), cfg, kF16Rel, KvCacheType::F16);
 }
 
 TEST_P(Llama, QuantizedWeightsMatchTheFloat64Reference) {
@@ -288,6 +305,9 @@ TEST_P(Llama, Errors) {
   const TinyLlama m = write_tiny_llama(dir.file("tiny.gguf"), rng);
   LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), device(), 8);
   EXPECT_EQ(model.max_seq(), 8);
+  EXPECT_EQ(model.kv_cache_type(), KvCacheType::F16);  // the default
+  EXPECT_EQ(model.kv_cache_bytes(),
+            2 * m.config.layers * m.config.kv_heads * 8 * (m.config.hidden / m.config.heads) * 2);
   expect_error([&] { model.forward({static_cast<uint32_t>(m.config.vocab)}); },
                ErrorKind::OutOfRange, {"token id", std::to_string(m.config.vocab)});
   expect_error([&] { model.forward({}); }, ErrorKind::Shape, {"no tokens"});
@@ -313,6 +333,16 @@ TEST_P(Llama, Errors) {
   w2.write(dir.file("missing.gguf"));
   expect_error([&] { LlamaModel::load_gguf(dir.file("missing.gguf"), device()); }, ErrorKind::Parse,
                {"missing.gguf", "blk.1.ffn_up.weight"});
+
+  // KV cache types: q8_0 is named but not implemented; unknown names do not parse.
+  expect_error(
+      [&] {
+        LlamaModel::load_gguf(dir.file("tiny.gguf"), device(), {8, KvCacheType::Q8_0});
+      },
+      ErrorKind::Unsupported, {"tiny.gguf", "q8_0 KV cache is not implemented"});
+  EXPECT_EQ(parse_kv_cache_type("bf16"), KvCacheType::BF16);
+  EXPECT_STREQ(kv_cache_type_name(parse_kv_cache_type("q8_0")), "q8_0");
+  expect_error([] { parse_kv_cache_type("f8"); }, ErrorKind::Parse, {"'f8'", "f16"});
 }
 
 WICK_INSTANTIATE_DEVICES(Llama);

@@ -42,8 +42,11 @@ TEST_P(LlamaOnDevices, QuantizedWeightsRunOnTheDevice) {
       cfg.tied_embeddings = tied;
       TempDir dir;
       write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
-      LlamaModel on_cpu = LlamaModel::load_gguf(dir.file("tiny.gguf"), Device::cpu(), 16);
-      LlamaModel on_dev = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 16);
+      // f32 caches: an f16 cache would round the devices' slightly different k and v now and
+      // then to neighbouring f16 values, which the f32 bound would take for a wrong path.
+      const LlamaOptions opts{16, KvCacheType::F32};
+      LlamaModel on_cpu = LlamaModel::load_gguf(dir.file("tiny.gguf"), Device::cpu(), opts);
+      LlamaModel on_dev = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, opts);
       EXPECT_EQ(on_dev.device(), dev);
       // A prompt, then two decode steps.
       for (const std::vector<uint32_t>& tokens :

@@ -53,13 +53,16 @@ TEST_P(SmolLM2, GreedyTokensMatchLlamaCpp) {
     model.reset();
     const std::vector<uint32_t> ids(want_prompt.begin(), want_prompt.end());
     std::vector<float> logits = model.forward(ids).to_vec<float>();
-    // llama.cpp keeps K/V in f16 and rounds q to f16 for q.k, and sums in another order: its
-    // logits differ from wick's by ~1% (measured: mean -0.4, sd 0.15 over the vocab for case 1;
-    // f32 activations would sit as far on the other side). What must agree is the ranking.
+    // llama.cpp rounds q to f16 for q.k and sums in another order: its logits differ from
+    // wick's by ~1% (measured with wick's f32 cache: mean -0.4, sd 0.15 over the vocab for case
+    // 1). Both keep K/V in f16 now, and a k or v rounded to the neighbouring f16 on one device
+    // moves activations across boundaries of their 8-bit quantization: wick's CPU and lavapipe
+    // then differ by up to 0.53 at logit 31 (case 4, token 472; 0.14 with f32 caches, 5e-4 with
+    // f32 activations). What must agree is the ranking.
     for (const auto& top : c["top5_logits_after_prompt"]) {
       const auto id = top[0].get<size_t>();
       const double want = top[1].get<double>();
-      EXPECT_NEAR(logits[id], want, 0.4 + 0.01 * std::abs(want)) << "token " << id;
+      EXPECT_NEAR(logits[id], want, 0.4 + 0.02 * std::abs(want)) << "token " << id;
     }
 
     // Greedy, teacher-forced: at every step wick's pick is compared with llama.cpp's, then
@@ -91,8 +94,9 @@ TEST_P(SmolLM2, GreedyTokensMatchLlamaCpp) {
     }
   }
   // The bar: of the 128 steps at most 8 pick another token than llama.cpp, each at a near-tie,
-  // and at most one of them by more than one sd of the implementations' disagreement (measured:
-  // CPU 3 steps, one 0.43 apart; Vulkan 5, all within 0.1). Every device quantizes activations to
+  // and at most one of them by more than one sd of the implementations' disagreement (measured
+  // with f32 caches: CPU 3 steps, one 0.43 apart; Vulkan 5, all within 0.1; with f16 caches,
+  // 2026-12-03: CPU none, Vulkan 3, all within 0.05). Every device quantizes activations to
   // 8 bits per block as llama.cpp does (Vulkan with qact.comp, value for value as the CPU).
   EXPECT_LE(disagreements, 8);
   EXPECT_LE(clear_disagreements, 1);

@@ -11,6 +11,10 @@
 // Shapes: b batch, h query heads, kvh key/value heads (h a positive multiple of kvh: query head j
 // reads kv head j / (h / kvh)), t new tokens, d head dim, max_seq cache rows. With no elements
 // (b, t or d zero) an op does nothing and pos is not read.
+//
+// The caches (both of one dtype) hold q's dtype, or f16 / bf16 under f32 q: a compact cache,
+// written rounded to nearest even by rope_kv_cache and read as stored by attention_cached (the
+// kernels convert each element as they load it, computing in f32).
 #pragma once
 
 #include "wick/tensor.h"
@@ -32,9 +36,10 @@ struct RotaryTables {
 // interleaved: rotate the pairs (2i, 2i + 1) (rope_i), else (i, i + d/2) (rope); d is even.
 // q, k, v: any strides (e.g. narrowed from one fused projection). The caches must be
 // contiguous (a start offset is fine) and must not overlap each other; an input sharing a
-// cache's storage is copied first (as slice_set does). Every tensor but pos has one float dtype
-// (f32, f16, bf16, f64), the tables included, as rope takes them: f16/bf16 compute in f32 from
-// tables rounded to the dtype, exactly as the unfused ops do. One kernel on GPUs.
+// cache's storage is copied first (as slice_set does). Every tensor but pos and the caches has
+// one float dtype (f32, f16, bf16, f64), the tables included, as rope takes them: f16/bf16
+// compute in f32 from tables rounded to the dtype, exactly as the unfused ops do (a 16-bit cache
+// under f32 gets the f32 results rounded once). One kernel on GPUs.
 // Errors: Shape (ranks, dims, cache or table shapes, overlapping or non-contiguous caches), DType,
 // Device (tensors on different devices), OutOfRange (t > max_seq at once, pos + t > max_seq as
 // above).
@@ -46,8 +51,9 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
 // pos + i, attends to cache rows 0 ..= pos + i, softmax(q k^T) v with no further scaling (q
 // carries it). Returns (b, h, t, d) contiguous in q's dtype; sums and the softmax run in f32 (f64
 // for f64) with a running maximum. q: any strides; caches contiguous (a start offset is fine),
-// q's dtype. GPUs: at most two dispatches (the sequence split over workgroups, then a combine).
-// Errors: Shape, DType, Device, OutOfRange (t > max_seq at once, pos + t > max_seq as above).
+// of q's dtype or 16-bit under f32 q (above). GPUs: at most two dispatches (the sequence split over
+// workgroups, then a combine). Errors: Shape, DType, Device, OutOfRange (t > max_seq at once, pos +
+// t > max_seq as above).
 Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                         const Tensor& pos);
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "wick/tensor.h"
@@ -36,6 +37,21 @@ struct LlamaConfig {
 // Called while a model loads: (bytes done, bytes total).
 using LoadProgress = std::function<void(uint64_t, uint64_t)>;
 
+// The element type of the KV cache. F16, the default (llama.cpp's too), takes half the memory of
+// F32: k and v are rounded once when written, and attention reads them as stored and computes in
+// f32. BF16 likewise. Q8_0 (llama.cpp's block format) is not implemented: load_gguf refuses it
+// with Error(Unsupported).
+enum class KvCacheType { F32, F16, BF16, Q8_0 };
+// "f32", "f16", "bf16", "q8_0" (llama.cpp's --cache-type-k/v names); Error(Parse) otherwise.
+KvCacheType parse_kv_cache_type(std::string_view name);
+const char* kv_cache_type_name(KvCacheType t);
+
+struct LlamaOptions {
+  // Positions the KV cache holds (0: the model's context length, capped at 4096).
+  int64_t max_seq = 0;
+  KvCacheType kv_cache = KvCacheType::F16;
+};
+
 class LlamaModel {
  public:
   // Loads a llama-architecture GGUF file onto `dev`. `max_seq` bounds the KV cache (0: the
@@ -49,6 +65,10 @@ class LlamaModel {
   // (checked before allocating; the message names the bytes needed and the limit).
   static LlamaModel load_gguf(const std::string& path, const Device& dev = Device::cpu(),
                               int64_t max_seq = 0, const LoadProgress& progress = {});
+  // The same with every option (max_seq and the KV cache's type); Error(Unsupported) for a
+  // cache type not implemented.
+  static LlamaModel load_gguf(const std::string& path, const Device& dev, const LlamaOptions& opts,
+                              const LoadProgress& progress = {});
 
   const LlamaConfig& config() const;
   // The file the weights are mapped from (metadata, tokenizer).
@@ -57,6 +77,9 @@ class LlamaModel {
   int64_t max_seq() const;
   // Tokens already in the KV cache.
   int64_t position() const;
+  KvCacheType kv_cache_type() const;
+  // Bytes of the KV cache (keys and values of every layer, allocated once at load).
+  int64_t kv_cache_bytes() const;
 
   // Runs `tokens` at positions [position(), position() + n) through the model, appends their keys
   // and values to the cache, and returns the logits (f32, shape [vocab]) of the last token.

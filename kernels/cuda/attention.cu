@@ -7,6 +7,7 @@
 //      the row's output acc / l itself (no phase 1).
 //   1: a block per query row combines its used splits: out = sum acc_s e^(m_s - M) /
 //      sum l_s e^(m_s - M), M = max m_s.
+// The caches are KV_DT: DT, or f16/bf16 under f32 (each element converted as it is loaded).
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
 // the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
 // e % WG_SIZE, in its registers for d <= ACC_REGS WG_SIZE (every head size models use), else in
@@ -34,6 +35,7 @@ constexpr uint32_t ACC_REGS = 4u;
 WICK_PARAMS_STRUCT(AttentionParams, WICK_PARAMS_ATTENTION(WICK_CU_FIELD, WICK_CU_ARRAY))
 
 typedef STORAGE_T(DT) ST;
+typedef STORAGE_T(KV_DT) KT;  // the caches: DT, or f16/bf16 under f32
 #if DT_KIND == 1
 typedef double ACC_T;
 #else
@@ -50,8 +52,8 @@ WICK_DEV uint32_t key_count(const AttentionParams& pc, uint32_t p, uint32_t ti, 
   return p + ti + 1u;
 }
 
-WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_cache,
-                            const ST* v_cache, uint32_t p, ACC_T* scratch, ST* y, uint32_t* err,
+WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_cache,
+                            const KT* v_cache, uint32_t p, ACC_T* scratch, ST* y, uint32_t* err,
                             uint32_t g, uint32_t tid) {
   __shared__ ACC_T s_q[WG_SIZE];     // the query row (when d <= WG_SIZE)
   __shared__ ACC_T s_p[CHUNK];       // the chunk's weights e^(s - m)
@@ -67,8 +69,8 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_
   const uint32_t q_row =
       pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
   const uint32_t first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * d;  // cache row 0
-  const ST* keys = k_cache + pc.kc_offset + first;
-  const ST* values = v_cache + pc.vc_offset + first;
+  const KT* keys = k_cache + pc.kc_offset + first;
+  const KT* values = v_cache + pc.vc_offset + first;
   ACC_T* slot = scratch + static_cast<uint64_t>(g) * (d + 2u);  // (m, l, acc[d])
   const bool q_shared = d <= WG_SIZE;
   if (q_shared && tid < d) s_q[tid] = ACC_T(LOAD(DT, q[q_row + tid * pc.q_strides[3]]));
@@ -85,11 +87,11 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_
     // Scores: a key per thread.
     ACC_T s = -FloatBits<ACC_T>::inf();
     if (tid < len) {
-      const ST* key = keys + (c0 + tid) * d;
+      const KT* key = keys + (c0 + tid) * d;
       ACC_T dot = ACC_T(0);
       for (uint32_t e = 0u; e < d; e++) {
         const ACC_T qe = q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
-        dot += qe * ACC_T(LOAD(DT, key[e]));
+        dot += qe * ACC_T(LOAD(KV_DT, key[e]));
       }
       s = dot;
     }
@@ -107,7 +109,7 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_
       ACC_T sum = ACC_T(0);
       if (part < groups)
         for (uint32_t j = part; j < len; j += groups)
-          sum += s_p[j] * ACC_T(LOAD(DT, values[(c0 + j) * d + e]));
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, values[(c0 + j) * d + e]));
       s_part[tid] = sum;
       __syncthreads();
       if (tid < d) {
@@ -122,14 +124,14 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const ST* k_
         if (e >= d) break;
         ACC_T sum = ACC_T(0);
         for (uint32_t j = 0u; j < len; j++)
-          sum += s_p[j] * ACC_T(LOAD(DT, values[(c0 + j) * d + e]));
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, values[(c0 + j) * d + e]));
         acc[i] = acc[i] * alpha + sum;
       }
     } else {
       for (uint32_t e = tid; e < d; e += WG_SIZE) {
         ACC_T sum = ACC_T(0);
         for (uint32_t j = 0u; j < len; j++)
-          sum += s_p[j] * ACC_T(LOAD(DT, values[(c0 + j) * d + e]));
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, values[(c0 + j) * d + e]));
         slot[2u + e] = slot[2u + e] * alpha + sum;
       }
     }
@@ -181,8 +183,8 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   wick_kernel_begin();
   const AttentionParams& pc = PARAMS(AttentionParams, args);
   const ST* q = buffer_at<const ST>(args, 0);
-  const ST* k_cache = buffer_at<const ST>(args, 1);
-  const ST* v_cache = buffer_at<const ST>(args, 2);
+  const KT* k_cache = buffer_at<const KT>(args, 1);
+  const KT* v_cache = buffer_at<const KT>(args, 2);
   const uint32_t p = buffer_at<const uint32_t>(args, 3)[pc.pos_offset];
   ACC_T* scratch = buffer_at<ACC_T>(args, 4);
   ST* y = buffer_at<ST>(args, 5);

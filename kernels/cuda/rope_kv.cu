@@ -1,6 +1,7 @@
 // rope_kv_cache in one kernel, a thread per element: of q (b, h, t, d), rotated into q_out
 // (contiguous); of k (b, kvh, t, d), rotated into k_cache (b, kvh, max_seq, d) at row pos + ti;
-// of v, copied as stored into v_cache at row pos + ti. pos is read from its buffer; when
+// of v, copied as stored into v_cache at row pos + ti. The caches are KV_DT: DT, or f16/bf16
+// under f32 (k and v rounded to it once). pos is read from its buffer; when
 // pos + t > max_seq nothing is written and the op's error record gets the position. The
 // rotation is rope.cu's (include/rope.cuh), with row pos + ti of the (rows, d/2) tables.
 // Bindings: 0 q, 1 k, 2 v, 3 cos_q, 4 sin_q, 5 cos_k, 6 sin_k, 7 pos, 8 q_out, 9 k_cache,
@@ -23,6 +24,7 @@ WICK_PARAMS_STRUCT(RopeKvParams, WICK_PARAMS_ROPE_KV(WICK_CU_FIELD, WICK_CU_ARRA
 
 typedef STORAGE_T(DT) ST;
 typedef COMPUTE_T(DT) CT;
+typedef STORAGE_T(KV_DT) KT;
 
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
@@ -33,8 +35,8 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const ST* v = buffer_at<const ST>(args, 2);
   const uint32_t* pos = buffer_at<const uint32_t>(args, 7);
   ST* q_out = buffer_at<ST>(args, 8);
-  ST* k_cache = buffer_at<ST>(args, 9);
-  ST* v_cache = buffer_at<ST>(args, 10);
+  KT* k_cache = buffer_at<KT>(args, 9);
+  KT* v_cache = buffer_at<KT>(args, 10);
   uint32_t* err = buffer_at<uint32_t>(args, 11);
 
   const uint32_t e = global_index();
@@ -58,8 +60,13 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const uint32_t bi = r / heads;
   const uint32_t cache_at = ((bi * pc.kvh + hi) * pc.max_seq + p + ti) * d + i;
   if (part == 2u) {
-    v_cache[pc.vc_offset + cache_at] = v[pc.v_offset + bi * pc.v_strides[0] + hi * pc.v_strides[1] +
-                                         ti * pc.v_strides[2] + i * pc.v_strides[3]];
+    const uint32_t at = pc.v_offset + bi * pc.v_strides[0] + hi * pc.v_strides[1] +
+                        ti * pc.v_strides[2] + i * pc.v_strides[3];
+#ifdef KV_SAME
+    v_cache[pc.vc_offset + cache_at] = v[at];
+#else
+    v_cache[pc.vc_offset + cache_at] = PACK(KV_DT, LOAD(DT, v[at]));
+#endif
     return;
   }
   uint32_t pair, lo, hi_pos;
@@ -75,9 +82,9 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
       (part == 0u ? pc.q_offset : pc.k_offset) + bi * xs[0] + hi * xs[1] + ti * xs[2];
   const CT a = LOAD(DT, x[row + lo * xs[3]]);
   const CT b = LOAD(DT, x[row + hi_pos * xs[3]]);
-  const ST y = PACK(DT, rope_rotate(i == lo, a, b, c, s));
+  const CT y = rope_rotate(i == lo, a, b, c, s);
   if (part == 0u)
-    q_out[e] = y;
+    q_out[e] = PACK(DT, y);
   else
-    k_cache[pc.kc_offset + cache_at] = y;
+    k_cache[pc.kc_offset + cache_at] = PACK(KV_DT, y);
 }

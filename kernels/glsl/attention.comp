@@ -8,6 +8,7 @@
 //      the row's output acc / l itself (no phase 1).
 //   1: a workgroup per query row combines its used splits: out = sum acc_s e^(m_s - M) /
 //      sum l_s e^(m_s - M), M = max m_s.
+// The caches are KV_DT: DT, or f16/bf16 under f32 (each element converted as it is loaded).
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
 // the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
 // e % WG_SIZE, in its registers for d <= ACC_REGS WG_SIZE (every head size models use), else in
@@ -34,8 +35,8 @@ layout(push_constant) uniform Push {
 
 layout(constant_id = 0) const uint PHASE = 0u;
 layout(set = 0, binding = 0) readonly buffer Q { STORAGE_T(DT) q[]; };
-layout(set = 0, binding = 1) readonly buffer KCache { STORAGE_T(DT) k_cache[]; };
-layout(set = 0, binding = 2) readonly buffer VCache { STORAGE_T(DT) v_cache[]; };
+layout(set = 0, binding = 1) readonly buffer KCache { STORAGE_T(KV_DT) k_cache[]; };
+layout(set = 0, binding = 2) readonly buffer VCache { STORAGE_T(KV_DT) v_cache[]; };
 layout(set = 0, binding = 3) readonly buffer Pos { uint pos[]; };
 layout(set = 0, binding = 4) buffer Scratch { ACC_T scratch[]; };
 layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
@@ -101,7 +102,7 @@ void partial_phase(uint g, uint tid) {
       ACC_T dot = ACC_T(0);
       for (uint e = 0u; e < d; e++) {
         const ACC_T qe = q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
-        dot += qe * ACC_T(LOAD(DT, k_cache[k_row + e]));
+        dot += qe * ACC_T(LOAD(KV_DT, k_cache[k_row + e]));
       }
       s = dot;
     }
@@ -117,7 +118,7 @@ void partial_phase(uint g, uint tid) {
       ACC_T sum = ACC_T(0);
       if (part < groups)
         for (uint j = part; j < len; j += groups)
-          sum += s_p[j] * ACC_T(LOAD(DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
       s_red[tid] = sum;
       barrier();
       if (tid < d) {
@@ -131,14 +132,14 @@ void partial_phase(uint g, uint tid) {
         if (e >= d) break;
         ACC_T sum = ACC_T(0);
         for (uint j = 0u; j < len; j++)
-          sum += s_p[j] * ACC_T(LOAD(DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
         acc[i] = acc[i] * alpha + sum;
       }
     } else {
       for (uint e = tid; e < d; e += WG_SIZE) {
         ACC_T sum = ACC_T(0);
         for (uint j = 0u; j < len; j++)
-          sum += s_p[j] * ACC_T(LOAD(DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
         scratch[slot + 2u + e] = scratch[slot + 2u + e] * alpha + sum;
       }
     }

@@ -1,7 +1,8 @@
 #version 450
 // rope_kv_cache in one kernel, a thread per element: of q (b, h, t, d), rotated into q_out
 // (contiguous); of k (b, kvh, t, d), rotated into k_cache (b, kvh, max_seq, d) at row pos + ti;
-// of v, copied as stored into v_cache at row pos + ti. pos is read from its buffer; when
+// of v, copied as stored into v_cache at row pos + ti. The caches are KV_DT: DT, or f16/bf16
+// under f32 (k and v rounded to it once). pos is read from its buffer; when
 // pos + t > max_seq nothing is written and the op's error record gets the position. The
 // rotation is rope.comp's (include/rope.glsl), with row pos + ti of the (rows, d/2) tables.
 #include "include/common.glsl"
@@ -22,8 +23,8 @@ layout(set = 0, binding = 5) readonly buffer CosK { STORAGE_T(DT) cos_k[]; };
 layout(set = 0, binding = 6) readonly buffer SinK { STORAGE_T(DT) sin_k[]; };
 layout(set = 0, binding = 7) readonly buffer Pos { uint pos[]; };
 layout(set = 0, binding = 8) writeonly buffer QOut { STORAGE_T(DT) q_out[]; };
-layout(set = 0, binding = 9) writeonly buffer KCache { STORAGE_T(DT) k_cache[]; };
-layout(set = 0, binding = 10) writeonly buffer VCache { STORAGE_T(DT) v_cache[]; };
+layout(set = 0, binding = 9) writeonly buffer KCache { STORAGE_T(KV_DT) k_cache[]; };
+layout(set = 0, binding = 10) writeonly buffer VCache { STORAGE_T(KV_DT) v_cache[]; };
 #define ERROR_BINDING 11
 #include "include/errors.glsl"
 
@@ -52,8 +53,13 @@ void main() {
   const uint bi = r / heads;
   const uint cache_at = ((bi * pc.kvh + hi) * pc.max_seq + p + ti) * d + i;
   if (part == 2u) {
-    v_cache[pc.vc_offset + cache_at] = v[pc.v_offset + bi * pc.v_strides[0] + hi * pc.v_strides[1] +
-                                         ti * pc.v_strides[2] + i * pc.v_strides[3]];
+    const uint at =
+        pc.v_offset + bi * pc.v_strides[0] + hi * pc.v_strides[1] + ti * pc.v_strides[2] + i * pc.v_strides[3];
+#ifdef KV_SAME
+    v_cache[pc.vc_offset + cache_at] = v[at];
+#else
+    v_cache[pc.vc_offset + cache_at] = PACK(KV_DT, LOAD(DT, v[at]));
+#endif
     return;
   }
   uint pair, lo, hi_pos;
@@ -71,6 +77,6 @@ void main() {
     const CT a = LOAD(DT, k[row + lo * pc.k_strides[3]]);
     const CT b = LOAD(DT, k[row + hi_pos * pc.k_strides[3]]);
     k_cache[pc.kc_offset + cache_at] =
-        PACK(DT, rope_rotate(i == lo, a, b, LOAD(DT, cos_k[c_at]), LOAD(DT, sin_k[s_at])));
+        PACK(KV_DT, rope_rotate(i == lo, a, b, LOAD(DT, cos_k[c_at]), LOAD(DT, sin_k[s_at])));
   }
 }

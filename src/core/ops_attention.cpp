@@ -18,11 +18,16 @@ void check_pos(const char* op, const Tensor& like, const Tensor& pos) {
          core::describe(pos));
 }
 
-// A cache of (b, kvh, max_seq, d) = `want`, contiguous, of `like`'s device and dtype.
+// A cache of (b, kvh, max_seq, d) = `want`, contiguous, on `like`'s device, of `like`'s dtype or
+// a 16-bit float under f32 (the compact cache llama.cpp keeps by default).
 void check_cache(const char* op, const char* name, const Tensor& like, const Tensor& cache,
                  const Shape& want) {
   core::check_same_device(op, like, cache);
-  core::check_same_dtype(op, like, cache);
+  const DType dt = cache.dtype();
+  if (dt != like.dtype() &&
+      !(like.dtype() == DType::F32 && (dt == DType::F16 || dt == DType::BF16)))
+    fail(ErrorKind::DType, op, name, " is ", dt, " under ", like.dtype(),
+         " q: a cache holds q's dtype, or f16 or bf16 under f32 q");
   if (cache.rank() != 4 || cache.dim(0) != want[0] || cache.dim(1) != want[1] ||
       cache.dim(3) != want[3])
     fail(ErrorKind::Shape, op, name, " must be (", want[0], ", ", want[1], ", max_seq, ", want[3],
@@ -37,6 +42,9 @@ void check_caches(const char* op, const Tensor& like, const Tensor& k_cache, con
                   int64_t b, int64_t kvh, int64_t d) {
   check_cache(op, "k_cache", like, k_cache, Shape{b, kvh, 0, d});
   check_cache(op, "v_cache", like, v_cache, Shape{b, kvh, 0, d});
+  if (k_cache.dtype() != v_cache.dtype())
+    fail(ErrorKind::DType, op, "k_cache is ", k_cache.dtype(), " and v_cache ", v_cache.dtype(),
+         ": the caches share one dtype");
   if (k_cache.dim(2) != v_cache.dim(2))
     fail(ErrorKind::Shape, op, "k_cache ", k_cache.shape(), " and v_cache ", v_cache.shape(),
          " differ");

@@ -2,7 +2,8 @@
 // caches) and attention_cached (causal softmax(q k^T) v over the cache rows).
 //
 // attention_cached runs a query row per task: its scores against contiguous cache rows (dot
-// products in lanes, f32 for f32/f16/bf16, f64 for f64; 16-bit rows converted a block at a time),
+// products in lanes, f32 for f32/f16/bf16, f64 for f64; 16-bit rows converted a block at a time:
+// an f16/bf16 cache under f32 q is read as stored, never converted as a whole),
 // the softmax over them with the row maximum subtracted, then the probability-weighted sum of
 // the value rows. Query heads of one kv head read the same cache rows from the shared caches.
 #include <algorithm>
@@ -32,6 +33,21 @@ int64_t read_pos(View pos, int64_t t, int64_t max_seq, const char* op) {
     fail(ErrorKind::OutOfRange, op, "position ", p, " + ", t, " tokens exceeds the cache of ",
          max_seq, " positions");
   return p;
+}
+
+// fn(T{}, K{}) for q's dtype T and the caches' dtype K: K == T, or a 16-bit K under f32 T (the
+// only pairs the front end lets through).
+template <typename Fn>
+void dispatch_cache(DType q, DType cache, const char* op, Fn&& fn) {
+  dispatch_float(q, op, [&](auto zero) {
+    using T = decltype(zero);
+    if (cache == q) return fn(zero, zero);
+    if constexpr (std::is_same_v<T, float>) {
+      if (cache == DType::F16) return fn(zero, f16{});
+      if (cache == DType::BF16) return fn(zero, bf16{});
+    }
+    fail(ErrorKind::DType, op, "a ", cache, " cache under ", q, " q is not supported");
+  });
 }
 
 // Dot product of two contiguous rows in lanes of two vector registers (AVX2: two independent
@@ -153,11 +169,12 @@ struct AttendBuffers {
 };
 
 // out[r] (d, rows out_stride apart) = softmax(q[r] . keys[j], j < n) weighted sum of values[j]
-// for the g query rows in buf.q; keys/values: n contiguous rows of d elements.
-template <typename T>
-void attend(int64_t g, const T* keys, const T* values, int64_t n, int64_t d,
+// for the g query rows in buf.q; keys/values: n contiguous rows of d elements of K.
+template <typename T, typename K>
+void attend(int64_t g, const K* keys, const K* values, int64_t n, int64_t d,
             AttendBuffers<compute_t<T>>& buf, T* out, int64_t out_stride) {
   using C = compute_t<T>;
+  static_assert(std::is_same_v<C, compute_t<K>>);
   C* scores = buf.scores.data();
   for (int64_t j = 0; j < n; j += kKeyBlock) {
     const int64_t len = std::min(kKeyBlock, n - j);
@@ -197,15 +214,16 @@ void CpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
   check_span(k_cache.layout, k_cache.storage, op);
   check_span(v_cache.layout, v_cache.storage, op);
   const int64_t p = read_pos(pos, t, max_seq, op);
-  dispatch_float(q.storage.dtype(), op, [&](auto zero) {
+  dispatch_cache(q.storage.dtype(), k_cache.storage.dtype(), op, [&](auto zero, auto kzero) {
     using T = decltype(zero);
+    using K = decltype(kzero);
     using C = compute_t<T>;
     T* qo = cpu_storage(q_out).as<T>();
-    T* kc = cpu_storage(k_cache.storage).as<T>() + k_cache.layout.start_offset;
-    T* vc = cpu_storage(v_cache.storage).as<T>() + v_cache.layout.start_offset;
+    K* kc = cpu_storage(k_cache.storage).as<K>() + k_cache.layout.start_offset;
+    K* vc = cpu_storage(v_cache.storage).as<K>() + v_cache.layout.start_offset;
     const int64_t nq = b * h * t, nk = b * kvh * t;
     // The destination row of cache row (bi, hi, ti).
-    auto cache_row = [&](T* cache, int64_t bi, int64_t hi, int64_t ti) {
+    auto cache_row = [&](K* cache, int64_t bi, int64_t hi, int64_t ti) {
       return cache + ((bi * kvh + hi) * max_seq + p + ti) * d;
     };
     auto table_row = [&](View tab, int64_t ti, C* buf) {
@@ -227,21 +245,24 @@ void CpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
                                                             : v) +
                                    lx.start_offset + bi * lx.strides[0] + hi * lx.strides[1] +
                                    ti * lx.strides[2];
-                     if (r >= nq + nk) {  // v: copied as stored
-                       T* dst = cache_row(vc, bi, hi, ti);
-                       for (int64_t e = 0; e < d; e++) dst[e] = xp[e * lx.strides[3]];
+                     if (r >= nq + nk) {  // v: copied as stored (rounded to a 16-bit cache)
+                       K* dst = cache_row(vc, bi, hi, ti);
+                       if constexpr (std::is_same_v<T, K>) {
+                         for (int64_t e = 0; e < d; e++) dst[e] = xp[e * lx.strides[3]];
+                       } else {
+                         for (int64_t e = 0; e < d; e++)
+                           dst[e] = from_compute<K>(to_compute(xp[e * lx.strides[3]]));
+                       }
                        continue;
                      }
                      const C* xv = row_view(xp, lx.strides[3], d, xbuf.data());
                      const C* cv = table_row(is_q ? tables.cos_q : tables.cos_k, ti, cbuf.data());
                      const C* sv = table_row(is_q ? tables.sin_q : tables.sin_k, ti, sbuf.data());
-                     T* dst = is_q ? qo + r * d : cache_row(kc, bi, hi, ti);
-                     if constexpr (std::is_same_v<T, C>) {
-                       rope_row(xv, cv, sv, half, interleaved, dst);
-                     } else {
-                       rope_row(xv, cv, sv, half, interleaved, ybuf.data());
-                       store_row<T>(ybuf.data(), d, dst);
-                     }
+                     rope_row(xv, cv, sv, half, interleaved, ybuf.data());
+                     if (is_q)
+                       store_row<T>(ybuf.data(), d, qo + r * d);
+                     else
+                       store_row<K>(ybuf.data(), d, cache_row(kc, bi, hi, ti));
                    }
                  });
   });
@@ -257,12 +278,13 @@ void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
   check_span(k_cache.layout, k_cache.storage, op);
   check_span(v_cache.layout, v_cache.storage, op);
   const int64_t p = read_pos(pos, t, max_seq, op);
-  dispatch_float(q.storage.dtype(), op, [&](auto zero) {
+  dispatch_cache(q.storage.dtype(), k_cache.storage.dtype(), op, [&](auto zero, auto kzero) {
     using T = decltype(zero);
+    using K = decltype(kzero);
     using C = compute_t<T>;
     const T* qp = data_of<T>(q) + lq.start_offset;
-    const T* kc = data_of<T>(k_cache) + k_cache.layout.start_offset;
-    const T* vc = data_of<T>(v_cache) + v_cache.layout.start_offset;
+    const K* kc = data_of<K>(k_cache) + k_cache.layout.start_offset;
+    const K* vc = data_of<K>(v_cache) + v_cache.layout.start_offset;
     T* out = cpu_storage(dst).as<T>();
     // A task per kv head, query position and group of up to kMaxGroup of the kv head's query
     // heads: each cache row is read once for the group. Its cost grows with the keys it reads.
@@ -281,8 +303,8 @@ void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
               load_row(qr, lq.strides[3], d, buf.q.data() + j * d);
             }
             const int64_t first = (bi * kvh + kh) * max_seq * d;
-            attend<T>(n_heads, kc + first, vc + first, p + ti + 1, d, buf,
-                      out + ((bi * h + h0) * t + ti) * d, t * d);
+            attend<T, K>(n_heads, kc + first, vc + first, p + ti + 1, d, buf,
+                         out + ((bi * h + h0) * t + ti) * d, t * d);
           }
         });
   });

@@ -38,8 +38,9 @@ void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
                               const CacheView& v_cache, const RopeTableViews& tables, View pos,
                               bool interleaved, Storage& q_out) {
   const char* op = "rope_kv_cache";
-  const DType dt = q.storage.dtype();
+  const DType dt = q.storage.dtype(), kv = k_cache.storage.dtype();
   require(dt, op);
+  require(kv, op);
   const Layout &lq = q.layout, &lk = k.layout, &lv = v.layout;
   WICK_ASSERT(lq.rank() == 4 && lk.rank() == 4 && lv.shape == lk.shape);
   check_span(k_cache.layout, k_cache.storage, op);
@@ -87,8 +88,15 @@ void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
   }
   const int64_t threads = lq.numel() + 2 * lk.numel();
   to_index(threads, "element count");
-  const Pipeline& pipeline =
-      op_kernel(KernelFamily::RopeKv, "rope_kv", interleaved ? 1u : 0u, dt, false);
+  const uint32_t mode = interleaved ? 1u : 0u;
+  const Pipeline& pipeline = kernel(
+      KernelFamily::RopeKv, {mode, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
+        Defines defines;
+        add_dtype(defines, "", dt);
+        add_dtype(defines, "KV_", kv);                       // the caches' dtype
+        if (kv == dt) defines.emplace_back("KV_SAME", "1");  // v copied bit for bit
+        return key_for("rope_kv", std::move(defines), {mode});
+      });
   BufferRef record = errors_->acquire();
   const BufferAccess args[] = {{&buffer(q.storage), Access::Read},
                                {&buffer(k.storage), Access::Read},
@@ -110,8 +118,9 @@ void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
 
 void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, Storage& dst) {
   const char* op = "attention_cached";
-  const DType dt = q.storage.dtype();
+  const DType dt = q.storage.dtype(), kv = k_cache.storage.dtype();
   require(dt, op);
+  require(kv, op);
   const Layout& lq = q.layout;
   WICK_ASSERT(lq.rank() == 4 && k_cache.layout.rank() == 4);
   check_span(k_cache.layout, k_cache.storage, op);
@@ -145,11 +154,13 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
   to_index(slots, "workgroup count");
   BufferRef scratch = device_pool_->acquire(static_cast<size_t>(slots * (d + 2)) * dtype_size(acc));
   auto attention_kernel = [&](uint32_t phase) -> const Pipeline& {
-    return kernel(KernelFamily::Attention, {phase, static_cast<uint32_t>(dt)}, [&] {
-      Defines defines;
-      add_dtype(defines, "", dt);
-      return key_for("attention", std::move(defines), {phase}, kAttentionBlock);
-    });
+    return kernel(KernelFamily::Attention,
+                  {phase, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
+                    Defines defines;
+                    add_dtype(defines, "", dt);
+                    add_dtype(defines, "KV_", kv);  // the caches' dtype
+                    return key_for("attention", std::move(defines), {phase}, kAttentionBlock);
+                  });
   };
   const Pipeline& partial = attention_kernel(0);
   const Pipeline* combine = splits > 1 ? &attention_kernel(1) : nullptr;

@@ -2,6 +2,7 @@
 // allocated once, SwiGLU MLP, optionally tied embeddings.
 #include "wick/llama.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -66,6 +67,7 @@ struct LlamaModel::Impl {
   LlamaConfig cfg;
   Device dev = Device::cpu();
   int64_t max_seq = 0;
+  KvCacheType kv_type = KvCacheType::F16;
   int64_t pos = 0;
   nn::Embedding embed;
   std::vector<Layer> layers;
@@ -76,7 +78,6 @@ struct LlamaModel::Impl {
   Tensor cos_q, sin_q;
 
   Tensor attention(Layer& l, const Tensor& x, int64_t t) const;
-  Tensor causal_mask(int64_t t, int64_t total) const;
   // One token through the layers with the fused decode ops, its position read from `pos` (a u32
   // tensor on dev): nothing in it depends on the position on the host, so it can be captured.
   Tensor decode_logits(Tensor x, const Tensor& pos);
@@ -100,11 +101,31 @@ nn::Linear quantized_linear(QTensor q, const Device& dev) {
   return nn::Linear(QMatMul(std::move(q), dev));
 }
 
+// A plain matrix in the dtype it is stored in when that is f32, f16 or bf16 (half the memory of
+// widening 16-bit weights to f32), else f32.
+Tensor plain_weight(const Tensor& w) {
+  const DType dt = w.dtype();
+  return dt == DType::F32 || dt == DType::F16 || dt == DType::BF16 ? w : w.to_dtype(DType::F32);
+}
+
 nn::Linear linear_from(const GgufFile& f, const std::string& name, const Device& dev) {
   const GgufTensorInfo& info = f.tensor_info(name);
   if (info.is_quantized())
     return quantized_linear(QTensor(info.type, info.shape, nullptr, info.data, info.nbytes), dev);
-  return nn::Linear(f.tensor(name, dev).to_dtype(DType::F32));
+  return nn::Linear(plain_weight(f.tensor(name, dev)));
+}
+
+// Drops the resident pages of a quantized tensor's bytes in the file mapping once the model holds
+// them elsewhere (QMatMul's packed rows on the CPU, a device buffer): the pages stay mapped and
+// come back from the file if read again (MAP_PRIVATE, never written), but no longer count twice
+// in the process's memory. Only whole pages inside the tensor are dropped.
+void release_pages(const GgufTensorInfo& info) {
+  if (!info.is_quantized() || info.nbytes == 0) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(info.data);
+  const uintptr_t first = (begin + page - 1) / page * page,
+                  end = (begin + info.nbytes) / page * page;
+  if (end > first) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
 }
 
 // Loads `names` (2-D, the same input size) as one Projections.
@@ -126,6 +147,26 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
   for (const GgufTensorInfo* i : infos) rows += i->shape[0];
   const int64_t k = infos[0]->shape[1];
   if (infos[0]->is_quantized()) {
+    // Stored one after the other in the file (ffn_gate, ffn_up in llama.cpp's files): a view of
+    // the mapping, else a copy of the rows concatenated.
+    bool adjacent = true;
+    uint64_t nbytes = infos[0]->nbytes;
+    for (size_t i = 1; i < infos.size(); i++) {
+      adjacent = adjacent && infos[i]->data == infos[i - 1]->data + infos[i - 1]->nbytes;
+      nbytes += infos[i]->nbytes;
+    }
+    if (adjacent) {
+      p.linears.push_back(quantized_linear(
+          QTensor(infos[0]->type, Shape{rows, k}, nullptr, infos[0]->data, nbytes), dev));
+      return p;
+    }
+    // The CPU packs its own copy of the rows and keeps the weight it was given: a concatenated
+    // copy would stay resident beside the packed one (10 MiB of SmolLM2's 154 at --ctx 256), so
+    // there each projection views the mapping. GPUs keep one fused kernel (fewer dispatches).
+    if (dev.is_cpu()) {
+      for (const std::string& n : names) p.linears.push_back(linear_from(f, n, dev));
+      return p;
+    }
     std::vector<uint8_t> bytes;
     for (const GgufTensorInfo* i : infos) {
       const auto* b = reinterpret_cast<const uint8_t*>(i->data);
@@ -135,7 +176,7 @@ Projections projections_from(const GgufFile& f, const std::vector<std::string>& 
         quantized_linear(QTensor(infos[0]->type, Shape{rows, k}, std::move(bytes)), dev));
   } else {
     std::vector<Tensor> parts;
-    for (const std::string& n : names) parts.push_back(f.tensor(n).to_dtype(DType::F32));
+    for (const std::string& n : names) parts.push_back(plain_weight(f.tensor(n)));
     p.linears.emplace_back(Tensor::cat(parts, 0).to_device(dev));
   }
   return p;
@@ -285,15 +326,15 @@ uint64_t host_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
-// Refuses a context whose KV cache and rotary tables (f32; the tables built on the host first)
+// Refuses a context whose KV cache (of dtype kv) and rotary tables (f32, built on the host first)
 // cannot fit in this machine's memory, before allocating any of it. GPU memory cannot be asked
 // for here: there only the host's share is checked.
 void check_context_fits(const std::string& path, const LlamaConfig& c, int64_t max_seq,
-                        const Device& dev) {
+                        const Device& dev, DType kv) {
   const auto n = [](int64_t x) { return static_cast<uint64_t>(x); };
   const uint64_t half = n(c.head_dim / 2), seq = n(max_seq);
   const uint64_t cache =
-      saturating_product({2, n(c.n_layers), n(c.n_kv_heads), seq, n(c.head_dim), sizeof(float)});
+      saturating_product({2, n(c.n_layers), n(c.n_kv_heads), seq, n(c.head_dim), dtype_size(kv)});
   const uint64_t tables = saturating_product({4, seq, half, sizeof(float)});
   uint64_t need = saturating_product({2, seq, half, sizeof(float)});  // the host copies
   if (dev.is_cpu() && __builtin_add_overflow(need, cache, &need)) need = UINT64_MAX;
@@ -307,10 +348,56 @@ void check_context_fits(const std::string& path, const LlamaConfig& c, int64_t m
          "), more than this machine's ", limit, " bytes");
 }
 
+// The cache's dtype; Unsupported for types not implemented.
+DType kv_dtype(KvCacheType t, const std::string& path) {
+  switch (t) {
+    case KvCacheType::F32:
+      return DType::F32;
+    case KvCacheType::F16:
+      return DType::F16;
+    case KvCacheType::BF16:
+      return DType::BF16;
+    case KvCacheType::Q8_0:
+      break;
+  }
+  fail(ErrorKind::Unsupported, kOp, path, ": a ", kv_cache_type_name(t),
+       " KV cache is not implemented (f32, f16 and bf16 are)");
+}
+
 }  // namespace
+
+const char* kv_cache_type_name(KvCacheType t) {
+  switch (t) {
+    case KvCacheType::F32:
+      return "f32";
+    case KvCacheType::F16:
+      return "f16";
+    case KvCacheType::BF16:
+      return "bf16";
+    case KvCacheType::Q8_0:
+      return "q8_0";
+  }
+  return "?";
+}
+
+KvCacheType parse_kv_cache_type(std::string_view name) {
+  for (KvCacheType t : {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0})
+    if (name == kv_cache_type_name(t)) return t;
+  fail(ErrorKind::Parse, "parse_kv_cache_type", "unknown KV cache type '", io::excerpt(name),
+       "' (f32, f16, bf16, q8_0)");
+}
 
 LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int64_t max_seq,
                                  const LoadProgress& progress) {
+  LlamaOptions opts;
+  opts.max_seq = max_seq;
+  return load_gguf(path, dev, opts, progress);
+}
+
+LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev,
+                                 const LlamaOptions& opts, const LoadProgress& progress) {
+  const int64_t max_seq = opts.max_seq;
+  const DType kv = kv_dtype(opts.kv_cache, path);
   auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
   const GgufFile& f = *file;
   auto impl = std::make_shared<Impl>();
@@ -326,7 +413,8 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
          " tokens (llama.context_length)");
   impl->dev = dev;
   impl->max_seq = max_seq > 0 ? max_seq : std::min<int64_t>(c.context_length, 4096);
-  check_context_fits(path, c, impl->max_seq, dev);
+  impl->kv_type = opts.kv_cache;
+  check_context_fits(path, c, impl->max_seq, dev, kv);
 
   uint64_t total = 0, done = 0;
   for (const auto& t : f.tensors()) total += t.nbytes;
@@ -356,20 +444,24 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
     l.gate_up = projections_from(f, {p + "ffn_gate.weight", p + "ffn_up.weight"}, dev);
     l.down = linear_from(f, p + "ffn_down.weight", dev);
     for (const char* m :
-         {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+         {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
+      release_pages(f.tensor_info(p + m + ".weight"));
       tick(p + m + ".weight");
-    l.k_cache = Tensor::zeros(cache_shape, DType::F32, dev);
-    l.v_cache = Tensor::zeros(cache_shape, DType::F32, dev);
+    }
+    l.k_cache = Tensor::zeros(cache_shape, kv, dev);
+    l.v_cache = Tensor::zeros(cache_shape, kv, dev);
     impl->layers.push_back(std::move(l));
   }
   impl->out_norm = vector_from("output_norm.weight");
   if (!c.tied_embeddings) {
     impl->lm_head = linear_from(f, "output.weight", dev);
+    release_pages(f.tensor_info("output.weight"));
     tick("output.weight");
   } else if (emb.is_quantized()) {
     impl->lm_head = quantized_linear(impl->embed.qtable(), dev);  // tied: blocks on dev too
+    release_pages(emb);  // the embedding reads a few rows a token: they come back
   } else {
-    impl->lm_head = nn::Linear(impl->embed.table().to_dtype(DType::F32).to_device(dev));
+    impl->lm_head = nn::Linear(plain_weight(impl->embed.table()).to_device(dev));
   }
 
   // Rotary tables: angle(p, i) = p * theta^(-2i / head_dim).
@@ -412,39 +504,32 @@ int64_t LlamaModel::max_seq() const {
 int64_t LlamaModel::position() const {
   return impl_->pos;
 }
+KvCacheType LlamaModel::kv_cache_type() const {
+  return impl_->kv_type;
+}
+int64_t LlamaModel::kv_cache_bytes() const {
+  int64_t n = 0;
+  for (const Layer& l : impl_->layers)
+    n += (l.k_cache.numel() + l.v_cache.numel()) *
+         static_cast<int64_t>(dtype_size(l.k_cache.dtype()));
+  return n;
+}
 void LlamaModel::reset() {
   impl_->pos = 0;
 }
 
-// (t, total) additive mask: query i (at position pos + i) sees keys 0 ..= pos + i.
-Tensor LlamaModel::Impl::causal_mask(int64_t t, int64_t total) const {
-  std::vector<float> m(static_cast<size_t>(t * total), 0.0f);
-  for (int64_t i = 0; i < t; i++)
-    for (int64_t j = pos + i + 1; j < total; j++) m[i * total + j] = -INFINITY;
-  return Tensor::from_vec(m, {t, total}, dev);
-}
-
+// The prompt's attention: the decode step's fused ops over t rows (the caches may be 16-bit,
+// which the unfused matmuls over them could not read).
 Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
-  const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim, g = h / kvh;
+  const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({1, t, n, d}).transpose(1, 2); };
-  auto rot = [&](const Tensor& y, const Tensor& c, const Tensor& s) {
-    const Tensor ct = c.narrow(0, pos, t), st = s.narrow(0, pos, t);
-    return cfg.rope_interleaved ? y.rope_i(ct, st) : y.rope(ct, st);
-  };
   const std::vector<Tensor> qkv = l.qkv.forward(x);
-  const Tensor q = rot(heads(qkv[0], h), cos_q, sin_q);  // (1, h, t, d), scaled by 1/sqrt(d)
-  l.k_cache.slice_set(rot(heads(qkv[1], kvh), cos, sin), 2, pos);
-  l.v_cache.slice_set(heads(qkv[2], kvh), 2, pos);
-  const int64_t total = pos + t;
-  const Tensor keys = l.k_cache.narrow(2, 0, total), values = l.v_cache.narrow(2, 0, total);
-  // Grouped-query attention: the g query heads of one kv head form one (g * t)-row batch.
-  const Tensor qg = q.reshape({1, kvh, g * t, d});
-  Tensor att = qg.matmul(keys.t());
-  if (t > 1)
-    att = (att.reshape({1, kvh, g, t, total}) + causal_mask(t, total))
-              .reshape({1, kvh, g * t, total});
-  const Tensor y = att.softmax_last_dim().matmul(values);  // (1, kvh, g * t, d)
-  return l.o.forward(y.reshape({1, h, t, d}).transpose(1, 2).reshape({t, h * d}));
+  const Tensor position = Tensor::full(static_cast<uint32_t>(pos), {1}, DType::U32, dev);
+  const Tensor q =
+      rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), l.k_cache, l.v_cache,
+                    {cos_q, sin_q, cos, sin}, position, cfg.rope_interleaved);
+  const Tensor y = attention_cached(q, l.k_cache, l.v_cache, position);  // (1, h, t, d)
+  return l.o.forward(y.transpose(1, 2).reshape({t, h * d}));
 }
 
 Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position) {

@@ -4,7 +4,9 @@ namespace wick::nn {
 
 Tensor Linear::forward(const Tensor& x) const {
   if (qmatmul_) return qmatmul_->forward(x);
-  return x.matmul(weight_.t());
+  if (x.dtype() == weight_.dtype()) return x.matmul(weight_.t());
+  // f16/bf16 weights kept as stored: x rounded to their dtype (as llama.cpp does), f32 sums.
+  return x.to_dtype(weight_.dtype()).matmul(weight_.t()).to_dtype(x.dtype());
 }
 
 Tensor Linear::forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const {

@@ -13,6 +13,8 @@ namespace wick::nn {
 class Linear {
  public:
   Linear() = default;
+  // A plain weight (out, in) of any float dtype: an f16/bf16 one stays so, and forward rounds x to
+  // it and returns x's dtype (the product is rounded to the weight's dtype on the way).
   explicit Linear(Tensor weight) : weight_(std::move(weight)) {}
   explicit Linear(QMatMul q) : qmatmul_(std::move(q)) {}
   Tensor forward(const Tensor& x) const;

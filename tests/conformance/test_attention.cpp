@@ -305,6 +305,51 @@ TEST_P(RopeKvCache, BitIdenticalToRopeAndSliceSet) {
       }
 }
 
+// f16 / bf16 caches under f32 q, k and v (the model's default cache): the new rows hold the
+// rotated k and v rounded once to the cache's dtype; every other row keeps its value.
+TEST_P(RopeKvCache, CompactCachesAgainstFloat64) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  const DType dt = DType::F32;
+  int n = 0;
+  for (DType kv : {DType::F16, DType::BF16})
+    for (int layout : {0, 1, 3, kFused})
+      for (bool interleaved : {false, true}) {
+        Dims x = random_dims(rng, dev.is_cpu());
+        if (n % 4 == 0) x = {1, 9, 3, 1, 64, 40, 17};  // SmolLM2-135M's decode step
+        SCOPED_TRACE(::testing::Message() << kv << " cache " << layout_name(layout)
+                                          << (interleaved ? " interleaved " : " ") << str(x));
+        RopeCase c = random_rope_case(rng, x, dt);
+        c.kc = round_ref(c.kc, kv);
+        c.vc = round_ref(c.vc, kv);
+        const Qkv in = make_qkv(c.q, c.k, c.v, dt, dev, layout);
+        const Tensor kc = make_cache(c.kc, kv, dev, n % 2), vc = make_cache(c.vc, kv, dev, n % 3);
+        const RotaryTables tab{make_table(c.cos_q, dt, dev, n % 2), make_table(c.sin_q, dt, dev, 0),
+                               make_table(c.cos_k, dt, dev, 0),
+                               make_table(c.sin_k, dt, dev, n % 2)};
+        n++;
+        const Tensor qo =
+            rope_kv_cache(in.q, in.k, in.v, kc, vc, tab, pos_tensor(x.pos, dev), interleaved);
+        EXPECT_EQ(qo.dtype(), dt);
+        EXPECT_EQ(kc.dtype(), kv);
+        const Tol tol{8 * compute_roundoff(dt), unit_roundoff(dt)};
+        WICK_EXPECT_CLOSE(qo, rope_ref(c.q, c.cos_q, c.sin_q, x.pos, interleaved), tol);
+        // k: the f32 rotation's error, then one rounding to the cache's dtype.
+        const Tol ktol{8 * compute_roundoff(dt), unit_roundoff(kv)};
+        WICK_EXPECT_CLOSE(
+            kc, with_rows(c.kc, rope_ref(c.k, c.cos_k, c.sin_k, x.pos, interleaved), x.pos), ktol);
+        WICK_EXPECT_CLOSE(vc, with_rows(c.vc, round_ref(c.v, kv), x.pos), Tol{0, 0});
+        const Ref got_k = to_ref(kc);
+        for_each_index(c.kc.shape, [&](const std::vector<int64_t>& i) {
+          if (i[2] < x.pos || i[2] >= x.pos + x.t) {
+            const double g = got_k.at(i), w = c.kc.at(i);
+            if (g != w) ADD_FAILURE() << "k_cache row " << i[2] << " changed: " << g << " != " << w;
+          }
+        });
+      }
+}
+
 TEST_P(RopeKvCache, PositionIsReadFromTheDeviceTensorAtRunTime) {
   // One pos tensor, rewritten between calls (as a replayed decode step would be): each call
   // writes at the position pos holds when it runs.
@@ -413,7 +458,11 @@ TEST_P(RopeKvCache, Errors) {
   expect_error(call(q, z({1, 2, 2, 6}, DType::F16), v, kc, vc, tab, pos), ErrorKind::DType,
                {op, "f16"});
   expect_error(call(q, k, v, z({1, 2, 8, 6}, DType::BF16), vc, tab, pos), ErrorKind::DType,
-               {op, "bf16"});
+               {op, "bf16", "share one dtype"});
+  EXPECT_NO_THROW(
+      call(q, k, v, z({1, 2, 8, 6}, DType::F16), z({1, 2, 8, 6}, DType::F16), tab, pos)());
+  expect_error(call(q, k, v, z({1, 2, 8, 6}, DType::F64), z({1, 2, 8, 6}, DType::F64), tab, pos),
+               ErrorKind::DType, {op, "f64 under f32"});
   expect_error(call(q, k, v, kc, vc, {z({8, 3}), z({8, 3}, DType::F64), z({8, 3}), z({8, 3})}, pos),
                ErrorKind::DType, {op, "f64"});
   expect_error(call(q, k, v, kc, vc, tab, Tensor::zeros({1}, DType::I64, dev)), ErrorKind::DType,
@@ -528,6 +577,38 @@ TEST_P(AttentionCached, EveryKernelPathAndLongCaches) {
     }
 }
 
+// f32 q over f16 / bf16 caches, read as stored: random shapes (GQA among them) and the shapes of
+// every GPU kernel path, against float64 on the caches' rounded values.
+TEST_P(AttentionCached, CompactCachesAgainstFloat64) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  const DType dt = DType::F32;
+  std::vector<Dims> cases = {
+      {1, 9, 3, 1, 64, 300, 290},   // decode: 3 splits, combined
+      {1, 8, 2, 32, 16, 300, 200},  // 1 split of 3 chunks
+      {1, 2, 2, 2, 160, 200, 100},  // d > 128
+      {1, 2, 1, 1, 520, 140, 135},  // the accumulator in the scratch slot
+  };
+  for (int i = 0; i < 4; i++) cases.push_back(random_dims(rng, dev.is_cpu()));
+  if (dev.is_cpu()) cases.push_back({1, 9, 3, 1, 64, 2048, 1500});
+  int n = 0;
+  for (DType kv : {DType::F16, DType::BF16})
+    for (const Dims& x : cases) {
+      SCOPED_TRACE(::testing::Message() << kv << " cache " << str(x));
+      AttentionCase c = random_attention_case(rng, x, dt);
+      c.kc = round_ref(c.kc, kv);
+      c.vc = round_ref(c.vc, kv);
+      const Tensor q = make_tensor(c.q, dt, dev, kAllVariants[n % 5]);
+      const Tensor kc = make_cache(c.kc, kv, dev, n % 2), vc = make_cache(c.vc, kv, dev, n % 3);
+      n++;
+      const Tensor y = attention_cached(q, kc, vc, pos_tensor(x.pos, dev));
+      EXPECT_EQ(y.dtype(), dt);
+      const AttentionRef want = attention_ref(c.q, c.kc, c.vc, x.pos, dt);
+      WICK_EXPECT_CLOSE(y, want.y, want.tol);
+    }
+}
+
 TEST_P(AttentionCached, MatchesTheUnfusedComposition) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
@@ -605,8 +686,16 @@ TEST_P(AttentionCached, Errors) {
   };
   EXPECT_NO_THROW(call(q, kc, vc, pos)());
   expect_error(call(z({1, 4, 2, 6}, DType::I64), kc, vc, pos), ErrorKind::DType, {op, "float"});
-  expect_error(call(q, z({1, 2, 8, 6}, DType::F16), vc, pos), ErrorKind::DType, {op, "f16"});
+  expect_error(call(q, z({1, 2, 8, 6}, DType::F16), vc, pos), ErrorKind::DType,
+               {op, "f16", "share one dtype"});
   expect_error(call(q, kc, z({1, 2, 8, 6}, DType::F64), pos), ErrorKind::DType, {op, "f64"});
+  // 16-bit caches go with f32 q only.
+  EXPECT_NO_THROW(call(q, z({1, 2, 8, 6}, DType::BF16), z({1, 2, 8, 6}, DType::BF16), pos)());
+  expect_error(call(z({1, 4, 2, 6}, DType::F16), kc, vc, pos), ErrorKind::DType,
+               {op, "k_cache is f32 under f16 q"});
+  expect_error(call(z({1, 4, 2, 6}, DType::F64), z({1, 2, 8, 6}, DType::F16),
+                    z({1, 2, 8, 6}, DType::F16), pos),
+               ErrorKind::DType, {op, "f16 under f64"});
   expect_error(call(q, kc, vc, Tensor::zeros({}, DType::F32, dev)), ErrorKind::DType,
                {op, "pos", "u32"});
   expect_error(call(q, kc, vc, Tensor::zeros({1, 2}, DType::U32, dev)), ErrorKind::Shape,

@@ -156,6 +156,14 @@ Args parse_args(int argc, const char* const* argv) {
       gen_only();
     } else if (gen && (name == "-c" || name == "--ctx")) {
       a.max_seq = parse_count(name, value("a count"), 1);
+    } else if ((bench || gen) && name == "--kv-type") {
+      const std::string v = value("a type (f16, f32, bf16)");
+      try {
+        a.kv_type = parse_kv_cache_type(v);
+      } catch (const Error&) {
+        throw UsageError("--kv-type: unknown type '" + v + "' (f16, f32, bf16)");
+      }
+      if (bench) gen_only();
     } else if (bench && name == "--save-model") {
       a.save_model = value("a path");
       gen_only();
@@ -295,13 +303,14 @@ std::string help_text(Command command) {
              "  -n N         gen: tokens generated, at least 2 (default 128; --quick: 8)\n"
              "  --json       gen: print the figures as one JSON object instead of the table\n"
              "               (alone: wick bench gen --json)\n"
+             "  --kv-type T  gen: the KV cache's element type, f16 (default), bf16 or f32\n"
              "  -t N         CPU threads (default: OMP_NUM_THREADS, else every core)\n"
              "  --full       also the slow sizes (matmul n = 4096 on the CPU)\n"
              "  --quick      small sizes and few runs (for tests and sanitizer builds)\n"
              "  --worker     internal: the re-executed child of queue / first\n"
              "\n"
-             "Numbers are decimal digits. --model, --save-model, --prompt-tokens, -n and --json "
-             "need\n"
+             "Numbers are decimal digits. --model, --save-model, --prompt-tokens, -n, --json and\n"
+             "--kv-type need\n"
              "the gen benchmark among those run; a context (prompt + generated tokens) beyond the\n"
              "model's context length is refused.\n"
              "\n"
@@ -346,6 +355,8 @@ std::string help_text(Command command) {
              "                     cache (default: the model's context length, at most 4096);\n"
              "                     more than the model's context length, or more than fits in\n"
              "                     memory, is an error\n"
+             "  --kv-type T        the KV cache's element type: f16 (default, as llama.cpp's),\n"
+             "                     bf16 or f32 (q8_0 is not implemented)\n"
              "\n"
              "Numbers are decimal digits (T, P and X with an optional '.' fraction); no value may\n"
              "be empty.\n";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "wick/device.h"
+#include "wick/llama.h"
 
 namespace wick::cli {
 
@@ -55,6 +56,7 @@ struct Args {
   bool chat = false;               // --chat: wrap the prompt in the model's chat template
   std::string system;              // wick chat: --system TEXT, the conversation's system turn
   int64_t max_seq = 0;             // -c/--ctx N: KV cache length (0: the model's, capped)
+  KvCacheType kv_type = KvCacheType::F16;  // --kv-type T: the KV cache's element type
 };
 
 // Parses argv[1..argc); throws UsageError. Numbers are plain decimal, checked for range.

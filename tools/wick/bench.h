@@ -23,6 +23,7 @@ struct BenchContext {
   int64_t prompt_tokens = 128;  // gen: --prompt-tokens
   int64_t n_predict = 128;      // gen: -n
   bool json = false;            // gen: --json
+  KvCacheType kv_type = KvCacheType::F16;  // gen: --kv-type
   std::ostream* out = nullptr;
 
   Device device() const { return Device::parse(device_spec); }

@@ -160,7 +160,7 @@ bool bench_gen(const BenchContext& ctx) {
   LlamaModel model = load_model_with_progress(
       path, dev, prompt_len + decode_len + 1,
       "--prompt-tokens " + std::to_string(prompt_len) + " + -n " + std::to_string(decode_len),
-      &load_s);
+      &load_s, ctx.kv_type);
   const int64_t vocab = model.config().vocab_size;
 
   std::mt19937_64 gen(7);
@@ -235,6 +235,9 @@ bool bench_gen(const BenchContext& ctx) {
     rows.push_back(std::move(row));
   }
   model.set_replay(true);
+  // After every run: the peak covers loading, prefill and decode.
+  const ProcessMemory mem = process_memory();
+  const auto mib = [](int64_t b) { return b < 0 ? std::string("?") : fixed(b / 1048576.0, 1); };
   if (ctx.json) {
     const MachineFacts m = machine_facts();
     nlohmann::ordered_json j;
@@ -249,11 +252,20 @@ bool bench_gen(const BenchContext& ctx) {
     j["prompt_tokens"] = prompt_len;
     j["decode_tokens"] = decode_len;
     j["runs"] = runs;
+    j["kv_cache_type"] = kv_cache_type_name(model.kv_cache_type());
+    j["kv_cache_bytes"] = model.kv_cache_bytes();
+    j["context"] = model.max_seq();
+    j["peak_rss_bytes"] = mem.peak_rss;
+    j["rss_bytes"] = mem.rss;
     j["rows"] = std::move(rows);
     ctx.os() << j.dump(2) << "\n";
     return true;
   }
-  ctx.os() << "model: " << what << "\n\n";
+  ctx.os() << "model: " << what << "\n";
+  ctx.os() << "memory: peak RSS " << mib(mem.peak_rss) << " MiB (VmHWM), RSS now " << mib(mem.rss)
+           << " MiB; KV cache " << mib(model.kv_cache_bytes()) << " MiB ("
+           << kv_cache_type_name(model.kv_cache_type()) << ", " << model.max_seq()
+           << " positions)\n\n";
   t.print(ctx.os());
   ctx.os() << "\nMedians of " << runs
            << " runs after a first run (each run: reset the cache, prefill the "

@@ -41,7 +41,8 @@ int run_chat(const Args& args) {
   const Device dev = device_from_flag(args.device);
   double load_s = 0;
   const std::string ctx_flag = ctx_flag_text(args);
-  LlamaModel model = load_model_with_progress(args.model, dev, args.max_seq, ctx_flag, &load_s);
+  LlamaModel model =
+      load_model_with_progress(args.model, dev, args.max_seq, ctx_flag, &load_s, args.kv_type);
   const Tokenizer tok = load_gguf_tokenizer(model.gguf());
   const ChatTemplate tmpl = load_gguf_chat_template(model.gguf());
   const std::vector<int32_t> ends = end_of_turn_ids(tok, model.gguf());

@@ -17,11 +17,15 @@
 namespace wick::cli {
 
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
-                                    const std::string& max_seq_flags, double* seconds) {
+                                    const std::string& max_seq_flags, double* seconds,
+                                    KvCacheType kv_type) {
   const auto t0 = Clock::now();
   ProgressLine bar(stderr, path, 250, ::isatty(::fileno(stderr)) != 0);
   try {
-    LlamaModel m = LlamaModel::load_gguf(path, dev, max_seq, [&](uint64_t done, uint64_t total) {
+    LlamaOptions opts;
+    opts.max_seq = max_seq;
+    opts.kv_cache = kv_type;
+    LlamaModel m = LlamaModel::load_gguf(path, dev, opts, [&](uint64_t done, uint64_t total) {
       bar.update(done, total, ms_since(t0));
     });
     bar.finish();
@@ -80,7 +84,8 @@ int run_generate(const Args& args) {
   const Device dev = device_from_flag(args.device);
   double load_s = 0;
   const std::string ctx_flag = ctx_flag_text(args);
-  LlamaModel model = load_model_with_progress(args.model, dev, args.max_seq, ctx_flag, &load_s);
+  LlamaModel model =
+      load_model_with_progress(args.model, dev, args.max_seq, ctx_flag, &load_s, args.kv_type);
   const Tokenizer tok = load_gguf_tokenizer(model.gguf());
 
   std::string text = prompt_text;

@@ -31,6 +31,7 @@ SamplingOptions sampling_options(const Args& args);
 std::string ctx_flag_text(const Args& args);
 
 LlamaModel load_model_with_progress(const std::string& path, const Device& dev, int64_t max_seq,
-                                    const std::string& max_seq_flags, double* seconds);
+                                    const std::string& max_seq_flags, double* seconds,
+                                    KvCacheType kv_type = KvCacheType::F16);
 
 }  // namespace wick::cli

@@ -93,6 +93,19 @@ std::string describe_blas() {
          std::to_string(openblas_get_num_threads()) + " threads)";
 }
 
+ProcessMemory process_memory() {
+  ProcessMemory m;
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  int64_t kib = 0;
+  // Lines "VmHWM:   123456 kB".
+  while (in >> key) {
+    if (key == "VmHWM:" && in >> kib) m.peak_rss = kib * 1024;
+    if (key == "VmRSS:" && in >> kib) m.rss = kib * 1024;
+  }
+  return m;
+}
+
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};

@@ -81,6 +81,12 @@ std::string describe_machine();
 // The BLAS wick's CPU matmul uses (and the bench's anchor): "OpenBLAS 0.3.21 ... (core Prescott,
 // 2 threads)". OpenBLAS picks its kernels by CPU model; an unknown model gets slow generic ones.
 std::string describe_blas();
+// This process's resident memory from /proc/self/status, in bytes: the peak (VmHWM) and now
+// (VmRSS); -1 where the file or the line is missing.
+struct ProcessMemory {
+  int64_t peak_rss = -1, rss = -1;
+};
+ProcessMemory process_memory();
 // Current UTC time, "2026-11-30 14:05 UTC".
 std::string utc_now();
 
