@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the release build, wick used by other projects
+# Sets up, builds and runs every test: the release build, `wick serve` with the openai client
+# (tests/serve/test_serve.py), wick used by other projects
 # (scripts/consumers.sh), the ASan+UBSan build, then the GGUF and safetensors parsers under
 # libFuzzer for a bounded time (WICK_FUZZ_SECONDS per target, default 45).
 set -euo pipefail
@@ -22,6 +23,8 @@ for flavour in release asan; do
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     ctest --test-dir "build/$flavour" --output-on-failure -j"$(nproc)" "${exclude[@]}"
   if [ "$flavour" = release ]; then
+    echo "== serve"
+    .cache/serve-venv/bin/python tests/serve/test_serve.py build/release/wick
     echo "== consumers"
     ./scripts/consumers.sh
   fi

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "gguf_bytes.h"
 #include "harness.h"
 #include "tiny_llama.h"
 #include "wick/llama.h"
@@ -24,23 +25,27 @@ size_t argmax(const std::vector<float>& v) {
   return static_cast<size_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
-// One sequence alone through forward(): the prompt, then `decode` tokens, each step's logits.
+// One sequence alone, through forward() and through forward_batch with only it: the prompt,
+// then `decode` tokens, each step's logits.
 struct Alone {
   std::vector<uint32_t> prompt, decode;
-  std::vector<std::vector<float>> logits;  // after the prompt, then after each decode token
+  std::vector<std::vector<float>> logits, batch_logits;  // after the prompt, then each token
 };
 
 Alone run_alone(LlamaModel& model, std::vector<uint32_t> prompt, std::vector<uint32_t> decode) {
-  Alone a{std::move(prompt), std::move(decode), {}};
+  Alone a{std::move(prompt), std::move(decode), {}, {}};
   model.reset();
   a.logits.push_back(model.forward(a.prompt).to_vec<float>());
   for (uint32_t t : a.decode) a.logits.push_back(model.forward({t}).to_vec<float>());
+  LlamaSequence s = model.new_sequence();
+  a.batch_logits.push_back(model.forward_batch({{&s, a.prompt}}).get(0).to_vec<float>());
+  for (uint32_t t : a.decode)
+    a.batch_logits.push_back(model.forward_batch({{&s, {t}}}).get(0).to_vec<float>());
   return a;
 }
 
-// Logits of one sequence in a batch against the same step alone: the fused decode ops and the
-// unfused prefill differ only by rounding (and by 8-bit activations for block weights); greedy
-// picks must agree wherever the reference's top two are apart by more than that.
+// Logits of one sequence in a batch against the same step alone; greedy picks must agree wherever
+// the reference's top two are apart by more than the tolerance.
 void expect_same_step(const std::vector<float>& got, const std::vector<float>& want,
                       double rel_tol) {
   ASSERT_EQ(got.size(), want.size());
@@ -51,12 +56,18 @@ void expect_same_step(const std::vector<float>& got, const std::vector<float>& w
   EXPECT_LE(worst, rel_tol * mx + 1e-5) << "largest logit " << mx;
   std::vector<float> sorted = want;
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
-  if (sorted[0] - sorted[1] > 4 * (rel_tol * mx + 1e-5)) EXPECT_EQ(argmax(got), argmax(want));
+  if (sorted[0] - sorted[1] > 4 * (rel_tol * mx + 1e-5)) {
+    EXPECT_EQ(argmax(got), argmax(want));
+  }
 }
 
 // Three sequences whose prompts and decode steps overlap unevenly: A and B prefill together, A
-// decodes while C prefills, then all decode together, B leaves, A and C go on.
-void check_batches(const Device& dev, const TinyLlamaConfig& cfg, double rel_tol) {
+// decodes while C prefills, then all decode together, B leaves, A and C go on. Each row against
+// the sequence run alone by forward() (to `rel_tol`: forward()'s prefill is not fused, which moves
+// 8-bit activations of block weights by a step now and then) and by forward_batch (to
+// `batch_rel_tol`).
+void check_batches(const Device& dev, const TinyLlamaConfig& cfg, double rel_tol,
+                   double batch_rel_tol) {
   Rng rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));
   TempDir dir;
@@ -91,8 +102,9 @@ void check_batches(const Device& dev, const TinyLlamaConfig& cfg, double rel_tol
     for (size_t i = 0; i < schedule[s].size(); i++) {
       Cursor& cur = *schedule[s][i];
       SCOPED_TRACE("row " + std::to_string(i) + ", step " + std::to_string(cur.step));
-      expect_same_step(logits.get(static_cast<int64_t>(i)).to_vec<float>(),
-                       cur.alone->logits[cur.step], rel_tol);
+      const std::vector<float> row = logits.get(static_cast<int64_t>(i)).to_vec<float>();
+      expect_same_step(row, cur.alone->logits[cur.step], rel_tol);
+      expect_same_step(row, cur.alone->batch_logits[cur.step], batch_rel_tol);
       cur.step++;
     }
   }
@@ -106,12 +118,12 @@ void check_batches(const Device& dev, const TinyLlamaConfig& cfg, double rel_tol
   // A reset sequence starts over and gives its first logits again.
   sb.reset();
   EXPECT_EQ(sb.position(), 0);
-  expect_same_step(model.forward_batch({{&sb, b.prompt}}).get(0).to_vec<float>(), b.logits[0],
-                   rel_tol);
+  expect_same_step(model.forward_batch({{&sb, b.prompt}}).get(0).to_vec<float>(), b.batch_logits[0],
+                   batch_rel_tol);
 }
 
 TEST_P(LlamaBatch, EachSequenceMatchesItsRunAloneF32) {
-  check_batches(device(), TinyLlamaConfig{}, 2e-4);
+  check_batches(device(), TinyLlamaConfig{}, 2e-4, 2e-4);
 }
 
 TEST_P(LlamaBatch, EachSequenceMatchesItsRunAloneQuantized) {
@@ -121,9 +133,9 @@ TEST_P(LlamaBatch, EachSequenceMatchesItsRunAloneQuantized) {
   cfg.kv_heads = 1;
   cfg.matrix_quant = QuantType::Q4_1;
   cfg.embed_quant = QuantType::Q8_0;
-  // The unfused prefill of forward() and the fused one of forward_batch quantize activations the
-  // same way; what remains is f32 rounding.
-  check_batches(device(), cfg, 1e-3);
+  // 4%: test_llama's bound for block weights against float64. On the CPU a row does not depend on
+  // the batch (RowsDoNotDependOnTheBatchOnTheCpu); a GPU may pick another kernel for more rows.
+  check_batches(device(), cfg, 0.04, device().is_cpu() ? 1e-6 : 0.04);
 }
 
 // With block weights on the CPU a row's result does not depend on the other rows of the batch,
