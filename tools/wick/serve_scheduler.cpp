@@ -181,9 +181,7 @@ void Scheduler::run() {
     for (auto& s : slots_)
       if (s->job && s->job->stream->cancelled()) release(*s, FinishReason::Error, "cancelled");
 
-    // A new request's prompt runs alone, so that its numbers never depend on its neighbours'.
     for (Slot* s : fresh) {
-      if (!s->job) continue;
       const GenRequest& r = s->job->request;
       s->seq.reset();
       s->generated = 0;
@@ -191,14 +189,10 @@ void Scheduler::run() {
       s->streamer.emplace(tokenizer_, /*skip_special=*/true);
       s->stops.emplace(r.stops);
       for (uint32_t t : r.prompt) s->sampler->accept(t);
-      try {
-        const Tensor logits = model_.forward_batch({{&s->seq, r.prompt}});
-        advance(*s, logits.get(0).to_device(Device::cpu()));
-      } catch (const std::exception& e) {
-        release(*s, FinishReason::Error, e.what());
-      }
     }
 
+    // One pass: the next token of every answer under way, and the prompts of new requests while
+    // the rows fit max_step_rows (one prompt at least, so that every prompt gets its turn).
     std::vector<Slot*> batch;
     std::vector<LlamaModel::SequenceStep> steps;
     for (auto& s : slots_)
@@ -206,13 +200,26 @@ void Scheduler::run() {
         batch.push_back(s.get());
         steps.push_back({&s->seq, {s->next}});
       }
+    const auto decode_rows = static_cast<int64_t>(steps.size());
+    int64_t rows = decode_rows;
+    bool prompts = false;
+    for (auto& s : slots_) {
+      if (!s->job || s->generated > 0) continue;
+      const std::vector<uint32_t>& prompt = s->job->request.prompt;
+      const auto n = static_cast<int64_t>(prompt.size());
+      if (prompts && rows + n > opts_.max_step_rows) continue;
+      batch.push_back(s.get());
+      steps.push_back({&s->seq, prompt});
+      rows += n;
+      prompts = true;
+    }
     if (steps.empty()) continue;
     try {
       const Tensor logits = model_.forward_batch(steps).to_device(Device::cpu());
-      {
+      if (decode_rows > 0) {
         std::lock_guard lk(mu_);
         stats_.steps++;
-        stats_.decoded_rows += static_cast<int64_t>(steps.size());
+        stats_.decoded_rows += decode_rows;
       }
       for (size_t i = 0; i < batch.size(); i++)
         advance(*batch[i], logits.get(static_cast<int64_t>(i)));

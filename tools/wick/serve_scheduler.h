@@ -1,6 +1,7 @@
-// `wick serve`'s scheduler: one thread owns the model and decodes every active request together
-// (continuous batching: each step is one LlamaModel::forward_batch over the requests in the
-// slots, each with its own KV cache); requests join a bounded queue and take a slot as one frees.
+// `wick serve`'s scheduler: one thread owns the model and runs every active request together
+// (continuous batching: each pass is one LlamaModel::forward_batch over the next token of each
+// answer under way and the prompts of new requests, each sequence with its own KV cache);
+// requests join a bounded queue and take a slot as one frees.
 // HTTP threads only submit requests and read their streams. Knows nothing of HTTP.
 #pragma once
 
@@ -70,12 +71,16 @@ class RequestStream {
 struct SchedulerOptions {
   int64_t slots = 4;        // requests decoded together (--parallel)
   int64_t max_queued = 64;  // requests waiting for a slot before submit() refuses (503)
+  // Rows of one pass (decode tokens + new prompts). Below the CPU's switch of quantized matmuls
+  // to dequantize + sgemm (1024 rows), a row's numbers do not depend on its neighbours, so a
+  // greedy answer is the same under load as alone.
+  int64_t max_step_rows = 512;
 };
 
 struct SchedulerStats {
   int64_t active = 0, queued = 0, slots = 0;
-  int64_t steps = 0;         // forward_batch calls of decode steps
-  int64_t decoded_rows = 0;  // decode rows over all those steps (rows / steps: the mean batch)
+  int64_t steps = 0;         // passes (forward_batch calls) that decoded answer tokens
+  int64_t decoded_rows = 0;  // answer tokens decoded by them (rows / steps: the mean batch)
   int64_t completed = 0, cancelled = 0;
 };
 
