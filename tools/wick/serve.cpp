@@ -272,20 +272,25 @@ int run_serve(const Args& args) {
   Server server(args, std::move(served), scheduler);
   const int port = server.bind();
 
-  std::thread([&scheduler, &server] {
+  // Byte 0 on the pipe (below) only ends this thread; a signal's number also stops the server.
+  std::thread watcher([&scheduler, &server] {
     char sig = 0;
     while (::read(g_stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
+    if (sig == 0) return;
     std::fprintf(stderr, "wick serve: signal %d, stopping\n", sig);
     scheduler.shutdown();  // ends every open answer, so that no HTTP thread waits on one
     server.stop();
-  }).detach();
+  });
 
   std::printf("wick serve: listening on http://%s:%d (%lld slots of %lld tokens, %s)\n",
               args.host.c_str(), port, static_cast<long long>(args.parallel),
               static_cast<long long>(scheduler.context()), dev.name().c_str());
   std::fflush(stdout);
   server.listen();
+  const char end = 0;
+  [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &end, 1);
+  watcher.join();  // it may still be using the server
   scheduler.shutdown();
   return 0;
 }

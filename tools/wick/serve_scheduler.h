@@ -55,7 +55,6 @@ class RequestStream {
   void push(const std::string& text, int64_t completion_tokens);
   void finish(FinishReason reason, int64_t completion_tokens, std::string error = {});
   int64_t prompt_tokens = 0;
-  Clock::time_point submitted = Clock::now();
 
  private:
   std::mutex mu_;
