@@ -122,7 +122,10 @@ SchedulerStats Scheduler::stats() const {
 }
 
 void Scheduler::release(Slot& slot, FinishReason reason, const std::string& error) {
-  RequestStream& out = *slot.job->stream;
+  // Held here: the HTTP thread may drop its reference as soon as the stream is finished.
+  const std::shared_ptr<RequestStream> stream = slot.job->stream;
+  RequestStream& out = *stream;
+  const bool cancelled = out.cancelled();
   if (reason == FinishReason::Stop || reason == FinishReason::Length) {
     // Bytes of an unfinished character, and text held back for a stop string that never came.
     std::string tail = slot.stops->push(slot.streamer->finish());
@@ -136,7 +139,7 @@ void Scheduler::release(Slot& slot, FinishReason reason, const std::string& erro
   slot.stops.reset();
   std::lock_guard lk(mu_);
   stats_.active--;
-  (out.cancelled() ? stats_.cancelled : stats_.completed)++;
+  (cancelled ? stats_.cancelled : stats_.completed)++;
 }
 
 bool Scheduler::advance(Slot& slot, const Tensor& logits) {
