@@ -8,6 +8,8 @@ PKGS=(
   # scripts/build.sh and scripts/consumers.sh: the consumers' builds of wick are cache hits
   ccache
   libopenblas-dev libgtest-dev nlohmann-json3-dev
+  # wick serve's HTTP server; python3-venv for the openai client of its test (below)
+  libcpp-httplib-dev python3-venv
   # the tokenizer's pre-tokenizer regexes
   libpcre2-dev
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes; llvm for llvm-symbolizer
@@ -72,4 +74,14 @@ shutil.rmtree(out, ignore_errors=True)
 os.replace(tmp, out)
 print(f"install-deps: {n} vocab files in {out}")
 PY
+fi
+
+# tests/serve/test_serve.py talks to `wick serve` with OpenAI's own Python client, from PyPI, in a
+# virtual environment under .cache/ (Debian's Python is externally managed: PEP 668).
+SERVE_VENV="$(cd "$(dirname "$0")/.." && pwd)/.cache/serve-venv"
+OPENAI_VERSION=3.60.0
+if [ "$("$SERVE_VENV/bin/python" -c 'import openai; print(openai.__version__)' 2>/dev/null)" != "$OPENAI_VERSION" ]; then
+  echo "install-deps: openai==$OPENAI_VERSION into $SERVE_VENV"
+  python3 -m venv "$SERVE_VENV"
+  "$SERVE_VENV/bin/pip" install -q --disable-pip-version-check "openai==$OPENAI_VERSION"
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the release build, wick used by other projects
+# Sets up, builds and runs every test: the release build, `wick serve` with the openai client
+# (tests/serve/test_serve.py, in both builds), wick used by other projects
 # (scripts/consumers.sh), the ASan+UBSan build, then the GGUF and safetensors parsers under
 # libFuzzer for a bounded time (WICK_FUZZ_SECONDS per target, default 45).
 set -euo pipefail
@@ -21,6 +22,12 @@ for flavour in release asan; do
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     ctest --test-dir "build/$flavour" --output-on-failure -j"$(nproc)" "${exclude[@]}"
+  echo "== serve ($flavour)"
+  # Under ASan a smaller load test: its 200 requests alone take ~2.5 minutes there.
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
+    .cache/serve-venv/bin/python tests/serve/test_serve.py "build/$flavour/wick" \
+    --requests "$([ "$flavour" = asan ] && echo 40 || echo 200)"
   if [ "$flavour" = release ]; then
     echo "== consumers"
     ./scripts/consumers.sh

@@ -732,5 +732,35 @@ TEST(CliArgs, Chat) {
                      "unknown option '--system'");
 }
 
+TEST(CliArgs, Serve) {
+  Args a = parse({"serve", "-m", "m.gguf"});
+  EXPECT_EQ(a.command, Command::Serve);
+  EXPECT_EQ(a.host, "127.0.0.1");
+  EXPECT_EQ(a.port, 8080);
+  EXPECT_EQ(a.parallel, 4);
+  EXPECT_EQ(a.max_queue, 64);
+  EXPECT_EQ(a.max_body, 1 << 20);
+  EXPECT_EQ(a.n_predict, 512);
+  a = parse({"serve", "-m", "m.gguf", "--host", "0.0.0.0", "--port", "0", "-np", "8", "-c", "1024",
+             "--max-queue", "0", "--max-body", "4096", "-n", "64", "-t", "2", "--device", "cpu"});
+  EXPECT_EQ(a.host, "0.0.0.0");
+  EXPECT_EQ(a.port, 0);
+  EXPECT_EQ(a.parallel, 8);
+  EXPECT_EQ(a.max_seq, 1024);
+  EXPECT_EQ(a.max_queue, 0);
+  EXPECT_EQ(a.max_body, 4096);
+  EXPECT_EQ(a.n_predict, 64);
+  EXPECT_EQ(a.threads, 2);
+  EXPECT_EQ(parse({"serve", "-m", "m", "--parallel=3"}).parallel, 3);
+  expect_usage_error({"serve"}, "wick serve needs --model");
+  expect_usage_error({"serve", "-m", "m", "--port", "65536"}, "--port");
+  expect_usage_error({"serve", "-m", "m", "-np", "0"}, "-np");
+  expect_usage_error({"serve", "-m", "m", "--max-body", "0"}, "--max-body");
+  expect_usage_error({"serve", "-m", "m", "-p", "x"}, "unknown option '-p' for 'wick serve'");
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "--port", "1"}, "unknown option '--port'");
+  EXPECT_TRUE(parse({"help", "serve"}).help);
+  EXPECT_NE(cli::help_text(Command::Serve).find("/v1/chat/completions"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace wick::testing

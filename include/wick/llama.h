@@ -34,6 +34,28 @@ struct LlamaConfig {
   bool rope_interleaved = true;
 };
 
+class LlamaModel;
+
+// One sequence's own KV cache and position, apart from the model's (forward's) and from every
+// other sequence's: several sequences then advance together in one pass through the model
+// (LlamaModel::forward_batch), as a server's request slots do. Made by LlamaModel::new_sequence;
+// a copy shares the cache. Belongs to the model that made it, which it keeps alive.
+class LlamaSequence {
+ public:
+  LlamaSequence() = default;  // no cache: forward_batch refuses it
+  // Tokens already in the cache, and its length (the model's max_seq).
+  int64_t position() const;
+  int64_t max_seq() const;
+  // Empties the cache (the next step starts at position 0); the memory stays allocated.
+  void reset();
+
+  struct State;
+
+ private:
+  friend class LlamaModel;
+  std::shared_ptr<State> state_;
+};
+
 // Called while a model loads: (bytes done, bytes total).
 using LoadProgress = std::function<void(uint64_t, uint64_t)>;
 
@@ -92,6 +114,24 @@ class LlamaModel {
   // WICK_REPLAY=0. The tokens are the same either way.
   bool replays() const;
   void set_replay(bool on);
+
+  // A sequence with a KV cache of max_seq() rows of its own, on device() (the same bytes as the
+  // model's cache). Error(OutOfMemory) when the device cannot hold it.
+  LlamaSequence new_sequence() const;
+  // One step of several sequences: the tokens of each (one to decode, or a whole prompt) run at
+  // its next positions in ONE pass through the model, the matmuls over all rows stacked, the
+  // attention per sequence over its own cache; their keys and values join each sequence's cache.
+  // Returns the logits of each sequence's last token, f32 (steps.size(), vocab), row i for
+  // steps[i]. A sequence's rows are the same as forward()'s would be for it alone, up to the
+  // rounding of the fused decode ops (greedy tokens agree). Errors, before any cache changes:
+  // Shape (no steps, a step without tokens, a sequence without a cache, of another model, or
+  // given twice), OutOfRange (a token id >= vocab size, or a step past its
+  // sequence's cache).
+  struct SequenceStep {
+    LlamaSequence* seq;
+    std::vector<uint32_t> tokens;
+  };
+  Tensor forward_batch(const std::vector<SequenceStep>& steps);
 
   struct Impl;
 

@@ -596,6 +596,98 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
   return m.lm_head.forward(last).reshape({m.cfg.vocab_size});
 }
 
+struct LlamaSequence::State {
+  std::shared_ptr<LlamaModel::Impl> model;  // the owner, kept alive
+  std::vector<Tensor> k_cache, v_cache;     // one each per layer, shaped as the model's
+  int64_t pos = 0;
+};
+
+int64_t LlamaSequence::position() const {
+  return state_ ? state_->pos : 0;
+}
+int64_t LlamaSequence::max_seq() const {
+  return state_ ? state_->model->max_seq : 0;
+}
+void LlamaSequence::reset() {
+  if (state_) state_->pos = 0;
+}
+
+LlamaSequence LlamaModel::new_sequence() const {
+  auto st = std::make_shared<LlamaSequence::State>();
+  st->model = impl_;
+  for (const Layer& l : impl_->layers) {
+    st->k_cache.push_back(Tensor::zeros(l.k_cache.shape(), l.k_cache.dtype(), impl_->dev));
+    st->v_cache.push_back(Tensor::zeros(l.v_cache.shape(), l.v_cache.dtype(), impl_->dev));
+  }
+  LlamaSequence s;
+  s.state_ = std::move(st);
+  return s;
+}
+
+Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
+  const char* op = "LlamaModel::forward_batch";
+  Impl& m = *impl_;
+  if (steps.empty()) fail(ErrorKind::Shape, op, "no sequences given");
+  std::vector<uint32_t> tokens;
+  std::vector<int64_t> rows;  // the first row of each step in the stacked input
+  for (size_t i = 0; i < steps.size(); i++) {
+    const SequenceStep& s = steps[i];
+    if (!s.seq || !s.seq->state_)
+      fail(ErrorKind::Shape, op, "step ", i, ": the sequence has no cache (use new_sequence)");
+    if (s.seq->state_->model.get() != impl_.get())
+      fail(ErrorKind::Shape, op, "step ", i, ": the sequence belongs to another model");
+    for (size_t j = 0; j < i; j++)
+      if (steps[j].seq->state_ == s.seq->state_)
+        fail(ErrorKind::Shape, op, "steps ", j, " and ", i, " advance the same sequence");
+    const auto t = static_cast<int64_t>(s.tokens.size());
+    if (t == 0) fail(ErrorKind::Shape, op, "step ", i, " has no tokens");
+    const int64_t pos = s.seq->state_->pos;
+    if (pos + t > m.max_seq)
+      fail(ErrorKind::OutOfRange, op, "step ", i, ": position ", pos, " + ", t,
+           " tokens exceeds the cache of ", m.max_seq);
+    rows.push_back(static_cast<int64_t>(tokens.size()));
+    tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+  }
+  Tensor x = m.embed.forward(tokens, m.dev);  // (rows, hidden); checks the ids
+  const int64_t h = m.cfg.n_heads, kvh = m.cfg.n_kv_heads, d = m.cfg.head_dim;
+  std::vector<Tensor> positions;
+  for (const SequenceStep& s : steps)
+    positions.push_back(
+        Tensor::full(static_cast<double>(s.seq->state_->pos), {1}, DType::U32, m.dev));
+  const RotaryTables tables{m.cos_q, m.sin_q, m.cos, m.sin};
+  for (size_t li = 0; li < m.layers.size(); li++) {
+    Layer& l = m.layers[li];
+    const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, m.cfg.rms_eps);
+    std::vector<Tensor> ys;
+    for (size_t i = 0; i < steps.size(); i++) {
+      const int64_t t = static_cast<int64_t>(steps[i].tokens.size());
+      auto heads = [&](const Tensor& y, int64_t n) {
+        return y.narrow(0, rows[i], t).reshape({1, t, n, d}).transpose(1, 2);
+      };
+      LlamaSequence::State& st = *steps[i].seq->state_;
+      const Tensor q =
+          rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), st.k_cache[li],
+                        st.v_cache[li], tables, positions[i], m.cfg.rope_interleaved);
+      const Tensor y = attention_cached(q, st.k_cache[li], st.v_cache[li], positions[i]);
+      ys.push_back(y.transpose(1, 2).reshape({t, h * d}));  // (1, h, t, d) -> (t, h * d)
+    }
+    x = l.o.forward(ys.size() == 1 ? ys[0] : Tensor::cat(ys, 0), x);
+    const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, m.cfg.rms_eps);
+    x = l.down.forward_swiglu(gu[0], gu[1], x);
+  }
+  // The last row of each step.
+  Tensor last = x;
+  if (static_cast<int64_t>(steps.size()) != x.shape()[0]) {
+    std::vector<uint32_t> idx;
+    for (size_t i = 0; i < steps.size(); i++)
+      idx.push_back(
+          static_cast<uint32_t>(rows[i] + static_cast<int64_t>(steps[i].tokens.size()) - 1));
+    last = x.index_select(Tensor::from_vec(idx, {static_cast<int64_t>(idx.size())}, m.dev), 0);
+  }
+  for (const SequenceStep& s : steps) s.seq->state_->pos += static_cast<int64_t>(s.tokens.size());
+  return m.lm_head.forward_rms_norm(last, m.out_norm, m.cfg.rms_eps);
+}
+
 GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt, int64_t max_new,
                          Sampler& sampler, int32_t eos,
                          const std::function<bool(uint32_t)>& on_token) {

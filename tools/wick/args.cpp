@@ -24,6 +24,8 @@ const char* command_name(Command c) {
       return "generate";
     case Command::Chat:
       return "chat";
+    case Command::Serve:
+      return "serve";
     default:
       return "";
   }
@@ -34,9 +36,10 @@ Command parse_command(std::string_view word) {
   if (word == "bench") return Command::Bench;
   if (word == "generate") return Command::Generate;
   if (word == "chat") return Command::Chat;
+  if (word == "serve") return Command::Serve;
   if (word == "help") return Command::Help;
   throw UsageError("unknown command '" + std::string(word) +
-                   "' (commands: info, bench, generate, chat, help)");
+                   "' (commands: info, bench, generate, chat, serve, help)");
 }
 
 bool is_bench_name(std::string_view name) {
@@ -116,7 +119,10 @@ Args parse_args(int argc, const char* const* argv) {
   const std::string cmd = command_name(a.command);
   // `chat` takes generate's options but the prompt (it reads turns from stdin) and --chat.
   const bool bench = a.command == Command::Bench, chat = a.command == Command::Chat;
+  // `serve` takes the model, device, thread, context and -n options of generate.
+  const bool serve = a.command == Command::Serve;
   const bool gen = a.command == Command::Generate || chat;
+  const bool model_cmd = bench || gen || serve;
   std::vector<std::string> gen_flags;  // bench: options that only the gen benchmark reads
   for (int i = 2; i < argc; i++) {
     const std::string_view arg = argv[i];
@@ -140,21 +146,31 @@ Args parse_args(int argc, const char* const* argv) {
     const auto gen_only = [&] { gen_flags.emplace_back(name); };
     if (arg == "-h" || arg == "--help") {
       a.help = true;
-    } else if ((bench || gen) && name == "--device") {
+    } else if (model_cmd && name == "--device") {
       a.device = value("a value (cpu, vulkan[:N], cuda[:N])");
-    } else if ((bench || gen) && (name == "-m" || name == "--model")) {
+    } else if (model_cmd && (name == "-m" || name == "--model")) {
       a.model = value("a path");
       gen_only();
-    } else if ((bench || gen) && (name == "-n" || name == "--n-predict")) {
+    } else if (model_cmd && (name == "-n" || name == "--n-predict")) {
       // bench gen times decoding: at least one token after the prefill's.
       a.n_predict = parse_count(name, value("a count"), bench ? 2 : 1);
       gen_only();
-    } else if ((bench || gen) && (name == "-t" || name == "--threads")) {
+    } else if (model_cmd && (name == "-t" || name == "--threads")) {
       a.threads = parse_count(name, value("a count"), 1);
+    } else if (serve && name == "--host") {
+      a.host = value("an address");
+    } else if (serve && name == "--port") {
+      a.port = static_cast<int64_t>(parse_integer(name, value("a number"), 0, 65535));
+    } else if (serve && (name == "-np" || name == "--parallel")) {
+      a.parallel = parse_count(name, value("a count"), 1);
+    } else if (serve && name == "--max-queue") {
+      a.max_queue = parse_count(name, value("a count"), 0);
+    } else if (serve && name == "--max-body") {
+      a.max_body = parse_count(name, value("a count"), 1);
     } else if (bench && name == "--json") {
       a.json = true;
       gen_only();
-    } else if (gen && (name == "-c" || name == "--ctx")) {
+    } else if ((gen || serve) && (name == "-c" || name == "--ctx")) {
       a.max_seq = parse_count(name, value("a count"), 1);
     } else if ((bench || gen) && name == "--kv-type") {
       const std::string v = value("a type (f16, f32, bf16)");
@@ -217,6 +233,7 @@ Args parse_args(int argc, const char* const* argv) {
     }
   }
   if (chat && !a.help && a.model.empty()) throw UsageError("wick chat needs --model PATH (-m)");
+  if (serve && !a.help && a.model.empty()) throw UsageError("wick serve needs --model PATH (-m)");
   if (gen && !chat && !a.help) {
     if (a.model.empty()) throw UsageError("wick generate needs --model PATH (-m)");
     if (!a.prompt.empty() && !a.prompt_file.empty())
@@ -235,7 +252,7 @@ Args parse_args(int argc, const char* const* argv) {
       throw UsageError("--json prints the gen benchmark alone: run 'wick bench gen --json'");
   }
   // Defaults of what was not given; --quick shrinks bench gen's.
-  if (a.n_predict == 0) a.n_predict = (bench && a.quick) ? 8 : chat ? 512 : 128;
+  if (a.n_predict == 0) a.n_predict = (bench && a.quick) ? 8 : (chat || serve) ? 512 : 128;
   if (a.prompt_tokens == 0) a.prompt_tokens = a.quick ? 16 : 128;
   return a;
 }
@@ -380,6 +397,31 @@ std::string help_text(Command command) {
              "--chat, and\n"
              "  --system TEXT  the system turn that opens the conversation (default: none, or\n"
              "                 the template's own)\n";
+    case Command::Serve:
+      return "usage: wick serve -m PATH [--host ADDR] [--port N] [-np N] [-c N] [-n N]\n"
+             "                  [--max-queue N] [--max-body BYTES] [--device D] [-t N]\n"
+             "\n"
+             "Serves a llama-family GGUF model over HTTP with OpenAI's API: POST\n"
+             "/v1/completions and /v1/chat/completions (\"stream\": true for server-sent\n"
+             "events), GET /v1/models and /health. Requests in the slots are decoded together,\n"
+             "one pass through the model per token of all of them (continuous batching);\n"
+             "more wait in a queue; beyond it the server answers 503. docs/serve.md has more.\n"
+             "\n"
+             "options:\n"
+             "  -m, --model PATH   GGUF file\n"
+             "  --host ADDR        address to listen on (default 127.0.0.1)\n"
+             "  --port N           port (default 8080; 0: any free port)\n"
+             "  -np, --parallel N  slots: requests decoded together (default 4)\n"
+             "  -c, --ctx N        each slot's context: prompt and answer tokens (default: the\n"
+             "                     model's context length, at most 4096)\n"
+             "  -n, --n-predict N  max_tokens of a request that gives none (default 512)\n"
+             "  --max-queue N      requests waiting for a slot before 503 (default 64)\n"
+             "  --max-body BYTES   larger request bodies get 413 (default 1048576)\n"
+             "  --device D         cpu, vulkan[:N], cuda[:N] (default: WICK_DEVICE, else cpu)\n"
+             "  -t, --threads N    CPU threads (default: OMP_NUM_THREADS, else every core)\n"
+             "\n"
+             "The server prints 'wick serve: listening on http://ADDR:PORT' on stdout once\n"
+             "ready; SIGINT or SIGTERM stops it.\n";
     default:
       return "usage: wick COMMAND [OPTIONS]\n"
              "\n"
@@ -388,6 +430,7 @@ std::string help_text(Command command) {
              "  bench        the benchmarks (wick bench --help lists them)\n"
              "  generate     generate text with a llama-family GGUF model\n"
              "  chat         a multi-turn conversation with a model, turns read from stdin\n"
+             "  serve        an OpenAI-compatible HTTP server for a model\n"
              "  help [CMD]   this text, or the help of one command\n"
              "\n"
              "options:\n"

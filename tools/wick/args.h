@@ -16,7 +16,7 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Command { Help, Version, Info, Bench, Generate, Chat };
+enum class Command { Help, Version, Info, Bench, Generate, Chat, Serve };
 
 // Every benchmark, in the order `wick bench` runs them.
 inline const std::vector<std::string> kBenchNames = {
@@ -57,6 +57,13 @@ struct Args {
   std::string system;              // wick chat: --system TEXT, the conversation's system turn
   int64_t max_seq = 0;             // -c/--ctx N: KV cache length (0: the model's, capped)
   KvCacheType kv_type = KvCacheType::F16;  // --kv-type T: the KV cache's element type
+
+  // serve (with -m, --device, -t, -c: each slot's context, -n: the default max_tokens)
+  std::string host = "127.0.0.1";  // --host ADDR
+  int64_t port = 8080;             // --port N (0: any free port, printed)
+  int64_t parallel = 4;            // -np/--parallel N: requests decoded together
+  int64_t max_queue = 64;          // --max-queue N: requests waiting for a slot, then 503
+  int64_t max_body = 1 << 20;      // --max-body BYTES: larger request bodies get 413
 };
 
 // Parses argv[1..argc); throws UsageError. Numbers are plain decimal, checked for range.

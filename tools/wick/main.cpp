@@ -1,5 +1,5 @@
-// The `wick` command-line tool: dispatches to info / bench / generate and maps failures to exit
-// statuses (1: a wick error, 2: a bad command line).
+// The `wick` command-line tool: dispatches to info / bench / generate / chat / serve and maps
+// failures to exit statuses (1: a wick error, 2: a bad command line).
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -10,6 +10,7 @@
 #include "cpu/thread_pool.h"
 #include "generate.h"
 #include "info.h"
+#include "serve.h"
 #include "wick/wick.h"
 
 namespace {
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
         return run_generate(args);
       case Command::Chat:
         return run_chat(args);
+      case Command::Serve:
+        return run_serve(args);
       case Command::Help:
         break;
     }

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Aggregate decode throughput of `wick serve` with 1 and with N concurrent greedy clients.
+
+usage: bench_serve.py WICK MODEL [--clients 8] [--tokens 128] [--ctx 512] [-t THREADS]
+                      [--device D]
+
+Starts `wick serve -np N`, then streams greedy completions of --tokens tokens each (ignore_eos,
+so every answer has that length): first one client alone, then N at once with different prompts.
+Prints per run: aggregate decode tokens/s (tokens after each client's first, summed, over the
+time from the first client's first token to the last client's last), total tokens/s over the
+whole wall time, and time to first token (median and worst); then the ratio N clients / 1.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import openai
+
+
+def one(client, prompt, tokens):
+    t0 = time.perf_counter()
+    times = []
+    n = 0
+    for ch in client.completions.create(model="m", prompt=prompt, max_tokens=tokens,
+                                        temperature=0, stream=True,
+                                        extra_body={"ignore_eos": True},
+                                        stream_options={"include_usage": True}):
+        if ch.usage:
+            n = ch.usage.completion_tokens
+        if ch.choices and ch.choices[0].text:
+            times.append(time.perf_counter())
+    return {"start": t0, "first": times[0], "last": times[-1], "tokens": n}
+
+
+def run(client, prompts, tokens):
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+        rs = list(pool.map(lambda p: one(client, p, tokens), prompts))
+    wall = time.perf_counter() - t0
+    first = min(r["first"] for r in rs)
+    last = max(r["last"] for r in rs)
+    decode_tokens = sum(r["tokens"] - 1 for r in rs)
+    ttft = [r["first"] - r["start"] for r in rs]
+    return {"clients": len(prompts), "tokens": sum(r["tokens"] for r in rs),
+            "decode_tok_s": decode_tokens / (last - first),
+            "total_tok_s": sum(r["tokens"] for r in rs) / wall,
+            "ttft_median_ms": 1e3 * statistics.median(ttft), "ttft_max_ms": 1e3 * max(ttft)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("wick")
+    ap.add_argument("model")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--ctx", type=int, default=512)
+    ap.add_argument("-t", "--threads", default=None)
+    ap.add_argument("--device", default=None)
+    a = ap.parse_args()
+    cmd = [a.wick, "serve", "-m", a.model, "--port", "0", "-np", str(a.clients), "-c", str(a.ctx)]
+    if a.threads:
+        cmd += ["-t", a.threads]
+    if a.device:
+        cmd += ["--device", a.device]
+    srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    line = srv.stdout.readline()
+    print(line.strip())
+    port = int(line.split("http://")[1].split()[0].rsplit(":", 1)[1])
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none",
+                           max_retries=0, timeout=600)
+    try:
+        topics = ["the sea", "a city at night", "mountains", "an old library", "rain",
+                  "a train journey", "the moon", "a garden", "winter", "a market"]
+        prompts = [f"Write a short story about {topics[i % len(topics)]}." for i in
+                   range(a.clients)]
+        one(client, prompts[0], 8)  # warm-up
+        results = [run(client, prompts[:1], a.tokens), run(client, prompts, a.tokens)]
+        print(f"| clients | tokens | aggregate decode tok/s | total tok/s | TTFT median ms "
+              f"| TTFT max ms |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for r in results:
+            print(f"| {r['clients']} | {r['tokens']} | {r['decode_tok_s']:.1f} | "
+                  f"{r['total_tok_s']:.1f} | {r['ttft_median_ms']:.0f} | {r['ttft_max_ms']:.0f} |")
+        print(f"ratio {a.clients} clients / 1 (aggregate decode): "
+              f"{results[1]['decode_tok_s'] / results[0]['decode_tok_s']:.2f}x")
+        print(json.dumps(results))
+    finally:
+        srv.terminate()
+        srv.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+// `wick serve`: the HTTP side (cpp-httplib). HTTP threads parse and check requests, hand them to
+// the scheduler (serve_scheduler.h) and stream its output back; they never touch the model.
+#include "serve.h"
+
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "generate.h"
+#include "serve_api.h"
+#include "serve_scheduler.h"
+#include "wick/gguf.h"
+#include "wick/wick.h"
+
+#if WICK_HAVE_HTTPLIB
+#include <httplib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#endif
+
+namespace wick::cli {
+
+#if !WICK_HAVE_HTTPLIB
+
+int run_serve(const Args&) {
+  fail(ErrorKind::Unsupported, "wick serve",
+       "this wick was built without cpp-httplib (Debian: libcpp-httplib-dev); rebuild with it");
+}
+
+#else
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kJson = "application/json";
+// A streamed answer silent for this long gets an SSE comment: a client that left is then noticed
+// (the write fails) even while its request waits in the queue.
+constexpr auto kKeepAlive = std::chrono::seconds(2);
+
+std::string model_id(const GgufFile& f, const std::string& path) {
+  if (const GgufValue* v = f.find("general.name"); v && v->is<std::string>())
+    if (!v->as_string().empty()) return v->as_string();
+  return std::filesystem::path(path).filename().string();
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message,
+                const std::string& type, const std::string& param = {}) {
+  res.status = status;
+  res.set_content(error_body(message, type, param), kJson);
+}
+
+// One streamed answer's state between calls of the content provider.
+struct StreamState {
+  ApiRequest request;
+  std::shared_ptr<RequestStream> stream;
+  std::string id, model;
+  int64_t created = 0;
+  bool first = true;
+  RequestStream::Clock::time_point last_write = RequestStream::Clock::now();
+};
+
+// Writes what the scheduler produced since the last call; false when the client is gone.
+bool write_events(StreamState& s, httplib::DataSink& sink) {
+  const auto write = [&](const std::string& text) {
+    s.last_write = RequestStream::Clock::now();
+    return sink.write(text.data(), text.size());
+  };
+  if (s.first && s.request.chat) {  // OpenAI's first chunk: the role, no text yet
+    static const std::string empty;
+    if (!write(sse_event(
+            chunk_json(s.request, s.id, s.created, s.model, &empty, true, FinishReason::None))))
+      return false;
+    s.first = false;
+  }
+  RequestStream::Update u;
+  if (!s.stream->next(u, std::chrono::milliseconds(200))) {
+    if (RequestStream::Clock::now() - s.last_write < kKeepAlive) return true;
+    return write(": waiting\n\n");
+  }
+  if (!u.text.empty() && !write(sse_event(chunk_json(s.request, s.id, s.created, s.model, &u.text,
+                                                     s.first, FinishReason::None))))
+    return false;
+  s.first = false;
+  if (u.finish == FinishReason::None) return true;
+  if (u.finish == FinishReason::Error) {
+    write(sse_event(json::parse(error_body(u.error, "server_error"))));
+  } else {
+    if (!write(
+            sse_event(chunk_json(s.request, s.id, s.created, s.model, nullptr, false, u.finish))))
+      return false;
+    if (s.request.include_usage &&
+        !write(sse_event(usage_chunk_json(s.request, s.id, s.created, s.model, u.prompt_tokens,
+                                          u.completion_tokens))))
+      return false;
+  }
+  write("data: [DONE]\n\n");
+  sink.done();
+  return true;
+}
+
+class Server {
+ public:
+  Server(const Args& args, ServedModel served, Scheduler& scheduler)
+      : args_(args), served_(std::move(served)), scheduler_(scheduler) {
+    // Streams hold an HTTP thread each; requests beyond the slots and the queue still need one
+    // to be told 503.
+    const size_t threads = static_cast<size_t>(
+        std::min<int64_t>(1024, std::max<int64_t>(16, args.parallel + args.max_queue + 8)));
+    http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http_.set_payload_max_length(static_cast<size_t>(args.max_body));
+    http_.set_read_timeout(30);
+    http_.set_write_timeout(30);
+    http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      const SchedulerStats st = scheduler_.stats();
+      res.set_content(dump_json(json{{"status", "ok"},
+                                     {"slots", st.slots},
+                                     {"slots_processing", st.active},
+                                     {"queued", st.queued},
+                                     {"completed", st.completed},
+                                     {"cancelled", st.cancelled},
+                                     {"decode_steps", st.steps},
+                                     {"decoded_rows", st.decoded_rows}}),
+                      kJson);
+    });
+    http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(dump_json(json{{"object", "list"},
+                                     {"data", json::array({{{"id", served_.id},
+                                                            {"object", "model"},
+                                                            {"created", started_},
+                                                            {"owned_by", "wick"}}})}}),
+                      kJson);
+    });
+    http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      complete(req, res, false);
+    });
+    http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      complete(req, res, true);
+    });
+    http_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 413)
+        send_error(res, 413,
+                   "the request body is larger than the server's limit of " +
+                       std::to_string(args_.max_body) + " bytes (--max-body)",
+                   "invalid_request_error");
+      else if (res.status == 404)
+        send_error(res, 404, "no route " + req.method + " " + req.path, "not_found_error");
+      else
+        send_error(res, res.status, "HTTP error " + std::to_string(res.status),
+                   "invalid_request_error");
+    });
+    http_.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+          std::string what = "unknown error";
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          send_error(res, 500, what, "server_error");
+        });
+  }
+
+  // Binds; the port listened on.
+  int bind() {
+    if (args_.port == 0) {
+      const int port = http_.bind_to_any_port(args_.host);
+      if (port < 0) fail(ErrorKind::Io, "wick serve", "cannot listen on ", args_.host);
+      return port;
+    }
+    if (!http_.bind_to_port(args_.host, static_cast<int>(args_.port)))
+      fail(ErrorKind::Io, "wick serve", "cannot listen on ", args_.host, ":", args_.port,
+           " (in use, or not an address of this machine)");
+    return static_cast<int>(args_.port);
+  }
+  void listen() { http_.listen_after_bind(); }
+  void stop() { http_.stop(); }
+
+ private:
+  void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
+    ApiRequest r;
+    try {
+      r = parse_api_request(req.body, chat, served_);
+    } catch (const ApiError& e) {
+      send_error(res, e.status, e.what(), "invalid_request_error", e.param);
+      return;
+    }
+    std::shared_ptr<RequestStream> stream = scheduler_.submit(r.gen);
+    if (!stream) {
+      res.set_header("Retry-After", "1");
+      send_error(res, 503,
+                 "the server is busy: its " + std::to_string(args_.parallel) +
+                     " slots and its queue of " + std::to_string(args_.max_queue) +
+                     " are full; retry later",
+                 "server_busy");
+      return;
+    }
+    const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(++next_id_);
+    const auto created = static_cast<int64_t>(std::time(nullptr));
+    if (r.stream) {
+      auto s =
+          std::make_shared<StreamState>(StreamState{std::move(r), stream, id, served_.id, created});
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [s](size_t, httplib::DataSink& sink) { return write_events(*s, sink); },
+          // Done, failed or the client left: a finished request ignores the cancel.
+          [stream](bool) { stream->cancel(); });
+      return;
+    }
+    std::string text;
+    RequestStream::Update u;
+    for (;;) {
+      if (!stream->next(u, std::chrono::seconds(1))) continue;
+      text += u.text;
+      if (u.finish != FinishReason::None) break;
+    }
+    if (u.finish == FinishReason::Error) {
+      send_error(res, 500, u.error, "server_error");
+      return;
+    }
+    res.set_content(dump_json(answer_json(r, id, created, served_.id, text, u.finish,
+                                          u.prompt_tokens, u.completion_tokens)),
+                    kJson);
+  }
+
+  const Args& args_;
+  ServedModel served_;
+  Scheduler& scheduler_;
+  httplib::Server http_;
+  std::atomic<int64_t> next_id_{0};
+  int64_t started_ = static_cast<int64_t>(std::time(nullptr));
+};
+
+// SIGINT/SIGTERM write a byte to this pipe (all a signal handler may safely do); a thread reading
+// it stops the server.
+int g_stop_pipe[2] = {-1, -1};
+
+void on_stop_signal(int sig) {
+  const auto b = static_cast<char>(sig);
+  [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &b, 1);
+}
+
+}  // namespace
+
+int run_serve(const Args& args) {
+  std::signal(SIGPIPE, SIG_IGN);  // a client that left is a failed write, not the end
+  if (::pipe(g_stop_pipe) != 0) fail(ErrorKind::Io, "wick serve", "pipe() failed");
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+
+  const Device dev = device_from_flag(args.device);
+  LlamaModel model =
+      load_model_with_progress(args.model, dev, args.max_seq, ctx_flag_text(args), nullptr);
+  ServedModel served{model_id(model.gguf(), args.model),
+                     load_gguf_tokenizer(model.gguf()),
+                     load_gguf_chat_template(model.gguf()),
+                     gguf_adds_bos(model.gguf()),
+                     {},
+                     {},
+                     model.max_seq(),
+                     args.n_predict};
+  if (served.tokenizer.eos_id() >= 0) served.eos_ids.push_back(served.tokenizer.eos_id());
+  served.end_of_turn_ids = end_of_turn_ids(served.tokenizer, model.gguf());
+  Scheduler scheduler(std::move(model), served.tokenizer,
+                      SchedulerOptions{args.parallel, args.max_queue});
+  Server server(args, std::move(served), scheduler);
+  const int port = server.bind();
+
+  // Byte 0 on the pipe (below) only ends this thread; a signal's number also stops the server.
+  std::thread watcher([&scheduler, &server] {
+    char sig = 0;
+    while (::read(g_stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 0) return;
+    std::fprintf(stderr, "wick serve: signal %d, stopping\n", sig);
+    scheduler.shutdown();  // ends every open answer, so that no HTTP thread waits on one
+    server.stop();
+  });
+
+  std::printf("wick serve: listening on http://%s:%d (%lld slots of %lld tokens, %s)\n",
+              args.host.c_str(), port, static_cast<long long>(args.parallel),
+              static_cast<long long>(scheduler.context()), dev.name().c_str());
+  std::fflush(stdout);
+  server.listen();
+  const char end = 0;
+  [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &end, 1);
+  watcher.join();  // it may still be using the server
+  scheduler.shutdown();
+  return 0;
+}
+
+#endif
+
+}  // namespace wick::cli

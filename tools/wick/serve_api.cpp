@@ -1,0 +1,292 @@
+#include "serve_api.h"
+
+#include <cmath>
+#include <limits>
+
+namespace wick::cli {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw ApiError(400, "'" + param + "' " + message, param);
+}
+
+// The field if present and not null.
+const json* field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+double number(const json& body, const char* name, double dflt, double lo, double hi,
+              bool lo_open = false) {
+  const json* v = field(body, name);
+  if (!v) return dflt;
+  if (!v->is_number()) bad(name, "must be a number, got " + std::string(v->type_name()));
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+    bad(name, "is " + v->dump() + ", want a number in " + (lo_open ? "(" : "[") + json(lo).dump() +
+                  ", " + (std::isinf(hi) ? "inf)" : json(hi).dump() + "]"));
+  return x;
+}
+
+int64_t integer(const json& body, const char* name, int64_t dflt, int64_t lo, int64_t hi) {
+  const json* v = field(body, name);
+  if (!v) return dflt;
+  if (!v->is_number_integer()) bad(name, "must be an integer, got " + v->dump());
+  // Parsed non-negative integers are unsigned, which may not fit int64.
+  const bool in_range = v->is_number_unsigned()
+                            ? v->get<uint64_t>() <= static_cast<uint64_t>(hi) &&
+                                  static_cast<int64_t>(v->get<uint64_t>()) >= lo
+                            : v->get<int64_t>() >= lo && v->get<int64_t>() <= hi;
+  if (!in_range)
+    bad(name, "is " + v->dump() + ", want " + std::to_string(lo) + " to " + std::to_string(hi));
+  return v->get<int64_t>();
+}
+
+bool boolean(const json& body, const char* name, bool dflt) {
+  const json* v = field(body, name);
+  if (!v) return dflt;
+  if (!v->is_boolean()) bad(name, "must be true or false, got " + v->dump());
+  return v->get<bool>();
+}
+
+// Options wick does not implement are refused unless they ask for the default.
+void refuse_unless_default(const json& body) {
+  for (const char* name : {"presence_penalty", "frequency_penalty"})
+    if (number(body, name, 0, -2, 2) != 0) bad(name, "is not supported (only 0)");
+  if (integer(body, "n", 1, 1, 1) != 1) bad("n", "must be 1");
+  for (const char* name : {"logprobs", "echo"})
+    if (const json* v = field(body, name); v && !(v->is_boolean() && !v->get<bool>()))
+      bad(name, "is not supported");
+  if (integer(body, "best_of", 1, 1, 1) != 1) bad("best_of", "must be 1");
+  if (const json* v = field(body, "logit_bias"); v && !(v->is_object() && v->empty()))
+    bad("logit_bias", "is not supported");
+  if (const json* v = field(body, "suffix");
+      v && !(v->is_string() && v->get<std::string>().empty()))
+    bad("suffix", "is not supported");
+  if (const json* v = field(body, "tools"); v && !(v->is_array() && v->empty()))
+    bad("tools", "are not supported");
+}
+
+std::string text_content(const json& content, size_t i) {
+  const std::string param = "messages[" + std::to_string(i) + "].content";
+  if (content.is_null()) return {};
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) bad(param, "must be a string or an array of text parts");
+  std::string text;
+  for (const json& part : content) {
+    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      bad(param, "has a part that is not {\"type\": \"text\", \"text\": STRING}");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatMessage> chat_messages(const json& body) {
+  const json* m = field(body, "messages");
+  if (!m) bad("messages", "is required");
+  if (!m->is_array() || m->empty()) bad("messages", "must be a non-empty array");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < m->size(); i++) {
+    const json& msg = (*m)[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) bad(p, "must be an object");
+    const auto role = msg.find("role");
+    if (role == msg.end() || !role->is_string()) bad(p + ".role", "must be a string");
+    if (!msg.contains("content")) bad(p + ".content", "is required");
+    out.push_back({role->get<std::string>(), text_content(msg["content"], i)});
+  }
+  return out;
+}
+
+std::vector<uint32_t> tokenize(const ServedModel& m, const std::string& text) {
+  std::vector<uint32_t> ids;
+  if (m.add_bos && m.tokenizer.bos_id() >= 0)
+    ids.push_back(static_cast<uint32_t>(m.tokenizer.bos_id()));
+  for (int32_t id : m.tokenizer.encode(text, /*allow_special=*/true))
+    ids.push_back(static_cast<uint32_t>(id));
+  return ids;
+}
+
+// A completion's prompt: a string, one string in an array, or token ids.
+std::vector<uint32_t> completion_prompt(const json& body, const ServedModel& m) {
+  const json* p = field(body, "prompt");
+  if (!p) bad("prompt", "is required");
+  if (p->is_string()) return tokenize(m, p->get<std::string>());
+  if (p->is_array() && p->size() == 1 && (*p)[0].is_string())
+    return tokenize(m, (*p)[0].get<std::string>());
+  if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+    std::vector<uint32_t> ids;
+    for (const json& t : *p) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+          t.get<int64_t>() >= m.tokenizer.vocab_size())
+        bad("prompt", "has token " + t.dump() + ", want ids 0 to " +
+                          std::to_string(m.tokenizer.vocab_size() - 1));
+      ids.push_back(t.get<uint32_t>());
+    }
+    return ids;
+  }
+  bad("prompt", "must be a string, an array of one string, or an array of token ids");
+}
+
+std::vector<std::string> stop_strings(const json& body) {
+  const json* v = field(body, "stop");
+  if (!v) return {};
+  if (v->is_string()) return {v->get<std::string>()};
+  if (!v->is_array() || v->size() > 4) bad("stop", "must be a string or up to 4 strings");
+  std::vector<std::string> out;
+  for (const json& s : *v) {
+    if (!s.is_string()) bad("stop", "must hold strings only, got " + s.dump());
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+ApiRequest parse_api_request(const std::string& body_text, bool chat, const ServedModel& m) {
+  json body;
+  try {
+    body = json::parse(body_text);
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, std::string("the body is not JSON: ") + e.what());
+  }
+  if (!body.is_object()) throw ApiError(400, "the body must be a JSON object");
+  if (const json* v = field(body, "model"); v && !v->is_string()) bad("model", "must be a string");
+  refuse_unless_default(body);
+
+  ApiRequest r;
+  r.chat = chat;
+  r.stream = boolean(body, "stream", false);
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) bad("stream_options", "must be an object");
+    r.include_usage = boolean(*so, "include_usage", false);
+  }
+  GenRequest& g = r.gen;
+  const int64_t room = m.context - 1;
+  const char* max_name =
+      field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  g.max_tokens = integer(body, max_name, m.default_max_tokens, 1, INT32_MAX);
+  SamplingOptions& s = g.sampling;
+  s.temperature = number(body, "temperature", 1.0, 0, 2);
+  s.top_p = number(body, "top_p", 1.0, 0, 1, /*lo_open=*/true);
+  s.top_k = integer(body, "top_k", 0, 0, INT32_MAX);
+  s.min_p = number(body, "min_p", 0.0, 0, 1);
+  s.repeat_penalty = number(body, "repeat_penalty", 1.0, 0, 1e9, /*lo_open=*/true);
+  s.repeat_last_n = integer(body, "repeat_last_n", 64, 0, INT32_MAX);
+  if (const json* v = field(body, "seed")) {
+    if (!v->is_number_integer()) bad("seed", "must be an integer, got " + v->dump());
+    s.seed =
+        v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
+  }
+  g.stops = stop_strings(body);
+
+  if (chat) {
+    const std::vector<ChatMessage> messages = chat_messages(body);
+    std::string text;
+    try {
+      text = m.chat_template.apply(messages, /*add_generation_prompt=*/true);
+    } catch (const Error& e) {
+      throw ApiError(400, std::string("the chat template refuses the messages: ") + e.what(),
+                     "messages");
+    }
+    g.prompt = tokenize(m, text);
+    g.end_ids = m.end_of_turn_ids;
+  } else {
+    g.prompt = completion_prompt(body, m);
+    g.end_ids = m.eos_ids;
+  }
+  // llama.cpp's extension: answers of a set length (benchmarks).
+  if (boolean(body, "ignore_eos", false)) g.end_ids.clear();
+  if (g.prompt.empty()) bad(chat ? "messages" : "prompt", "encodes to no tokens");
+  if (static_cast<int64_t>(g.prompt.size()) > room)
+    bad(chat ? "messages" : "prompt", "is " + std::to_string(g.prompt.size()) +
+                                          " tokens; a slot's context of " +
+                                          std::to_string(m.context) + " holds at most " +
+                                          std::to_string(room) + " with one token of answer");
+  return r;
+}
+
+std::string dump_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string error_body(const std::string& message, const std::string& type,
+                       const std::string& param) {
+  return dump_json(json{{"error",
+                         {{"message", message},
+                          {"type", type},
+                          {"param", param.empty() ? json() : json(param)},
+                          {"code", json()}}}});
+}
+
+namespace {
+
+json finish_value(FinishReason f) {
+  return f == FinishReason::None ? json() : json(finish_reason_name(f));
+}
+
+json usage(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+}  // namespace
+
+json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
+                 const std::string& model, const std::string& text, FinishReason finish,
+                 int64_t prompt_tokens, int64_t completion_tokens) {
+  json choice = {{"index", 0}, {"finish_reason", finish_value(finish)}};
+  if (r.chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+    choice["logprobs"] = json();
+  }
+  return {{"id", id},
+          {"object", r.chat ? "chat.completion" : "text_completion"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})},
+          {"usage", usage(prompt_tokens, completion_tokens)}};
+}
+
+json chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
+                const std::string& model, const std::string* text, bool first,
+                FinishReason finish) {
+  json choice = {{"index", 0}, {"finish_reason", finish_value(finish)}};
+  if (r.chat) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (text) delta["content"] = *text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text ? *text : std::string();
+    choice["logprobs"] = json();
+  }
+  return {{"id", id},
+          {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})}};
+}
+
+json usage_chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
+                      const std::string& model, int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"id", id},
+          {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array()},
+          {"usage", usage(prompt_tokens, completion_tokens)}};
+}
+
+std::string sse_event(const json& j) {
+  return "data: " + dump_json(j) + "\n\n";
+}
+
+}  // namespace wick::cli

@@ -1,0 +1,236 @@
+#include "serve_scheduler.h"
+
+#include <algorithm>
+
+#include "stop_strings.h"
+
+namespace wick::cli {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Error:
+      return "error";
+    case FinishReason::None:
+      break;
+  }
+  return "";
+}
+
+bool RequestStream::next(Update& out, std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  const auto ready = [&] {
+    return !text_.empty() || (finish_ != FinishReason::None && !delivered_end_);
+  };
+  if (!cv_.wait_for(lk, timeout, ready)) return false;
+  out = Update{};
+  out.text.swap(text_);
+  out.finish = finish_;
+  out.error = error_;
+  out.prompt_tokens = prompt_tokens;
+  out.completion_tokens = completion_tokens_;
+  if (finish_ != FinishReason::None) delivered_end_ = true;
+  return true;
+}
+
+void RequestStream::push(const std::string& text, int64_t completion_tokens) {
+  {
+    std::lock_guard lk(mu_);
+    text_ += text;
+    completion_tokens_ = completion_tokens;
+  }
+  if (!text.empty()) cv_.notify_all();
+}
+
+void RequestStream::finish(FinishReason reason, int64_t completion_tokens, std::string error) {
+  {
+    std::lock_guard lk(mu_);
+    if (finish_ != FinishReason::None) return;
+    finish_ = reason;
+    completion_tokens_ = completion_tokens;
+    error_ = std::move(error);
+  }
+  cv_.notify_all();
+}
+
+// A request slot: its own KV cache, and the decoding state of the request in it.
+struct Scheduler::Slot {
+  LlamaSequence seq;
+  std::optional<Job> job;
+  std::optional<Sampler> sampler;
+  std::optional<TokenStreamer> streamer;
+  std::optional<StopStrings> stops;
+  int64_t generated = 0;
+  uint32_t next = 0;  // the token the next decode step feeds
+};
+
+Scheduler::Scheduler(LlamaModel model, Tokenizer tokenizer, SchedulerOptions opts)
+    : model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      opts_(opts),
+      context_(model_.max_seq()) {
+  for (int64_t i = 0; i < opts_.slots; i++) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->seq = model_.new_sequence();
+  }
+  stats_.slots = opts_.slots;
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+  shutdown();
+}
+
+void Scheduler::shutdown() {
+  std::lock_guard once(shutdown_mu_);
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  for (auto& s : slots_)
+    if (s->job) release(*s, FinishReason::Error, "the server is shutting down");
+  std::lock_guard lk(mu_);
+  for (Job& j : queue_) j.stream->finish(FinishReason::Error, 0, "the server is shutting down");
+  queue_.clear();
+}
+
+std::shared_ptr<RequestStream> Scheduler::submit(GenRequest request) {
+  auto stream = std::make_shared<RequestStream>();
+  stream->prompt_tokens = static_cast<int64_t>(request.prompt.size());
+  {
+    std::lock_guard lk(mu_);
+    // Room: a free slot for each request not yet placed, then max_queued waiting.
+    const int64_t free_slots = opts_.slots - stats_.active;
+    if (stopping_ || static_cast<int64_t>(queue_.size()) >= free_slots + opts_.max_queued)
+      return nullptr;
+    queue_.push_back(Job{std::move(request), stream});
+    stats_.queued = static_cast<int64_t>(queue_.size());
+  }
+  cv_.notify_all();
+  return stream;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
+void Scheduler::release(Slot& slot, FinishReason reason, const std::string& error) {
+  // Held here: the HTTP thread may drop its reference as soon as the stream is finished.
+  const std::shared_ptr<RequestStream> stream = slot.job->stream;
+  RequestStream& out = *stream;
+  const bool cancelled = out.cancelled();
+  if (reason == FinishReason::Stop || reason == FinishReason::Length) {
+    // Bytes of an unfinished character, and text held back for a stop string that never came.
+    std::string tail = slot.stops->push(slot.streamer->finish());
+    if (!slot.stops->stopped()) tail += slot.stops->finish();
+    out.push(tail, slot.generated);
+  }
+  out.finish(reason, slot.generated, error);
+  slot.job.reset();
+  slot.sampler.reset();
+  slot.streamer.reset();
+  slot.stops.reset();
+  std::lock_guard lk(mu_);
+  stats_.active--;
+  (cancelled ? stats_.cancelled : stats_.completed)++;
+}
+
+bool Scheduler::advance(Slot& slot, const Tensor& logits) {
+  const GenRequest& r = slot.job->request;
+  const uint32_t tok = slot.sampler->sample(logits);
+  slot.sampler->accept(tok);
+  slot.generated++;
+  if (std::find(r.end_ids.begin(), r.end_ids.end(), static_cast<int32_t>(tok)) != r.end_ids.end()) {
+    release(slot, FinishReason::Stop);
+    return false;
+  }
+  const std::string text = slot.stops->push(slot.streamer->push(static_cast<int32_t>(tok)));
+  slot.job->stream->push(text, slot.generated);
+  if (slot.stops->stopped()) {
+    release(slot, FinishReason::Stop);
+    return false;
+  }
+  if (slot.generated >= r.max_tokens || slot.seq.position() >= context_) {
+    release(slot, FinishReason::Length);
+    return false;
+  }
+  slot.next = tok;
+  return true;
+}
+
+void Scheduler::run() {
+  for (;;) {
+    std::vector<Slot*> fresh;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || stats_.active > 0; });
+      if (stopping_) return;
+      for (auto& s : slots_) {
+        if (s->job || queue_.empty()) continue;
+        s->job = std::move(queue_.front());
+        queue_.pop_front();
+        fresh.push_back(s.get());
+        stats_.active++;
+      }
+      stats_.queued = static_cast<int64_t>(queue_.size());
+    }
+    for (auto& s : slots_)
+      if (s->job && s->job->stream->cancelled()) release(*s, FinishReason::Error, "cancelled");
+
+    for (Slot* s : fresh) {
+      const GenRequest& r = s->job->request;
+      s->seq.reset();
+      s->generated = 0;
+      s->sampler.emplace(r.sampling);
+      s->streamer.emplace(tokenizer_, /*skip_special=*/true);
+      s->stops.emplace(r.stops);
+      for (uint32_t t : r.prompt) s->sampler->accept(t);
+    }
+
+    // One pass: the next token of every answer under way, and the prompts of new requests while
+    // the rows fit max_step_rows (one prompt at least, so that every prompt gets its turn).
+    std::vector<Slot*> batch;
+    std::vector<LlamaModel::SequenceStep> steps;
+    for (auto& s : slots_)
+      if (s->job && s->generated > 0) {
+        batch.push_back(s.get());
+        steps.push_back({&s->seq, {s->next}});
+      }
+    const auto decode_rows = static_cast<int64_t>(steps.size());
+    int64_t rows = decode_rows;
+    bool prompts = false;
+    for (auto& s : slots_) {
+      if (!s->job || s->generated > 0) continue;
+      const std::vector<uint32_t>& prompt = s->job->request.prompt;
+      const auto n = static_cast<int64_t>(prompt.size());
+      if (prompts && rows + n > opts_.max_step_rows) continue;
+      batch.push_back(s.get());
+      steps.push_back({&s->seq, prompt});
+      rows += n;
+      prompts = true;
+    }
+    if (steps.empty()) continue;
+    try {
+      const Tensor logits = model_.forward_batch(steps).to_device(Device::cpu());
+      if (decode_rows > 0) {
+        std::lock_guard lk(mu_);
+        stats_.steps++;
+        stats_.decoded_rows += decode_rows;
+      }
+      for (size_t i = 0; i < batch.size(); i++)
+        advance(*batch[i], logits.get(static_cast<int64_t>(i)));
+    } catch (const std::exception& e) {
+      for (Slot* s : batch)
+        if (s->job) release(*s, FinishReason::Error, e.what());
+    }
+  }
+}
+
+}  // namespace wick::cli

@@ -1,0 +1,129 @@
+// `wick serve`'s scheduler: one thread owns the model and runs every active request together
+// (continuous batching: each pass is one LlamaModel::forward_batch over the next token of each
+// answer under way and the prompts of new requests, each sequence with its own KV cache);
+// requests join a bounded queue and take a slot as one frees.
+// HTTP threads only submit requests and read their streams. Knows nothing of HTTP.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "wick/llama.h"
+
+namespace wick::cli {
+
+// What a client asked for, already tokenized and checked.
+struct GenRequest {
+  std::vector<uint32_t> prompt;  // 1 ..= the slot's context - 1 tokens
+  int64_t max_tokens = 16;       // >= 1
+  SamplingOptions sampling;
+  std::vector<std::string> stops;  // the answer ends before the first of these
+  std::vector<int32_t> end_ids;    // tokens that end the answer (not part of its text)
+};
+
+enum class FinishReason { None, Stop, Length, Error };
+const char* finish_reason_name(FinishReason r);
+
+// One request's output, written by the scheduler and read by an HTTP thread.
+class RequestStream {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Update {
+    std::string text;  // new text since the last update
+    FinishReason finish = FinishReason::None;
+    std::string error;  // FinishReason::Error: what failed
+    int64_t prompt_tokens = 0, completion_tokens = 0;
+  };
+
+  // Waits up to `timeout` for new text or the end; takes what arrived since the last call.
+  // Returns false (and nothing) on a timeout.
+  bool next(Update& out, std::chrono::milliseconds timeout);
+  // The client is gone or no longer wants the answer: the scheduler frees its slot at the next
+  // step. Idempotent.
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  // Scheduler side.
+  void push(const std::string& text, int64_t completion_tokens);
+  void finish(FinishReason reason, int64_t completion_tokens, std::string error = {});
+  int64_t prompt_tokens = 0;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string text_;
+  FinishReason finish_ = FinishReason::None;
+  std::string error_;
+  int64_t completion_tokens_ = 0;
+  bool delivered_end_ = false;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct SchedulerOptions {
+  int64_t slots = 4;        // requests decoded together (--parallel)
+  int64_t max_queued = 64;  // requests waiting for a slot before submit() refuses (503)
+  // Rows of one pass (decode tokens + new prompts). Below the CPU's switch of quantized matmuls
+  // to dequantize + sgemm (1024 rows), a row's numbers do not depend on its neighbours, so a
+  // greedy answer is the same under load as alone.
+  int64_t max_step_rows = 512;
+};
+
+struct SchedulerStats {
+  int64_t active = 0, queued = 0, slots = 0;
+  int64_t steps = 0;         // passes (forward_batch calls) that decoded answer tokens
+  int64_t decoded_rows = 0;  // answer tokens decoded by them (rows / steps: the mean batch)
+  int64_t completed = 0, cancelled = 0;
+};
+
+class Scheduler {
+ public:
+  // Takes the model (it is used by the scheduler's thread only) and starts that thread.
+  Scheduler(LlamaModel model, Tokenizer tokenizer, SchedulerOptions opts);
+  ~Scheduler();
+  // Stops the thread; every open request ends with FinishReason::Error, later submits get
+  // nullptr. Idempotent.
+  void shutdown();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request; nullptr when the queue is full (the caller answers 503).
+  std::shared_ptr<RequestStream> submit(GenRequest request);
+  int64_t context() const { return context_; }
+  SchedulerStats stats() const;
+
+ private:
+  struct Job {
+    GenRequest request;
+    std::shared_ptr<RequestStream> stream;
+  };
+  struct Slot;
+
+  void run();
+  // Samples the next token of `slot` from its logits row and streams it; false when it ended.
+  bool advance(Slot& slot, const Tensor& logits);
+  void release(Slot& slot, FinishReason reason, const std::string& error = {});
+
+  LlamaModel model_;
+  Tokenizer tokenizer_;
+  SchedulerOptions opts_;
+  int64_t context_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  std::mutex shutdown_mu_;  // shutdown() may come from a signal thread and the destructor
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  SchedulerStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace wick::cli
