@@ -3,6 +3,8 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config python3
+  # the Python module (python/): headers, and a venv for the PyPI packages below
+  python3-dev python3-venv
   # tests/gen_chat_references.py: the chat templates' references, rendered by Python's jinja2
   python3-jinja2
   # scripts/build.sh and scripts/consumers.sh: the consumers' builds of wick are cache hits
@@ -72,4 +74,18 @@ shutil.rmtree(out, ignore_errors=True)
 os.replace(tmp, out)
 print(f"install-deps: {n} vocab files in {out}")
 PY
+fi
+
+# The Python module's build and test packages (nanobind, scikit-build-core, NumPy, pytest; PyPI,
+# pinned in python/requirements-dev.txt) in a venv, .cache/venv: Debian's python3 refuses pip
+# installs into the system (PEP 668). scripts/build.sh builds the module against it; skipped when
+# the venv already holds that list.
+VENV_DIR="$(cd "$(dirname "$0")/.." && pwd)/.cache/venv"
+REQS="$(cd "$(dirname "$0")/.." && pwd)/python/requirements-dev.txt"
+if ! cmp -s "$REQS" "$VENV_DIR/.requirements" 2>/dev/null; then
+  echo "install-deps: Python packages into $VENV_DIR"
+  rm -rf "$VENV_DIR"
+  python3 -m venv "$VENV_DIR"
+  "$VENV_DIR/bin/python" -m pip install -q -r "$REQS"
+  cp "$REQS" "$VENV_DIR/.requirements"
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the release build, wick used by other projects
-# (scripts/consumers.sh), the ASan+UBSan build, then the GGUF and safetensors parsers under
-# libFuzzer for a bounded time (WICK_FUZZ_SECONDS per target, default 45).
+# Sets up, builds and runs every test: the release build and its Python module (pytest), wick
+# used by other projects (scripts/consumers.sh), the ASan+UBSan build, then the GGUF and
+# safetensors parsers under libFuzzer for a bounded time (WICK_FUZZ_SECONDS per target, default 45).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -22,6 +22,8 @@ for flavour in release asan; do
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
     ctest --test-dir "build/$flavour" --output-on-failure -j"$(nproc)" "${exclude[@]}"
   if [ "$flavour" = release ]; then
+    echo "== python"
+    PYTHONPATH=build/release/python .cache/venv/bin/python -m pytest -q python/tests
     echo "== consumers"
     ./scripts/consumers.sh
   fi
