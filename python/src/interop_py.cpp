@@ -116,9 +116,10 @@ void bind_interop(nb::module_& m, nb::class_<Tensor>& c) {
         if (copy.ptr() == Py_True && on_cpu) a = a.attr("copy")();
         return a;
       }, nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
-      .def("__dlpack__", [](const Tensor& t, nb::kwargs kw) {
-        return nb::cast(view<nb::no_framework>(t, "__dlpack__"), nb::rv_policy::reference)
-            .attr("__dlpack__")(**kw);
+      // nanobind exports an ndarray without a framework as a DLPack capsule. The keywords of the
+      // array API (stream, max_version, dl_device, copy) change nothing on the CPU.
+      .def("__dlpack__", [](const Tensor& t, nb::kwargs) {
+        return nb::cast(view<nb::no_framework>(t, "__dlpack__"), nb::rv_policy::reference);
       })
       .def("__dlpack_device__", [](const Tensor& t) {
         const Device& d = t.device();

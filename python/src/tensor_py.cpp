@@ -49,7 +49,7 @@ nb::object tolist(const Tensor& t) {
   return out;
 }
 
-// The dim of t that key item `k` starts at, for the basic-indexing walk below.
+// The layout basic indexing builds, item by item.
 struct IndexWalk {
   std::vector<int64_t> shape, strides;
   int64_t offset;
@@ -63,9 +63,20 @@ int64_t checked_index(int64_t i, int64_t size, size_t dim) {
   return j;
 }
 
+// An int, or an object with __index__ that is not an array of more than 0 dims (NumPy's ints).
+bool is_int_like(nb::handle h) {
+  if (PyLong_Check(h.ptr())) return true;
+  if (!PyIndex_Check(h.ptr()) || nb::isinstance<Tensor>(h)) return false;
+  return !nb::hasattr(h, "ndim") || nb::cast<int64_t>(h.attr("ndim")) == 0;
+}
+
 bool is_advanced(nb::handle h) {
-  return nb::isinstance<Tensor>(h) || PyList_Check(h.ptr()) ||
-         (nb::hasattr(h, "__array__") && !PyLong_Check(h.ptr()) && !PyIndex_Check(h.ptr()));
+  return nb::isinstance<Tensor>(h) || PyList_Check(h.ptr()) || nb::hasattr(h, "__array__");
+}
+
+nb::tuple to_tuple(const std::vector<int64_t>& v) {
+  nb::object l = nb::cast(v);
+  return nb::steal<nb::tuple>(PySequence_Tuple(l.ptr()));
 }
 
 }  // namespace
@@ -118,6 +129,9 @@ Tensor getitem(const Tensor& t, nb::handle key) {
       w.shape.push_back(len);
       w.strides.push_back(in.strides[d] * step);
       d++;
+    } else if (is_int_like(x)) {
+      w.offset += checked_index(nb::cast<int64_t>(x), in.shape[d], d) * in.strides[d];
+      d++;
     } else if (is_advanced(x)) {
       if (advanced.is_valid())
         fail(ErrorKind::Unsupported, "index", "only one integer-array index per key");
@@ -125,9 +139,6 @@ Tensor getitem(const Tensor& t, nb::handle key) {
       advanced_out = static_cast<int64_t>(w.shape.size());
       w.shape.push_back(in.shape[d]);
       w.strides.push_back(in.strides[d]);
-      d++;
-    } else if (PyLong_Check(x.ptr()) || PyIndex_Check(x.ptr())) {
-      w.offset += checked_index(nb::cast<int64_t>(x), in.shape[d], d) * in.strides[d];
       d++;
     } else {
       throw nb::type_error(("wick.Tensor indices are ints, slices, None, Ellipsis or one integer "
@@ -195,16 +206,16 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
 
   // ---- properties
   c.def(nb::init<>(), "An undefined tensor (every op on it raises wick.ShapeError).")
-      .def_prop_ro("shape", [](const T& t) { return nb::tuple(nb::cast(t.dims())); })
+      .def_prop_ro("shape", [](const T& t) { return to_tuple(t.dims()); })
       .def_prop_ro("dtype", &T::dtype)
       .def_prop_ro("device", &T::device)
       .def_prop_ro("ndim", [](const T& t) { return t.rank(); })
-      .def_prop_ro("strides", [](const T& t) { return nb::tuple(nb::cast(t.layout().strides)); },
+      .def_prop_ro("strides", [](const T& t) { return to_tuple(t.layout().strides); },
                    "Strides in elements.")
       .def_prop_ro("T", [](const T& t) { return t.rank() < 2 ? t : t.t(); })
       .def("numel", &T::numel)
       .def("size", [](const T& t, nb::handle dim) -> nb::object {
-        if (dim.is_none()) return nb::tuple(nb::cast(t.dims()));
+        if (dim.is_none()) return to_tuple(t.dims());
         return nb::int_(t.dim(nb::cast<int64_t>(dim)));
       }, nb::arg("dim") = nb::none())
       .def("dim", [](const T& t) { return t.rank(); })
@@ -252,7 +263,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       }, nb::arg("dtype_or_device"), "A dtype converts, a device (or 'cpu', 'vulkan:0') copies.")
       .def("to_dtype", &T::to_dtype, nb::arg("dtype"))
       .def("to_device", [](const T& t, nb::handle d) { return t.to_device(device_arg(d)); },
-           nb::arg("device"), nb::call_guard<nb::gil_scoped_release>())
+           nb::arg("device"))
       .def("cpu", [](const T& t) { return t.to_device(Device::cpu()); })
       .def("zeros_like", &T::zeros_like)
       .def("ones_like", &T::ones_like)

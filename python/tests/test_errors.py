@@ -17,7 +17,7 @@ def test_messages_name_op_and_shapes():
     a, b = wick.zeros((2, 3)), wick.zeros((4, 5))
     with pytest.raises(wick.ShapeError, match=r"\[2, 3\].*\[4, 5\]") as e:
         a + b
-    assert e.value.kind == "shape" or e.type.kind
+    assert e.value.kind == "shape"
     with pytest.raises(wick.DTypeError):
         a + wick.zeros((2, 3), dtype=wick.i64)
     with pytest.raises(wick.ShapeError, match="matmul"):

@@ -108,13 +108,12 @@ def test_generate_stops(tiny):
     assert gen.stopped_at_context_end and len(gen.tokens) == 10 - 3 + 1
     assert all(isinstance(p, str) and p for p in pieces)
     # A stop token ends it as soon as it is drawn (and is not part of the text).
-    first = m.generate([4, 5, 6], max_new_tokens=5, stop_tokens=[]).tokens
-    list(m.generate([4, 5, 6], max_new_tokens=5, stop_tokens=[]))
-    gen = m.generate([4, 5, 6], max_new_tokens=5, stop_tokens=[list(gen.tokens)[0]])
-    list(gen)
-    assert len(gen.tokens) == 1 and gen.stopped_at_eos
+    greedy = m.generate([4, 5, 6], max_new_tokens=5, stop_tokens=[])
+    list(greedy)
+    assert len(greedy.tokens) == 5 and not greedy.stopped_at_eos
+    gen = m.generate([4, 5, 6], max_new_tokens=5, stop_tokens=[greedy.tokens[0]])
+    assert "".join(gen) == "" and gen.tokens == greedy.tokens[:1] and gen.stopped_at_eos
     assert list(m.generate([4], max_new_tokens=0)) == []
-    del first
     with pytest.raises(wick.ShapeError, match="no tokens"):
         m.generate("", max_new_tokens=3)
 

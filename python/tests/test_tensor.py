@@ -49,7 +49,7 @@ def test_unary_positive_domain(rng):
 @pytest.mark.parametrize("shapes", [((4, 5), (4, 5)), ((4, 5), (5,)), ((3, 1, 5), (1, 4, 1)), ((), (2, 3))])
 def test_binary_operators_broadcast(rng, shapes):
     a, b = rand(rng, shapes[0]), rand(rng, shapes[1], 0.5, 2.0)
-    ta, tb = wick.from_numpy(np.ascontiguousarray(a)), wick.from_numpy(np.ascontiguousarray(b))
+    ta, tb = wick.from_numpy(a), wick.from_numpy(b)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     check(ta + tb, a64 + b64)
     check(ta - tb, a64 - b64)
@@ -240,5 +240,5 @@ def test_devices():
     assert wick.available_devices()[0] == cpu
     t = wick.ones((2,), device="cpu")
     assert t.device == cpu and t.to("cpu").device == cpu
-    with pytest.raises(wick.DeviceError):
+    with pytest.raises(wick.ParseError, match="unknown device 'tpu'"):
         wick.Device("tpu")
