@@ -34,13 +34,17 @@ dl::dtype dlpack_dtype(DType dt) {
   using C = dl::dtype_code;
   const auto bits = static_cast<uint8_t>(dtype_size(dt) * 8);
   switch (dt) {
-    case DType::F32: case DType::F16: case DType::F64:
+    case DType::F32:
+    case DType::F16:
+    case DType::F64:
       return {static_cast<uint8_t>(C::Float), bits, 1};
     case DType::BF16:
       return {static_cast<uint8_t>(C::Bfloat), bits, 1};
-    case DType::U8: case DType::U32:
+    case DType::U8:
+    case DType::U32:
       return {static_cast<uint8_t>(C::UInt), bits, 1};
-    case DType::I64: case DType::I32:
+    case DType::I64:
+    case DType::I32:
       return {static_cast<uint8_t>(C::Int), bits, 1};
   }
   return {};
@@ -97,39 +101,51 @@ nb::ndarray<Framework> view(const Tensor& t, const char* op) {
 }  // namespace
 
 void bind_interop(nb::module_& m, nb::class_<Tensor>& c) {
-  m.def("from_numpy", [](Imported a) { return adopt(a, "from_numpy"); }, nb::arg("array").noconvert(),
-        "A CPU tensor over the NumPy array's memory, without a copy (writes are shared; the "
-        "array stays alive as long as the tensor).");
-  m.def("from_dlpack", [](Imported a) { return adopt(a, "from_dlpack"); }, nb::arg("obj").noconvert(),
-        "A CPU tensor over the memory of any object with __dlpack__ (or the buffer protocol), "
-        "without a copy.");
-  c.def("numpy", [](const Tensor& t) { return view<nb::numpy>(t, "numpy"); },
-        nb::rv_policy::reference,
-        "A NumPy array over this CPU tensor's storage (no copy; keeps the tensor alive).")
-      .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {
-        const bool on_cpu = t.device().is_cpu();
-        if (!on_cpu && copy.ptr() == Py_False)
-          throw nb::value_error("np.asarray(t, copy=False) of a GPU tensor: it must be copied");
-        nb::object a = nb::cast(view<nb::numpy>(on_cpu ? t : t.to_device(Device::cpu()), "__array__"),
-                                nb::rv_policy::reference);
-        if (!dtype.is_none()) a = a.attr("astype")(dtype, nb::arg("copy") = false);
-        if (copy.ptr() == Py_True && on_cpu) a = a.attr("copy")();
-        return a;
-      }, nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+  m.def(
+      "from_numpy", [](Imported a) { return adopt(a, "from_numpy"); }, nb::arg("array").noconvert(),
+      "A CPU tensor over the NumPy array's memory, without a copy (writes are shared; the "
+      "array stays alive as long as the tensor).");
+  m.def(
+      "from_dlpack", [](Imported a) { return adopt(a, "from_dlpack"); }, nb::arg("obj").noconvert(),
+      "A CPU tensor over the memory of any object with __dlpack__ (or the buffer protocol), "
+      "without a copy.");
+  c.def(
+       "numpy", [](const Tensor& t) { return view<nb::numpy>(t, "numpy"); },
+       nb::rv_policy::reference,
+       "A NumPy array over this CPU tensor's storage (no copy; keeps the tensor alive).")
+      .def(
+          "__array__",
+          [](const Tensor& t, nb::handle dtype, nb::handle copy) {
+            const bool on_cpu = t.device().is_cpu();
+            if (!on_cpu && copy.ptr() == Py_False)
+              throw nb::value_error("np.asarray(t, copy=False) of a GPU tensor: it must be copied");
+            nb::object a =
+                nb::cast(view<nb::numpy>(on_cpu ? t : t.to_device(Device::cpu()), "__array__"),
+                         nb::rv_policy::reference);
+            if (!dtype.is_none()) a = a.attr("astype")(dtype, nb::arg("copy") = false);
+            if (copy.ptr() == Py_True && on_cpu) a = a.attr("copy")();
+            return a;
+          },
+          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none(),
+          nb::sig("def __array__(self, dtype: object | None = None, copy: bool | None = None) -> "
+                  "numpy.ndarray"))
       // nanobind exports an ndarray without a framework as a DLPack capsule. The keywords of the
       // array API (stream, max_version, dl_device, copy) change nothing on the CPU.
-      .def("__dlpack__", [](const Tensor& t, nb::kwargs) {
-        return nb::cast(view<nb::no_framework>(t, "__dlpack__"), nb::rv_policy::reference);
-      })
-      .def("__dlpack_device__", [](const Tensor& t) {
-        const Device& d = t.device();
-        const int type = d.kind() == DeviceKind::Cuda     ? nb::device::cuda::value
-                         : d.kind() == DeviceKind::Vulkan ? nb::device::vulkan::value
-                                                          : nb::device::cpu::value;
-        return nb::make_tuple(type, d.is_cpu() ? 0 : d.ordinal());
-      })
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
-           "The address of the first element (CPU tensors).");
+      .def("__dlpack__",
+           [](const Tensor& t, nb::kwargs) {
+             return nb::cast(view<nb::no_framework>(t, "__dlpack__"), nb::rv_policy::reference);
+           })
+      .def("__dlpack_device__",
+           [](const Tensor& t) {
+             const Device& d = t.device();
+             const int type = d.kind() == DeviceKind::Cuda     ? nb::device::cuda::value
+                              : d.kind() == DeviceKind::Vulkan ? nb::device::vulkan::value
+                                                               : nb::device::cpu::value;
+             return nb::make_tuple(type, d.is_cpu() ? 0 : d.ordinal());
+           })
+      .def(
+          "data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
+          "The address of the first element (CPU tensors).");
 }
 
 }  // namespace wick::py

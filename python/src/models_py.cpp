@@ -101,7 +101,8 @@ class Generation {
 std::vector<uint32_t> prompt_ids(const LlamaState& s, nb::handle prompt, bool allow_special) {
   std::vector<uint32_t> ids;
   if (nb::isinstance<nb::str>(prompt)) {
-    if (s.adds_bos && s.tokenizer.bos_id() >= 0) ids.push_back(static_cast<uint32_t>(s.tokenizer.bos_id()));
+    if (s.adds_bos && s.tokenizer.bos_id() >= 0)
+      ids.push_back(static_cast<uint32_t>(s.tokenizer.bos_id()));
     for (int32_t id : s.tokenizer.encode(nb::cast<std::string>(prompt), allow_special))
       ids.push_back(static_cast<uint32_t>(id));
   } else {
@@ -119,7 +120,8 @@ GgufValue gguf_value(nb::handle v, const std::string& key) {
   if (PyBool_Check(v.ptr())) return GgufValue(v.ptr() == Py_True);
   if (PyLong_Check(v.ptr())) {
     const int64_t i = nb::cast<int64_t>(v);
-    if (i >= 0 && i <= std::numeric_limits<uint32_t>::max()) return GgufValue(static_cast<uint32_t>(i));
+    if (i >= 0 && i <= std::numeric_limits<uint32_t>::max())
+      return GgufValue(static_cast<uint32_t>(i));
     return GgufValue(i);
   }
   if (PyFloat_Check(v.ptr())) return GgufValue(static_cast<float>(nb::cast<double>(v)));
@@ -145,21 +147,31 @@ void bind_models(nb::module_& m) {
   nb::class_<Tokenizer>(m, "Tokenizer", "Text <-> token ids (BPE, SentencePiece, tokenizer.json).")
       .def_static("from_hf_json_file", &Tokenizer::from_hf_json_file, nb::arg("tokenizer_json"),
                   nb::arg("tokenizer_config_json") = "")
-      .def_static("from_hf_json", [](const std::string& j, const std::string& cfg) {
-        return Tokenizer::from_hf_json(j, cfg);
-      }, nb::arg("tokenizer_json"), nb::arg("tokenizer_config_json") = "")
-      .def("encode", [](const Tokenizer& t, const std::string& text, bool special) {
-        return t.encode(text, special);
-      }, nb::arg("text"), nb::arg("allow_special") = false)
-      .def("decode", [](const Tokenizer& t, const std::vector<int32_t>& ids, bool skip) {
-        return t.decode(ids, skip);
-      }, nb::arg("ids"), nb::arg("skip_special") = false)
+      .def_static(
+          "from_hf_json",
+          [](const std::string& j, const std::string& cfg) {
+            return Tokenizer::from_hf_json(j, cfg);
+          },
+          nb::arg("tokenizer_json"), nb::arg("tokenizer_config_json") = "")
+      .def(
+          "encode",
+          [](const Tokenizer& t, const std::string& text, bool special) {
+            return t.encode(text, special);
+          },
+          nb::arg("text"), nb::arg("allow_special") = false)
+      .def(
+          "decode",
+          [](const Tokenizer& t, const std::vector<int32_t>& ids, bool skip) {
+            return t.decode(ids, skip);
+          },
+          nb::arg("ids"), nb::arg("skip_special") = false)
       .def_prop_ro("vocab_size", &Tokenizer::vocab_size)
       .def_prop_ro("bos_id", &Tokenizer::bos_id)
       .def_prop_ro("eos_id", &Tokenizer::eos_id)
       .def("token", &Tokenizer::token, nb::arg("id"))
-      .def("token_id", [](const Tokenizer& t, const std::string& s) { return t.token_id(s); },
-           nb::arg("token"));
+      .def(
+          "token_id", [](const Tokenizer& t, const std::string& s) { return t.token_id(s); },
+          nb::arg("token"));
 
   nb::class_<LlamaConfig>(m, "LlamaConfig")
       .def_ro("vocab_size", &LlamaConfig::vocab_size)
@@ -174,74 +186,107 @@ void bind_models(nb::module_& m) {
       .def_ro("rms_eps", &LlamaConfig::rms_eps);
 
   nb::class_<Generation>(m, "Generation", "An iterator of text pieces (see Llama.generate).")
-      .def("__iter__", [](nb::handle self) { return self; })
+      .def(
+          "__iter__", [](nb::handle self) { return self; },
+          nb::sig("def __iter__(self) -> Generation"))
       .def("__next__", &Generation::next)
       .def_prop_ro("tokens", &Generation::tokens, "The ids generated so far.")
       .def_prop_ro("stopped_at_eos", &Generation::stopped_at_eos)
       .def_prop_ro("stopped_at_context_end", &Generation::stopped_at_context_end);
 
   nb::class_<Llama>(m, "Llama", "A llama-family model loaded from a GGUF file.")
-      .def_static("load", [](const std::string& path, nb::handle device, int64_t max_seq) {
-        const Device dev = device_arg(device);
-        nb::gil_scoped_release release;
-        LlamaModel model = LlamaModel::load_gguf(path, dev, max_seq);
-        Tokenizer tok = load_gguf_tokenizer(model.gguf());
-        const bool bos = gguf_adds_bos(model.gguf());
-        return Llama{std::make_shared<LlamaState>(LlamaState{std::move(model), std::move(tok), bos})};
-      }, nb::arg("path"), nb::arg("device") = nb::none(), nb::arg("max_seq") = 0,
-         "Loads a GGUF file onto a device; max_seq bounds the KV cache (0: the model's context, "
-         "at most 4096).")
+      .def_static(
+          "load",
+          [](const std::string& path, nb::handle device, int64_t max_seq) {
+            const Device dev = device_arg(device);
+            nb::gil_scoped_release release;
+            LlamaModel model = LlamaModel::load_gguf(path, dev, max_seq);
+            Tokenizer tok = load_gguf_tokenizer(model.gguf());
+            const bool bos = gguf_adds_bos(model.gguf());
+            return Llama{
+                std::make_shared<LlamaState>(LlamaState{std::move(model), std::move(tok), bos})};
+          },
+          nb::arg("path"), nb::arg("device") = nb::none(), nb::arg("max_seq") = 0,
+          nb::sig(
+              "def load(path: str, device: Device | str | None = None, max_seq: int = 0) -> Llama"),
+          "Loads a GGUF file onto a device; max_seq bounds the KV cache (0: the model's context, "
+          "at most 4096).")
       .def_prop_ro("config", [](const Llama& l) { return l.s->model.config(); })
       .def_prop_ro("tokenizer", [](const Llama& l) { return l.s->tokenizer; })
       .def_prop_ro("device", [](const Llama& l) { return l.s->model.device(); })
       .def_prop_ro("max_seq", [](const Llama& l) { return l.s->model.max_seq(); })
-      .def_prop_ro("position", [](const Llama& l) { return l.s->model.position(); },
-                   "Tokens in the KV cache.")
-      .def("reset", [](Llama& l) { l.s->model.reset(); }, "Empties the KV cache.")
-      .def("forward", [](Llama& l, const std::vector<uint32_t>& tokens) {
-        nb::gil_scoped_release release;
-        return l.s->model.forward(tokens);
-      }, nb::arg("tokens"), "Appends tokens to the KV cache; the last one's logits (f32, [vocab]).")
-      .def("apply_chat_template", [](const Llama& l, const std::vector<std::pair<std::string, std::string>>& msgs,
-                                     bool add_generation_prompt) {
-        std::vector<ChatMessage> cm;
-        for (const auto& [role, content] : msgs) cm.push_back({role, content});
-        return load_gguf_chat_template(l.s->model.gguf()).apply(cm, add_generation_prompt);
-      }, nb::arg("messages"), nb::arg("add_generation_prompt") = true,
-         "The model's chat template over (role, content) pairs.")
-      .def("generate", [](Llama& l, nb::handle prompt, int64_t max_new_tokens, double temperature,
-                          int64_t top_k, double top_p, double min_p, double repeat_penalty,
-                          int64_t repeat_last_n, uint64_t seed, bool allow_special, bool reset,
-                          std::optional<std::vector<int32_t>> stop_tokens) {
-        if (reset) l.s->model.reset();
-        SamplingOptions o;
-        o.temperature = temperature;
-        o.top_k = top_k;
-        o.top_p = top_p;
-        o.min_p = min_p;
-        o.repeat_penalty = repeat_penalty;
-        o.repeat_last_n = repeat_last_n;
-        o.seed = seed;
-        std::vector<int32_t> stops =
-            stop_tokens ? *stop_tokens : std::vector<int32_t>{l.s->tokenizer.eos_id()};
-        return Generation(l.s, prompt_ids(*l.s, prompt, allow_special), max_new_tokens, o,
-                          std::move(stops));
-      }, nb::arg("prompt"), nb::arg("max_new_tokens") = 128, nb::arg("temperature") = 0.0,
-         nb::arg("top_k") = 0, nb::arg("top_p") = 1.0, nb::arg("min_p") = 0.0,
-         nb::arg("repeat_penalty") = 1.0, nb::arg("repeat_last_n") = 64,
-         nb::arg("seed") = SamplingOptions{}.seed, nb::arg("allow_special") = false,
-         nb::arg("reset") = true, nb::arg("stop_tokens") = nb::none(),
-         nb::keep_alive<0, 1>(),
-         "An iterator of text pieces: the prompt (text, or token ids) is fed, then up to "
-         "max_new_tokens are sampled (temperature 0: greedy), stopping at a stop token (default: "
-         "eos; [] for none) or a full context. reset=False continues from the KV cache.");
+      .def_prop_ro(
+          "position", [](const Llama& l) { return l.s->model.position(); },
+          "Tokens in the KV cache.")
+      .def(
+          "reset", [](Llama& l) { l.s->model.reset(); }, "Empties the KV cache.")
+      .def(
+          "forward",
+          [](Llama& l, const std::vector<uint32_t>& tokens) {
+            nb::gil_scoped_release release;
+            return l.s->model.forward(tokens);
+          },
+          nb::arg("tokens"),
+          "Appends tokens to the KV cache; the last one's logits (f32, [vocab]).")
+      .def(
+          "apply_chat_template",
+          [](const Llama& l, const std::vector<std::pair<std::string, std::string>>& msgs,
+             bool add_generation_prompt) {
+            std::vector<ChatMessage> cm;
+            for (const auto& [role, content] : msgs) cm.push_back({role, content});
+            return load_gguf_chat_template(l.s->model.gguf()).apply(cm, add_generation_prompt);
+          },
+          nb::arg("messages"), nb::arg("add_generation_prompt") = true,
+          "The model's chat template over (role, content) pairs.")
+      .def(
+          "generate",
+          [](Llama& l, nb::handle prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
+             double top_p, double min_p, double repeat_penalty, int64_t repeat_last_n,
+             uint64_t seed, bool allow_special, bool reset,
+             std::optional<std::vector<int32_t>> stop_tokens) {
+            if (reset) l.s->model.reset();
+            SamplingOptions o;
+            o.temperature = temperature;
+            o.top_k = top_k;
+            o.top_p = top_p;
+            o.min_p = min_p;
+            o.repeat_penalty = repeat_penalty;
+            o.repeat_last_n = repeat_last_n;
+            o.seed = seed;
+            std::vector<int32_t> stops =
+                stop_tokens ? *stop_tokens : std::vector<int32_t>{l.s->tokenizer.eos_id()};
+            return Generation(l.s, prompt_ids(*l.s, prompt, allow_special), max_new_tokens, o,
+                              std::move(stops));
+          },
+          nb::arg("prompt"), nb::arg("max_new_tokens") = 128, nb::arg("temperature") = 0.0,
+          nb::arg("top_k") = 0, nb::arg("top_p") = 1.0, nb::arg("min_p") = 0.0,
+          nb::arg("repeat_penalty") = 1.0, nb::arg("repeat_last_n") = 64,
+          nb::arg("seed") = SamplingOptions{}.seed, nb::arg("allow_special") = false,
+          nb::arg("reset") = true, nb::arg("stop_tokens") = nb::none(), nb::keep_alive<0, 1>(),
+          nb::sig(
+              "def generate(self, prompt: str | collections.abc.Sequence[int], max_new_tokens: int "
+              "= 128, "
+              "temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0, "
+              "repeat_penalty: float = 1.0, repeat_last_n: int = 64, seed: int = 299792458, "
+              "allow_special: bool = False, reset: bool = True, "
+              "stop_tokens: collections.abc.Sequence[int] | None = None) -> Generation"),
+          "An iterator of text pieces: the prompt (text, or token ids) is fed, then up to "
+          "max_new_tokens are sampled (temperature 0: greedy), stopping at a stop token (default: "
+          "eos; [] for none) or a full context. reset=False continues from the KV cache.");
 
   nb::class_<GgufWriter>(m, "GgufWriter", "Builds a GGUF file (metadata and tensors).")
       .def(nb::init<uint32_t>(), nb::arg("alignment") = 32)
-      .def("set", [](GgufWriter& w, const std::string& key, nb::handle v) {
-        w.set(key, gguf_value(v, key));
-      }, nb::arg("key"), nb::arg("value"),
-         "bool, int (u32, or i64 outside u32), float (f32), str, or a list of str/int (i32)/float (f32).")
+      .def(
+          "set",
+          [](GgufWriter& w, const std::string& key, nb::handle v) {
+            w.set(key, gguf_value(v, key));
+          },
+          nb::arg("key"), nb::arg("value"),
+          nb::sig("def set(self, key: str, value: bool | int | float | str | "
+                  "collections.abc.Sequence[str] | collections.abc.Sequence[int] | "
+                  "collections.abc.Sequence[float]) -> None"),
+          "bool, int (u32, or i64 outside u32), float (f32), str, or a list of str/int (i32)/float "
+          "(f32).")
       .def("add_tensor", &GgufWriter::add_tensor, nb::arg("name"), nb::arg("tensor"))
       .def("write", &GgufWriter::write, nb::arg("path"));
 }

@@ -37,7 +37,8 @@ nb::object item(const Tensor& t) {
     fail(ErrorKind::Shape, "item", "a tensor of shape ", t.shape(), " has ", t.numel(),
          " elements, not one");
   if (is_float(t.dtype())) return nb::float_(t.to_scalar<double>());
-  if (t.dtype() == DType::U32 || t.dtype() == DType::U8) return nb::int_(static_cast<uint64_t>(t.to_scalar<int64_t>()));
+  if (t.dtype() == DType::U32 || t.dtype() == DType::U8)
+    return nb::int_(static_cast<uint64_t>(t.to_scalar<int64_t>()));
   return nb::int_(t.to_scalar<int64_t>());
 }
 
@@ -58,8 +59,8 @@ struct IndexWalk {
 int64_t checked_index(int64_t i, int64_t size, size_t dim) {
   const int64_t j = i < 0 ? i + size : i;
   if (j < 0 || j >= size)
-    fail(ErrorKind::OutOfRange, "index", "index ", i, " is out of range for dim ", dim,
-         " of size ", size);
+    fail(ErrorKind::OutOfRange, "index", "index ", i, " is out of range for dim ", dim, " of size ",
+         size);
   return j;
 }
 
@@ -81,7 +82,9 @@ nb::tuple to_tuple(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-Shape shape_arg(nb::handle h, const char* op) { return Shape(int_list(h, op)); }
+Shape shape_arg(nb::handle h, const char* op) {
+  return Shape(int_list(h, op));
+}
 
 std::vector<int64_t> dims_args(const nb::args& args, const char* op) {
   if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return int_list(args[0], op);
@@ -99,8 +102,10 @@ Tensor getitem(const Tensor& t, nb::handle key) {
 
   size_t consumed = 0, ellipses = 0;
   for (nb::handle x : items) {
-    if (x.ptr() == Py_Ellipsis) ellipses++;
-    else if (!x.is_none()) consumed++;
+    if (x.ptr() == Py_Ellipsis)
+      ellipses++;
+    else if (!x.is_none())
+      consumed++;
   }
   if (ellipses > 1) fail(ErrorKind::OutOfRange, "index", "more than one Ellipsis");
   if (consumed > t.rank())
@@ -109,8 +114,8 @@ Tensor getitem(const Tensor& t, nb::handle key) {
 
   const Layout& in = t.layout();
   IndexWalk w{{}, {}, in.start_offset};
-  size_t d = 0;                   // the input dim next item reads
-  int64_t advanced_out = -1;      // the output dim an integer-array index selects on
+  size_t d = 0;               // the input dim next item reads
+  int64_t advanced_out = -1;  // the output dim an integer-array index selects on
   nb::handle advanced;
   for (nb::handle x : items) {
     if (x.ptr() == Py_Ellipsis) {
@@ -142,7 +147,9 @@ Tensor getitem(const Tensor& t, nb::handle key) {
       d++;
     } else {
       throw nb::type_error(("wick.Tensor indices are ints, slices, None, Ellipsis or one integer "
-                            "list/tensor, not " + std::string(nb::type_name(x.type()).c_str())).c_str());
+                            "list/tensor, not " +
+                            std::string(nb::type_name(x.type()).c_str()))
+                               .c_str());
     }
   }
   for (; d < t.rank(); d++) {
@@ -169,40 +176,79 @@ Tensor getitem(const Tensor& t, nb::handle key) {
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   using T = Tensor;
   // ---- creation
-  m.def("zeros", [](nb::handle shape, DType dt, nb::handle dev) {
-    return T::zeros(shape_arg(shape, "zeros"), dt, device_arg(dev));
-  }, nb::arg("shape"), nb::arg("dtype") = DType::F32, nb::arg("device") = nb::none());
-  m.def("ones", [](nb::handle shape, DType dt, nb::handle dev) {
-    return T::ones(shape_arg(shape, "ones"), dt, device_arg(dev));
-  }, nb::arg("shape"), nb::arg("dtype") = DType::F32, nb::arg("device") = nb::none());
-  m.def("full", [](nb::handle shape, double v, DType dt, nb::handle dev) {
-    return T::full(v, shape_arg(shape, "full"), dt, device_arg(dev));
-  }, nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = DType::F32,
-     nb::arg("device") = nb::none());
-  m.def("arange", [](double start, nb::handle end, double step, DType dt, nb::handle dev) {
-    if (end.is_none()) return T::arange(0, start, step, dt, device_arg(dev));
-    return T::arange(start, nb::cast<double>(end), step, dt, device_arg(dev));
-  }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1.0,
-     nb::arg("dtype") = DType::F32, nb::arg("device") = nb::none(),
-     "[start, end) by step; arange(n) is [0, n).");
-  m.def("linspace", [](double a, double b, int64_t n, DType dt, nb::handle dev) {
-    return T::linspace(a, b, n, dt, device_arg(dev));
-  }, nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::arg("dtype") = DType::F32,
-     nb::arg("device") = nb::none());
-  m.def("eye", [](int64_t n, DType dt, nb::handle dev) { return T::eye(n, dt, device_arg(dev)); },
-        nb::arg("n"), nb::arg("dtype") = DType::F32, nb::arg("device") = nb::none());
-  m.def("rand", [](nb::handle shape, double lo, double hi, DType dt, nb::handle dev) {
-    return T::rand(lo, hi, shape_arg(shape, "rand"), dt, device_arg(dev));
-  }, nb::arg("shape"), nb::arg("low") = 0.0, nb::arg("high") = 1.0, nb::arg("dtype") = DType::F32,
-     nb::arg("device") = nb::none());
-  m.def("randn", [](nb::handle shape, double mean, double std, DType dt, nb::handle dev) {
-    return T::randn(mean, std, shape_arg(shape, "randn"), dt, device_arg(dev));
-  }, nb::arg("shape"), nb::arg("mean") = 0.0, nb::arg("std") = 1.0, nb::arg("dtype") = DType::F32,
-     nb::arg("device") = nb::none());
+  m.def(
+      "zeros",
+      [](nb::handle shape, DType dt, nb::handle dev) {
+        return T::zeros(shape_arg(shape, "zeros"), dt, device_arg(dev));
+      },
+      nb::arg("shape"), nb::arg("dtype") = DType::F32, nb::arg("device") = nb::none(),
+      nb::sig("def zeros(shape: int | collections.abc.Sequence[int], dtype: DType = ..., "
+              "device: Device | str | None = None) -> Tensor"));
+  m.def(
+      "ones",
+      [](nb::handle shape, DType dt, nb::handle dev) {
+        return T::ones(shape_arg(shape, "ones"), dt, device_arg(dev));
+      },
+      nb::arg("shape"), nb::arg("dtype") = DType::F32, nb::arg("device") = nb::none(),
+      nb::sig("def ones(shape: int | collections.abc.Sequence[int], dtype: DType = ..., "
+              "device: Device | str | None = None) -> Tensor"));
+  m.def(
+      "full",
+      [](nb::handle shape, double v, DType dt, nb::handle dev) {
+        return T::full(v, shape_arg(shape, "full"), dt, device_arg(dev));
+      },
+      nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = DType::F32,
+      nb::arg("device") = nb::none(),
+      nb::sig("def full(shape: int | collections.abc.Sequence[int], value: float, dtype: DType = "
+              "..., device: Device | str | None = None) -> Tensor"));
+  m.def(
+      "arange",
+      [](double start, nb::handle end, double step, DType dt, nb::handle dev) {
+        if (end.is_none()) return T::arange(0, start, step, dt, device_arg(dev));
+        return T::arange(start, nb::cast<double>(end), step, dt, device_arg(dev));
+      },
+      nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1.0,
+      nb::arg("dtype") = DType::F32, nb::arg("device") = nb::none(),
+      nb::sig("def arange(start: float, end: float | None = None, step: float = 1.0, dtype: DType "
+              "= ..., device: Device | str | None = None) -> Tensor"),
+      "[start, end) by step; arange(n) is [0, n).");
+  m.def(
+      "linspace",
+      [](double a, double b, int64_t n, DType dt, nb::handle dev) {
+        return T::linspace(a, b, n, dt, device_arg(dev));
+      },
+      nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::arg("dtype") = DType::F32,
+      nb::arg("device") = nb::none(),
+      nb::sig("def linspace(start: float, end: float, steps: int, dtype: DType = ..., "
+              "device: Device | str | None = None) -> Tensor"));
+  m.def(
+      "eye", [](int64_t n, DType dt, nb::handle dev) { return T::eye(n, dt, device_arg(dev)); },
+      nb::arg("n"), nb::arg("dtype") = DType::F32, nb::arg("device") = nb::none(),
+      nb::sig("def eye(n: int, dtype: DType = ..., device: Device | str | None = None) -> "
+              "Tensor"));
+  m.def(
+      "rand",
+      [](nb::handle shape, double lo, double hi, DType dt, nb::handle dev) {
+        return T::rand(lo, hi, shape_arg(shape, "rand"), dt, device_arg(dev));
+      },
+      nb::arg("shape"), nb::arg("low") = 0.0, nb::arg("high") = 1.0, nb::arg("dtype") = DType::F32,
+      nb::arg("device") = nb::none(),
+      nb::sig("def rand(shape: int | collections.abc.Sequence[int], low: float = 0.0, high: float "
+              "= 1.0, dtype: DType = ..., device: Device | str | None = None) -> Tensor"));
+  m.def(
+      "randn",
+      [](nb::handle shape, double mean, double std, DType dt, nb::handle dev) {
+        return T::randn(mean, std, shape_arg(shape, "randn"), dt, device_arg(dev));
+      },
+      nb::arg("shape"), nb::arg("mean") = 0.0, nb::arg("std") = 1.0, nb::arg("dtype") = DType::F32,
+      nb::arg("device") = nb::none(),
+      nb::sig("def randn(shape: int | collections.abc.Sequence[int], mean: float = 0.0, std: float "
+              "= 1.0, dtype: DType = ..., device: Device | str | None = None) -> Tensor"));
   m.def("cat", &T::cat, nb::arg("tensors"), nb::arg("dim") = 0);
   m.def("stack", &T::stack, nb::arg("tensors"), nb::arg("dim") = 0);
-  m.def("where", [](const T& cond, const T& a, const T& b) { return cond.where_cond(a, b); },
-        nb::arg("condition"), nb::arg("on_true"), nb::arg("on_false"));
+  m.def(
+      "where", [](const T& cond, const T& a, const T& b) { return cond.where_cond(a, b); },
+      nb::arg("condition"), nb::arg("on_true"), nb::arg("on_false"));
 
   // ---- properties
   c.def(nb::init<>(), "An undefined tensor (every op on it raises wick.ShapeError).")
@@ -210,32 +256,40 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       .def_prop_ro("dtype", &T::dtype)
       .def_prop_ro("device", &T::device)
       .def_prop_ro("ndim", [](const T& t) { return t.rank(); })
-      .def_prop_ro("strides", [](const T& t) { return to_tuple(t.layout().strides); },
-                   "Strides in elements.")
+      .def_prop_ro(
+          "strides", [](const T& t) { return to_tuple(t.layout().strides); },
+          "Strides in elements.")
       .def_prop_ro("T", [](const T& t) { return t.rank() < 2 ? t : t.t(); })
       .def("numel", &T::numel)
-      .def("size", [](const T& t, nb::handle dim) -> nb::object {
-        if (dim.is_none()) return to_tuple(t.dims());
-        return nb::int_(t.dim(nb::cast<int64_t>(dim)));
-      }, nb::arg("dim") = nb::none())
+      .def(
+          "size",
+          [](const T& t, nb::handle dim) -> nb::object {
+            if (dim.is_none()) return to_tuple(t.dims());
+            return nb::int_(t.dim(nb::cast<int64_t>(dim)));
+          },
+          nb::arg("dim") = nb::none(),
+          nb::sig("def size(self, dim: int | None = None) -> tuple[int, ...] | int"))
       .def("dim", [](const T& t) { return t.rank(); })
       .def("is_contiguous", &T::is_contiguous)
       .def("defined", &T::defined)
       .def("shares_storage_with", &T::shares_storage_with, nb::arg("other"))
-      .def("__len__", [](const T& t) {
-        if (t.rank() == 0) throw nb::type_error("len() of a 0-d tensor");
-        return t.dim(0);
-      })
+      .def("__len__",
+           [](const T& t) {
+             if (t.rank() == 0) throw nb::type_error("len() of a 0-d tensor");
+             return t.dim(0);
+           })
       .def("__repr__", &T::to_string)
       .def("__str__", &T::to_string)
-      .def("item", &item, "The one element as a Python int or float.")
-      .def("tolist", &tolist)
+      .def("item", &item, nb::sig("def item(self) -> int | float"),
+           "The one element as a Python int or float.")
+      .def("tolist", &tolist, nb::sig("def tolist(self) -> list | int | float"))
       .def("__float__", [](const T& t) { return nb::cast<double>(item(t)); })
       .def("__int__", [](const T& t) { return nb::int_(item(t)); })
       .def("__bool__", [](const T& t) {
         if (t.numel() != 1)
           throw nb::value_error(("the truth value of a tensor of " + std::to_string(t.numel()) +
-                                 " elements is ambiguous").c_str());
+                                 " elements is ambiguous")
+                                    .c_str());
         return t.to_scalar<double>() != 0;
       });
 
@@ -245,25 +299,39 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       .def("transpose", &T::transpose, nb::arg("dim0"), nb::arg("dim1"))
       .def("permute", [](const T& t, nb::args a) { return t.permute(dims_args(a, "permute")); })
       .def("t", &T::t)
-      .def("reshape", [](const T& t, nb::args a) { return t.reshape(Shape(dims_args(a, "reshape"))); })
+      .def("reshape",
+           [](const T& t, nb::args a) { return t.reshape(Shape(dims_args(a, "reshape"))); })
       .def("view", [](const T& t, nb::args a) { return t.reshape(Shape(dims_args(a, "view"))); })
-      .def("broadcast_to", [](const T& t, nb::handle s) { return t.broadcast_as(shape_arg(s, "broadcast_to")); },
-           nb::arg("shape"))
-      .def("squeeze", [](const T& t, nb::handle dim) {
-        return dim.is_none() ? t.squeeze() : t.squeeze(nb::cast<int64_t>(dim));
-      }, nb::arg("dim") = nb::none())
+      .def(
+          "broadcast_to",
+          [](const T& t, nb::handle s) { return t.broadcast_as(shape_arg(s, "broadcast_to")); },
+          nb::arg("shape"),
+          nb::sig("def broadcast_to(self, shape: int | collections.abc.Sequence[int]) -> Tensor"))
+      .def(
+          "squeeze",
+          [](const T& t, nb::handle dim) {
+            return dim.is_none() ? t.squeeze() : t.squeeze(nb::cast<int64_t>(dim));
+          },
+          nb::arg("dim") = nb::none(),
+          nb::sig("def squeeze(self, dim: int | None = None) -> Tensor"))
       .def("unsqueeze", &T::unsqueeze, nb::arg("dim"))
       .def("flatten", &T::flatten, nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
       .def("contiguous", &T::contiguous)
       .def("copy", &T::copy)
       .def("clone", &T::copy)
-      .def("to", [](const T& t, nb::handle what) {
-        if (nb::isinstance<DType>(what)) return t.to_dtype(nb::cast<DType>(what));
-        return t.to_device(device_arg(what));
-      }, nb::arg("dtype_or_device"), "A dtype converts, a device (or 'cpu', 'vulkan:0') copies.")
+      .def(
+          "to",
+          [](const T& t, nb::handle what) {
+            if (nb::isinstance<DType>(what)) return t.to_dtype(nb::cast<DType>(what));
+            return t.to_device(device_arg(what));
+          },
+          nb::arg("dtype_or_device"),
+          nb::sig("def to(self, dtype_or_device: DType | Device | str) -> Tensor"),
+          "A dtype converts, a device (or 'cpu', 'vulkan:0') copies.")
       .def("to_dtype", &T::to_dtype, nb::arg("dtype"))
-      .def("to_device", [](const T& t, nb::handle d) { return t.to_device(device_arg(d)); },
-           nb::arg("device"))
+      .def(
+          "to_device", [](const T& t, nb::handle d) { return t.to_device(device_arg(d)); },
+          nb::arg("device"), nb::sig("def to_device(self, device: Device | str | None) -> Tensor"))
       .def("cpu", [](const T& t) { return t.to_device(Device::cpu()); })
       .def("zeros_like", &T::zeros_like)
       .def("ones_like", &T::ones_like)
@@ -271,10 +339,26 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
 
   // ---- element-wise
 #define WICK_UNARY(name) c.def(#name, &T::name)
-  WICK_UNARY(neg); WICK_UNARY(abs); WICK_UNARY(exp); WICK_UNARY(log); WICK_UNARY(sin);
-  WICK_UNARY(cos); WICK_UNARY(tanh); WICK_UNARY(sqrt); WICK_UNARY(sqr); WICK_UNARY(recip);
-  WICK_UNARY(relu); WICK_UNARY(gelu); WICK_UNARY(gelu_erf); WICK_UNARY(erf); WICK_UNARY(silu);
-  WICK_UNARY(sigmoid); WICK_UNARY(floor); WICK_UNARY(ceil); WICK_UNARY(round); WICK_UNARY(sign);
+  WICK_UNARY(neg);
+  WICK_UNARY(abs);
+  WICK_UNARY(exp);
+  WICK_UNARY(log);
+  WICK_UNARY(sin);
+  WICK_UNARY(cos);
+  WICK_UNARY(tanh);
+  WICK_UNARY(sqrt);
+  WICK_UNARY(sqr);
+  WICK_UNARY(recip);
+  WICK_UNARY(relu);
+  WICK_UNARY(gelu);
+  WICK_UNARY(gelu_erf);
+  WICK_UNARY(erf);
+  WICK_UNARY(silu);
+  WICK_UNARY(sigmoid);
+  WICK_UNARY(floor);
+  WICK_UNARY(ceil);
+  WICK_UNARY(round);
+  WICK_UNARY(sign);
 #undef WICK_UNARY
   c.def("affine", &T::affine, nb::arg("mul"), nb::arg("add"))
       .def("clamp", &T::clamp, nb::arg("min"), nb::arg("max"))
@@ -282,9 +366,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
 
   // Binary ops take a tensor or a Python number (converted to the tensor's dtype); operators
   // return NotImplemented for anything else.
-#define WICK_BINARY(py, fn)                                                                  \
-  c.def(py, [](const T& a, const T& b) { return a.fn(b); }, nb::is_operator())             \
-      .def(py, [](const T& a, double s) { return a.fn(s); }, nb::is_operator())
+#define WICK_BINARY(py, fn)                                                   \
+  c.def(                                                                      \
+       py, [](const T& a, const T& b) { return a.fn(b); }, nb::is_operator()) \
+      .def(                                                                   \
+          py, [](const T& a, double s) { return a.fn(s); }, nb::is_operator())
   WICK_BINARY("__add__", add);
   WICK_BINARY("__radd__", add);
   WICK_BINARY("__sub__", sub);
@@ -299,40 +385,73 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
   WICK_BINARY("__gt__", gt);
   WICK_BINARY("__ge__", ge);
 #undef WICK_BINARY
-  c.def("__rsub__", [](const T& a, double s) { return a.rsub(s); }, nb::is_operator())
-      .def("__rtruediv__", [](const T& a, double s) { return a.rdiv(s); }, nb::is_operator())
-      .def("__rpow__", [](const T& a, double s) { return a.full_like(s).pow(a); }, nb::is_operator())
+  c.def(
+       "__rsub__", [](const T& a, double s) { return a.rsub(s); }, nb::is_operator())
+      .def(
+          "__rtruediv__", [](const T& a, double s) { return a.rdiv(s); }, nb::is_operator())
+      .def(
+          "__rpow__", [](const T& a, double s) { return a.full_like(s).pow(a); }, nb::is_operator())
       .def("__neg__", &T::neg)
       .def("__pos__", [](const T& t) { return t; })
       .def("__abs__", &T::abs)
       .def("__matmul__", &T::matmul, nb::is_operator())
       // Comparison operators return tensors, so hashing goes by identity (as in PyTorch).
       .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
-#define WICK_METHOD2(name)                                                                   \
-  c.def(#name, [](const T& a, const T& b) { return a.name(b); }, nb::arg("other"))          \
-      .def(#name, [](const T& a, double s) { return a.name(s); }, nb::arg("other"))
-  WICK_METHOD2(add); WICK_METHOD2(sub); WICK_METHOD2(mul); WICK_METHOD2(div);
-  WICK_METHOD2(maximum); WICK_METHOD2(minimum); WICK_METHOD2(pow);
-  WICK_METHOD2(eq); WICK_METHOD2(ne); WICK_METHOD2(lt); WICK_METHOD2(le); WICK_METHOD2(gt);
+#define WICK_METHOD2(name)                                                        \
+  c.def(                                                                          \
+       #name, [](const T& a, const T& b) { return a.name(b); }, nb::arg("other")) \
+      .def(                                                                       \
+          #name, [](const T& a, double s) { return a.name(s); }, nb::arg("other"))
+  WICK_METHOD2(add);
+  WICK_METHOD2(sub);
+  WICK_METHOD2(mul);
+  WICK_METHOD2(div);
+  WICK_METHOD2(maximum);
+  WICK_METHOD2(minimum);
+  WICK_METHOD2(pow);
+  WICK_METHOD2(eq);
+  WICK_METHOD2(ne);
+  WICK_METHOD2(lt);
+  WICK_METHOD2(le);
+  WICK_METHOD2(gt);
   WICK_METHOD2(ge);
 #undef WICK_METHOD2
   c.def("matmul", &T::matmul, nb::arg("other"))
-      .def("where", [](const T& cond, const T& a, const T& b) { return cond.where_cond(a, b); },
-           nb::arg("on_true"), nb::arg("on_false"), "self (nonzero) ? on_true : on_false.");
+      .def(
+          "where", [](const T& cond, const T& a, const T& b) { return cond.where_cond(a, b); },
+          nb::arg("on_true"), nb::arg("on_false"), "self (nonzero) ? on_true : on_false.");
 
   // ---- reductions
-  c.def("sum", [](const T& t, nb::handle dim, bool keep) {
-    return dim.is_none() && !keep ? t.sum() : t.sum(dims_or_all(t, dim, "sum"), keep);
-  }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("mean", [](const T& t, nb::handle dim, bool keep) {
-        return dim.is_none() && !keep ? t.mean() : t.mean(dims_or_all(t, dim, "mean"), keep);
-      }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("max", [](const T& t, nb::handle dim, bool keep) {
-        return dim.is_none() ? t.max() : t.max(nb::cast<int64_t>(dim), keep);
-      }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
-      .def("min", [](const T& t, nb::handle dim, bool keep) {
-        return dim.is_none() ? t.min() : t.min(nb::cast<int64_t>(dim), keep);
-      }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false)
+  c.def(
+       "sum",
+       [](const T& t, nb::handle dim, bool keep) {
+         return dim.is_none() && !keep ? t.sum() : t.sum(dims_or_all(t, dim, "sum"), keep);
+       },
+       nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
+       nb::sig("def sum(self, dim: int | collections.abc.Sequence[int] | None = None, keepdim: "
+               "bool = False) -> Tensor"))
+      .def(
+          "mean",
+          [](const T& t, nb::handle dim, bool keep) {
+            return dim.is_none() && !keep ? t.mean() : t.mean(dims_or_all(t, dim, "mean"), keep);
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
+          nb::sig("def mean(self, dim: int | collections.abc.Sequence[int] | None = None, keepdim: "
+                  "bool = False) -> Tensor"))
+      .def(
+          "max",
+          [](const T& t, nb::handle dim, bool keep) {
+            return dim.is_none() ? t.max() : t.max(nb::cast<int64_t>(dim), keep);
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
+          nb::sig("def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor"))
+      .def(
+          "min",
+          [](const T& t, nb::handle dim, bool keep) {
+            return dim.is_none() ? t.min() : t.min(nb::cast<int64_t>(dim), keep);
+          },
+          nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
+          nb::sig("def min(self, dim: int | None = None, keepdim: bool = False) -> Tensor"))
       .def("argmax", &T::argmax, nb::arg("dim"), nb::arg("keepdim") = false)
       .def("argmin", &T::argmin, nb::arg("dim"), nb::arg("keepdim") = false)
       .def("var", &T::var, nb::arg("dim"), nb::arg("unbiased") = true, nb::arg("keepdim") = false)
@@ -343,8 +462,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       .def("log_softmax", &T::log_softmax, nb::arg("dim"))
       .def("rms_norm", &T::rms_norm, nb::arg("weight"), nb::arg("eps"))
       .def("layer_norm", &T::layer_norm, nb::arg("weight"), nb::arg("bias"), nb::arg("eps"))
-      .def("argsort", [](const T& t, bool descending) { return t.arg_sort_last_dim(!descending); },
-           nb::arg("descending") = false, "Indices (u32) that sort the last dim.");
+      .def(
+          "argsort", [](const T& t, bool descending) { return t.arg_sort_last_dim(!descending); },
+          nb::arg("descending") = false, "Indices (u32) that sort the last dim.");
 
   // ---- indexing
   c.def("index_select", &T::index_select, nb::arg("ids"), nb::arg("dim"))
@@ -355,9 +475,20 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       .def("__getitem__", &getitem, nb::arg("key"))
       .def("slice_set", &T::slice_set, nb::arg("src"), nb::arg("dim"), nb::arg("offset"),
            "Writes src into self along dim at offset (in place: every view sees it).")
-      .def("zero_", [](const T& t) { t.zero_set(); return t; }, "Zeroes self in place.")
-      .def("fill_", [](const T& t, double v) { t.const_set(v); return t; }, nb::arg("value"),
-           "Sets every element in place.");
+      .def(
+          "zero_",
+          [](const T& t) {
+            t.zero_set();
+            return t;
+          },
+          "Zeroes self in place.")
+      .def(
+          "fill_",
+          [](const T& t, double v) {
+            t.const_set(v);
+            return t;
+          },
+          nb::arg("value"), "Sets every element in place.");
 }
 
 }  // namespace wick::py

@@ -26,8 +26,9 @@ PyObject* g_error_base = nullptr;
 }  // namespace
 
 void bind_errors(nb::module_& m) {
-  g_error_base = PyErr_NewExceptionWithDoc(
-      "wick.Error", "Every error wick reports; .kind names the ErrorKind.", PyExc_Exception, nullptr);
+  g_error_base = PyErr_NewExceptionWithDoc("wick.Error",
+                                           "Every error wick reports; .kind names the ErrorKind.",
+                                           PyExc_Exception, nullptr);
   m.attr("Error") = nb::handle(g_error_base);
   const ErrorClass classes[] = {
       {ErrorKind::Shape, "ShapeError", PyExc_ValueError},
@@ -54,9 +55,9 @@ void bind_errors(nb::module_& m) {
       std::rethrow_exception(p);
     } catch (const Error& e) {
       const auto i = static_cast<size_t>(e.kind());
-      PyErr_SetString(i < g_error_classes.size() && g_error_classes[i] ? g_error_classes[i]
-                                                                        : g_error_base,
-                      e.what());
+      PyErr_SetString(
+          i < g_error_classes.size() && g_error_classes[i] ? g_error_classes[i] : g_error_base,
+          e.what());
     }
   });
 }
@@ -65,7 +66,8 @@ Device device_arg(nb::handle h) {
   if (h.is_none()) return Device::cpu();
   if (nb::isinstance<Device>(h)) return nb::cast<Device>(h);
   if (nb::isinstance<nb::str>(h)) return Device::parse(nb::cast<std::string>(h));
-  throw nb::type_error("device: expected a wick.Device, a string such as 'cpu' or 'vulkan:0', or None");
+  throw nb::type_error(
+      "device: expected a wick.Device, a string such as 'cpu' or 'vulkan:0', or None");
 }
 
 void bind_devices(nb::module_& m) {
@@ -75,14 +77,14 @@ void bind_devices(nb::module_& m) {
       .value("cuda", DeviceKind::Cuda);
 
   nb::class_<Device>(m, "Device", "A device: 'cpu', 'vulkan[:N]', 'cuda[:N]'.")
-      .def("__init__",
-           [](Device* self, const std::string& spec) { new (self) Device(Device::parse(spec)); },
-           nb::arg("spec"), "The process-wide device for a spec: 'cpu', 'vulkan:0', 'cuda:1'.")
+      .def(
+          "__init__",
+          [](Device* self, const std::string& spec) { new (self) Device(Device::parse(spec)); },
+          nb::arg("spec"), "The process-wide device for a spec: 'cpu', 'vulkan:0', 'cuda:1'.")
       .def_static("cpu", &Device::cpu)
       .def_static("vulkan", &Device::vulkan, nb::arg("ordinal") = 0,
                   "A new Vulkan device (its own queue and id).")
-      .def_static("cuda", &Device::cuda, nb::arg("ordinal") = 0,
-                  "A new CUDA device (its own id).")
+      .def_static("cuda", &Device::cuda, nb::arg("ordinal") = 0, "A new CUDA device (its own id).")
       .def_static("default", &Device::default_device, "WICK_DEVICE when set, else the CPU.")
       .def_prop_ro("kind", &Device::kind)
       .def_prop_ro("ordinal", &Device::ordinal)
@@ -90,8 +92,10 @@ void bind_devices(nb::module_& m) {
       .def_prop_ro("is_cpu", &Device::is_cpu)
       .def("set_seed", &Device::set_seed, nb::arg("seed"))
       .def("synchronize", &Device::synchronize, nb::call_guard<nb::gil_scoped_release>())
-      .def("__eq__", [](const Device& a, const Device& b) { return a == b; }, nb::is_operator())
-      .def("__ne__", [](const Device& a, const Device& b) { return a != b; }, nb::is_operator())
+      .def(
+          "__eq__", [](const Device& a, const Device& b) { return a == b; }, nb::is_operator())
+      .def(
+          "__ne__", [](const Device& a, const Device& b) { return a != b; }, nb::is_operator())
       .def("__hash__", [](const Device& d) { return d.id(); })
       .def("__repr__", [](const Device& d) { return "wick.Device('" + d.name() + "')"; })
       .def("__str__", &Device::name);
