@@ -117,6 +117,7 @@ Tensor getitem(const Tensor& t, nb::handle key) {
   size_t d = 0;               // the input dim next item reads
   int64_t advanced_out = -1;  // the output dim an integer-array index selects on
   nb::handle advanced;
+  std::vector<int64_t> flips;  // output dims to reverse (negative steps on GPUs)
   for (nb::handle x : items) {
     if (x.ptr() == Py_Ellipsis) {
       for (size_t n = t.rank() - consumed; n > 0; n--, d++) {
@@ -130,6 +131,12 @@ Tensor getitem(const Tensor& t, nb::handle key) {
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(x.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
       const Py_ssize_t len = PySlice_AdjustIndices(in.shape[d], &start, &stop, step);
+      if (step < 0 && !t.device().is_cpu() && len > 1) {
+        // GPU kernels take non-negative strides: the elements in ascending order, reversed below.
+        start += (len - 1) * step;
+        step = -step;
+        flips.push_back(static_cast<int64_t>(w.shape.size()));
+      }
       if (len > 0) w.offset += start * in.strides[d];
       w.shape.push_back(len);
       w.strides.push_back(in.strides[d] * step);
@@ -160,6 +167,11 @@ Tensor getitem(const Tensor& t, nb::handle key) {
   Layout out(Shape(w.shape), w.strides, w.offset);
   if (out.numel() == 0) out.start_offset = 0;
   Tensor view(t.storage(), std::move(out), t.dtype(), t.device());
+  for (const int64_t dim : flips) {
+    const int64_t n = view.dim(dim);
+    const Tensor rev = Tensor::arange(static_cast<double>(n - 1), -1.0, -1.0, DType::U32);
+    view = view.index_select(rev.to_device(t.device()), dim);
+  }
   if (!advanced.is_valid()) return view;
   Tensor ids = nb::isinstance<Tensor>(advanced)
                    ? nb::cast<Tensor>(advanced)
