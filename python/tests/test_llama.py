@@ -139,3 +139,17 @@ def test_generate_matches_cli(tiny):
                           "--temp", "0.8", "--top-k", "10", "-s", "42"],
                          capture_output=True, text=True, check=True).stdout
     assert out == prompt + text + "\n"
+
+
+def test_tokenizer_from_hf_json(tmp_path):
+    pre = '"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false}'
+    model = '"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}'
+    tok = wick.Tokenizer.from_hf_json("{" + pre + "," + model + "}")
+    assert tok.encode("ab") == [2] and tok.encode("ba") == [1, 0] and tok.decode([2, 0]) == "aba"
+    path = tmp_path / "tokenizer.json"
+    path.write_text("{" + pre + "," + model + "}")
+    assert wick.Tokenizer.from_hf_json_file(str(path)).vocab_size == 3
+    with pytest.raises(wick.UnsupportedError, match="NFC"):
+        wick.Tokenizer.from_hf_json('{"normalizer": {"type": "NFC"}, ' + pre + "," + model + "}")
+    with pytest.raises(wick.OutOfRangeError):
+        tok.decode([7])
