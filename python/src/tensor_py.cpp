@@ -93,7 +93,11 @@ std::vector<int64_t> dims_args(const nb::args& args, const char* op) {
   return out;
 }
 
-Tensor getitem(const Tensor& t, nb::handle key) {
+namespace {
+
+// t[key]; `assign` asks for a view only (t[key] = v writes through it).
+Tensor index(const Tensor& t, nb::handle key, bool assign) {
+  const char* op = assign ? "index assignment" : "index";
   std::vector<nb::handle> items;
   if (PyTuple_Check(key.ptr()))
     for (nb::handle x : nb::borrow<nb::tuple>(key)) items.push_back(x);
@@ -107,7 +111,7 @@ Tensor getitem(const Tensor& t, nb::handle key) {
     else if (!x.is_none())
       consumed++;
   }
-  if (ellipses > 1) fail(ErrorKind::OutOfRange, "index", "more than one Ellipsis");
+  if (ellipses > 1) fail(ErrorKind::OutOfRange, op, "more than one Ellipsis");
   if (consumed > t.rank())
     fail(ErrorKind::OutOfRange, "index", "too many indices (", consumed, ") for a tensor of rank ",
          t.rank());
@@ -132,6 +136,9 @@ Tensor getitem(const Tensor& t, nb::handle key) {
       if (PySlice_Unpack(x.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
       const Py_ssize_t len = PySlice_AdjustIndices(in.shape[d], &start, &stop, step);
       if (step < 0 && !t.device().is_cpu() && len > 1) {
+        if (assign)
+          fail(ErrorKind::Unsupported, op, "a negative step on ", t.device().name(),
+               " (GPU kernels take non-negative strides)");
         // GPU kernels take non-negative strides: the elements in ascending order, reversed below.
         start += (len - 1) * step;
         step = -step;
@@ -173,6 +180,7 @@ Tensor getitem(const Tensor& t, nb::handle key) {
     view = view.index_select(rev.to_device(t.device()), dim);
   }
   if (!advanced.is_valid()) return view;
+  if (assign) fail(ErrorKind::Unsupported, op, "an integer-array index is not a view");
   Tensor ids = nb::isinstance<Tensor>(advanced)
                    ? nb::cast<Tensor>(advanced)
                    : nb::cast<Tensor>(nb::module_::import_("wick").attr("tensor")(
@@ -183,6 +191,31 @@ Tensor getitem(const Tensor& t, nb::handle key) {
   if (ids.dtype() == DType::I32) ids = ids.to_dtype(DType::I64);
   if (ids.device() != t.device()) ids = ids.to_device(t.device());
   return view.index_select(ids, advanced_out);
+}
+
+}  // namespace
+
+Tensor getitem(const Tensor& t, nb::handle key) {
+  return index(t, key, false);
+}
+
+void setitem(const Tensor& t, nb::handle key, nb::handle value) {
+  Tensor view = index(t, key, true);
+  if (PyFloat_Check(value.ptr()) || PyLong_Check(value.ptr())) {
+    view.const_set(nb::cast<double>(value));
+    return;
+  }
+  Tensor src = nb::isinstance<Tensor>(value) ? nb::cast<Tensor>(value)
+                                             : nb::cast<Tensor>(nb::module_::import_("wick").attr(
+                                                   "tensor")(value, nb::arg("dtype") = t.dtype()));
+  if (src.dtype() != t.dtype()) src = src.to_dtype(t.dtype());
+  if (src.device() != t.device()) src = src.to_device(t.device());
+  src = src.broadcast_as(view.shape());
+  if (view.rank() == 0) {
+    view = view.unsqueeze(0);
+    src = src.unsqueeze(0);
+  }
+  view.slice_set(src, 0, 0);
 }
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
@@ -485,6 +518,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& c) {
       .def("scatter_add", &T::scatter_add, nb::arg("ids"), nb::arg("src"), nb::arg("dim"))
       .def("index_add", &T::index_add, nb::arg("ids"), nb::arg("src"), nb::arg("dim"))
       .def("__getitem__", &getitem, nb::arg("key"))
+      .def("__setitem__", &setitem, nb::arg("key"), nb::arg("value"),
+           "Writes value (a number, or anything that broadcasts to t[key]) into t's storage "
+           "through the view t[key]: every view of it, and an adopted NumPy array, sees it.")
       .def("slice_set", &T::slice_set, nb::arg("src"), nb::arg("dim"), nb::arg("offset"),
            "Writes src into self along dim at offset (in place: every view sees it).")
       .def(

@@ -28,5 +28,7 @@ Device device_arg(nb::handle h);
 // The result of t[key]: basic indexing (ints, slices, None, Ellipsis) as a view, one 1-D integer
 // index (a list or tensor) by index_select.
 Tensor getitem(const Tensor& t, nb::handle key);
+// t[key] = value, through the view t[key] (basic indexing only).
+void setitem(const Tensor& t, nb::handle key, nb::handle value);
 
 }  // namespace wick::py

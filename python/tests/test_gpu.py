@@ -34,3 +34,11 @@ def test_ops_and_copies_on_gpu(rng, device):
     assert t.__dlpack_device__() == (kind, device.ordinal)
     with pytest.raises(wick.DeviceError):
         t + wick.tensor(a)  # tensors on two devices
+    ref = a.copy()
+    t[0, 1:3] = 5.0
+    t[2] = wick.tensor(b.T[:1])  # broadcast over the 4 rows of t[2]
+    ref[0, 1:3] = 5.0
+    ref[2] = b.T[:1]
+    np.testing.assert_array_equal(np.asarray(t), ref)
+    with pytest.raises(wick.UnsupportedError, match="negative step"):
+        t[::-1] = 1.0

@@ -242,3 +242,33 @@ def test_devices():
     assert t.device == cpu and t.to("cpu").device == cpu
     with pytest.raises(wick.ParseError, match="unknown device 'tpu'"):
         wick.Device("tpu")
+
+
+SET_KEYS = [(0,), (1, slice(1, 4)), (slice(None), 2), (Ellipsis, slice(None, None, 2)),
+            (slice(None, None, -1), 0), (2, 3, 4), (None, 1)]
+
+
+@pytest.mark.parametrize("key", SET_KEYS, ids=str)
+def test_setitem_matches_numpy(rng, key):
+    a = rand(rng, (4, 5, 6))
+    ref = a.copy()
+    t = wick.tensor(a)
+    shape = ref[key].shape
+    for value in (7.5, rand(rng, shape), rand(rng, shape[-1:]) if shape else rand(rng, ())):
+        t[key] = value if not isinstance(value, np.ndarray) else wick.tensor(value)
+        ref[key] = value
+        np.testing.assert_array_equal(np.asarray(t), ref)  # and nothing outside t[key] changed
+
+
+def test_setitem_writes_shared_storage_and_refuses_copies(rng):
+    a = rand(rng, (3, 4))
+    t = wick.from_numpy(a)
+    t[1, 1:3] = [10.0, 20.0]  # lists go through wick.tensor
+    assert a[1, 1] == 10.0 and a[1, 2] == 20.0
+    i = wick.zeros((2, 2), dtype=wick.i32)
+    i[0] = 2.7  # a number converts to the tensor's dtype as in binary ops
+    assert i.tolist() == [[2, 2], [0, 0]]
+    with pytest.raises(wick.UnsupportedError, match="integer-array index is not a view"):
+        t[[0, 1]] = 1.0
+    with pytest.raises(wick.ShapeError):
+        t[0] = wick.zeros(3)
