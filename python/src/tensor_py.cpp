@@ -210,6 +210,8 @@ void setitem(const Tensor& t, nb::handle key, nb::handle value) {
                                                    "tensor")(value, nb::arg("dtype") = t.dtype()));
   if (src.dtype() != t.dtype()) src = src.to_dtype(t.dtype());
   if (src.device() != t.device()) src = src.to_device(t.device());
+  // As NumPy: leading size-1 dims beyond the target's rank drop.
+  while (src.rank() > view.rank() && src.dim(0) == 1) src = src.squeeze(0);
   src = src.broadcast_as(view.shape());
   if (view.rank() == 0) {
     view = view.unsqueeze(0);

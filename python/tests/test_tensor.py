@@ -265,6 +265,7 @@ def test_setitem_writes_shared_storage_and_refuses_copies(rng):
     t = wick.from_numpy(a)
     t[1, 1:3] = [10.0, 20.0]  # lists go through wick.tensor
     assert a[1, 1] == 10.0 and a[1, 2] == 20.0
+    t[2] = rand(rng, (1, 1, 4)).tolist()  # leading 1s drop, as in NumPy
     i = wick.zeros((2, 2), dtype=wick.i32)
     i[0] = 2.7  # a number converts to the tensor's dtype as in binary ops
     assert i.tolist() == [[2, 2], [0, 0]]
