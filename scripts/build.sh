@@ -16,5 +16,9 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
+# The release build has the Python module too (python/, against install-deps.sh's venv).
+if [ "$flavour" = release ] && [ -x .cache/venv/bin/python ]; then
+  args+=(-DWICK_PYTHON=ON -DPython_EXECUTABLE="$PWD/.cache/venv/bin/python")
+fi
 cmake -S . -B "build/$flavour" -G Ninja "${args[@]}" >/dev/null
 cmake --build "build/$flavour" -- -j"$(nproc)"

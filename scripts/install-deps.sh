@@ -3,13 +3,15 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config python3
+  # the Python module (python/): headers, and a venv for the PyPI packages below
+  python3-dev python3-venv
   # tests/gen_chat_references.py: the chat templates' references, rendered by Python's jinja2
   python3-jinja2
   # scripts/build.sh and scripts/consumers.sh: the consumers' builds of wick are cache hits
   ccache
   libopenblas-dev libgtest-dev nlohmann-json3-dev
-  # wick serve's HTTP server; python3-venv for the openai client of its test (below)
-  libcpp-httplib-dev python3-venv
+  # wick serve's HTTP server
+  libcpp-httplib-dev
   # the tokenizer's pre-tokenizer regexes
   libpcre2-dev
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes; llvm for llvm-symbolizer
@@ -76,12 +78,17 @@ print(f"install-deps: {n} vocab files in {out}")
 PY
 fi
 
-# tests/serve/test_serve.py talks to `wick serve` with OpenAI's own Python client, from PyPI, in a
-# virtual environment under .cache/ (Debian's Python is externally managed: PEP 668).
-SERVE_VENV="$(cd "$(dirname "$0")/.." && pwd)/.cache/serve-venv"
-OPENAI_VERSION=3.60.0
-if [ "$("$SERVE_VENV/bin/python" -c 'import openai; print(openai.__version__)' 2>/dev/null)" != "$OPENAI_VERSION" ]; then
-  echo "install-deps: openai==$OPENAI_VERSION into $SERVE_VENV"
-  python3 -m venv "$SERVE_VENV"
-  "$SERVE_VENV/bin/pip" install -q --disable-pip-version-check "openai==$OPENAI_VERSION"
+# The Python module's build and test packages (nanobind, scikit-build-core, NumPy, pytest, and
+# the openai client tests/serve/test_serve.py talks to `wick serve` with; PyPI,
+# pinned in python/requirements-dev.txt) in a venv, .cache/venv: Debian's python3 refuses pip
+# installs into the system (PEP 668). scripts/build.sh builds the module against it; skipped when
+# the venv already holds that list.
+VENV_DIR="$(cd "$(dirname "$0")/.." && pwd)/.cache/venv"
+REQS="$(cd "$(dirname "$0")/.." && pwd)/python/requirements-dev.txt"
+if ! cmp -s "$REQS" "$VENV_DIR/.requirements" 2>/dev/null; then
+  echo "install-deps: Python packages into $VENV_DIR"
+  rm -rf "$VENV_DIR"
+  python3 -m venv "$VENV_DIR"
+  "$VENV_DIR/bin/python" -m pip install -q -r "$REQS"
+  cp "$REQS" "$VENV_DIR/.requirements"
 fi

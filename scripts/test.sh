@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the release build, `wick serve` with the openai client
-# (tests/serve/test_serve.py, in both builds), wick used by other projects
-# (scripts/consumers.sh), the ASan+UBSan build, then the GGUF and safetensors parsers under
+# Sets up, builds and runs every test: the release build and its Python module (pytest), `wick
+# serve` with the openai client (tests/serve/test_serve.py, in both builds), wick used by other
+# projects (scripts/consumers.sh), the ASan+UBSan build, then the GGUF and safetensors parsers under
 # libFuzzer for a bounded time (WICK_FUZZ_SECONDS per target, default 45).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +26,11 @@ for flavour in release asan; do
   # Under ASan a smaller load test: its 200 requests alone take ~2.5 minutes there.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
-    .cache/serve-venv/bin/python tests/serve/test_serve.py "build/$flavour/wick" \
+    .cache/venv/bin/python tests/serve/test_serve.py "build/$flavour/wick" \
     --requests "$([ "$flavour" = asan ] && echo 40 || echo 200)"
   if [ "$flavour" = release ]; then
+    echo "== python"
+    PYTHONPATH=build/release/python .cache/venv/bin/python -m pytest -q python/tests
     echo "== consumers"
     ./scripts/consumers.sh
   fi

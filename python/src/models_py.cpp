@@ -1,0 +1,294 @@
+// wick.Llama (load, forward, generate as an iterator of text pieces), wick.Tokenizer and
+// wick.GgufWriter (to write small models, e.g. in tests).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "wick/gguf.h"
+#include "wick/llama.h"
+#include "wick/tokenizer.h"
+#include "wick_py.h"
+
+namespace wick::py {
+
+namespace {
+
+// The model and what generation needs from its file; shared by the Llama object and its
+// generators.
+struct LlamaState {
+  LlamaModel model;
+  Tokenizer tokenizer;
+  bool adds_bos;
+};
+
+struct Llama {
+  std::shared_ptr<LlamaState> s;
+};
+
+// generate(): one forward pass and one sampled token per step, text out as soon as it is whole
+// (TokenStreamer), until max_new tokens, a stop token or a full context. The sampler and the
+// stream follow wick::generate and the CLI's `wick generate`, so the text is the CLI's.
+class Generation {
+ public:
+  Generation(std::shared_ptr<LlamaState> s, std::vector<uint32_t> prompt, int64_t max_new,
+             SamplingOptions opts, std::vector<int32_t> stops)
+      : s_(std::move(s)),
+        prompt_(std::move(prompt)),
+        max_new_(max_new),
+        sampler_(opts),
+        stream_(s_->tokenizer, /*skip_special=*/true),
+        stops_(std::move(stops)) {
+    done_ = max_new_ <= 0;
+  }
+
+  nb::str next() {
+    std::string piece;
+    {
+      nb::gil_scoped_release release;
+      while (piece.empty() && !done_) piece = step();
+      if (done_ && !flushed_) {
+        piece += stream_.finish();
+        flushed_ = true;
+      }
+    }
+    if (piece.empty()) throw nb::stop_iteration();
+    return nb::str(piece.data(), piece.size());
+  }
+
+  std::vector<uint32_t> tokens() const { return tokens_; }
+  bool stopped_at_eos() const { return stopped_at_eos_; }
+  bool stopped_at_context_end() const { return stopped_at_context_end_; }
+
+ private:
+  std::string step() {
+    LlamaModel& model = s_->model;
+    Tensor logits;
+    if (tokens_.empty()) {
+      for (const uint32_t t : prompt_) sampler_.accept(t);
+      logits = model.forward(prompt_);
+    } else {
+      if (model.position() >= model.max_seq()) {
+        stopped_at_context_end_ = done_ = true;
+        return {};
+      }
+      logits = model.forward({tokens_.back()});
+    }
+    const uint32_t tok = sampler_.sample(logits);
+    sampler_.accept(tok);
+    tokens_.push_back(tok);
+    if (static_cast<int64_t>(tokens_.size()) == max_new_) done_ = true;
+    if (std::find(stops_.begin(), stops_.end(), static_cast<int32_t>(tok)) != stops_.end()) {
+      stopped_at_eos_ = done_ = true;
+      return {};
+    }
+    return stream_.push(static_cast<int32_t>(tok));
+  }
+
+  std::shared_ptr<LlamaState> s_;
+  std::vector<uint32_t> prompt_;
+  int64_t max_new_;
+  Sampler sampler_;
+  TokenStreamer stream_;
+  std::vector<int32_t> stops_;
+  std::vector<uint32_t> tokens_;
+  bool done_ = false, flushed_ = false, stopped_at_eos_ = false, stopped_at_context_end_ = false;
+};
+
+std::vector<uint32_t> prompt_ids(const LlamaState& s, nb::handle prompt, bool allow_special) {
+  std::vector<uint32_t> ids;
+  if (nb::isinstance<nb::str>(prompt)) {
+    if (s.adds_bos && s.tokenizer.bos_id() >= 0)
+      ids.push_back(static_cast<uint32_t>(s.tokenizer.bos_id()));
+    for (int32_t id : s.tokenizer.encode(nb::cast<std::string>(prompt), allow_special))
+      ids.push_back(static_cast<uint32_t>(id));
+  } else {
+    for (int64_t id : nb::cast<std::vector<int64_t>>(prompt)) {
+      if (id < 0 || id > std::numeric_limits<uint32_t>::max())
+        fail(ErrorKind::OutOfRange, "generate", "token id ", id, " is negative or too large");
+      ids.push_back(static_cast<uint32_t>(id));
+    }
+  }
+  if (ids.empty()) fail(ErrorKind::Shape, "generate", "the prompt encodes to no tokens");
+  return ids;
+}
+
+GgufValue gguf_value(nb::handle v, const std::string& key) {
+  if (PyBool_Check(v.ptr())) return GgufValue(v.ptr() == Py_True);
+  if (PyLong_Check(v.ptr())) {
+    const int64_t i = nb::cast<int64_t>(v);
+    if (i >= 0 && i <= std::numeric_limits<uint32_t>::max())
+      return GgufValue(static_cast<uint32_t>(i));
+    return GgufValue(i);
+  }
+  if (PyFloat_Check(v.ptr())) return GgufValue(static_cast<float>(nb::cast<double>(v)));
+  if (nb::isinstance<nb::str>(v)) return GgufValue(nb::cast<std::string>(v));
+  if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
+    nb::sequence seq = nb::borrow<nb::sequence>(v);
+    bool all_str = true, all_int = true;
+    for (nb::handle x : seq) {
+      all_str = all_str && nb::isinstance<nb::str>(x);
+      all_int = all_int && PyLong_Check(x.ptr()) && !PyBool_Check(x.ptr());
+    }
+    if (all_str) return GgufValue::array(nb::cast<std::vector<std::string>>(v));
+    if (all_int) return GgufValue::array(nb::cast<std::vector<int32_t>>(v));
+    return GgufValue::array(nb::cast<std::vector<float>>(v));
+  }
+  fail(ErrorKind::DType, "GgufWriter.set", "key '", key, "': no GGUF type for a Python ",
+       nb::type_name(v.type()).c_str());
+}
+
+}  // namespace
+
+void bind_models(nb::module_& m) {
+  nb::class_<Tokenizer>(m, "Tokenizer", "Text <-> token ids (BPE, SentencePiece, tokenizer.json).")
+      .def_static("from_hf_json_file", &Tokenizer::from_hf_json_file, nb::arg("tokenizer_json"),
+                  nb::arg("tokenizer_config_json") = "")
+      .def_static(
+          "from_hf_json",
+          [](const std::string& j, const std::string& cfg) {
+            return Tokenizer::from_hf_json(j, cfg);
+          },
+          nb::arg("tokenizer_json"), nb::arg("tokenizer_config_json") = "")
+      .def(
+          "encode",
+          [](const Tokenizer& t, const std::string& text, bool special) {
+            return t.encode(text, special);
+          },
+          nb::arg("text"), nb::arg("allow_special") = false)
+      .def(
+          "decode",
+          [](const Tokenizer& t, const std::vector<int32_t>& ids, bool skip) {
+            return t.decode(ids, skip);
+          },
+          nb::arg("ids"), nb::arg("skip_special") = false)
+      .def_prop_ro("vocab_size", &Tokenizer::vocab_size)
+      .def_prop_ro("bos_id", &Tokenizer::bos_id)
+      .def_prop_ro("eos_id", &Tokenizer::eos_id)
+      .def("token", &Tokenizer::token, nb::arg("id"))
+      .def(
+          "token_id", [](const Tokenizer& t, const std::string& s) { return t.token_id(s); },
+          nb::arg("token"));
+
+  nb::class_<LlamaConfig>(m, "LlamaConfig")
+      .def_ro("vocab_size", &LlamaConfig::vocab_size)
+      .def_ro("hidden", &LlamaConfig::hidden)
+      .def_ro("intermediate", &LlamaConfig::intermediate)
+      .def_ro("n_layers", &LlamaConfig::n_layers)
+      .def_ro("n_heads", &LlamaConfig::n_heads)
+      .def_ro("n_kv_heads", &LlamaConfig::n_kv_heads)
+      .def_ro("head_dim", &LlamaConfig::head_dim)
+      .def_ro("context_length", &LlamaConfig::context_length)
+      .def_ro("rope_theta", &LlamaConfig::rope_theta)
+      .def_ro("rms_eps", &LlamaConfig::rms_eps);
+
+  nb::class_<Generation>(m, "Generation", "An iterator of text pieces (see Llama.generate).")
+      .def(
+          "__iter__", [](nb::handle self) { return self; },
+          nb::sig("def __iter__(self) -> Generation"))
+      .def("__next__", &Generation::next)
+      .def_prop_ro("tokens", &Generation::tokens, "The ids generated so far.")
+      .def_prop_ro("stopped_at_eos", &Generation::stopped_at_eos)
+      .def_prop_ro("stopped_at_context_end", &Generation::stopped_at_context_end);
+
+  nb::class_<Llama>(m, "Llama", "A llama-family model loaded from a GGUF file.")
+      .def_static(
+          "load",
+          [](const std::string& path, nb::handle device, int64_t max_seq) {
+            const Device dev = device_arg(device);
+            nb::gil_scoped_release release;
+            LlamaModel model = LlamaModel::load_gguf(path, dev, max_seq);
+            Tokenizer tok = load_gguf_tokenizer(model.gguf());
+            const bool bos = gguf_adds_bos(model.gguf());
+            return Llama{
+                std::make_shared<LlamaState>(LlamaState{std::move(model), std::move(tok), bos})};
+          },
+          nb::arg("path"), nb::arg("device") = nb::none(), nb::arg("max_seq") = 0,
+          nb::sig(
+              "def load(path: str, device: Device | str | None = None, max_seq: int = 0) -> Llama"),
+          "Loads a GGUF file onto a device; max_seq bounds the KV cache (0: the model's context, "
+          "at most 4096).")
+      .def_prop_ro("config", [](const Llama& l) { return l.s->model.config(); })
+      .def_prop_ro("tokenizer", [](const Llama& l) { return l.s->tokenizer; })
+      .def_prop_ro("device", [](const Llama& l) { return l.s->model.device(); })
+      .def_prop_ro("max_seq", [](const Llama& l) { return l.s->model.max_seq(); })
+      .def_prop_ro(
+          "position", [](const Llama& l) { return l.s->model.position(); },
+          "Tokens in the KV cache.")
+      .def(
+          "reset", [](Llama& l) { l.s->model.reset(); }, "Empties the KV cache.")
+      .def(
+          "forward",
+          [](Llama& l, const std::vector<uint32_t>& tokens) {
+            nb::gil_scoped_release release;
+            return l.s->model.forward(tokens);
+          },
+          nb::arg("tokens"),
+          "Appends tokens to the KV cache; the last one's logits (f32, [vocab]).")
+      .def(
+          "apply_chat_template",
+          [](const Llama& l, const std::vector<std::pair<std::string, std::string>>& msgs,
+             bool add_generation_prompt) {
+            std::vector<ChatMessage> cm;
+            for (const auto& [role, content] : msgs) cm.push_back({role, content});
+            return load_gguf_chat_template(l.s->model.gguf()).apply(cm, add_generation_prompt);
+          },
+          nb::arg("messages"), nb::arg("add_generation_prompt") = true,
+          "The model's chat template over (role, content) pairs.")
+      .def(
+          "generate",
+          [](Llama& l, nb::handle prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
+             double top_p, double min_p, double repeat_penalty, int64_t repeat_last_n,
+             uint64_t seed, bool allow_special, bool reset,
+             std::optional<std::vector<int32_t>> stop_tokens) {
+            if (reset) l.s->model.reset();
+            SamplingOptions o;
+            o.temperature = temperature;
+            o.top_k = top_k;
+            o.top_p = top_p;
+            o.min_p = min_p;
+            o.repeat_penalty = repeat_penalty;
+            o.repeat_last_n = repeat_last_n;
+            o.seed = seed;
+            std::vector<int32_t> stops =
+                stop_tokens ? *stop_tokens : std::vector<int32_t>{l.s->tokenizer.eos_id()};
+            return Generation(l.s, prompt_ids(*l.s, prompt, allow_special), max_new_tokens, o,
+                              std::move(stops));
+          },
+          nb::arg("prompt"), nb::arg("max_new_tokens") = 128, nb::arg("temperature") = 0.0,
+          nb::arg("top_k") = 0, nb::arg("top_p") = 1.0, nb::arg("min_p") = 0.0,
+          nb::arg("repeat_penalty") = 1.0, nb::arg("repeat_last_n") = 64,
+          nb::arg("seed") = SamplingOptions{}.seed, nb::arg("allow_special") = false,
+          nb::arg("reset") = true, nb::arg("stop_tokens") = nb::none(), nb::keep_alive<0, 1>(),
+          nb::sig(
+              "def generate(self, prompt: str | collections.abc.Sequence[int], max_new_tokens: int "
+              "= 128, "
+              "temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0, "
+              "repeat_penalty: float = 1.0, repeat_last_n: int = 64, seed: int = 299792458, "
+              "allow_special: bool = False, reset: bool = True, "
+              "stop_tokens: collections.abc.Sequence[int] | None = None) -> Generation"),
+          "An iterator of text pieces: the prompt (text, or token ids) is fed, then up to "
+          "max_new_tokens are sampled (temperature 0: greedy), stopping at a stop token (default: "
+          "eos; [] for none) or a full context. reset=False continues from the KV cache.");
+
+  nb::class_<GgufWriter>(m, "GgufWriter", "Builds a GGUF file (metadata and tensors).")
+      .def(nb::init<uint32_t>(), nb::arg("alignment") = 32)
+      .def(
+          "set",
+          [](GgufWriter& w, const std::string& key, nb::handle v) {
+            w.set(key, gguf_value(v, key));
+          },
+          nb::arg("key"), nb::arg("value"),
+          nb::sig("def set(self, key: str, value: bool | int | float | str | "
+                  "collections.abc.Sequence[str] | collections.abc.Sequence[int] | "
+                  "collections.abc.Sequence[float]) -> None"),
+          "bool, int (u32, or i64 outside u32), float (f32), str, or a list of str/int (i32)/float "
+          "(f32).")
+      .def("add_tensor", &GgufWriter::add_tensor, nb::arg("name"), nb::arg("tensor"))
+      .def("write", &GgufWriter::write, nb::arg("path"));
+}
+
+}  // namespace wick::py
