@@ -365,6 +365,11 @@ TEST(CustomKernelCuda, GeneratedSourcesCompileWithNvrtc) {
     req.defines = {{"WG_SIZE", std::to_string(s.threads_per_group)}};
     req.includes = &includes;
     EXPECT_FALSE(cuda::compile_cuda(req, 9, 0).empty()) << req.source;
+    // Its module carries the dependent-launch marker (common.cuh), so the kernel must wait for
+    // the previous grid before the user's body reads anything.
+    const size_t wait = req.source.find("wick_kernel_begin();");
+    EXPECT_NE(wait, std::string::npos) << req.source;
+    EXPECT_LT(wait, req.source.find("buffer_at<")) << req.source;
   }
   KernelSpec broken = axpy_spec();
   broken.name = "broken";

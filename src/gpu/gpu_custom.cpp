@@ -106,7 +106,9 @@ std::string cuda_source(const KernelSpec& s) {
   line_directive(o, s, "header");
   o << s.cuda.header << "\n"
     << "extern \"C\" __global__ void wick_main(const __grid_constant__ wick::KernelArgs "
-       "wick_args) {\n";
+       "wick_args) {\n"
+    // Launched as wick's own kernels are (common.cuh): it may start before the previous one ends.
+    << "  wick_kernel_begin();\n";
   int binding = 0;
   for (const KernelBuffer& b : s.inputs) {
     o << "  const " << cuda_type(b.dtype) << "* __restrict__ " << b.name << " = buffer_at<const "
