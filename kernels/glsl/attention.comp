@@ -73,6 +73,26 @@ uint key_count(uint ti, bool report) {
   return p + ti + 1u;
 }
 
+// sum_j s_p[j] v_cache[column + j d] over the keys j = first, first + step, ... < len: V_LOADS
+// independent sums, so that many loads of value rows are in flight at once.
+#define V_LOADS 8u
+ACC_T weighted_values(uint column, uint first, uint step, uint len, uint d) {
+  ACC_T sums[V_LOADS];
+  for (uint u = 0u; u < V_LOADS; u++) sums[u] = ACC_T(0);
+  uint j = first;
+  for (; j + (V_LOADS - 1u) * step < len; j += V_LOADS * step)
+    for (uint u = 0u; u < V_LOADS; u++)
+      sums[u] += s_p[j + u * step] * ACC_T(LOAD(KV_DT, v_cache[column + (j + u * step) * d]));
+  for (; j < len; j += step) sums[0] += s_p[j] * ACC_T(LOAD(KV_DT, v_cache[column + j * d]));
+  ACC_T total = ACC_T(0);
+  for (uint u = 0u; u < V_LOADS; u++) total += sums[u];
+  return total;
+}
+
+ACC_T query_at(bool q_shared, uint q_row, uint e) {
+  return q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
+}
+
 void partial_phase(uint g, uint tid) {
   const uint row = g / pc.n_splits, split = g % pc.n_splits;
   const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
@@ -99,12 +119,14 @@ void partial_phase(uint g, uint tid) {
     ACC_T s = NEG_INF;
     if (tid < len) {
       const uint k_row = pc.kc_offset + first + (c0 + tid) * d;
-      ACC_T dot = ACC_T(0);
-      for (uint e = 0u; e < d; e++) {
-        const ACC_T qe = q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
-        dot += qe * ACC_T(LOAD(KV_DT, k_cache[k_row + e]));
+      ACC_T dot0 = ACC_T(0), dot1 = ACC_T(0);  // independent sums: two loads in flight
+      uint e = 0u;
+      for (; e + 1u < d; e += 2u) {
+        dot0 += query_at(q_shared, q_row, e) * ACC_T(LOAD(KV_DT, k_cache[k_row + e]));
+        dot1 += query_at(q_shared, q_row, e + 1u) * ACC_T(LOAD(KV_DT, k_cache[k_row + e + 1u]));
       }
-      s = dot;
+      if (e < d) dot0 += query_at(q_shared, q_row, e) * ACC_T(LOAD(KV_DT, k_cache[k_row + e]));
+      s = dot0 + dot1;
     }
     const ACC_T m_new = max(m, group_reduce(s, true));
     const ACC_T w = tid < len ? EXP(s - m_new) : ACC_T(0);
@@ -115,11 +137,9 @@ void partial_phase(uint g, uint tid) {
     // acc = acc alpha + sum_j w_j v_j.
     if (d < WG_SIZE) {  // WG_SIZE / d threads per element, each over every G-th key, then summed
       const uint groups = WG_SIZE / d, part = tid / d, e = tid % d;
-      ACC_T sum = ACC_T(0);
-      if (part < groups)
-        for (uint j = part; j < len; j += groups)
-          sum += s_p[j] * ACC_T(LOAD(KV_DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
-      s_red[tid] = sum;
+      s_red[tid] = part < groups
+                       ? weighted_values(pc.vc_offset + first + c0 * d + e, part, groups, len, d)
+                       : ACC_T(0);
       barrier();
       if (tid < d) {
         ACC_T total = ACC_T(0);
@@ -130,18 +150,12 @@ void partial_phase(uint g, uint tid) {
       for (uint i = 0u; i < ACC_REGS; i++) {
         const uint e = tid + i * WG_SIZE;
         if (e >= d) break;
-        ACC_T sum = ACC_T(0);
-        for (uint j = 0u; j < len; j++)
-          sum += s_p[j] * ACC_T(LOAD(KV_DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
-        acc[i] = acc[i] * alpha + sum;
+        acc[i] = acc[i] * alpha + weighted_values(pc.vc_offset + first + c0 * d + e, 0u, 1u, len, d);
       }
     } else {
-      for (uint e = tid; e < d; e += WG_SIZE) {
-        ACC_T sum = ACC_T(0);
-        for (uint j = 0u; j < len; j++)
-          sum += s_p[j] * ACC_T(LOAD(KV_DT, v_cache[pc.vc_offset + first + (c0 + j) * d + e]));
-        scratch[slot + 2u + e] = scratch[slot + 2u + e] * alpha + sum;
-      }
+      for (uint e = tid; e < d; e += WG_SIZE)
+        scratch[slot + 2u + e] = scratch[slot + 2u + e] * alpha +
+                                 weighted_values(pc.vc_offset + first + c0 * d + e, 0u, 1u, len, d);
     }
     barrier();  // s_p and s_red are refilled by the next chunk
   }

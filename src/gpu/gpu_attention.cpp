@@ -19,9 +19,11 @@ namespace {
 
 // attention's workgroup: also the keys each step of a split scores (CHUNK in the kernel).
 constexpr uint32_t kAttentionBlock = 128;
-// Workgroups phase 0 aims for: the keys are split until the rows fill about this many (more
-// splits cost scratch and a longer combine; decode has few rows: 9 heads for SmolLM2-135M).
-constexpr int64_t kAttentionGroups = 256;
+// Workgroups phase 0 aims for: the keys are split until the rows fill about this many. Decode
+// has few rows (9 heads for SmolLM2-135M): there every chunk of keys gets its own workgroup, since
+// a workgroup's chunks run one after the other (a split of two chunks at a few hundred keys took
+// as long as the rest of a layer on the H200); splits past the position return at once.
+constexpr int64_t kAttentionGroups = 1024;
 
 // The last element a view reaches, as a kernel index (Unsupported beyond 32 bits).
 void check_reach(const Layout& l, const char* what) {
