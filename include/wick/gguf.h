@@ -159,10 +159,10 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> ne;  // GGUF order: ne[0] is the innermost (contiguous) dim
   Shape shape;              // wick row-major order: ne reversed
-  QuantType type = QuantType::F32;
+  QuantType type = QuantType::F32;  // any id the file holds (quant_type_info: nullptr if unknown)
   int64_t numel = 0;
   uint64_t offset = 0;  // from the start of the data section (GgufFile::data_offset())
-  uint64_t nbytes = 0;
+  uint64_t nbytes = 0;  // 0 for a type wick does not know (its size is unknown)
   const std::byte* data = nullptr;  // the bytes in the mapping; valid while the GgufFile lives
 
   std::span<const std::byte> bytes() const { return {data, static_cast<size_t>(nbytes)}; }
