@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "gguf_bytes.h"
+#include "wick/quantized.h"
 
 namespace wick::testing {
 namespace {
