@@ -280,9 +280,10 @@ void check_round_trip_iq4(QuantType t, const float* x, const uint8_t* blk, const
     }
     const double subnormal =
         std::fabs(d) < std::ldexp(1.0, -14) ? 32 * 127 * std::ldexp(1.0, -25) : 0.0;
-    if (check_rms)
+    if (check_rms) {
       ASSERT_LE(std::sqrt(sq / 32), 1.5 * amax / 8 / std::sqrt(12.0) + subnormal + fp_slack(amax))
           << type_name(t) << " group " << g;
+    }
   }
 }
 
