@@ -74,9 +74,8 @@ RefVector load_vector(const std::string& name) {
 }
 
 TEST(QuantizedGgml, QuantizeAndDequantizeMatchReferenceBitForBit) {
-  for (const char* name :
-       {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl",
-        "iq4_xs"}) {
+  for (const char* name : {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k",
+                           "q6_k", "iq4_nl", "iq4_xs"}) {
     SCOPED_TRACE(name);
     const RefVector r = load_vector(name);
     const int64_t n = static_cast<int64_t>(r.dequantized.size());

@@ -159,10 +159,11 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> ne;  // GGUF order: ne[0] is the innermost (contiguous) dim
   Shape shape;              // wick row-major order: ne reversed
-  QuantType type = QuantType::F32;  // any id the file holds (quant_type_info: nullptr if unknown)
+  // The file's type id; one wick does not know (quant_type_info: nullptr) has nbytes 0.
+  QuantType type = QuantType::F32;
   int64_t numel = 0;
   uint64_t offset = 0;  // from the start of the data section (GgufFile::data_offset())
-  uint64_t nbytes = 0;  // 0 for a type wick does not know (its size is unknown)
+  uint64_t nbytes = 0;
   const std::byte* data = nullptr;  // the bytes in the mapping; valid while the GgufFile lives
 
   std::span<const std::byte> bytes() const { return {data, static_cast<size_t>(nbytes)}; }

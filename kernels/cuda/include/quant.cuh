@@ -233,8 +233,8 @@ WICK_DEV int iq4_value(uint32_t c) {
 // Four codes (one per byte, 0..15) -> their levels as signed bytes: the low 3 bits pick a byte of
 // each half of the table (byte_perm), bit 3 picks the half.
 WICK_DEV uint32_t iq4_values4(uint32_t codes) {
-  const uint32_t sel = (codes & 7u) | ((codes >> 4) & 0x70u) | ((codes >> 8) & 0x700u) |
-                       ((codes >> 12) & 0x7000u);
+  const uint32_t sel =
+      (codes & 7u) | ((codes >> 4) & 0x70u) | ((codes >> 8) & 0x700u) | ((codes >> 12) & 0x7000u);
   const uint32_t lo = __byte_perm(IQ4_TABLE0, IQ4_TABLE1, sel);
   const uint32_t hi = __byte_perm(IQ4_TABLE2, IQ4_TABLE3, sel);
   const uint32_t upper = ((codes >> 3) & 0x01010101u) * 0xffu;
