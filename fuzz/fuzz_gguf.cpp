@@ -1,6 +1,7 @@
 // libFuzzer target for the GGUF reader. Any input must either parse or throw Error(Parse); a file
 // that parses must have every tensor's bytes inside the input, and writing it back with
 // GgufWriter and parsing that again must give the same metadata and tensors.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -27,9 +28,10 @@ void touch_tensors(const GgufFile& f, std::span<const std::byte> input) {
     check(t.data >= input.data() &&
               t.nbytes <= static_cast<uint64_t>(input.data() + input.size() - t.data),
           "tensor outside the input:", t.name);
+    // A type wick does not know opens with its size unknown (nbytes 0).
     const QuantTypeInfo* info = quant_type_info(t.type);
-    check(info != nullptr, "unknown type accepted:", t.name);
-    check(t.nbytes == static_cast<uint64_t>(t.numel / info->block_elems * info->block_bytes),
+    check(info ? t.nbytes == static_cast<uint64_t>(t.numel / info->block_elems * info->block_bytes)
+               : t.nbytes == 0,
           "byte size mismatch:", t.name);
     check(t.offset % f.alignment() == 0, "misaligned offset accepted:", t.name);
     uint8_t x = 0;
@@ -86,6 +88,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The writer pads every tensor to the alignment, so a file declaring 2^30 (a power of two,
   // valid) rewrites to gigabytes: beyond the fuzzer's memory limit, not a bug. Real files use
   // 32 or 64.
-  if (f->alignment() <= (1u << 20)) round_trip(*f);
+  // A tensor of a type wick does not know opens (its size unknown) but cannot be written back.
+  const bool known =
+      std::all_of(f->tensors().begin(), f->tensors().end(),
+                  [](const GgufTensorInfo& t) { return quant_type_info(t.type) != nullptr; });
+  if (known && f->alignment() <= (1u << 20)) round_trip(*f);
   return 0;
 }

@@ -85,6 +85,8 @@ void gguf_seeds(const std::filesystem::path& dir) {
     add(w, "i8", QuantType::I8, Shape{3});
     add(w, "i32", QuantType::I32, Shape{1, 2, 3, 1});
     add(w, "q4_k", QuantType::Q4_K, Shape{256});
+    add(w, "iq4_nl", QuantType::IQ4_NL, Shape{2, 32});
+    add(w, "iq4_xs", QuantType::IQ4_XS, Shape{256});
     save(dir / ("align" + std::to_string(align) + ".gguf"), w.to_bytes());
   }
 }

@@ -17,8 +17,8 @@ Regenerate with
 
 File layout (little-endian): b"WQV1", u32 ggml type id, u32 n elements, u32 has_input,
 [f32 input[n] if has_input], u32 nbytes, u8 blocks[nbytes], f32 dequantized[n].
-<type>.bin: q4_0..q8_0 get f32 input -> blocks (gguf); the K formats get random blocks with finite
-f16 scales -> dequantized values (gguf). <type>_ref.bin (ggml's C quantizers): f32 input -> blocks,
+<type>.bin: q4_0..q8_0 get f32 input -> blocks (gguf); the K and IQ4 formats get random blocks with
+finite f16 scales -> dequantized values (gguf). <type>_ref.bin (ggml's C quantizers): f32 input -> blocks,
 dequantized by gguf where it can (else by ggml's dequantize_row_*).
 """
 import argparse
@@ -52,13 +52,17 @@ def legacy_input(block: int) -> np.ndarray:
     return np.concatenate(blocks).astype(np.float32)
 
 
-def random_k_blocks(qtype: T, n_blocks: int) -> np.ndarray:
+def random_k_blocks(qtype: T, n_blocks: int, gen=None) -> np.ndarray:
+    gen = gen or rng
     block_size, type_size = quants.GGML_QUANT_SIZES[qtype]
-    raw = rng.integers(0, 256, size=(n_blocks, type_size), dtype=np.uint8)
+    raw = gen.integers(0, 256, size=(n_blocks, type_size), dtype=np.uint8)
     # Offsets of the f16 scale fields inside each block (see ggml-common.h).
-    f16_fields = {T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208]}
+    f16_fields = {T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+                  T.IQ4_NL: [0], T.IQ4_XS: [0]}
     for off in f16_fields[qtype]:
-        vals = rng.uniform(0.001, 0.5, n_blocks).astype(np.float16)
+        vals = gen.uniform(0.001, 0.5, n_blocks).astype(np.float16)
+        if qtype in (T.IQ4_NL, T.IQ4_XS):  # both signs of the scale
+            vals = vals * gen.choice(np.array([-1, 1], dtype=np.float16), n_blocks)
         raw[:, off:off + 2] = vals.view(np.uint8).reshape(n_blocks, 2)
     return raw.reshape(-1)
 
@@ -121,6 +125,14 @@ def main() -> None:
         write(out / f"{qtype.name.lower()}.bin", qtype, deq.size, None, blocks, deq)
     if args.ggml_lib:
         ggml_reference(args.ggml_lib, out)
+    # IQ4 formats: random blocks with finite f16 scales -> gguf's dequantization (its own random
+    # stream, so that the files above do not change).
+    iq4_rng = np.random.default_rng(20261204)
+    for qtype in (T.IQ4_NL, T.IQ4_XS):
+        n_blocks = 24 if qtype == T.IQ4_NL else 4
+        blocks = random_k_blocks(qtype, n_blocks, iq4_rng)
+        deq = quants.dequantize(blocks.reshape(1, -1), qtype).reshape(-1)
+        write(out / f"{qtype.name.lower()}.bin", qtype, deq.size, None, blocks, deq)
 
 
 if __name__ == "__main__":

@@ -102,10 +102,10 @@ void check_qmatmul(const Tensor& y, const Expected& e, const std::string& what) 
 }
 
 const std::vector<QuantType>& quantized_matmul_types() {
-  static const std::vector<QuantType> types = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,
-                                               QuantType::Q5_1, QuantType::Q8_0, QuantType::Q8_1,
-                                               QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K,
-                                               QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_K};
+  static const std::vector<QuantType> types = {
+      QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,   QuantType::Q5_1,  QuantType::Q8_0,
+      QuantType::Q8_1, QuantType::Q2_K, QuantType::Q3_K,   QuantType::Q4_K,  QuantType::Q5_K,
+      QuantType::Q6_K, QuantType::Q8_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
   return types;
 }
 

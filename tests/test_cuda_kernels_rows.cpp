@@ -20,10 +20,10 @@ using backend::ReduceOp;
 
 constexpr DType kFloatDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64};
 constexpr DType kActDTypes[] = {DType::F32, DType::F16, DType::BF16};  // QMatMul's x
-constexpr QuantType kBlockTypes[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,
-                                     QuantType::Q5_1, QuantType::Q8_0, QuantType::Q8_1,
-                                     QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K,
-                                     QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_K};
+constexpr QuantType kBlockTypes[] = {
+    QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,   QuantType::Q5_1,  QuantType::Q8_0,
+    QuantType::Q8_1, QuantType::Q2_K, QuantType::Q3_K,   QuantType::Q4_K,  QuantType::Q5_K,
+    QuantType::Q6_K, QuantType::Q8_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 gpu::Defines define(const char* name, uint32_t value) {
   return {{name, std::to_string(value)}};

@@ -17,10 +17,11 @@
 namespace wick::testing {
 namespace {
 
-// The formats the issue names, plus q8_1, whose x no device quantizes (the ops run first).
-constexpr QuantType kPrologueTypes[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0,
-                                        QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K,
-                                        QuantType::Q8_1};
+// The formats the issue names, the IQ4 formats (table values: 32 and 256 elements), plus q8_1,
+// whose x no device quantizes (the ops run first).
+constexpr QuantType kPrologueTypes[] = {QuantType::Q4_0,   QuantType::Q4_1,   QuantType::Q8_0,
+                                        QuantType::Q4_K,   QuantType::Q5_K,   QuantType::Q6_K,
+                                        QuantType::IQ4_NL, QuantType::IQ4_XS, QuantType::Q8_1};
 constexpr double kEps = 1e-5;
 
 // Lowers the x rows from which QMatMul takes sgemm on the CPU and f32 x on GPUs (no quantized x:

@@ -19,10 +19,10 @@ namespace {
 
 namespace q = wick::quantized;
 
-const std::vector<QuantType> kBlockTypes = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,
-                                            QuantType::Q5_1, QuantType::Q8_0, QuantType::Q8_1,
-                                            QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K,
-                                            QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_K};
+const std::vector<QuantType> kBlockTypes = {
+    QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,   QuantType::Q5_1,  QuantType::Q8_0,
+    QuantType::Q8_1, QuantType::Q2_K, QuantType::Q3_K,   QuantType::Q4_K,  QuantType::Q5_K,
+    QuantType::Q6_K, QuantType::Q8_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 const char* type_name(QuantType t) {
   return quant_type_info(t)->name;
@@ -47,8 +47,7 @@ struct RefVector {
 };
 
 RefVector load_vector(const std::string& name) {
-  const auto path =
-      std::filesystem::path(WICK_TESTS_DIR) / "data" / "quantized" / (name + ".bin");
+  const auto path = std::filesystem::path(WICK_TESTS_DIR) / "data" / "quantized" / (name + ".bin");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("missing reference vector " + path.string());
   auto u32 = [&] {
@@ -75,8 +74,8 @@ RefVector load_vector(const std::string& name) {
 }
 
 TEST(QuantizedGgml, QuantizeAndDequantizeMatchReferenceBitForBit) {
-  for (const char* name :
-       {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}) {
+  for (const char* name : {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k",
+                           "q6_k", "iq4_nl", "iq4_xs"}) {
     SCOPED_TRACE(name);
     const RefVector r = load_vector(name);
     const int64_t n = static_cast<int64_t>(r.dequantized.size());
@@ -251,6 +250,42 @@ void check_round_trip_k(QuantType t, const float* x, const uint8_t* blk, const f
   }
 }
 
+// IQ4 formats: per group of 32 the scale dl (iq4_nl: d; iq4_xs: d * (ls - 32)) times the 16
+// table levels; every element takes the nearest level, so |e| <= half the widest gap (12 |dl|)
+// plus the clip distance outside [-127, 113] dl. Without outliers the fitted scale keeps the
+// RMS error below 1.5x that of q4_0's uniform grid (step amax / 8) with its noise step/sqrt(12).
+void check_round_trip_iq4(QuantType t, const float* x, const uint8_t* blk, const float* y,
+                          bool check_rms) {
+  const int groups = t == QuantType::IQ4_NL ? 1 : 8;
+  uint16_t d16;
+  std::memcpy(&d16, blk, 2);
+  const double d = q::f16_to_f32(d16);
+  for (int g = 0; g < groups; g++) {
+    const double dl = t == QuantType::IQ4_NL
+                          ? d
+                          : d * q::iq4xs_scale(*reinterpret_cast<const q::BlockIQ4_XS*>(blk), g);
+    const float* xg = x + 32 * g;
+    const float* yg = y + 32 * g;
+    double lo = -127 * dl, hi = 113 * dl, amax = 0, sq = 0;
+    if (lo > hi) std::swap(lo, hi);
+    for (int j = 0; j < 32; j++) amax = std::max(amax, std::fabs(static_cast<double>(xg[j])));
+    for (int j = 0; j < 32; j++) {
+      const double clip = std::max({0.0, lo - xg[j], xg[j] - hi});
+      const double e = std::fabs(static_cast<double>(xg[j]) - yg[j]);
+      sq += e * e;
+      ASSERT_LE(e, 12 * std::fabs(dl) + clip + fp_slack(amax))
+          << type_name(t) << " group " << g << " element " << j << " x=" << xg[j] << " y=" << yg[j]
+          << " dl=" << dl;
+    }
+    const double subnormal =
+        std::fabs(d) < std::ldexp(1.0, -14) ? 32 * 127 * std::ldexp(1.0, -25) : 0.0;
+    if (check_rms) {
+      ASSERT_LE(std::sqrt(sq / 32), 1.5 * amax / 8 / std::sqrt(12.0) + subnormal + fp_slack(amax))
+          << type_name(t) << " group " << g;
+    }
+  }
+}
+
 TEST(QuantizedRoundTrip, ErrorWithinFormatBound) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
@@ -265,7 +300,9 @@ TEST(QuantizedRoundTrip, ErrorWithinFormatBound) {
     const size_t bb = static_cast<size_t>(quant_type_info(t)->block_bytes);
     for (int64_t b = 0; b < rows * k / block; b++) {
       const uint8_t* blk = qt.data() + static_cast<size_t>(b) * bb;
-      if (block == 32)
+      if (t == QuantType::IQ4_NL || t == QuantType::IQ4_XS)
+        check_round_trip_iq4(t, x.data() + b * block, blk, y.data() + b * block, b % 5 != 3);
+      else if (block == 32)
         check_round_trip_32(t, x.data() + b * block, blk, y.data() + b * block);
       else
         check_round_trip_k(t, x.data() + b * block, blk, y.data() + b * block, b % 5 != 3);
@@ -429,6 +466,10 @@ TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevel32) {
 TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevelK) {
   check_matmul_on_every_level(
       {QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K});
+}
+
+TEST(QMatMul, MatchesDequantizedF64MatmulOnEverySimdLevelIq4) {
+  check_matmul_on_every_level({QuantType::IQ4_NL, QuantType::IQ4_XS});
 }
 
 TEST(QMatMul, ThreadsSplitRowsWithIdenticalResults) {

@@ -159,6 +159,7 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> ne;  // GGUF order: ne[0] is the innermost (contiguous) dim
   Shape shape;              // wick row-major order: ne reversed
+  // The file's type id; one wick does not know (quant_type_info: nullptr) has nbytes 0.
   QuantType type = QuantType::F32;
   int64_t numel = 0;
   uint64_t offset = 0;  // from the start of the data section (GgufFile::data_offset())

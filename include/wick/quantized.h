@@ -3,15 +3,17 @@
 //
 //   QTensor  raw blocks + type + logical shape; owns its bytes or views external memory (a file
 //            mapping) kept alive by a shared owner.
-//   quantize(x, type)        f32 (or f16/bf16/f64) tensor -> QTensor, ggml's reference rounding.
+//   quantize(x, type)        f32 (or f16/bf16/f64) tensor -> QTensor, ggml's reference rounding
+//                            (iq4_nl/iq4_xs: wick's own scale search, ggml's block layout).
 //   dequantize(q, dt, dev)   QTensor -> f32/f16/bf16 tensor.
 //   QMatMul                  y = x @ W^T for a weight W of shape (n_out, k), on the CPU (x rows
 //                            quantized to 8 bits per block, integer SIMD dot products; long inputs
 //                            use dequantized tiles + sgemm) or on a GPU (blocks uploaded once and
 //                            decoded by the kernels).
 //
-// Formats: q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_k q3_k q4_k q5_k q6_k q8_k, and the plain f32, f16,
-// bf16. The last dim of a QTensor is the block dim and must be a multiple of the block size.
+// Formats: q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_k q3_k q4_k q5_k q6_k q8_k iq4_nl iq4_xs, and the
+// plain f32, f16, bf16. The last dim of a QTensor is the block dim and must be a multiple of the
+// block size.
 #pragma once
 
 #include <cstdint>

@@ -47,6 +47,8 @@ bool has_kernel(QuantType t) {
     case QuantType::Q5_K:
     case QuantType::Q6_K:
     case QuantType::Q8_K:
+    case QuantType::IQ4_NL:
+    case QuantType::IQ4_XS:
       return true;
     default:
       return false;

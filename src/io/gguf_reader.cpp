@@ -208,16 +208,19 @@ class GgufParser {
     t.numel = static_cast<int64_t>(numel);
     t.shape = Shape(std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()));
     const uint32_t type_id = c_.read<uint32_t>(ctx);
-    const QuantTypeInfo* info = quant_type_info(type_id);
-    if (!info) c_.error(ctx, ": unknown tensor type id ", type_id);
-    t.type = info->type;
-    const int64_t ne0 = t.ne.empty() ? 1 : t.ne[0];
-    if (ne0 % info->block_elems != 0)
-      c_.error(ctx, ": innermost dim ne[0] = ", ne0, " is not a multiple of the ", info->name,
-               " block of ", info->block_elems, " elements");
-    const uint64_t blocks = numel / static_cast<uint64_t>(info->block_elems);
-    if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(info->block_bytes), &t.nbytes))
-      c_.error(ctx, ": byte size overflows (", numel, " elements of ", info->name, ")");
+    t.type = static_cast<QuantType>(type_id);
+    // A type this build does not know (a newer ggml format) leaves the file readable: its size is
+    // unknown (nbytes 0, only its offset is checked), and reading it names the type id
+    // (GgufFile::tensor; QTensor for its blocks).
+    if (const QuantTypeInfo* info = quant_type_info(type_id)) {
+      const int64_t ne0 = t.ne.empty() ? 1 : t.ne[0];
+      if (ne0 % info->block_elems != 0)
+        c_.error(ctx, ": innermost dim ne[0] = ", ne0, " is not a multiple of the ", info->name,
+                 " block of ", info->block_elems, " elements");
+      const uint64_t blocks = numel / static_cast<uint64_t>(info->block_elems);
+      if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(info->block_bytes), &t.nbytes))
+        c_.error(ctx, ": byte size overflows (", numel, " elements of ", info->name, ")");
+    }
     t.offset = c_.read<uint64_t>(ctx);
     f_.tensor_index_.emplace(t.name, f_.tensors_.size());
     f_.tensors_.push_back(std::move(t));

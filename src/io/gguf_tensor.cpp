@@ -48,6 +48,10 @@ std::vector<int64_t> widen(const GgufTensorInfo& info) {
 
 Tensor GgufFile::tensor(std::string_view name, const Device& dev) const {
   const GgufTensorInfo& info = tensor_info(name);
+  if (!quant_type_info(info.type))
+    fail(ErrorKind::Unsupported, "gguf", name_, ": tensor '", io::excerpt(name),
+         "' has unknown tensor type id ", static_cast<uint32_t>(info.type), " (shape ", info.shape,
+         "): this build of wick cannot read it");
   DType dt;
   if (same_dtype(info.type, dt)) {
     const bool aligned = reinterpret_cast<uintptr_t>(info.data) % dtype_size(dt) == 0;

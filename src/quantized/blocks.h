@@ -87,6 +87,34 @@ struct BlockQ8_K {
   int16_t bsums[kQKK / 16];
 };
 
+// Non-linear 4-bit: each code indexes kIq4Values; x = d * kIq4Values[q]. Nibble order as Q4_0.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+// Non-linear 4-bit super-block: 8 sub-blocks of 32, each with a 6-bit scale ls (low 4 bits in
+// scales_l[ib / 2], nibble ib % 2; top 2 bits at bit 2 ib of scales_h);
+// x = d * (ls - 32) * kIq4Values[q]. Sub-block ib's codes are qs[16 ib .. 16 ib + 16), nibbles
+// ordered as in Q4_0 (low: elements 0-15, high: 16-31).
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQKK / 64];
+  uint8_t qs[kQKK / 2];
+};
+
+// The 16 levels of the IQ4 formats (ggml's kvalues_iq4nl): ascending, not symmetric.
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+// The signed scale (ls - 32, in -32..31) of sub-block ib (0..7) of an IQ4_XS block.
+inline int iq4xs_scale(const BlockIQ4_XS& b, int ib) {
+  const int low = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+  const int high = (b.scales_h >> (2 * ib)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&

@@ -180,4 +180,32 @@ void dequantize_row_q8_k(const void* src, float* y, int64_t n) {
     for (int j = 0; j < kQKK; j++) y[j] = b[i].d * static_cast<float>(b[i].qs[j]);
 }
 
+// IQ4_NL: Q4_0's nibble order, codes index the non-linear table.
+void dequantize_row_iq4_nl(const void* src, float* y, int64_t n) {
+  const auto* b = static_cast<const BlockIQ4_NL*>(src);
+  for (int64_t i = 0; i < n / kQK; i++, y += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK / 2; j++) {
+      y[j] = d * static_cast<float>(kIq4Values[b[i].qs[j] & 0xF]);
+      y[j + kQK / 2] = d * static_cast<float>(kIq4Values[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
+// IQ4_XS: per sub-block of 32, dl = d * (ls - 32), then as IQ4_NL.
+void dequantize_row_iq4_xs(const void* src, float* y, int64_t n) {
+  const auto* b = static_cast<const BlockIQ4_XS*>(src);
+  for (int64_t i = 0; i < n / kQKK; i++) {
+    const float d = f16_to_f32(b[i].d);
+    for (int ib = 0; ib < kQKK / kQK; ib++, y += kQK) {
+      const float dl = d * static_cast<float>(iq4xs_scale(b[i], ib));
+      const uint8_t* qs = b[i].qs + 16 * ib;
+      for (int j = 0; j < kQK / 2; j++) {
+        y[j] = dl * static_cast<float>(kIq4Values[qs[j] & 0xF]);
+        y[j + kQK / 2] = dl * static_cast<float>(kIq4Values[qs[j] >> 4]);
+      }
+    }
+  }
+}
+
 }  // namespace wick::quantized

@@ -241,6 +241,63 @@ WICK_AVX2 void dot_rows_low_bits_k(const uint8_t* w, size_t row_bytes, int64_t n
   }
 }
 
+// ---- IQ4: codes 0..15 -> signed table values by one byte shuffle; signed weights against signed
+// activations through maddubs(|w|, sign(x, w)) (|w|, |x| <= 127: pair sums within i16). ---------
+
+// The table in both 128-bit lanes.
+WICK_AVX2 inline __m256i iq4_table() {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+}
+
+// 32 signed weights against 32 activations: 16 x i16 pair sums.
+WICK_AVX2 inline __m256i dot_s8_s8_i16(__m256i w, __m256i x) {
+  return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+}
+
+WICK_AVX2 void dot_rows_iq4_nl(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                               const ActRow& x, float* out) {
+  const int64_t nb = k / kQK;
+  const __m256i table = iq4_table(), ones = _mm256_set1_epi16(1);
+  for (int64_t r = 0; r < n_rows; r++) {
+    const auto* blocks =
+        reinterpret_cast<const BlockIQ4_NL*>(w + static_cast<size_t>(r) * row_bytes);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+      const __m256i v = _mm256_shuffle_epi8(table, unpack_nibbles(blocks[i].qs));
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + i * kQK));
+      const __m256i p = _mm256_madd_epi16(dot_s8_s8_i16(v, xq), ones);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+                            _mm256_set1_ps(half_to_float(blocks[i].d) * x.ds[2 * i]), acc);
+    }
+    out[r] = hsum(acc);
+  }
+}
+
+// IQ4_XS: per sub-block of 32, the i16 pair sums times its scale (madd) into i32.
+WICK_AVX2 void dot_rows_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                               const ActRow& x, float* out) {
+  const __m256i table = iq4_table();
+  for (int64_t r = 0; r < n_rows; r++) {
+    const auto* blocks =
+        reinterpret_cast<const BlockIQ4_XS*>(w + static_cast<size_t>(r) * row_bytes);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < k / kQKK; i++) {
+      const BlockIQ4_XS& b = blocks[i];
+      const int8_t* q = x.qs + i * kQKK;
+      __m256i isum = _mm256_setzero_si256();
+      for (int ib = 0; ib < kQKK / kQK; ib++) {
+        const __m256i v = _mm256_shuffle_epi8(table, unpack_nibbles(b.qs + 16 * ib));
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + kQK * ib));
+        const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(iq4xs_scale(b, ib)));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(dot_s8_s8_i16(v, xq), sc));
+      }
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(x.ds[i] * half_to_float(b.d)), _mm256_cvtepi32_ps(isum),
+                            acc);
+    }
+    out[r] = hsum(acc);
+  }
+}
+
 // ---- packed rows (packed.h) -----------------------------------------------------------------
 // A full chunk is two halves of 8 blocks (bytes 0-31 and 32-63 of every slice). q4 codes (0..15)
 // go through maddubs into i16 sums over all 8 slices (at most 8 * 2 * 15 * 127 = 30480, no
@@ -396,6 +453,10 @@ DotRowsFn dot_kernel_avx2(QuantType t) {
       return dot_rows_k4<BlockQ5_K, true>;
     case QuantType::Q6_K:
       return dot_rows_q6_k;
+    case QuantType::IQ4_NL:
+      return dot_rows_iq4_nl;
+    case QuantType::IQ4_XS:
+      return dot_rows_iq4_xs;
     default:
       return nullptr;
   }

@@ -1,7 +1,7 @@
 // AVX-512 kernels with VNNI (vpdpbusd: u8 x s8 -> i32 in one instruction), two 32-element blocks
 // per 512-bit register. Compiled per function with target attributes; picked at run time only.
-// q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 / q4_k / q5_k / q6_k on ggml's
-// blocks; q2_k / q3_k run the AVX2 kernels.
+// q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 / q4_k / q5_k / q6_k / iq4_nl /
+// iq4_xs on ggml's blocks; q2_k / q3_k run the AVX2 kernels.
 #include <algorithm>
 
 #include "quantized/kernels.h"
@@ -88,6 +88,19 @@ WICK_AVX512 inline PairCodes unpack_pair(const BlockQ5_1& b0, const BlockQ5_1& b
   const __m512i codes =
       _mm512_mask_add_epi8(low, fifth_bit_mask(b0.qh, b1.qh), low, _mm512_set1_epi8(0x10));
   return {codes, halves_to_floats(load_u32(b0), load_u32(b1))};
+}
+
+// IQ4 codes -> table value + 128 (1..241: vpdpbusd's unsigned operand), in every 128-bit lane;
+// the 128 comes back as -128 d_w times the activation sums.
+WICK_AVX512 inline __m512i iq4_biased_table() {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values));
+  return _mm512_broadcast_i32x4(_mm_xor_si128(t, _mm_set1_epi8(static_cast<char>(0x80))));
+}
+
+WICK_AVX512 inline PairCodes unpack_pair(const BlockIQ4_NL& b0, const BlockIQ4_NL& b1) {
+  const __m512i codes = _mm512_shuffle_epi8(iq4_biased_table(), unpack_nibble_pair(b0.qs, b1.qs));
+  const __m128 dd = halves_to_floats(b0.d * 0x10001u, b1.d * 0x10001u);
+  return {codes, _mm_mul_ps(dd, _mm_setr_ps(1, -128, 1, -128))};
 }
 
 // Generic 32-element kernel: two blocks per step; an odd last block is paired with zeros.
@@ -482,6 +495,54 @@ WICK_AVX512 void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_row
   }
 }
 
+// IQ4_XS: a 64-byte load of qs holds sub-blocks 4h .. 4h+3, one per 128-bit lane (low nibbles:
+// elements 0-15, high: 16-31); the activations are regrouped to match, vpdpbusd takes the biased
+// table values, and each lane's i32 sums are multiplied by its sub-block's scale. The bias
+// returns as -128 * sum(scale * activation sum) from the Q8_K group sums.
+WICK_AVX512 void dot_rows_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                                 const ActRow& x, float* out) {
+  const __m512i table = iq4_biased_table(), m4 = _mm512_set1_epi8(0x0F);
+  const __m512i lane_of = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  for (int64_t r = 0; r < n_rows; r++) {
+    const auto* blocks =
+        reinterpret_cast<const BlockIQ4_XS*>(w + static_cast<size_t>(r) * row_bytes);
+    __m512 acc = _mm512_setzero_ps();
+    float macc = 0;
+    for (int64_t i = 0; i < k / kQKK; i++) {
+      const BlockIQ4_XS& b = blocks[i];
+      const int8_t* q = x.qs + i * kQKK;
+      const int16_t* bs = x.bsums + i * 16;
+      int sc[8], bias = 0;
+      for (int ib = 0; ib < 8; ib++) {
+        sc[ib] = iq4xs_scale(b, ib);
+        bias += sc[ib] * (bs[2 * ib] + bs[2 * ib + 1]);
+      }
+      __m512i isum = _mm512_setzero_si512();
+      for (int h = 0; h < 2; h++) {
+        const __m512i qs = _mm512_loadu_si512(b.qs + 64 * h);
+        const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(qs, m4));
+        const __m512i hi =
+            _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(qs, 4), m4));
+        // x of sub-blocks 4h .. 4h+3: [0-15 of each] and [16-31 of each].
+        const __m512i x0 = _mm512_loadu_si512(q + 128 * h),
+                      x1 = _mm512_loadu_si512(q + 128 * h + 64);
+        const __m512i x_lo = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512i x_hi = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
+        const __m512i dot =
+            _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x_lo), hi, x_hi);
+        const __m512i scales = _mm512_permutexvar_epi32(
+            lane_of,
+            _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 4 * h))));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, scales));
+      }
+      const float dd = x.ds[i] * _cvtsh_ss(b.d);
+      acc = _mm512_fmadd_ps(_mm512_set1_ps(dd), _mm512_cvtepi32_ps(isum), acc);
+      macc += dd * static_cast<float>(128 * bias);
+    }
+    out[r] = _mm512_reduce_add_ps(acc) - macc;
+  }
+}
+
 }  // namespace
 
 QuantizeActFn act_quantizer_avx512() {
@@ -512,6 +573,10 @@ DotRowsFn dot_kernel_avx512(QuantType t) {
       return dot_rows_k4<BlockQ5_K, true>;
     case QuantType::Q6_K:
       return dot_rows_q6_k;
+    case QuantType::IQ4_NL:
+      return dot_rows_32<BlockIQ4_NL>;
+    case QuantType::IQ4_XS:
+      return dot_rows_iq4_xs;
     default:
       return nullptr;
   }

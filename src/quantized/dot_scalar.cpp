@@ -16,6 +16,7 @@ ActKind act_kind(QuantType t) {
     case QuantType::Q4_K:
     case QuantType::Q5_K:
     case QuantType::Q6_K:
+    case QuantType::IQ4_XS:
       return ActKind::Block256;
     default:
       return ActKind::Block32;
@@ -98,6 +99,15 @@ inline void decode(const BlockQ5_1& b, Decoded32& o) {
 }
 inline void decode(const BlockQ8_0& b, Decoded32& o) {
   for (int j = 0; j < kQK; j++) o.v[j] = b.qs[j];
+  o.d = f16_to_f32(b.d);
+  o.m = 0;
+}
+
+inline void decode(const BlockIQ4_NL& b, Decoded32& o) {
+  for (int j = 0; j < 16; j++) {
+    o.v[j] = kIq4Values[b.qs[j] & 0xF];
+    o.v[j + 16] = kIq4Values[b.qs[j] >> 4];
+  }
   o.d = f16_to_f32(b.d);
   o.m = 0;
 }
@@ -241,6 +251,31 @@ void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k
   }
 }
 
+// IQ4_XS: per super-block, d_w * d_x * sum over sub-blocks of (ls - 32) * sum(value * q_x).
+void dot_rows_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k, const ActRow& x,
+                     float* out) {
+  for (int64_t r = 0; r < n_rows; r++) {
+    const auto* blocks =
+        reinterpret_cast<const BlockIQ4_XS*>(w + static_cast<size_t>(r) * row_bytes);
+    float sum = 0;
+    for (int64_t i = 0; i < k / kQKK; i++) {
+      const BlockIQ4_XS& b = blocks[i];
+      const int8_t* q = x.qs + i * kQKK;
+      int isum = 0;
+      for (int ib = 0; ib < kQKK / kQK; ib++) {
+        const uint8_t* qs = b.qs + 16 * ib;
+        const int8_t* qx = q + kQK * ib;
+        int gsum = 0;
+        for (int j = 0; j < 16; j++)
+          gsum += kIq4Values[qs[j] & 0xF] * qx[j] + kIq4Values[qs[j] >> 4] * qx[j + 16];
+        isum += iq4xs_scale(b, ib) * gsum;
+      }
+      sum += x.ds[i] * f16_to_f32(b.d) * static_cast<float>(isum);
+    }
+    out[r] = sum;
+  }
+}
+
 std::atomic<int> g_level{-1};
 
 SimdLevel detect() {
@@ -281,6 +316,10 @@ DotRowsFn dot_kernel_scalar(QuantType t) {
       return dot_rows_k4<BlockQ5_K, true>;
     case QuantType::Q6_K:
       return dot_rows_q6_k;
+    case QuantType::IQ4_NL:
+      return dot_rows_32<BlockIQ4_NL>;
+    case QuantType::IQ4_XS:
+      return dot_rows_iq4_xs;
     default:
       return nullptr;
   }

@@ -52,6 +52,8 @@ constexpr FormatOps kFormats[] = {
     {QuantType::Q5_K, dequantize_row_q5_k, quantize_row_q5_k},
     {QuantType::Q6_K, dequantize_row_q6_k, quantize_row_q6_k},
     {QuantType::Q8_K, dequantize_row_q8_k, quantize_row_q8_k},
+    {QuantType::IQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl},
+    {QuantType::IQ4_XS, dequantize_row_iq4_xs, quantize_row_iq4_xs},
 };
 
 }  // namespace

@@ -33,6 +33,8 @@ void dequantize_row_q4_k(const void* src, float* dst, int64_t n);
 void dequantize_row_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_row_q6_k(const void* src, float* dst, int64_t n);
 void dequantize_row_q8_k(const void* src, float* dst, int64_t n);
+void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n);
+void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
 
 // Quantizers: ggml's reference algorithms (no importance matrix), bit-exact with its *_ref
 // functions (quantize_legacy.cpp, quantize_k.cpp).
@@ -48,5 +50,9 @@ void quantize_row_q4_k(const float* src, void* dst, int64_t n);
 void quantize_row_q5_k(const float* src, void* dst, int64_t n);
 void quantize_row_q6_k(const float* src, void* dst, int64_t n);
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);
+// IQ4 quantizers (quantize_iq4.cpp): wick's own search for the scales (not bit-exact with ggml's;
+// any encoder's blocks dequantize the same).
+void quantize_row_iq4_nl(const float* src, void* dst, int64_t n);
+void quantize_row_iq4_xs(const float* src, void* dst, int64_t n);
 
 }  // namespace wick::quantized

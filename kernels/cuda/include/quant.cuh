@@ -29,6 +29,8 @@
 #define Q5_K 13
 #define Q6_K 14
 #define Q8_K 15
+#define IQ4_NL 20
+#define IQ4_XS 23
 
 #if QTYPE == Q4_0
 #define QK 32u
@@ -78,6 +80,14 @@
 #define QK 256u
 #define BLOCK_BYTES 292u
 #define BLOCK_ALIGN 4u
+#elif QTYPE == IQ4_NL
+#define QK 32u
+#define BLOCK_BYTES 18u
+#define BLOCK_ALIGN 2u
+#elif QTYPE == IQ4_XS
+#define QK 256u
+#define BLOCK_BYTES 136u
+#define BLOCK_ALIGN 8u
 #else
 #error "quant.cuh: QTYPE is not a block format"
 #endif
@@ -206,6 +216,41 @@ WICK_DEV int q3k_scale(const uint8_t* w, uint32_t blk, uint32_t g) {
 }
 #endif
 
+#if QTYPE == IQ4_NL || QTYPE == IQ4_XS
+// The IQ4 formats' 16 levels (kIq4Values in src/quantized/blocks.h) as signed bytes, 4 per word.
+constexpr uint32_t IQ4_TABLE0 = 0xbfad9881u;  // -127 -104 -83 -65
+constexpr uint32_t IQ4_TABLE1 = 0xf6eaddcfu;  //  -49  -35 -22 -10
+constexpr uint32_t IQ4_TABLE2 = 0x26190d01u;  //    1   13  25  38
+constexpr uint32_t IQ4_TABLE3 = 0x71594535u;  //   53   69  89 113
+
+// The level of code c (0..15).
+WICK_DEV int iq4_value(uint32_t c) {
+  const uint32_t word =
+      c < 8u ? (c < 4u ? IQ4_TABLE0 : IQ4_TABLE1) : (c < 12u ? IQ4_TABLE2 : IQ4_TABLE3);
+  return sext8(word >> (8u * (c & 3u)));
+}
+
+// Four codes (one per byte, 0..15) -> their levels as signed bytes: the low 3 bits pick a byte of
+// each half of the table (byte_perm), bit 3 picks the half.
+WICK_DEV uint32_t iq4_values4(uint32_t codes) {
+  const uint32_t sel =
+      (codes & 7u) | ((codes >> 4) & 0x70u) | ((codes >> 8) & 0x700u) | ((codes >> 12) & 0x7000u);
+  const uint32_t lo = __byte_perm(IQ4_TABLE0, IQ4_TABLE1, sel);
+  const uint32_t hi = __byte_perm(IQ4_TABLE2, IQ4_TABLE3, sel);
+  const uint32_t upper = ((codes >> 3) & 0x01010101u) * 0xffu;
+  return (lo & ~upper) | (hi & upper);
+}
+
+#if QTYPE == IQ4_XS
+// Layout: d scales_h scales_l[4] qs[128]. The signed scale (ls - 32) of sub-block ib (0..7).
+WICK_DEV int iq4xs_scale(const uint8_t* w, uint32_t blk, uint32_t ib) {
+  const uint32_t low = (q_u8(w, blk + 4u + (ib >> 1)) >> (4u * (ib & 1u))) & 0xfu;
+  const uint32_t high = (q_u16(w, blk + 2u) >> (2u * ib)) & 3u;
+  return int(low | (high << 4)) - 32;
+}
+#endif
+#endif
+
 WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j, float (&out)[8]) {
 #if QTYPE == Q4_0 || QTYPE == Q4_1
   // Element e < 16: low nibble of qs[e]; e >= 16: high nibble of qs[e - 16].
@@ -296,6 +341,20 @@ WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j, float (&out)[
     const int v = int(q_bits(ql, i, shift, 4u) | (q_bits(qh, i, 2u * s, 2u) << 4)) - 32;
     out[i] = ds * float(v);
   }
+#elif QTYPE == IQ4_NL || QTYPE == IQ4_XS
+  // Q4_0's nibble order (IQ4_XS: within sub-block j / 32, codes at qs[16 (j / 32) ..]).
+#if QTYPE == IQ4_NL
+  const float dl = q_f16(w, blk);
+  const uint2 q = q_bytes8(w, blk + 2u + (j & 15u));
+  const uint32_t shift = (j >> 4) * 4u;
+#else
+  const uint32_t ib = j >> 5, l = j & 31u;
+  const float dl = q_f16(w, blk) * float(iq4xs_scale(w, blk, ib));
+  const uint2 q = q_bytes8(w, blk + 8u + 16u * ib + (l & 15u));
+  const uint32_t shift = (l >> 4) * 4u;
+#endif
+#pragma unroll
+  for (uint32_t i = 0u; i < 8u; i++) out[i] = dl * float(iq4_value(q_bits(q, i, shift, 4u)));
 #endif
 }
 
@@ -308,7 +367,7 @@ WICK_DEV void dequant8(const uint8_t* w, uint32_t blk, uint32_t j, float (&out)[
 #if QTYPE == Q4_1 || QTYPE == Q5_1 || QTYPE == Q2_K || QTYPE == Q4_K || QTYPE == Q5_K
 #define QUANT_MIN 1
 #endif
-#if QTYPE >= Q2_K
+#if (QTYPE >= Q2_K && QTYPE <= Q8_K) || QTYPE == IQ4_XS
 #define QUANT_K 1  // 256-element blocks: x's scales are per 256 (ggml's Q8_K)
 #endif
 
@@ -438,6 +497,22 @@ WICK_DEV WeightUnit decode_unit(const uint8_t* w, uint32_t blk, uint32_t j) {
         0x20202020u);
   u.sc[0] = sext8(q_u8(w, blk + 192u + 8u * h + 2u * s));
   u.sc[1] = sext8(q_u8(w, blk + 192u + 8u * h + 2u * s + 1u));
+#elif QTYPE == IQ4_NL || QTYPE == IQ4_XS
+  // Q4_0's nibble order; IQ4_XS: sub-block j / 32's codes at qs[16 (j / 32) ..], its scale for
+  // both halves.
+  u.d = q_f16(w, blk);
+  uint32_t qs[4];
+#if QTYPE == IQ4_NL
+  load_words<offset_align(2u)>(w, blk + 2u, qs);
+#else
+  load_words<offset_align(8u)>(w, blk + 8u + 16u * (j >> 5), qs);
+  u.sc[0] = u.sc[1] = iq4xs_scale(w, blk, j >> 5);
+#endif
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    u.q[i] = iq4_values4(qs[i] & 0x0f0f0f0fu);
+    u.q[4 + i] = iq4_values4((qs[i] >> 4) & 0x0f0f0f0fu);
+  }
 #endif
   return u;
 }

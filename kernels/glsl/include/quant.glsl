@@ -19,6 +19,8 @@
 #define Q5_K 13
 #define Q6_K 14
 #define Q8_K 15
+#define IQ4_NL 20
+#define IQ4_XS 23
 
 #if QTYPE == Q4_0
 #define QK 32u
@@ -56,6 +58,12 @@
 #elif QTYPE == Q8_K
 #define QK 256u
 #define BLOCK_BYTES 292u
+#elif QTYPE == IQ4_NL
+#define QK 32u
+#define BLOCK_BYTES 18u
+#elif QTYPE == IQ4_XS
+#define QK 256u
+#define BLOCK_BYTES 136u
 #else
 #error "quant.glsl: QTYPE is not a block format"
 #endif
@@ -105,6 +113,32 @@ uvec2 k4_values8(uint blk, uint j, out uint v[8]) {
 #endif
   }
   return k4_scale_min(blk + 4u, g);
+}
+#endif
+
+#if QTYPE == IQ4_NL || QTYPE == IQ4_XS
+// The IQ4 formats' 16 levels (kIq4Values in src/quantized/blocks.h).
+const int IQ4_VALUES[16] =
+    int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+
+// Layouts: IQ4_NL d qs[16]; IQ4_XS d scales_h scales_l[4] qs[128]. Codes of elements j .. j+7 in
+// Q4_0's nibble order (IQ4_XS: within sub-block j / 32, whose codes are qs[16 (j / 32) ..]);
+// returns the scale as an integer (1 for IQ4_NL, ls - 32 for IQ4_XS).
+int iq4_codes8(uint blk, uint j, out uint c[8]) {
+#if QTYPE == IQ4_NL
+  const uvec2 q = q_bytes8(blk + 2u + (j & 15u));
+  const uint shift = (j >> 4) * 4u;
+  const int sc = 1;
+#else
+  const uint ib = j >> 5, l = j & 31u;
+  const uvec2 q = q_bytes8(blk + 8u + 16u * ib + (l & 15u));
+  const uint shift = (l >> 4) * 4u;
+  const uint low = (q_u8(blk + 4u + (ib >> 1)) >> (4u * (ib & 1u))) & 0xfu;
+  const uint high = (uint(wq[(blk >> 1) + 1u]) >> (2u * ib)) & 3u;
+  const int sc = int(low | (high << 4)) - 32;
+#endif
+  for (uint i = 0u; i < 8u; i++) c[i] = q_bits(q, i, shift, 4u);
+  return sc;
 }
 #endif
 
@@ -188,6 +222,15 @@ void dequant8(uint blk, uint j, out float w[8]) {
     const int v = int(q_bits(ql, i, shift, 4u) | (q_bits(qh, i, 2u * s, 2u) << 4)) - 32;
     w[i] = ds * float(v);
   }
+#elif QTYPE == IQ4_NL || QTYPE == IQ4_XS
+  uint c[8];
+  const int sc = iq4_codes8(blk, j, c);
+#if QTYPE == IQ4_NL
+  const float dl = q_f16(blk);
+#else
+  const float dl = q_f16(blk) * float(sc);
+#endif
+  for (uint i = 0u; i < 8u; i++) w[i] = dl * float(IQ4_VALUES[c[i]]);
 #endif
 }
 
@@ -199,7 +242,7 @@ void dequant8(uint blk, uint j, out float w[8]) {
 #if QTYPE == Q4_1 || QTYPE == Q5_1 || QTYPE == Q2_K || QTYPE == Q4_K || QTYPE == Q5_K
 #define QUANT_MIN 1
 #endif
-#if QTYPE >= Q2_K
+#if (QTYPE >= Q2_K && QTYPE <= Q8_K) || QTYPE == IQ4_XS
 #define QUANT_K 1  // 256-element blocks: x's scales are per 256 (ggml's Q8_K)
 #endif
 #if QTYPE == Q8_1 || QTYPE == Q8_K
@@ -275,6 +318,11 @@ void decode8_int(uint blk, uint j, out int v[8], out float dw, out float mw, out
   const uint shift = s < 2u ? 0u : 4u;
   for (uint i = 0u; i < 8u; i++)
     v[i] = int(q_bits(ql, i, shift, 4u) | (q_bits(qh, i, 2u * s, 2u) << 4)) - 32;
+#elif QTYPE == IQ4_NL || QTYPE == IQ4_XS
+  uint c[8];
+  sc = iq4_codes8(blk, j, c);
+  dw = q_f16(blk);
+  for (uint i = 0u; i < 8u; i++) v[i] = IQ4_VALUES[c[i]];
 #endif
 }
 
