@@ -29,9 +29,28 @@ struct LlamaConfig {
   double rope_theta = 10000.0;
   double rms_eps = 1e-5;
   bool tied_embeddings = false;
-  // GGUF files from llama.cpp store q/k permuted for interleaved (GPT-J style) rotary pairs;
-  // HF checkpoints rotate halves.
+  // GGUF files from llama.cpp store llama's q/k permuted for interleaved (GPT-J style) rotary
+  // pairs; HF checkpoints, and llama.cpp's qwen2, phi3 and gemma files, rotate halves (NEOX).
   bool rope_interleaved = true;
+
+  // Per-architecture options (general.architecture; the keys are read under its prefix). Each
+  // one off is llama; on, the decode step may fall back from a fused op to plain ones.
+  std::string architecture = "llama";  // llama, mistral, qwen2, phi3, gemma, gemma2
+  // Rotary angle of pair i at position p: p * rope_freq_scale * rope_theta^(-2i / head_dim) /
+  // rope_freq_factors[i]. Linear scaling ({arch}.rope.scaling.type linear) sets the scale to
+  // 1 / {arch}.rope.scaling.factor; Llama 3.x's scaling is a rope_freqs.weight tensor of
+  // head_dim / 2 factors (empty: all 1).
+  double rope_freq_scale = 1.0;
+  std::vector<float> rope_freq_factors;
+  bool qkv_bias = false;     // qwen2: blk.N.attn_{q,k,v}.bias
+  bool gelu_ffn = false;     // gemma: gelu(gate) * up (tanh approximation), else silu
+  double embed_scale = 1.0;  // gemma: the embedding rows times sqrt(hidden)
+  double query_scale = 0;    // the score scale; 1 / sqrt(head_dim) by default
+  bool post_norms = false;   // gemma2: blk.N.post_attention_norm, post_ffw_norm
+  double attn_softcap = 0;   // gemma2: scores -> c * tanh(scores / c); 0: off
+  double final_softcap = 0;  // gemma2: logits -> c * tanh(logits / c); 0: off
+  // gemma2: layers 0, 2, 4, ... attend only to the last sliding_window positions (0: all).
+  int64_t sliding_window = 0;
 };
 
 class LlamaModel;
