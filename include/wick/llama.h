@@ -1,5 +1,5 @@
-// Llama-family language models (SmolLM2, Llama 2/3, TinyLlama, ...) loaded from GGUF, and the
-// sampling loop that generates text with them.
+// Llama-family language models (SmolLM2, Llama 2/3, TinyLlama, Mistral, Qwen2, Phi-3, Gemma,
+// Gemma 2, ...) loaded from GGUF, and the sampling loop that generates text with them.
 #pragma once
 
 #include <cstdint>
@@ -95,14 +95,16 @@ struct LlamaOptions {
 
 class LlamaModel {
  public:
-  // Loads a llama-architecture GGUF file onto `dev`. `max_seq` bounds the KV cache (0: the
-  // model's context length, capped at 4096). Every hyper-parameter is checked against the others
-  // and against the tensor shapes before any weight is loaded: Error(Parse), naming the file, the
-  // key or tensor and the value, for a file that is not a llama model, lacks a tensor, or whose
-  // keys are out of range or disagree (counts, head split, rope base, norm epsilon, vocabulary,
-  // special token ids); Error(Unsupported) for variants not implemented (partial or scaled rotary
-  // embeddings, experts). Error(OutOfRange) when max_seq is negative, more than the model's
-  // context length, or its KV cache and rotary tables cannot fit in this machine's memory
+  // Loads a GGUF file of the llama architecture or a relative (general.architecture llama,
+  // mistral, qwen2, phi3, gemma, gemma2: LlamaConfig's options) onto `dev`. `max_seq` bounds the
+  // KV cache (0: the model's context length, capped at 4096). Every hyper-parameter is checked
+  // against the others and against the tensor shapes before any weight is loaded: Error(Parse),
+  // naming the file, the key or tensor and the value, for a file of another architecture (named),
+  // that lacks a tensor, or whose keys are out of range or disagree (counts, head split, rope
+  // base, norm epsilon, vocabulary, special token ids); Error(Unsupported) for variants not
+  // implemented (partial rotary embeddings, rotary scaling other than linear and Llama 3's
+  // rope_freqs, longrope, experts). Error(OutOfRange) when max_seq is negative, more than the
+  // model's context length, or its KV cache and rotary tables cannot fit in this machine's memory
   // (checked before allocating; the message names the bytes needed and the limit).
   static LlamaModel load_gguf(const std::string& path, const Device& dev = Device::cpu(),
                               int64_t max_seq = 0, const LoadProgress& progress = {});

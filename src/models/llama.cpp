@@ -532,8 +532,8 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev,
          " is negative (0 picks the model's context length, at most 4096)");
   if (max_seq > c.context_length)
     fail(ErrorKind::OutOfRange, kOp, path, ": max_seq ", max_seq,
-         " is more than the model's context length of ", c.context_length,
-         " tokens (llama.context_length)");
+         " is more than the model's context length of ", c.context_length, " tokens (",
+         c.architecture, ".context_length)");
   impl->dev = dev;
   impl->max_seq = max_seq > 0 ? max_seq : std::min<int64_t>(c.context_length, 4096);
   impl->kv_type = opts.kv_cache;
