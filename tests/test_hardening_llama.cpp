@@ -129,10 +129,15 @@ TEST(LlamaHardening, HyperParametersOutOfRangeOrInconsistentAreRefused) {
        {{"llama.vocab_size", uint32_t{41}}},
        P,
        {"llama.vocab_size is 41", "token_embd.weight", "40"}},
-      {"key length not the head dim",
+      // The key length is the head dim (Gemma's differ from hidden / heads): q's rows disagree.
+      {"key length not the matrices' head dim",
        {{"llama.attention.key_length", uint32_t{16}}},
        P,
-       {"llama.attention.key_length is 16", "8"}},
+       {"blk.0.attn_q.weight", "[32, 32]", "[64, 32]", "head dim 16 (llama.attention.key_length)"}},
+      {"value length not the key length",
+       {{"llama.attention.value_length", uint32_t{16}}},
+       P,
+       {"llama.attention.value_length is 16", "8"}},
       {"rope dims beyond the head",
        {{"llama.rope.dimension_count", uint32_t{16}}},
        P,
@@ -145,10 +150,10 @@ TEST(LlamaHardening, HyperParametersOutOfRangeOrInconsistentAreRefused) {
        {{"llama.rope.scaling.type", "yarn"}},
        U,
        {"llama.rope.scaling.type 'yarn'"}},
-      {"rope scaling factor",
-       {{"llama.rope.scaling.factor", 4.0f}},
+      {"rope scaling factor of a type not implemented",
+       {{"llama.rope.scaling.type", "longrope"}, {"llama.rope.scaling.factor", 4.0f}},
        U,
-       {"llama.rope.scaling.factor 4"}},
+       {"llama.rope.scaling.type 'longrope'", "factor 4"}},
       {"experts", {{"llama.expert_count", uint32_t{8}}}, U, {"llama.expert_count is 8"}},
       {"bos id beyond u32 (was truncated to 0)",
        {{"tokenizer.ggml.bos_token_id", uint64_t{1} << 40}},
@@ -209,6 +214,66 @@ TEST(LlamaHardening, TensorsThatDisagreeWithTheVocabularyAreRefused) {
            {"tokenizer.ggml.token_type", GgufValue::array(types)}});
   expect_error([&] { LlamaModel::load_gguf(more); }, ErrorKind::Parse,
                {more, "tokenizer.ggml.tokens has 41 tokens", "40"});
+}
+
+// The tensors of llama's relatives and Llama 3's rotary factors are checked as llama's are.
+TEST(LlamaHardening, ArchitectureTensorsAreChecked) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  TinyLlamaConfig cfg;
+  cfg.rope_freqs = true;
+  write_tiny_llama(dir.file("llama3.gguf"), rng, cfg);
+  const std::string short_freqs = dir.file("short_freqs.gguf");
+  rewrite(dir.file("llama3.gguf"), short_freqs, {}, {"rope_freqs.weight"},
+          [&](GgufWriter& w) { w.add_tensor("rope_freqs.weight", Tensor::ones({3}, DType::F32)); });
+  expect_error([&] { LlamaModel::load_gguf(short_freqs); }, ErrorKind::Parse,
+               {short_freqs, "rope_freqs.weight", "[3]", "[4]"});
+  const std::string zero_freq = dir.file("zero_freq.gguf");
+  rewrite(dir.file("llama3.gguf"), zero_freq, {}, {"rope_freqs.weight"}, [&](GgufWriter& w) {
+    w.add_tensor("rope_freqs.weight", Tensor::from_vec(std::vector<float>{1, 2, 0, 4}, {4}));
+  });
+  expect_error([&] { LlamaModel::load_gguf(zero_freq); }, ErrorKind::Parse,
+               {zero_freq, "rope_freqs.weight[2] is 0"});
+
+  cfg = {};
+  cfg.arch = "qwen2";
+  write_tiny_llama(dir.file("qwen2.gguf"), rng, cfg);
+  const std::string no_bias = dir.file("no_bias.gguf");
+  rewrite(dir.file("qwen2.gguf"), no_bias, {}, {"blk.1.attn_k.bias"});
+  expect_error([&] { LlamaModel::load_gguf(no_bias); }, ErrorKind::Parse,
+               {no_bias, "blk.1.attn_k.bias"});
+
+  cfg = {};
+  cfg.arch = "phi3";
+  write_tiny_llama(dir.file("phi3.gguf"), rng, cfg);
+  const std::string narrow_up = dir.file("narrow_up.gguf");
+  rewrite(dir.file("phi3.gguf"), narrow_up, {}, {"blk.0.ffn_up.weight"}, [&](GgufWriter& w) {
+    w.add_tensor("blk.0.ffn_up.weight", Tensor::zeros({48, 32}, DType::F32));
+  });
+  expect_error([&] { LlamaModel::load_gguf(narrow_up); }, ErrorKind::Parse,
+               {narrow_up, "blk.0.ffn_up.weight", "[48, 32]", "[96, 32]", "gate, then up"});
+  const std::string longrope = dir.file("longrope.gguf");
+  rewrite(dir.file("phi3.gguf"), longrope, {}, {}, [&](GgufWriter& w) {
+    w.add_tensor("rope_factors_long.weight", Tensor::ones({4}, DType::F32));
+  });
+  expect_error([&] { LlamaModel::load_gguf(longrope); }, ErrorKind::Unsupported,
+               {longrope, "rope_factors_long.weight", "longrope"});
+
+  cfg = {};
+  cfg.arch = "gemma2";
+  write_tiny_llama(dir.file("gemma2.gguf"), rng, cfg);
+  const std::string no_post = dir.file("no_post.gguf");
+  rewrite(dir.file("gemma2.gguf"), no_post, {}, {"blk.0.post_ffw_norm.weight"});
+  expect_error([&] { LlamaModel::load_gguf(no_post); }, ErrorKind::Parse,
+               {no_post, "blk.0.post_ffw_norm.weight"});
+  // Without the keys, Gemma 2's values (llama.cpp's defaults).
+  const LlamaConfig g = LlamaModel::load_gguf(dir.file("gemma2.gguf")).config();
+  EXPECT_EQ(g.attn_softcap, 50.0);
+  EXPECT_EQ(g.final_softcap, 30.0);
+  EXPECT_EQ(g.sliding_window, 4096);
+  EXPECT_TRUE(g.post_norms && g.gelu_ffn && !g.rope_interleaved);
+  EXPECT_DOUBLE_EQ(g.embed_scale, std::sqrt(32.0));
 }
 
 TEST(LlamaHardening, TokenizerIdsAreCheckedBeforeNarrowing) {

@@ -43,14 +43,36 @@ Vec rms_norm(const Vec& x, const Ref& alpha, double eps) {
   return y;
 }
 
-// Interleaved rotary embedding (llama.cpp's GGUF layout): pairs (2i, 2i+1) of each head.
-void rope_interleaved(Vec& x, int64_t heads, int64_t d, int64_t pos, double theta) {
+// Rows [start, start + n) of a (out, in) matrix: one part of a fused one.
+Ref rows(const Ref& w, int64_t start, int64_t n) {
+  const int64_t in = w.shape[1];
+  return Ref{Shape{n, in}, Vec(w.v.begin() + start * in, w.v.begin() + (start + n) * in)};
+}
+
+// The rotary angle of pair i at position p: p * theta^(-2i/d), divided by the linear scaling
+// factor and by Llama 3's per-pair factor (rope_freqs.weight) when the model has them.
+double rope_angle(const TinyLlama& m, const std::map<std::string, Ref>& w, int64_t pos, int64_t i) {
+  const TinyLlamaConfig& c = m.config;
+  double a =
+      static_cast<double>(pos) *
+      std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim()));
+  if (c.rope_linear > 0) a /= c.rope_linear;
+  if (c.rope_freqs) a /= w.at("rope_freqs.weight").v[static_cast<size_t>(i)];
+  return a;
+}
+
+// Rotary embedding of each head: llama.cpp's llama files rotate the pairs (2i, 2i+1) (their q/k
+// rows permuted by the converter); its qwen2, phi3 and gemma files rotate (i, i + d/2) (NEOX).
+void rope(Vec& x, int64_t heads, const TinyLlama& m, const std::map<std::string, Ref>& w,
+          int64_t pos) {
+  const std::string& arch = m.config.arch;
+  const bool neox = arch == "qwen2" || arch == "phi3" || arch == "gemma" || arch == "gemma2";
+  const int64_t d = m.config.head_dim();
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < d / 2; i++) {
-      const double a = static_cast<double>(pos) *
-                       std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-      double& x0 = x[static_cast<size_t>(h * d + 2 * i)];
-      double& x1 = x[static_cast<size_t>(h * d + 2 * i + 1)];
+      const double a = rope_angle(m, w, pos, i);
+      double& x0 = x[static_cast<size_t>(h * d + (neox ? i : 2 * i))];
+      double& x1 = x[static_cast<size_t>(h * d + (neox ? i + d / 2 : 2 * i + 1))];
       const double r0 = x0 * std::cos(a) - x1 * std::sin(a),
                    r1 = x0 * std::sin(a) + x1 * std::cos(a);
       x0 = r0;
@@ -58,11 +80,21 @@ void rope_interleaved(Vec& x, int64_t heads, int64_t d, int64_t pos, double thet
     }
 }
 
-// Logits of every position of `ids` (run from position 0), straight from the definition.
+double softcap(double x, double cap) {
+  return cap > 0 ? cap * std::tanh(x / cap) : x;
+}
+
+// Logits of every position of `ids` (run from position 0), straight from the architectures'
+// definitions: llama (SwiGLU MLP); qwen2 (biases on q, k, v); phi3 (q, k, v and gate, up fused
+// into one matrix each); gemma (embedding times sqrt(hidden), GELU (tanh) gate); gemma2 (also
+// RMSNorms after attention and MLP before the residual adds, scores and logits soft-capped,
+// even layers attending to the last sliding_window positions only).
 std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t>& ids) {
   const TinyLlamaConfig& c = m.config;
   const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads, g = h / kvh,
                 t = static_cast<int64_t>(ids.size());
+  const bool phi3 = c.arch == "phi3", gemma = c.arch == "gemma" || c.arch == "gemma2",
+             gemma2 = c.arch == "gemma2";
   std::map<std::string, Ref> w;
   for (const auto& [name, tensor] : m.weights) w.emplace(name, to_ref(tensor.to_dtype(DType::F64)));
   std::vector<Vec> x(static_cast<size_t>(t));
@@ -70,18 +102,44 @@ std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t
     const Ref& e = w.at("token_embd.weight");
     x[static_cast<size_t>(p)].assign(e.v.begin() + ids[static_cast<size_t>(p)] * c.hidden,
                                      e.v.begin() + (ids[static_cast<size_t>(p)] + 1) * c.hidden);
+    if (gemma)
+      for (double& v : x[static_cast<size_t>(p)]) v *= std::sqrt(static_cast<double>(c.hidden));
   }
   auto silu = [](double v) { return v / (1.0 + std::exp(-v)); };
+  auto gelu = [](double v) {
+    return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+  };
   for (int64_t l = 0; l < c.layers; l++) {
     const std::string pre = "blk." + std::to_string(l) + ".";
+    Ref wq, wk, wv, wgate, wup;
+    if (phi3) {
+      const Ref& qkv = w.at(pre + "attn_qkv.weight");
+      wq = rows(qkv, 0, h * d);
+      wk = rows(qkv, h * d, kvh * d);
+      wv = rows(qkv, (h + kvh) * d, kvh * d);
+      wgate = rows(w.at(pre + "ffn_up.weight"), 0, c.ffn);
+      wup = rows(w.at(pre + "ffn_up.weight"), c.ffn, c.ffn);
+    } else {
+      wq = w.at(pre + "attn_q.weight");
+      wk = w.at(pre + "attn_k.weight");
+      wv = w.at(pre + "attn_v.weight");
+      wgate = w.at(pre + "ffn_gate.weight");
+      wup = w.at(pre + "ffn_up.weight");
+    }
+    const bool sliding = gemma2 && c.sliding_window > 0 && l % 2 == 0;
     std::vector<Vec> q(static_cast<size_t>(t)), k(q.size()), v(q.size());
     for (int64_t p = 0; p < t; p++) {
       const Vec hn = rms_norm(x[static_cast<size_t>(p)], w.at(pre + "attn_norm.weight"), c.rms_eps);
-      q[static_cast<size_t>(p)] = matvec(w.at(pre + "attn_q.weight"), hn);
-      k[static_cast<size_t>(p)] = matvec(w.at(pre + "attn_k.weight"), hn);
-      v[static_cast<size_t>(p)] = matvec(w.at(pre + "attn_v.weight"), hn);
-      rope_interleaved(q[static_cast<size_t>(p)], h, d, p, c.rope_theta);
-      rope_interleaved(k[static_cast<size_t>(p)], kvh, d, p, c.rope_theta);
+      q[static_cast<size_t>(p)] = matvec(wq, hn);
+      k[static_cast<size_t>(p)] = matvec(wk, hn);
+      v[static_cast<size_t>(p)] = matvec(wv, hn);
+      if (c.arch == "qwen2") {
+        for (auto [y, b] : {std::pair{&q, "attn_q.bias"}, {&k, "attn_k.bias"}, {&v, "attn_v.bias"}})
+          for (size_t i = 0; i < (*y)[static_cast<size_t>(p)].size(); i++)
+            (*y)[static_cast<size_t>(p)][i] += w.at(pre + b).v[i];
+      }
+      rope(q[static_cast<size_t>(p)], h, m, w, p);
+      rope(k[static_cast<size_t>(p)], kvh, m, w, p);
     }
     for (int64_t p = 0; p < t; p++) {
       Vec att(static_cast<size_t>(h * d), 0.0);
@@ -94,7 +152,9 @@ std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t
           for (int64_t i = 0; i < d; i++)
             dot += q[static_cast<size_t>(p)][static_cast<size_t>(hh * d + i)] *
                    k[static_cast<size_t>(j)][static_cast<size_t>(kv * d + i)];
-          s[static_cast<size_t>(j)] = dot / std::sqrt(static_cast<double>(d));
+          s[static_cast<size_t>(j)] =
+              softcap(dot / std::sqrt(static_cast<double>(d)), c.attn_softcap);
+          if (sliding && p - j >= c.sliding_window) s[static_cast<size_t>(j)] = -INFINITY;
           mx = std::max(mx, s[static_cast<size_t>(j)]);
         }
         double sum = 0;
@@ -105,21 +165,26 @@ std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t
                 s[static_cast<size_t>(j)] / sum *
                 v[static_cast<size_t>(j)][static_cast<size_t>(kv * d + i)];
       }
-      const Vec o = matvec(w.at(pre + "attn_output.weight"), att);
+      Vec o = matvec(w.at(pre + "attn_output.weight"), att);
+      if (gemma2) o = rms_norm(o, w.at(pre + "post_attention_norm.weight"), c.rms_eps);
       Vec& xp = x[static_cast<size_t>(p)];
       for (size_t i = 0; i < xp.size(); i++) xp[i] += o[i];
       const Vec hn = rms_norm(xp, w.at(pre + "ffn_norm.weight"), c.rms_eps);
-      Vec gate = matvec(w.at(pre + "ffn_gate.weight"), hn);
-      const Vec up = matvec(w.at(pre + "ffn_up.weight"), hn);
-      for (size_t i = 0; i < gate.size(); i++) gate[i] = silu(gate[i]) * up[i];
-      const Vec down = matvec(w.at(pre + "ffn_down.weight"), gate);
+      Vec gate = matvec(wgate, hn);
+      const Vec up = matvec(wup, hn);
+      for (size_t i = 0; i < gate.size(); i++)
+        gate[i] = (gemma ? gelu(gate[i]) : silu(gate[i])) * up[i];
+      Vec down = matvec(w.at(pre + "ffn_down.weight"), gate);
+      if (gemma2) down = rms_norm(down, w.at(pre + "post_ffw_norm.weight"), c.rms_eps);
       for (size_t i = 0; i < xp.size(); i++) xp[i] += down[i];
     }
   }
   const Ref& head = c.tied_embeddings ? w.at("token_embd.weight") : w.at("output.weight");
   std::vector<Vec> logits;
-  for (const Vec& xp : x)
+  for (const Vec& xp : x) {
     logits.push_back(matvec(head, rms_norm(xp, w.at("output_norm.weight"), c.rms_eps)));
+    for (double& y : logits.back()) y = softcap(y, c.final_softcap);
+  }
   return logits;
 }
 
@@ -153,8 +218,14 @@ class Llama : public DeviceTest {};
 // Prefill of a prompt, then decode steps one token at a time: each step's logits must equal the
 // reference run over the whole sequence (so the KV cache holds exactly the earlier keys/values).
 // The cache is f32 unless given: the reference keeps k and v exact.
-void check_against_reference(const Device& dev, const TinyLlamaConfig& cfg, double quantized,
-                             KvCacheType kv = KvCacheType::F32) {
+// Returns what it wrote, the tokens it ran and the model (at their end).
+struct Checked {
+  TinyLlama m;
+  std::vector<uint32_t> ids;
+  LlamaModel model;
+};
+Checked check_against_reference(const Device& dev, const TinyLlamaConfig& cfg, double quantized,
+                                KvCacheType kv = KvCacheType::F32) {
   Rng rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));
   TempDir dir;
@@ -186,6 +257,7 @@ void check_against_reference(const Device& dev, const TinyLlamaConfig& cfg, doub
   model.reset();
   EXPECT_EQ(model.position(), 0);
   WICK_EXPECT_CLOSE(model.forward(all), as_ref(want[9]), logits_tol(want[9], quantized));
+  return {m, all, model};
 }
 
 TEST_P(Llama, F32WeightsMatchTheFloat64Reference) {
@@ -220,6 +292,104 @@ TEST_P(Llama, QuantizedWeightsMatchTheFloat64Reference) {
     cfg.embed_quant = QuantType::Q8_0;
     SCOPED_TRACE(quant_type_info(q)->name);
     check_against_reference(device(), cfg, 0.04);
+  }
+}
+
+// The largest difference between two runs' logits, over their largest logit.
+double relative_change(const std::vector<Vec>& a, const std::vector<Vec>& b) {
+  double diff = 0, mx = 0;
+  for (size_t p = 0; p < a.size(); p++)
+    for (size_t i = 0; i < a[p].size(); i++) {
+      diff = std::max(diff, std::abs(a[p][i] - b[p][i]));
+      mx = std::max(mx, std::abs(a[p][i]));
+    }
+  return diff / mx;
+}
+
+// Llama's relatives, each the same model with its options (LlamaConfig), written as llama.cpp's
+// converter writes them, against the reference written from each definition: a prompt, decode
+// steps through the KV cache, and the whole sequence again.
+TEST_P(Llama, ArchitecturesMatchTheFloat64Reference) {
+  for (const char* arch : {"mistral", "qwen2", "phi3", "gemma"}) {
+    SCOPED_TRACE(arch);
+    TinyLlamaConfig cfg;
+    cfg.arch = arch;
+    cfg.tied_embeddings = std::string(arch) != "phi3";
+    if (std::string(arch) == "gemma") cfg.key_length = 12;  // q is 4 x 12 wide, hidden 32
+    const LlamaModel model = check_against_reference(device(), cfg, 0).model;
+    EXPECT_EQ(model.config().architecture, arch);
+    EXPECT_EQ(model.config().head_dim, cfg.head_dim());
+    EXPECT_EQ(model.config().rope_interleaved, std::string(arch) == "mistral");
+    EXPECT_EQ(model.replays(), device().can_capture());  // the fused decode step
+  }
+  // Block-quantized fused matrices and biases over them.
+  for (const char* arch : {"qwen2", "phi3"}) {
+    SCOPED_TRACE(std::string(arch) + " q8_0");
+    TinyLlamaConfig cfg;
+    cfg.arch = arch;
+    cfg.hidden = 64;
+    cfg.ffn = 96;
+    cfg.matrix_quant = cfg.embed_quant = QuantType::Q8_0;
+    check_against_reference(device(), cfg, 0.04);
+  }
+}
+
+// Llama 3.x's rotary scaling (per-pair factors in rope_freqs.weight) and linear scaling.
+TEST_P(Llama, ScaledRotaryEmbeddingsMatchTheFloat64Reference) {
+  for (const bool llama3 : {true, false}) {
+    SCOPED_TRACE(llama3 ? "rope_freqs" : "linear");
+    TinyLlamaConfig cfg;
+    cfg.rope_theta = 100.0f;  // fast pairs, so that the scaling moves the logits far
+    cfg.rope_freqs = llama3;
+    cfg.rope_linear = llama3 ? 0.0f : 4.0f;
+    const auto [m, ids, model] = check_against_reference(device(), cfg, 0);
+    TinyLlama unscaled = m;
+    unscaled.config.rope_freqs = false;
+    unscaled.config.rope_linear = 0;
+    EXPECT_GT(relative_change(reference_logits(m, ids), reference_logits(unscaled, ids)), 0.01);
+  }
+}
+
+// Gemma 2: soft-capped scores and logits, post norms, a sliding window of 3 on layers 0 and 2 (of
+// 3; the cache holds 16 positions, so the window bites from the fourth token), a head dim apart
+// from hidden / heads. Each of the caps and the window moves the reference's logits by far more
+// than the tolerance. The batch path (forward_batch) gives the same logits.
+TEST_P(Llama, Gemma2MatchesTheFloat64Reference) {
+  TinyLlamaConfig cfg;
+  cfg.arch = "gemma2";
+  cfg.layers = 3;
+  cfg.key_length = 16;
+  cfg.attn_softcap = 0.5f;
+  cfg.final_softcap = 1.5f;
+  cfg.sliding_window = 3;
+  for (const KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
+    SCOPED_TRACE(kv_cache_type_name(kv));
+    auto [m, ids, model] =
+        check_against_reference(device(), cfg, kv == KvCacheType::F16 ? kF16Rel : 0, kv);
+    const std::vector<Vec> want = reference_logits(m, ids);
+    for (const char* what : {"attention cap", "final cap", "window"}) {
+      TinyLlama other = m;
+      if (std::string(what) == "attention cap") other.config.attn_softcap = 0;
+      if (std::string(what) == "final cap") other.config.final_softcap = 0;
+      if (std::string(what) == "window") other.config.sliding_window = 0;
+      EXPECT_GT(relative_change(want, reference_logits(other, ids)), 0.02) << what;
+    }
+    EXPECT_FALSE(model.replays());  // plain attention: its shapes follow the position
+    EXPECT_EQ(model.config().sliding_window, 3);
+    LlamaSequence a = model.new_sequence(), b = model.new_sequence();
+    const std::vector<uint32_t> first(ids.begin(), ids.begin() + 6),
+        second(ids.begin(), ids.begin() + 2);
+    Tensor out = model.forward_batch({{&a, first}, {&b, second}});
+    WICK_EXPECT_CLOSE(out.narrow(0, 0, 1).reshape({cfg.vocab}), as_ref(want[5]),
+                      logits_tol(want[5], kv == KvCacheType::F16 ? kF16Rel : 0));
+    for (size_t i = 6; i < ids.size(); i++) {
+      out = model.forward_batch({{&a, {ids[i]}}, {&b, {ids[i - 4]}}});
+      SCOPED_TRACE("batch step " + std::to_string(i));
+      WICK_EXPECT_CLOSE(out.narrow(0, 0, 1).reshape({cfg.vocab}), as_ref(want[i]),
+                        logits_tol(want[i], kv == KvCacheType::F16 ? kF16Rel : 0));
+      WICK_EXPECT_CLOSE(out.narrow(0, 1, 1).reshape({cfg.vocab}), as_ref(want[i - 4]),
+                        logits_tol(want[i - 4], kv == KvCacheType::F16 ? kF16Rel : 0));
+    }
   }
 }
 
@@ -322,7 +492,7 @@ TEST_P(Llama, Errors) {
   w.set("general.architecture", "gpt2");
   w.write(dir.file("gpt2.gguf"));
   expect_error([&] { LlamaModel::load_gguf(dir.file("gpt2.gguf"), device()); }, ErrorKind::Parse,
-               {"gpt2.gguf", "architecture 'gpt2'"});
+               {"gpt2.gguf", "architecture 'gpt2' is not supported", "qwen2", "gemma2"});
   GgufWriter w2;
   w2.set("general.architecture", "llama");
   const GgufFile tiny = GgufFile::open(dir.file("tiny.gguf"));

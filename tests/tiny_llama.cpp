@@ -54,19 +54,32 @@ TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaCon
   make_vocab(m, rng);
 
   GgufWriter w(c.alignment);
-  w.set("general.architecture", "llama");
-  w.set("general.name", "tiny-llama");
-  w.set("llama.block_count", static_cast<uint32_t>(c.layers));
-  w.set("llama.context_length", static_cast<uint32_t>(c.context));
-  w.set("llama.embedding_length", static_cast<uint32_t>(c.hidden));
-  w.set("llama.feed_forward_length", static_cast<uint32_t>(c.ffn));
-  w.set("llama.attention.head_count", static_cast<uint32_t>(c.heads));
-  w.set("llama.attention.head_count_kv", static_cast<uint32_t>(c.kv_heads));
-  w.set("llama.rope.freq_base", c.rope_theta);
-  w.set("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
+  const std::string a = c.arch + ".";
+  w.set("general.architecture", c.arch);
+  w.set("general.name", "tiny-" + c.arch);
+  w.set(a + "block_count", static_cast<uint32_t>(c.layers));
+  w.set(a + "context_length", static_cast<uint32_t>(c.context));
+  w.set(a + "embedding_length", static_cast<uint32_t>(c.hidden));
+  w.set(a + "feed_forward_length", static_cast<uint32_t>(c.ffn));
+  w.set(a + "attention.head_count", static_cast<uint32_t>(c.heads));
+  w.set(a + "attention.head_count_kv", static_cast<uint32_t>(c.kv_heads));
+  w.set(a + "rope.freq_base", c.rope_theta);
+  w.set(a + "attention.layer_norm_rms_epsilon", c.rms_eps);
+  if (c.key_length > 0) {
+    w.set(a + "attention.key_length", static_cast<uint32_t>(c.key_length));
+    w.set(a + "attention.value_length", static_cast<uint32_t>(c.key_length));
+  }
+  if (c.rope_linear > 0) {
+    w.set(a + "rope.scaling.type", "linear");
+    w.set(a + "rope.scaling.factor", c.rope_linear);
+  }
+  if (c.attn_softcap > 0) w.set(a + "attn_logit_softcapping", c.attn_softcap);
+  if (c.final_softcap > 0) w.set(a + "final_logit_softcapping", c.final_softcap);
+  if (c.sliding_window > 0)
+    w.set(a + "attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
   w.set("general.file_type", uint32_t{c.weight_dtype == DType::F32 ? 0u : 1u});
-  w.set("llama.vocab_size", static_cast<uint32_t>(c.vocab));
-  w.set("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim()));
+  w.set(a + "vocab_size", static_cast<uint32_t>(c.vocab));
+  w.set(a + "rope.dimension_count", static_cast<uint32_t>(c.head_dim()));
   w.set("tokenizer.ggml.add_space_prefix", false);
   w.set("tokenizer.ggml.add_bos_token", false);
   w.set("tokenizer.ggml.model", "gpt2");
@@ -96,23 +109,48 @@ TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaCon
     w.add_raw_tensor(name, q, shape, {reinterpret_cast<const std::byte*>(qt.data()), qt.nbytes()});
     m.weights.emplace_back(name, dequantize(qt));
   };
-  const int64_t kv_dim = c.kv_heads * c.head_dim();
+  const int64_t q_dim = c.heads * c.head_dim(), kv_dim = c.kv_heads * c.head_dim();
   const DType wd = c.weight_dtype;
   // Projections scaled by 1/sqrt(fan-in), as trained weights roughly are: without it, wider test
   // models amplify rounding noise layer by layer (0.2 at fan-in 64).
   const auto proj = [](int64_t fan_in) { return 1.6 / std::sqrt(static_cast<double>(fan_in)); };
+  const bool phi3 = c.arch == "phi3";
   add("token_embd.weight", Shape{c.vocab, c.hidden}, wd, 1.0);
+  if (c.rope_freqs) {  // factors of 1 to 8, as Llama 3's grow towards the slow pairs
+    Tensor t =
+        make_tensor(random_ref(rng, Shape{c.head_dim() / 2}, 1.0, 8.0), DType::F32, Device::cpu());
+    w.add_tensor("rope_freqs.weight", t);
+    m.weights.emplace_back("rope_freqs.weight", t);
+  }
   for (int64_t l = 0; l < c.layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     add(p + "attn_norm.weight", Shape{c.hidden}, DType::F32, 1.0);
     add(p + "ffn_down.weight", Shape{c.hidden, c.ffn}, wd, proj(c.ffn));
-    add(p + "ffn_gate.weight", Shape{c.ffn, c.hidden}, wd, proj(c.hidden));
-    add(p + "ffn_up.weight", Shape{c.ffn, c.hidden}, wd, proj(c.hidden));
+    if (phi3) {
+      add(p + "ffn_up.weight", Shape{2 * c.ffn, c.hidden}, wd, proj(c.hidden));
+    } else {
+      add(p + "ffn_gate.weight", Shape{c.ffn, c.hidden}, wd, proj(c.hidden));
+      add(p + "ffn_up.weight", Shape{c.ffn, c.hidden}, wd, proj(c.hidden));
+    }
     add(p + "ffn_norm.weight", Shape{c.hidden}, DType::F32, 1.0);
-    add(p + "attn_k.weight", Shape{kv_dim, c.hidden}, wd, proj(c.hidden));
-    add(p + "attn_output.weight", Shape{c.hidden, c.hidden}, wd, proj(c.hidden));
-    add(p + "attn_q.weight", Shape{c.hidden, c.hidden}, wd, proj(c.hidden));
-    add(p + "attn_v.weight", Shape{kv_dim, c.hidden}, wd, proj(c.hidden));
+    if (phi3) {
+      add(p + "attn_output.weight", Shape{c.hidden, q_dim}, wd, proj(q_dim));
+      add(p + "attn_qkv.weight", Shape{q_dim + 2 * kv_dim, c.hidden}, wd, proj(c.hidden));
+    } else {
+      add(p + "attn_k.weight", Shape{kv_dim, c.hidden}, wd, proj(c.hidden));
+      add(p + "attn_output.weight", Shape{c.hidden, q_dim}, wd, proj(q_dim));
+      add(p + "attn_q.weight", Shape{q_dim, c.hidden}, wd, proj(c.hidden));
+      add(p + "attn_v.weight", Shape{kv_dim, c.hidden}, wd, proj(c.hidden));
+    }
+    if (c.arch == "qwen2") {
+      add(p + "attn_q.bias", Shape{q_dim}, DType::F32, 0.5);
+      add(p + "attn_k.bias", Shape{kv_dim}, DType::F32, 0.5);
+      add(p + "attn_v.bias", Shape{kv_dim}, DType::F32, 0.5);
+    }
+    if (c.arch == "gemma2") {
+      add(p + "post_attention_norm.weight", Shape{c.hidden}, DType::F32, 1.0);
+      add(p + "post_ffw_norm.weight", Shape{c.hidden}, DType::F32, 1.0);
+    }
   }
   add("output_norm.weight", Shape{c.hidden}, DType::F32, 1.0);
   if (!c.tied_embeddings) add("output.weight", Shape{c.vocab, c.hidden}, wd, proj(c.hidden));

@@ -38,7 +38,23 @@ struct TinyLlamaConfig {
   QuantType matrix_quant = QuantType::F32;
   QuantType embed_quant = QuantType::F32;
   uint32_t alignment = 32;
-  int64_t head_dim() const { return hidden / heads; }
+
+  // The architecture (general.architecture, and the prefix of the hyper-parameters' keys) and
+  // what it writes besides llama's tensors, as llama.cpp's converter does:
+  //   qwen2   blk.N.attn_{q,k,v}.bias
+  //   phi3    blk.N.attn_qkv (q's rows, k's, v's) instead of attn_q/k/v; blk.N.ffn_up of 2 x ffn
+  //           rows (gate's, then up's) and no ffn_gate
+  //   gemma2  blk.N.post_attention_norm, blk.N.post_ffw_norm; gemma2.attn_logit_softcapping,
+  //           final_logit_softcapping, attention.sliding_window (when the fields below are > 0)
+  // llama and mistral write llama's tensors. The norms of gemma/gemma2 are written as they are
+  // used (llama.cpp's converter adds Gemma's 1 to them).
+  std::string arch = "llama";
+  int64_t key_length = 0;   // {arch}.attention.key_length/value_length when > 0: the head dim
+  bool rope_freqs = false;  // a rope_freqs.weight of head_dim / 2 factors (Llama 3.x)
+  float rope_linear = 0;    // {arch}.rope.scaling.type linear with this factor when > 0
+  float attn_softcap = 0, final_softcap = 0;
+  int64_t sliding_window = 0;
+  int64_t head_dim() const { return key_length > 0 ? key_length : hidden / heads; }
 };
 
 struct TinyLlama {

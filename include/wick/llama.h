@@ -1,5 +1,5 @@
-// Llama-family language models (SmolLM2, Llama 2/3, TinyLlama, ...) loaded from GGUF, and the
-// sampling loop that generates text with them.
+// Llama-family language models (SmolLM2, Llama 2/3, TinyLlama, Mistral, Qwen2, Phi-3, Gemma,
+// Gemma 2, ...) loaded from GGUF, and the sampling loop that generates text with them.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +29,28 @@ struct LlamaConfig {
   double rope_theta = 10000.0;
   double rms_eps = 1e-5;
   bool tied_embeddings = false;
-  // GGUF files from llama.cpp store q/k permuted for interleaved (GPT-J style) rotary pairs;
-  // HF checkpoints rotate halves.
+  // GGUF files from llama.cpp store llama's q/k permuted for interleaved (GPT-J style) rotary
+  // pairs; HF checkpoints, and llama.cpp's qwen2, phi3 and gemma files, rotate halves (NEOX).
   bool rope_interleaved = true;
+
+  // Per-architecture options (general.architecture; the keys are read under its prefix). Each
+  // one off is llama; on, the decode step may fall back from a fused op to plain ones.
+  std::string architecture = "llama";  // llama, mistral, qwen2, phi3, gemma, gemma2
+  // Rotary angle of pair i at position p: p * rope_freq_scale * rope_theta^(-2i / head_dim) /
+  // rope_freq_factors[i]. Linear scaling ({arch}.rope.scaling.type linear) sets the scale to
+  // 1 / {arch}.rope.scaling.factor; Llama 3.x's scaling is a rope_freqs.weight tensor of
+  // head_dim / 2 factors (empty: all 1).
+  double rope_freq_scale = 1.0;
+  std::vector<float> rope_freq_factors;
+  bool qkv_bias = false;     // qwen2: blk.N.attn_{q,k,v}.bias
+  bool gelu_ffn = false;     // gemma: gelu(gate) * up (tanh approximation), else silu
+  double embed_scale = 1.0;  // gemma: the embedding rows times sqrt(hidden)
+  double query_scale = 0;    // the score scale; 1 / sqrt(head_dim) by default
+  bool post_norms = false;   // gemma2: blk.N.post_attention_norm, post_ffw_norm
+  double attn_softcap = 0;   // gemma2: scores -> c * tanh(scores / c); 0: off
+  double final_softcap = 0;  // gemma2: logits -> c * tanh(logits / c); 0: off
+  // gemma2: layers 0, 2, 4, ... attend only to the last sliding_window positions (0: all).
+  int64_t sliding_window = 0;
 };
 
 class LlamaModel;
@@ -76,14 +95,16 @@ struct LlamaOptions {
 
 class LlamaModel {
  public:
-  // Loads a llama-architecture GGUF file onto `dev`. `max_seq` bounds the KV cache (0: the
-  // model's context length, capped at 4096). Every hyper-parameter is checked against the others
-  // and against the tensor shapes before any weight is loaded: Error(Parse), naming the file, the
-  // key or tensor and the value, for a file that is not a llama model, lacks a tensor, or whose
-  // keys are out of range or disagree (counts, head split, rope base, norm epsilon, vocabulary,
-  // special token ids); Error(Unsupported) for variants not implemented (partial or scaled rotary
-  // embeddings, experts). Error(OutOfRange) when max_seq is negative, more than the model's
-  // context length, or its KV cache and rotary tables cannot fit in this machine's memory
+  // Loads a GGUF file of the llama architecture or a relative (general.architecture llama,
+  // mistral, qwen2, phi3, gemma, gemma2: LlamaConfig's options) onto `dev`. `max_seq` bounds the
+  // KV cache (0: the model's context length, capped at 4096). Every hyper-parameter is checked
+  // against the others and against the tensor shapes before any weight is loaded: Error(Parse),
+  // naming the file, the key or tensor and the value, for a file of another architecture (named),
+  // that lacks a tensor, or whose keys are out of range or disagree (counts, head split, rope
+  // base, norm epsilon, vocabulary, special token ids); Error(Unsupported) for variants not
+  // implemented (partial rotary embeddings, rotary scaling other than linear and Llama 3's
+  // rope_freqs, longrope, experts). Error(OutOfRange) when max_seq is negative, more than the
+  // model's context length, or its KV cache and rotary tables cannot fit in this machine's memory
   // (checked before allocating; the message names the bytes needed and the limit).
   static LlamaModel load_gguf(const std::string& path, const Device& dev = Device::cpu(),
                               int64_t max_seq = 0, const LoadProgress& progress = {});

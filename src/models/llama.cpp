@@ -1,10 +1,14 @@
 // The llama architecture: RMSNorm, rotary embeddings, grouped-query attention with a KV cache
-// allocated once, SwiGLU MLP, optionally tied embeddings.
+// allocated once, SwiGLU MLP, optionally tied embeddings; and its relatives as options of the
+// same model (LlamaConfig): mistral, qwen2 (q/k/v biases), phi3 (fused q/k/v and gate/up
+// matrices), gemma and gemma2 (GELU MLP, scaled embeddings; soft-capping, post norms and a
+// sliding window on alternate layers), rotating halves (NEOX) where llama.cpp does.
 #include "wick/llama.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -27,20 +31,25 @@ namespace {
 struct Projections {
   std::vector<nn::Linear> linears;  // one when fused
   std::vector<int64_t> sizes;       // output features of each projection
+  std::vector<Tensor> biases;       // one per projection (f32), or none
 
   std::vector<Tensor> forward(const Tensor& x) const {
-    if (linears.size() == 1) return split(linears[0].forward(x));
+    if (linears.size() == 1) return add_biases(split(linears[0].forward(x)));
     std::vector<Tensor> out;
     for (const nn::Linear& l : linears) out.push_back(l.forward(x));
-    return out;
+    return add_biases(std::move(out));
   }
   // forward(x.rms_norm(alpha, eps)), the norm fused into the matmul's input where it can be.
   std::vector<Tensor> forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const {
-    if (linears.size() == 1) return split(linears[0].forward_rms_norm(x, alpha, eps));
+    if (linears.size() == 1) return add_biases(split(linears[0].forward_rms_norm(x, alpha, eps)));
     return forward(x.rms_norm(alpha, eps));
   }
 
  private:
+  std::vector<Tensor> add_biases(std::vector<Tensor> out) const {
+    for (size_t i = 0; i < biases.size(); i++) out[i] = out[i] + biases[i];
+    return out;
+  }
   std::vector<Tensor> split(const Tensor& y) const {
     if (sizes.size() == 1) return {y};
     std::vector<Tensor> out;
@@ -55,6 +64,8 @@ struct Projections {
 
 struct Layer {
   Tensor attn_norm, ffn_norm;
+  Tensor post_attn_norm, post_ffn_norm;  // gemma2
+  bool sliding = false;                  // attends to the last cfg.sliding_window rows only
   Projections qkv, gate_up;
   nn::Linear o, down;
   Tensor k_cache, v_cache;  // (1, kv_heads, max_seq, head_dim), written in place
@@ -78,9 +89,33 @@ struct LlamaModel::Impl {
   Tensor cos_q, sin_q;
 
   Tensor attention(Layer& l, const Tensor& x, int64_t t) const;
+  // Attention of q (1, h, t, d), rotated and scaled, over the first pos + t rows of the caches,
+  // (1, h, t, d): the fused op, or plain ops where the architecture needs what it lacks (score
+  // soft-capping, a sliding window shorter than the cache), which read the position `host_pos`.
+  Tensor attend(const Layer& l, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                const Tensor& pos, int64_t host_pos) const;
+  // Whether attend takes plain ops (then the decode step is not captured: its shapes depend on
+  // the position).
+  bool plain_attention(const Layer& l) const {
+    return cfg.attn_softcap > 0 || (l.sliding && max_seq > cfg.sliding_window);
+  }
+  bool any_plain_attention() const {
+    for (const Layer& l : layers)
+      if (plain_attention(l)) return true;
+    return false;
+  }
+  // x + the attention's output y (rows of h * d) through o (and the post norm); x + the FFN's.
+  // `fused`: the add joins the matmul (as decode does), else plain ops (as the prompt does).
+  Tensor attn_residual(const Layer& l, const Tensor& y, const Tensor& x, bool fused) const;
+  Tensor ffn_residual(const Layer& l, const std::vector<Tensor>& gu, const Tensor& x,
+                      bool fused) const;
+  // The token rows, scaled as the architecture says; the logits, soft-capped.
+  Tensor embed_rows(const std::vector<uint32_t>& tokens) const;
+  Tensor cap_logits(Tensor logits) const;
   // One token through the layers with the fused decode ops, its position read from `pos` (a u32
-  // tensor on dev): nothing in it depends on the position on the host, so it can be captured.
-  Tensor decode_logits(Tensor x, const Tensor& pos);
+  // tensor on dev): nothing in it depends on the position on the host, so it can be captured
+  // (host_pos is read only by plain attention, which is never captured).
+  Tensor decode_logits(Tensor x, const Tensor& pos, int64_t host_pos);
   // The decode step captured once on a GPU and replayed for every token (WICK_REPLAY).
   struct DecodeStep {
     Tensor x, pos, logits;  // the token's embedding row (1, hidden), its position, the output
@@ -199,21 +234,28 @@ void expect_key_equals(const GgufFile& f, std::string_view key, int64_t want,
     fail(ErrorKind::Parse, kOp, f.name(), ": ", key, " is ", v, ", but ", source, " is ", want);
 }
 
-// Rotary scaling changes every angle; wick rotates by the plain frequencies only.
-void refuse_rope_scaling(const GgufFile& f) {
-  const double factor = models::float_key(f, kOp, "llama.rope.scaling.factor", 0,
-                                          std::numeric_limits<double>::infinity(), false, 1.0);
-  std::string type = "none";
-  if (const GgufValue* v = f.find("llama.rope.scaling.type")) {
+// Rotary scaling: linear ({arch}.rope.scaling.factor, or the older {arch}.rope.scale_linear;
+// llama.cpp reads a factor without a type as linear) divides every angle by the factor; Llama 3.x
+// scaling is a rope_freqs.weight tensor of per-pair factors (read by read_config). Other types
+// (yarn, longrope, ...) change the angles otherwise: refused.
+void read_rope_scaling(const GgufFile& f, const std::string& arch, LlamaConfig& c) {
+  const std::string factor_key = arch + ".rope.scaling.factor";
+  const std::string old_key = arch + ".rope.scale_linear";
+  const double inf = std::numeric_limits<double>::infinity();
+  double factor = models::float_key(f, kOp, factor_key, 0, inf, false, 0.0);
+  if (factor == 0) factor = models::float_key(f, kOp, old_key, 0, inf, false, 0.0);
+  std::string type = "linear";
+  const std::string type_key = arch + ".rope.scaling.type";
+  if (const GgufValue* v = f.find(type_key)) {
     if (!v->is<std::string>())
-      fail(ErrorKind::Parse, kOp, f.name(), ": llama.rope.scaling.type is ", v->str(2),
-           ", want a string");
+      fail(ErrorKind::Parse, kOp, f.name(), ": ", type_key, " is ", v->str(2), ", want a string");
     type = v->as_string();
   }
-  const bool unscaled = factor == 0 || factor == 1;  // llama.cpp reads 0 as "no scaling"
-  if (!unscaled || (type != "none" && type != "linear"))
-    fail(ErrorKind::Unsupported, kOp, f.name(), ": rotary scaling (llama.rope.scaling.type '", type,
-         "', llama.rope.scaling.factor ", factor, ") is not implemented");
+  if (type == "none") return;
+  if (type != "linear")
+    fail(ErrorKind::Unsupported, kOp, f.name(), ": rotary scaling (", type_key, " '",
+         io::excerpt(type), "', factor ", factor, ") is not implemented (none and linear are)");
+  c.rope_freq_scale = factor == 0 ? 1.0 : 1.0 / factor;  // llama.cpp reads 0 as "no scaling"
 }
 
 // The layer a "blk.N.*" tensor belongs to, or -1 for other names.
@@ -225,77 +267,160 @@ int64_t layer_of(std::string_view name) {
   return ec == std::errc() && end != name.data() && *end == '.' ? i : -1;
 }
 
+// The architectures read_config knows (mistral's files are llama's under another name).
+constexpr std::string_view kArchitectures[] = {"llama", "mistral", "qwen2",
+                                               "phi3",  "gemma",   "gemma2"};
+
+// What sets each architecture apart from llama.
+void set_architecture(const GgufFile& f, const std::string& arch, LlamaConfig& c) {
+  c.architecture = arch;
+  if (arch == "llama" || arch == "mistral") return;
+  c.rope_interleaved = false;  // llama.cpp's NEOX rotary: halves of each head
+  if (arch == "qwen2") {
+    c.qkv_bias = true;
+  } else if (arch == "gemma" || arch == "gemma2") {
+    c.gelu_ffn = true;
+    c.embed_scale = std::sqrt(static_cast<double>(c.hidden));
+    if (arch == "gemma2") {
+      using models::float_key;
+      const double inf = std::numeric_limits<double>::infinity();
+      // llama.cpp's defaults, Gemma 2's values, for files without the keys.
+      c.attn_softcap = float_key(f, kOp, "gemma2.attn_logit_softcapping", 0, inf, true, 50.0);
+      c.final_softcap = float_key(f, kOp, "gemma2.final_logit_softcapping", 0, inf, true, 30.0);
+      c.sliding_window =
+          models::int_key(f, kOp, "gemma2.attention.sliding_window", 1, kMaxCount, 4096);
+      c.post_norms = true;
+      // Gemma 2 scales scores by query_pre_attn_scalar^-1/2, which GGUF does not record: the
+      // head dim for 2B and 9B, hidden / heads for 27B (46 layers), as llama.cpp decides.
+      if (c.n_layers == 46)
+        c.query_scale = 1.0 / std::sqrt(static_cast<double>(c.hidden / c.n_heads));
+    }
+  }
+}
+
 // Reads the hyper-parameters and checks them against each other and against every tensor's
 // shape, before any weight is loaded.
 LlamaConfig read_config(const GgufFile& f) {
   using models::float_key;
   using models::int_key;
   const std::string arch = f.get<std::string>("general.architecture");
-  if (arch != "llama")
-    fail(ErrorKind::Parse, kOp, f.name(), ": architecture '", io::excerpt(arch), "' is not llama");
+  if (std::find(std::begin(kArchitectures), std::end(kArchitectures), arch) ==
+      std::end(kArchitectures))
+    fail(ErrorKind::Parse, kOp, f.name(), ": architecture '", io::excerpt(arch),
+         "' is not supported (llama, mistral, qwen2, phi3, gemma, gemma2 are)");
+  const std::string a = arch + ".";
+  const auto key = [&](const char* k) { return a + k; };
   LlamaConfig c;
-  c.hidden = int_key(f, kOp, "llama.embedding_length", 1, kMaxCount);
-  c.intermediate = int_key(f, kOp, "llama.feed_forward_length", 1, kMaxCount);
-  c.n_layers = int_key(f, kOp, "llama.block_count", 1, kMaxCount);
-  c.n_heads = int_key(f, kOp, "llama.attention.head_count", 1, c.hidden);
-  if (c.hidden % c.n_heads != 0)
-    fail(ErrorKind::Parse, kOp, f.name(), ": llama.embedding_length ", c.hidden,
-         " is not a multiple of llama.attention.head_count ", c.n_heads);
-  c.n_kv_heads = int_key(f, kOp, "llama.attention.head_count_kv", 1, c.n_heads, c.n_heads);
+  c.hidden = int_key(f, kOp, key("embedding_length"), 1, kMaxCount);
+  c.intermediate = int_key(f, kOp, key("feed_forward_length"), 1, kMaxCount);
+  c.n_layers = int_key(f, kOp, key("block_count"), 1, kMaxCount);
+  c.n_heads = int_key(f, kOp, key("attention.head_count"), 1, c.hidden);
+  // The head dim: {arch}.attention.key_length (Gemma's differ from hidden / heads), else
+  // hidden / heads.
+  const std::string head_dim_source =
+      f.find(key("attention.key_length"))
+          ? key("attention.key_length")
+          : key("embedding_length") + " / " + key("attention.head_count");
+  if (f.find(key("attention.key_length"))) {
+    c.head_dim = int_key(f, kOp, key("attention.key_length"), 1, kMaxCount / c.n_heads);
+  } else {
+    if (c.hidden % c.n_heads != 0)
+      fail(ErrorKind::Parse, kOp, f.name(), ": ", key("embedding_length"), " ", c.hidden,
+           " is not a multiple of ", key("attention.head_count"), " ", c.n_heads);
+    c.head_dim = c.hidden / c.n_heads;
+  }
+  c.n_kv_heads = int_key(f, kOp, key("attention.head_count_kv"), 1, c.n_heads, c.n_heads);
   if (c.n_heads % c.n_kv_heads != 0)
-    fail(ErrorKind::Parse, kOp, f.name(), ": llama.attention.head_count ", c.n_heads,
-         " is not a multiple of llama.attention.head_count_kv ", c.n_kv_heads);
-  c.head_dim = c.hidden / c.n_heads;
+    fail(ErrorKind::Parse, kOp, f.name(), ": ", key("attention.head_count"), " ", c.n_heads,
+         " is not a multiple of ", key("attention.head_count_kv"), " ", c.n_kv_heads);
   if (c.head_dim % 2 != 0)
-    fail(ErrorKind::Parse, kOp, f.name(), ": odd head dim ", c.head_dim,
-         " (llama.embedding_length / llama.attention.head_count): rotary embeddings rotate pairs");
-  if (const int64_t experts = int_key(f, kOp, "llama.expert_count", 0, kMaxCount, 0))
-    fail(ErrorKind::Unsupported, kOp, f.name(), ": llama.expert_count is ", experts,
+    fail(ErrorKind::Parse, kOp, f.name(), ": odd head dim ", c.head_dim, " (", head_dim_source,
+         "): rotary embeddings rotate pairs");
+  if (const int64_t experts = int_key(f, kOp, key("expert_count"), 0, kMaxCount, 0))
+    fail(ErrorKind::Unsupported, kOp, f.name(), ": ", key("expert_count"), " is ", experts,
          " (mixture of experts is not implemented)");
-  c.context_length = int_key(f, kOp, "llama.context_length", 1, kMaxCount);
-  c.rope_theta = float_key(f, kOp, "llama.rope.freq_base", 0,
+  c.context_length = int_key(f, kOp, key("context_length"), 1, kMaxCount);
+  c.rope_theta = float_key(f, kOp, key("rope.freq_base"), 0,
                            std::numeric_limits<double>::infinity(), true, 10000.0);
-  c.rms_eps = float_key(f, kOp, "llama.attention.layer_norm_rms_epsilon", 0, 1, false);
-  refuse_rope_scaling(f);
-  c.rope_interleaved = true;
+  c.rms_eps = float_key(f, kOp, key("attention.layer_norm_rms_epsilon"), 0, 1, false);
+  read_rope_scaling(f, arch, c);
+  set_architecture(f, arch, c);
 
   const GgufTensorInfo& emb = f.tensor_info("token_embd.weight");
   if (emb.shape.rank() != 2 || emb.shape[1] != c.hidden || emb.shape[0] > kMaxCount)
     fail(ErrorKind::Parse, kOp, f.name(), ": tensor token_embd.weight has shape ", emb.shape,
-         ", want [vocab <= ", kMaxCount, ", ", c.hidden, "] (llama.embedding_length ", c.hidden,
-         ")");
+         ", want [vocab <= ", kMaxCount, ", ", c.hidden, "] (", key("embedding_length"), " ",
+         c.hidden, ")");
   c.vocab_size = emb.shape[0];
-  expect_key_equals(f, "llama.vocab_size", c.vocab_size, "the row count of token_embd.weight");
+  expect_key_equals(f, key("vocab_size"), c.vocab_size, "the row count of token_embd.weight");
   if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
       tokens && tokens->is<GgufArray>() &&
       static_cast<int64_t>(tokens->as_array().items.size()) > c.vocab_size)
     fail(ErrorKind::Parse, kOp, f.name(), ": tokenizer.ggml.tokens has ",
          tokens->as_array().items.size(), " tokens, more than the ", c.vocab_size,
          " rows of token_embd.weight");
-  for (const auto& [key, value] : f.metadata())
-    if (models::is_token_id_key(key)) int_key(f, kOp, key, 0, c.vocab_size - 1);
+  for (const auto& [k, value] : f.metadata())
+    if (models::is_token_id_key(k)) int_key(f, kOp, k, 0, c.vocab_size - 1);
 
-  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
-  const std::string h = "llama.embedding_length " + std::to_string(c.hidden);
-  const std::string ffn = "llama.feed_forward_length " + std::to_string(c.intermediate) + ", " + h;
-  const std::string kv = "llama.attention.head_count_kv " + std::to_string(c.n_kv_heads) +
-                         " x head dim " + std::to_string(c.head_dim) + ", " + h;
+  const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+  const std::string h = key("embedding_length") + " " + std::to_string(c.hidden);
+  const std::string ffn =
+      key("feed_forward_length") + " " + std::to_string(c.intermediate) + ", " + h;
+  const std::string hd = "head dim " + std::to_string(c.head_dim) + " (" + head_dim_source + ")";
+  const std::string qs =
+      key("attention.head_count") + " " + std::to_string(c.n_heads) + " x " + hd + ", " + h;
+  const std::string kv =
+      key("attention.head_count_kv") + " " + std::to_string(c.n_kv_heads) + " x " + hd + ", " + h;
+  const bool phi3 = arch == "phi3";
   for (int64_t i = 0; i < c.n_layers; i++) {
     const std::string p = "blk." + std::to_string(i) + ".";
     expect_shape(f, p + "attn_norm.weight", Shape{c.hidden}, h);
-    expect_shape(f, p + "attn_q.weight", Shape{c.hidden, c.hidden}, h);
-    expect_shape(f, p + "attn_k.weight", Shape{kv_dim, c.hidden}, kv);
-    expect_shape(f, p + "attn_v.weight", Shape{kv_dim, c.hidden}, kv);
-    expect_shape(f, p + "attn_output.weight", Shape{c.hidden, c.hidden}, h);
+    if (phi3 && f.find_tensor(p + "attn_qkv.weight")) {  // q, k and v in one matrix
+      expect_shape(f, p + "attn_qkv.weight", Shape{q_dim + 2 * kv_dim, c.hidden}, qs + ", " + kv);
+    } else {
+      expect_shape(f, p + "attn_q.weight", Shape{q_dim, c.hidden}, qs);
+      expect_shape(f, p + "attn_k.weight", Shape{kv_dim, c.hidden}, kv);
+      expect_shape(f, p + "attn_v.weight", Shape{kv_dim, c.hidden}, kv);
+    }
+    if (c.qkv_bias) {
+      expect_shape(f, p + "attn_q.bias", Shape{q_dim}, qs);
+      expect_shape(f, p + "attn_k.bias", Shape{kv_dim}, kv);
+      expect_shape(f, p + "attn_v.bias", Shape{kv_dim}, kv);
+    }
+    expect_shape(f, p + "attn_output.weight", Shape{c.hidden, q_dim}, qs);
     expect_shape(f, p + "ffn_norm.weight", Shape{c.hidden}, h);
-    expect_shape(f, p + "ffn_gate.weight", Shape{c.intermediate, c.hidden}, ffn);
-    expect_shape(f, p + "ffn_up.weight", Shape{c.intermediate, c.hidden}, ffn);
+    if (phi3) {  // gate and up in one matrix, gate's rows first
+      expect_shape(f, p + "ffn_up.weight", Shape{2 * c.intermediate, c.hidden},
+                   "2 x " + key("feed_forward_length") + " " + std::to_string(c.intermediate) +
+                       " (gate, then up), " + h);
+    } else {
+      expect_shape(f, p + "ffn_gate.weight", Shape{c.intermediate, c.hidden}, ffn);
+      expect_shape(f, p + "ffn_up.weight", Shape{c.intermediate, c.hidden}, ffn);
+    }
     expect_shape(f, p + "ffn_down.weight", Shape{c.hidden, c.intermediate}, ffn);
+    if (c.post_norms) {
+      expect_shape(f, p + "post_attention_norm.weight", Shape{c.hidden}, h);
+      expect_shape(f, p + "post_ffw_norm.weight", Shape{c.hidden}, h);
+    }
   }
   for (const GgufTensorInfo& t : f.tensors())
     if (layer_of(t.name) >= c.n_layers)
       fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", t.name, " is in layer ", layer_of(t.name),
-           ", but llama.block_count is ", c.n_layers);
+           ", but ", key("block_count"), " is ", c.n_layers);
+  for (const char* longrope : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    if (f.find_tensor(longrope))
+      fail(ErrorKind::Unsupported, kOp, f.name(), ": tensor ", longrope,
+           " scales the rotary frequencies by the context length (longrope is not implemented)");
+  if (f.find_tensor("rope_freqs.weight")) {  // Llama 3.x: angles divided by these factors
+    expect_shape(f, "rope_freqs.weight", Shape{c.head_dim / 2}, "head dim / 2");
+    const std::vector<float> factors =
+        f.tensor("rope_freqs.weight").to_dtype(DType::F32).to_vec<float>();
+    for (size_t i = 0; i < factors.size(); i++)
+      if (!(factors[i] > 0) || !std::isfinite(factors[i]))
+        fail(ErrorKind::Parse, kOp, f.name(), ": rope_freqs.weight[", i, "] is ", factors[i],
+             ", want a positive finite factor");
+    c.rope_freq_factors = factors;
+  }
   expect_shape(f, "output_norm.weight", Shape{c.hidden}, h);
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   if (!c.tied_embeddings)
@@ -303,13 +428,11 @@ LlamaConfig read_config(const GgufFile& f) {
                  "the rows of token_embd.weight, " + h);
 
   // Keys that restate the head dim (checked after the shapes, which name a wrong width better).
-  const std::string head_dim_source = "llama.embedding_length / llama.attention.head_count";
-  expect_key_equals(f, "llama.attention.key_length", c.head_dim, head_dim_source);
-  expect_key_equals(f, "llama.attention.value_length", c.head_dim, head_dim_source);
-  const int64_t rope_dims =
-      int_key(f, kOp, "llama.rope.dimension_count", 1, c.head_dim, c.head_dim);
+  expect_key_equals(f, key("attention.key_length"), c.head_dim, head_dim_source);
+  expect_key_equals(f, key("attention.value_length"), c.head_dim, head_dim_source);
+  const int64_t rope_dims = int_key(f, kOp, key("rope.dimension_count"), 1, c.head_dim, c.head_dim);
   if (rope_dims != c.head_dim)
-    fail(ErrorKind::Unsupported, kOp, f.name(), ": llama.rope.dimension_count ", rope_dims,
+    fail(ErrorKind::Unsupported, kOp, f.name(), ": ", key("rope.dimension_count"), " ", rope_dims,
          " rotates part of each head of ", c.head_dim, " (partial rotary is not implemented)");
   return c;
 }
@@ -409,8 +532,8 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev,
          " is negative (0 picks the model's context length, at most 4096)");
   if (max_seq > c.context_length)
     fail(ErrorKind::OutOfRange, kOp, path, ": max_seq ", max_seq,
-         " is more than the model's context length of ", c.context_length,
-         " tokens (llama.context_length)");
+         " is more than the model's context length of ", c.context_length, " tokens (",
+         c.architecture, ".context_length)");
   impl->dev = dev;
   impl->max_seq = max_seq > 0 ? max_seq : std::min<int64_t>(c.context_length, 4096);
   impl->kv_type = opts.kv_cache;
@@ -433,18 +556,42 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev,
   const auto vector_from = [&](const std::string& name) {
     return f.tensor(name, dev).to_dtype(DType::F32);
   };
+  const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   for (int64_t i = 0; i < c.n_layers; i++) {
     const std::string p = "blk." + std::to_string(i) + ".";
     Layer l;
     l.attn_norm = vector_from(p + "attn_norm.weight");
     l.ffn_norm = vector_from(p + "ffn_norm.weight");
-    l.qkv =
-        projections_from(f, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, dev);
+    if (c.post_norms) {
+      l.post_attn_norm = vector_from(p + "post_attention_norm.weight");
+      l.post_ffn_norm = vector_from(p + "post_ffw_norm.weight");
+    }
+    l.sliding = c.sliding_window > 0 && i % 2 == 0;  // Gemma 2: even layers local, odd global
+    std::vector<std::string> matrices;
+    if (f.find_tensor(p + "attn_qkv.weight")) {  // phi3: one matrix, q's rows, k's, v's
+      l.qkv.linears.push_back(linear_from(f, p + "attn_qkv.weight", dev));
+      l.qkv.sizes = {q_dim, kv_dim, kv_dim};
+      matrices.push_back("attn_qkv");
+    } else {
+      l.qkv =
+          projections_from(f, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}, dev);
+      matrices.insert(matrices.end(), {"attn_q", "attn_k", "attn_v"});
+    }
+    if (c.qkv_bias)
+      for (const char* m : {"attn_q", "attn_k", "attn_v"})
+        l.qkv.biases.push_back(vector_from(p + m + ".bias"));
     l.o = linear_from(f, p + "attn_output.weight", dev);
-    l.gate_up = projections_from(f, {p + "ffn_gate.weight", p + "ffn_up.weight"}, dev);
+    if (f.find_tensor(p + "ffn_gate.weight")) {
+      l.gate_up = projections_from(f, {p + "ffn_gate.weight", p + "ffn_up.weight"}, dev);
+      matrices.insert(matrices.end(), {"ffn_gate", "ffn_up"});
+    } else {  // phi3: one matrix, gate's rows then up's
+      l.gate_up.linears.push_back(linear_from(f, p + "ffn_up.weight", dev));
+      l.gate_up.sizes = {c.intermediate, c.intermediate};
+      matrices.push_back("ffn_up");
+    }
     l.down = linear_from(f, p + "ffn_down.weight", dev);
-    for (const char* m :
-         {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
+    matrices.insert(matrices.end(), {"attn_output", "ffn_down"});
+    for (const std::string& m : matrices) {
       release_pages(f.tensor_info(p + m + ".weight"));
       tick(p + m + ".weight");
     }
@@ -464,20 +611,23 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev,
     impl->lm_head = nn::Linear(plain_weight(impl->embed.table()).to_device(dev));
   }
 
-  // Rotary tables: angle(p, i) = p * theta^(-2i / head_dim).
+  // Rotary tables: angle(p, i) = p * scale * theta^(-2i / head_dim) / factor[i].
   const int64_t half = c.head_dim / 2;
   std::vector<float> cs(static_cast<size_t>(impl->max_seq * half)), sn(cs.size());
   for (int64_t p = 0; p < impl->max_seq; p++)
     for (int64_t i = 0; i < half; i++) {
-      const double inv =
-          std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim));
+      double inv =
+          std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim)) *
+          c.rope_freq_scale;
+      if (!c.rope_freq_factors.empty()) inv /= c.rope_freq_factors[static_cast<size_t>(i)];
       const double a = static_cast<double>(p) * inv;
       cs[p * half + i] = static_cast<float>(std::cos(a));
       sn[p * half + i] = static_cast<float>(std::sin(a));
     }
   impl->cos = Tensor::from_vec(cs, {impl->max_seq, half}, dev);
   impl->sin = Tensor::from_vec(sn, {impl->max_seq, half}, dev);
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  const float scale = static_cast<float>(
+      c.query_scale > 0 ? c.query_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim)));
   for (float& v : cs) v *= scale;
   for (float& v : sn) v *= scale;
   impl->cos_q = Tensor::from_vec(cs, {impl->max_seq, half}, dev);
@@ -518,8 +668,56 @@ void LlamaModel::reset() {
   impl_->pos = 0;
 }
 
+Tensor LlamaModel::Impl::attend(const Layer& l, const Tensor& q, const Tensor& k_cache,
+                                const Tensor& v_cache, const Tensor& pos, int64_t host_pos) const {
+  if (!plain_attention(l)) return attention_cached(q, k_cache, v_cache, pos);
+  // Query head j reads kv head j / g: the g query heads of a kv head stacked as g * t rows.
+  const int64_t h = q.dim(1), t = q.dim(2), d = q.dim(3), kvh = k_cache.dim(1), g = h / kvh,
+                n = host_pos + t;
+  const Tensor k = k_cache.narrow(2, 0, n).to_dtype(DType::F32);  // (1, kvh, n, d)
+  const Tensor v = v_cache.narrow(2, 0, n).to_dtype(DType::F32);
+  Tensor s = q.contiguous().reshape({1, kvh, g * t, d}).matmul(k.transpose(2, 3));
+  if (cfg.attn_softcap > 0) s = (s * (1.0 / cfg.attn_softcap)).tanh() * cfg.attn_softcap;
+  // Row r (query r % t, at position host_pos + r % t) sees the rows before it, within the window.
+  std::vector<float> mask(static_cast<size_t>(g * t * n), 0.0f);
+  for (int64_t r = 0; r < g * t; r++)
+    for (int64_t j = 0; j < n; j++) {
+      const int64_t p = host_pos + r % t;
+      if (j > p || (l.sliding && p - j >= cfg.sliding_window))
+        mask[static_cast<size_t>(r * n + j)] = -std::numeric_limits<float>::infinity();
+    }
+  s = s + Tensor::from_vec(mask, {g * t, n}, dev);
+  return s.softmax_last_dim().matmul(v).reshape({1, h, t, d});
+}
+
+Tensor LlamaModel::Impl::attn_residual(const Layer& l, const Tensor& y, const Tensor& x,
+                                       bool fused) const {
+  if (cfg.post_norms) return x + l.o.forward(y).rms_norm(l.post_attn_norm, cfg.rms_eps);
+  return fused ? l.o.forward(y, x) : x + l.o.forward(y);  // fused: the add in the matmul's stores
+}
+
+Tensor LlamaModel::Impl::ffn_residual(const Layer& l, const std::vector<Tensor>& gu,
+                                      const Tensor& x, bool fused) const {
+  if (fused && !cfg.post_norms)
+    return cfg.gelu_ffn ? l.down.forward(gu[0].gelu() * gu[1], x)
+                        : l.down.forward_swiglu(gu[0], gu[1], x);
+  Tensor y = l.down.forward(cfg.gelu_ffn ? gu[0].gelu() * gu[1] : gu[0].silu() * gu[1]);
+  if (cfg.post_norms) y = y.rms_norm(l.post_ffn_norm, cfg.rms_eps);
+  return x + y;
+}
+
+Tensor LlamaModel::Impl::embed_rows(const std::vector<uint32_t>& tokens) const {
+  const Tensor x = embed.forward(tokens, dev);  // (t, hidden)
+  return cfg.embed_scale != 1.0 ? x * cfg.embed_scale : x;
+}
+
+Tensor LlamaModel::Impl::cap_logits(Tensor logits) const {
+  if (cfg.final_softcap <= 0) return logits;
+  return (logits * (1.0 / cfg.final_softcap)).tanh() * cfg.final_softcap;
+}
+
 // The prompt's attention: the decode step's fused ops over t rows (the caches may be 16-bit,
-// which the unfused matmuls over them could not read).
+// which the unfused matmuls over them could not read). Returns (t, h * d).
 Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({1, t, n, d}).transpose(1, 2); };
@@ -528,11 +726,11 @@ Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
   const Tensor q =
       rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), l.k_cache, l.v_cache,
                     {cos_q, sin_q, cos, sin}, position, cfg.rope_interleaved);
-  const Tensor y = attention_cached(q, l.k_cache, l.v_cache, position);  // (1, h, t, d)
-  return l.o.forward(y.transpose(1, 2).reshape({t, h * d}));
+  const Tensor y = attend(l, q, l.k_cache, l.v_cache, position, pos);  // (1, h, t, d)
+  return y.transpose(1, 2).reshape({t, h * d});
 }
 
-Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position) {
+Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, int64_t host_pos) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({1, 1, n, d}).transpose(1, 2); };
   const RotaryTables tables{cos_q, sin_q, cos, sin};
@@ -540,12 +738,12 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position) {
     const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
     const Tensor q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh),
                                    l.k_cache, l.v_cache, tables, position, cfg.rope_interleaved);
-    const Tensor y = attention_cached(q, l.k_cache, l.v_cache, position);  // (1, h, 1, d)
-    x = l.o.forward(y.reshape({1, h * d}), x);  // x + o(y), the add in the matmul's stores
+    const Tensor y = attend(l, q, l.k_cache, l.v_cache, position, host_pos);  // (1, h, 1, d)
+    x = attn_residual(l, y.reshape({1, h * d}), x, true);
     const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
-    x = l.down.forward_swiglu(gu[0], gu[1], x);
+    x = ffn_residual(l, gu, x, true);
   }
-  return lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps).reshape({cfg.vocab_size});
+  return cap_logits(lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps).reshape({cfg.vocab_size}));
 }
 
 void LlamaModel::set_replay(bool on) {
@@ -554,7 +752,7 @@ void LlamaModel::set_replay(bool on) {
 }
 
 bool LlamaModel::replays() const {
-  return impl_->replay && impl_->dev.can_capture();
+  return impl_->replay && impl_->dev.can_capture() && !impl_->any_plain_attention();
 }
 
 Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
@@ -564,7 +762,7 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
   if (m.pos + t > m.max_seq)
     fail(ErrorKind::OutOfRange, "LlamaModel::forward", "position ", m.pos, " + ", t,
          " tokens exceeds the cache of ", m.max_seq);
-  Tensor x = m.embed.forward(tokens, m.dev);  // (t, hidden)
+  Tensor x = m.embed_rows(tokens);  // (t, hidden)
   if (t == 1) {
     const auto position = static_cast<uint32_t>(m.pos);
     Tensor logits;
@@ -573,7 +771,7 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
         Impl::DecodeStep s;
         s.x = Tensor::zeros({1, m.cfg.hidden}, DType::F32, m.dev);
         s.pos = Tensor::zeros({1}, DType::U32, m.dev);
-        s.recording = m.dev.capture([&] { s.logits = m.decode_logits(s.x, s.pos); });
+        s.recording = m.dev.capture([&] { s.logits = m.decode_logits(s.x, s.pos, -1); });
         m.step = std::move(s);
       }
       m.step->x.slice_set(x, 0, 0);
@@ -581,19 +779,19 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
       m.step->recording.replay();
       logits = m.step->logits.copy();  // the step rewrites its output at the next replay
     } else {
-      logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev));
+      logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev), m.pos);
     }
     m.pos += 1;
     return logits;
   }
   for (Layer& l : m.layers) {
-    x = x + m.attention(l, x.rms_norm(l.attn_norm, m.cfg.rms_eps), t);
+    x = m.attn_residual(l, m.attention(l, x.rms_norm(l.attn_norm, m.cfg.rms_eps), t), x, false);
     const std::vector<Tensor> gu = l.gate_up.forward(x.rms_norm(l.ffn_norm, m.cfg.rms_eps));
-    x = x + l.down.forward(gu[0].silu() * gu[1]);
+    x = m.ffn_residual(l, gu, x, false);
   }
   const Tensor last = x.narrow(0, t - 1, 1).rms_norm(m.out_norm, m.cfg.rms_eps);
   m.pos += t;
-  return m.lm_head.forward(last).reshape({m.cfg.vocab_size});
+  return m.cap_logits(m.lm_head.forward(last).reshape({m.cfg.vocab_size}));
 }
 
 struct LlamaSequence::State {
@@ -648,7 +846,7 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
     rows.push_back(static_cast<int64_t>(tokens.size()));
     tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
   }
-  Tensor x = m.embed.forward(tokens, m.dev);  // (rows, hidden); checks the ids
+  Tensor x = m.embed_rows(tokens);  // (rows, hidden); checks the ids
   const int64_t h = m.cfg.n_heads, kvh = m.cfg.n_kv_heads, d = m.cfg.head_dim;
   std::vector<Tensor> positions;
   for (const SequenceStep& s : steps)
@@ -668,12 +866,12 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
       const Tensor q =
           rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), st.k_cache[li],
                         st.v_cache[li], tables, positions[i], m.cfg.rope_interleaved);
-      const Tensor y = attention_cached(q, st.k_cache[li], st.v_cache[li], positions[i]);
+      const Tensor y = m.attend(l, q, st.k_cache[li], st.v_cache[li], positions[i], st.pos);
       ys.push_back(y.transpose(1, 2).reshape({t, h * d}));  // (1, h, t, d) -> (t, h * d)
     }
-    x = l.o.forward(ys.size() == 1 ? ys[0] : Tensor::cat(ys, 0), x);
+    x = m.attn_residual(l, ys.size() == 1 ? ys[0] : Tensor::cat(ys, 0), x, true);
     const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, m.cfg.rms_eps);
-    x = l.down.forward_swiglu(gu[0], gu[1], x);
+    x = m.ffn_residual(l, gu, x, true);
   }
   // The last row of each step.
   Tensor last = x;
@@ -685,7 +883,7 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
     last = x.index_select(Tensor::from_vec(idx, {static_cast<int64_t>(idx.size())}, m.dev), 0);
   }
   for (const SequenceStep& s : steps) s.seq->state_->pos += static_cast<int64_t>(s.tokens.size());
-  return m.lm_head.forward_rms_norm(last, m.out_norm, m.cfg.rms_eps);
+  return m.cap_logits(m.lm_head.forward_rms_norm(last, m.out_norm, m.cfg.rms_eps));
 }
 
 GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt, int64_t max_new,
