@@ -246,6 +246,31 @@ TEST(HfCheckpointText, TokenizerAndChatTemplateMatchTheGguf) {
   EXPECT_EQ(c.bos_id(), 1);
   EXPECT_EQ(c.eos_id(), 2);
   EXPECT_EQ(load_gguf_chat_template(bare.gguf()).source(), ChatTemplate::chatml().source());
+
+  // chat_template.jinja (newer transformers) is the template; the folder's name the model's.
+  const std::string jinja = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
+  std::ofstream(dir.file("hf/chat_template.jinja")) << jinja;
+  const LlamaModel templated = LlamaModel::load(dir.file("hf") + "/", Device::cpu(), {8});
+  EXPECT_EQ(load_gguf_chat_template(templated.gguf()).apply({&user, 1}, false),
+            "<|im_start|>hello");
+  EXPECT_EQ(templated.gguf().get<std::string>("general.name"), "hf");
+}
+
+// Mistral folders load as llama; a sliding window shorter than the context caps it (within the
+// window every position attends to all earlier ones, as wick does).
+TEST(HfCheckpointText, MistralSlidingWindowCapsTheContext) {
+  Rng rng;
+  TempDir dir;
+  const TinyHf m = write_tiny_hf(dir.file("hf"), dir.file("tiny.gguf"), rng);
+  json c = m.config;
+  c["architectures"] = {"MistralForCausalLM"};
+  c["model_type"] = "mistral";
+  c["sliding_window"] = 24;
+  write_json(dir.file("hf/config.json"), c);
+  EXPECT_EQ(LlamaModel::load(dir.file("hf")).config().context_length, 24);
+  c["sliding_window"] = nullptr;
+  write_json(dir.file("hf/config.json"), c);
+  EXPECT_EQ(LlamaModel::load(dir.file("hf")).config().context_length, m.gguf.config.context);
 }
 
 // `wick generate --model <folder>` writes what the GGUF file makes it write.
