@@ -257,8 +257,9 @@ TEST(HfCheckpointText, TokenizerAndChatTemplateMatchTheGguf) {
 }
 
 // Mistral folders load as llama; a sliding window shorter than the context caps it (within the
-// window every position attends to all earlier ones, as wick does).
-TEST(HfCheckpointText, MistralSlidingWindowCapsTheContext) {
+// window every position attends to all earlier ones, as wick does). transformers 5's
+// rope_parameters give rope_theta.
+TEST(HfCheckpointText, MistralSlidingWindowAndRopeParameters) {
   Rng rng;
   TempDir dir;
   const TinyHf m = write_tiny_hf(dir.file("hf"), dir.file("tiny.gguf"), rng);
@@ -271,6 +272,12 @@ TEST(HfCheckpointText, MistralSlidingWindowCapsTheContext) {
   c["sliding_window"] = nullptr;
   write_json(dir.file("hf/config.json"), c);
   EXPECT_EQ(LlamaModel::load(dir.file("hf")).config().context_length, m.gguf.config.context);
+
+  // transformers 5 writes rope_theta inside rope_parameters.
+  c.erase("rope_theta");
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 250000.0}};
+  write_json(dir.file("hf/config.json"), c);
+  EXPECT_EQ(LlamaModel::load(dir.file("hf")).config().rope_theta, 250000.0);
 }
 
 // `wick generate --model <folder>` writes what the GGUF file makes it write.
@@ -376,6 +383,12 @@ TEST(HfCheckpointErrors, ConfigAsksForWhatWickLacks) {
       {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}}},
        ErrorKind::Unsupported,
        {"rope_scaling", "llama3"}},
+      {{{"rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}}}},
+       ErrorKind::Unsupported,
+       {"rope_parameters", "yarn"}},
+      {{{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 1e6}}}},
+       ErrorKind::Parse,
+       {"rope_theta 10000 disagrees with rope_parameters.rope_theta 1e+06"}},
       {{{"head_dim", 16}}, ErrorKind::Unsupported, {"head_dim 16"}},
       {{{"attention_bias", true}}, ErrorKind::Unsupported, {"attention_bias"}},
       {{{"hidden_act", "gelu"}}, ErrorKind::Unsupported, {"hidden_act 'gelu'"}},

@@ -146,18 +146,25 @@ void refuse_variants(const Config& c, const Hyper& h) {
   if (const json* q = c.find("quantization_config"))
     fail(ErrorKind::Unsupported, kOp, c.path, ": quantization_config ", shown(*q),
          " (quantized safetensors checkpoints are not implemented; f32, f16 and bf16 are)");
-  if (const json* rs = c.find("rope_scaling")) {
-    std::string type;
-    double factor = 1;
+  // rope_scaling, or transformers 5's rope_parameters (which also holds rope_theta).
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const json* rs = c.find(key);
+    if (!rs) continue;
+    // rope_parameters without a type is the default rotation.
+    std::string type = std::string(key) == "rope_parameters" ? "default" : "";
+    double factor = 1, partial = 1;
     if (rs->is_object()) {
       for (const char* k : {"rope_type", "type"})
         if (rs->contains(k) && rs->at(k).is_string()) type = rs->at(k).get<std::string>();
       if (rs->contains("factor") && rs->at("factor").is_number())
         factor = rs->at("factor").get<double>();
+      if (rs->contains("partial_rotary_factor") && rs->at("partial_rotary_factor").is_number())
+        partial = rs->at("partial_rotary_factor").get<double>();
     }
-    if (!rs->is_object() || !(type == "default" || (type == "linear" && factor == 1)))
-      fail(ErrorKind::Unsupported, kOp, c.path, ": rope_scaling ", shown(*rs),
-           " is not implemented (wick rotates by the plain rope_theta frequencies)");
+    if (!rs->is_object() || !(type == "default" || (type == "linear" && factor == 1)) ||
+        partial != 1)
+      fail(ErrorKind::Unsupported, kOp, c.path, ": ", key, " ", shown(*rs),
+           " is not implemented (wick rotates whole heads by the plain rope_theta frequencies)");
   }
   if (const json* p = c.find("partial_rotary_factor");
       p && !(p->is_number() && p->get<double>() == 1.0))
@@ -197,12 +204,21 @@ Hyper read_hyper(const Config& c) {
   // the context is capped there instead of refused.
   if (const json* w = c.find("sliding_window"); w && !(w->is_boolean() && !w->get<bool>()))
     h.context = std::min(h.context, c.integer("sliding_window", 1, kMaxCount));
-  h.rope_theta = c.positive("rope_theta", 10000.0);
   h.rms_eps = c.positive("rms_norm_eps", 1e-6);
   if (h.rms_eps > 1)
     fail(ErrorKind::Parse, kOp, c.path, ": rms_norm_eps ", h.rms_eps, " is more than 1");
   h.tied = c.boolean("tie_word_embeddings", false);
   refuse_variants(c, h);
+  h.rope_theta = c.positive("rope_theta", 10000.0);
+  if (const json* rp = c.find("rope_parameters");
+      rp && rp->is_object() && rp->contains("rope_theta")) {
+    const Config sub{*rp, c.path + " rope_parameters"};
+    const double theta = sub.positive("rope_theta", h.rope_theta);
+    if (c.find("rope_theta") && theta != h.rope_theta)
+      fail(ErrorKind::Parse, kOp, c.path, ": rope_theta ", h.rope_theta,
+           " disagrees with rope_parameters.rope_theta ", theta);
+    h.rope_theta = theta;
+  }
   return h;
 }
 
