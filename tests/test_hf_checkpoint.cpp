@@ -280,6 +280,21 @@ TEST(HfCheckpointText, MistralSlidingWindowAndRopeParameters) {
   EXPECT_EQ(LlamaModel::load(dir.file("hf")).config().rope_theta, 250000.0);
 }
 
+// The Hugging Face cache's layout: a snapshot folder of symlinks to blobs elsewhere.
+TEST(HfCheckpointText, SnapshotOfSymlinksLoads) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  write_tiny_hf(dir.file("blobs"), dir.file("tiny.gguf"), rng, {TinyLlamaConfig{}, 2});
+  std::filesystem::create_directories(dir.file("snapshot"));
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("blobs")))
+    std::filesystem::create_symlink(e.path(),
+                                    dir.file("snapshot") + "/" + e.path().filename().string());
+  LlamaModel hf = LlamaModel::load(dir.file("snapshot"), Device::cpu(), {8, KvCacheType::F32});
+  LlamaModel gguf = LlamaModel::load(dir.file("tiny.gguf"), Device::cpu(), {8, KvCacheType::F32});
+  EXPECT_EQ(hf.forward({3, 9, 4}).to_vec<float>(), gguf.forward({3, 9, 4}).to_vec<float>());
+}
+
 // `wick generate --model <folder>` writes what the GGUF file makes it write.
 TEST(HfCheckpointText, CliGeneratesFromAFolder) {
   Rng rng;
