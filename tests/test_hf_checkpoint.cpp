@@ -358,6 +358,21 @@ TEST(HfCheckpointErrors, MissingFiles) {
         {"model-00002-of-00002.safetensors", "no such shard", "model.safetensors.index.json"});
   }
   {
+    // Malformed JSON, and an index naming a file outside the folder.
+    HfFolder f;
+    std::ofstream(f.file("config.json")) << "{\"hidden_size\": ";
+    expect_error([&] { f.load(); }, ErrorKind::Parse, {"config.json", "not valid JSON"});
+    f.patch_config(json::object());
+    json index = json::parse(std::ifstream(f.file("model.safetensors.index.json")));
+    index["weight_map"]["model.norm.weight"] = "../model.safetensors";
+    write_json(f.file("model.safetensors.index.json"), index);
+    expect_error([&] { f.load(); }, ErrorKind::Parse,
+                 {"model.safetensors.index.json", "model.norm.weight", "../model.safetensors"});
+    index["weight_map"] = json::array();
+    write_json(f.file("model.safetensors.index.json"), index);
+    expect_error([&] { f.load(); }, ErrorKind::Parse, {"no weight_map object"});
+  }
+  {
     HfFolder f;
     std::filesystem::remove(f.file("model.safetensors.index.json"));
     expect_error([&] { f.load(); }, ErrorKind::Io,

@@ -201,7 +201,9 @@ void bind_models(nb::module_& m) {
           [](const std::string& path, nb::handle device, int64_t max_seq) {
             const Device dev = device_arg(device);
             nb::gil_scoped_release release;
-            LlamaModel model = LlamaModel::load(path, dev, LlamaOptions{max_seq});
+            LlamaOptions opts;
+            opts.max_seq = max_seq;
+            LlamaModel model = LlamaModel::load(path, dev, opts);
             Tokenizer tok = load_gguf_tokenizer(model.gguf());
             const bool bos = gguf_adds_bos(model.gguf());
             return Llama{
