@@ -9,7 +9,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <model.gguf | folder> [prompt] [device] [max new tokens]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <model.gguf | folder> [prompt] [device] [max new tokens]\n",
+                 argv[0]);
     return 2;
   }
   const std::string prompt = argc > 2 ? argv[2] : "Once upon a time";
