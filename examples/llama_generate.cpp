@@ -1,5 +1,6 @@
-// Generates text with a llama-family GGUF model (SmolLM2, Llama, TinyLlama, Qwen2, ...):
-//   llama_generate <model.gguf> [prompt] [device: cpu, vulkan, cuda] [max new tokens]
+// Generates text with a llama-family model (SmolLM2, Llama, TinyLlama, Qwen2, ...): a GGUF file or
+// a Hugging Face folder (config.json, *.safetensors, tokenizer.json):
+//   llama_generate <model.gguf | folder> [prompt] [device: cpu, vulkan, cuda] [max new tokens]
 #include <wick/gguf.h>
 #include <wick/llama.h>
 
@@ -8,13 +9,14 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <model.gguf> [prompt] [device] [max new tokens]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <model.gguf | folder> [prompt] [device] [max new tokens]\n",
+                 argv[0]);
     return 2;
   }
   const std::string prompt = argc > 2 ? argv[2] : "Once upon a time";
   try {
     const wick::Device dev = argc > 3 ? wick::Device::parse(argv[3]) : wick::Device::cpu();
-    wick::LlamaModel model = wick::LlamaModel::load_gguf(argv[1], dev);
+    wick::LlamaModel model = wick::LlamaModel::load(argv[1], dev);
     const wick::Tokenizer tok = wick::load_gguf_tokenizer(model.gguf());
     std::vector<uint32_t> ids;
     if (wick::gguf_adds_bos(model.gguf()) && tok.bos_id() >= 0) ids.push_back(tok.bos_id());

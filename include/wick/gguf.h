@@ -181,6 +181,16 @@ class GgufFile {
   // stands for the file in error messages.
   static GgufFile parse(std::span<const std::byte> bytes, std::shared_ptr<const void> keep_alive,
                         std::string name = "<memory>");
+  // A file put together in memory by a loader of another format (a Hugging Face folder): the
+  // metadata, and tensors given by name, shape (row-major), type and data; assemble fills in
+  // ne, numel and nbytes (offset stays 0). The data lie in memory that `keep_alive` owns and that
+  // tensors may write to (a private mapping or the heap): on the CPU tensor() wraps it without a
+  // copy. Error(Parse) naming `name` for a duplicate key or tensor, a tensor without data, or a
+  // shape the type's blocks do not divide.
+  static GgufFile assemble(std::string name,
+                           std::vector<std::pair<std::string, GgufValue>> metadata,
+                           std::vector<GgufTensorInfo> tensors,
+                           std::shared_ptr<const void> keep_alive);
 
   const std::string& name() const { return name_; }
   uint32_t version() const { return version_; }

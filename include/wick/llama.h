@@ -112,9 +112,29 @@ class LlamaModel {
   // cache type not implemented.
   static LlamaModel load_gguf(const std::string& path, const Device& dev, const LlamaOptions& opts,
                               const LoadProgress& progress = {});
+  // A GGUF file already open, or put together in memory (GgufFile::assemble); its name stands for
+  // it in errors.
+  static LlamaModel load_gguf(std::shared_ptr<const GgufFile> file, const Device& dev,
+                              const LlamaOptions& opts, const LoadProgress& progress = {});
+  // A Hugging Face checkpoint folder of a LlamaForCausalLM or MistralForCausalLM model:
+  // config.json, the weights in model.safetensors or in the shards model.safetensors.index.json
+  // lists, and tokenizer.json (with tokenizer_config.json, generation_config.json and
+  // chat_template.jinja when present). It becomes the GGUF file llama.cpp's converter would write
+  // (gguf() holds it: llama.* keys, GGUF tensor names, q and k rows permuted for interleaved
+  // rotary pairs, the tokenizer as tokenizer.huggingface.json), then loads as load_gguf does:
+  // f32, f16 and bf16 weights keep their dtype. Errors name the file and the key or tensor:
+  // Error(Io) for a missing config.json, weights file or shard; Error(Unsupported) for an
+  // architecture, rope_scaling, head_dim, biases or dtype wick does not implement; Error(Parse)
+  // for a missing tensor, a wrong shape or a malformed value.
+  static LlamaModel load_hf(const std::string& folder, const Device& dev = Device::cpu(),
+                            const LlamaOptions& opts = {}, const LoadProgress& progress = {});
+  // load_hf when `path` is a directory, else load_gguf.
+  static LlamaModel load(const std::string& path, const Device& dev = Device::cpu(),
+                         const LlamaOptions& opts = {}, const LoadProgress& progress = {});
 
   const LlamaConfig& config() const;
-  // The file the weights are mapped from (metadata, tokenizer).
+  // The file the weights are mapped from (metadata, tokenizer); for a Hugging Face folder, the
+  // GGUF file assembled from it.
   const GgufFile& gguf() const;
   const Device& device() const;
   int64_t max_seq() const;

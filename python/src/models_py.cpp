@@ -194,13 +194,16 @@ void bind_models(nb::module_& m) {
       .def_prop_ro("stopped_at_eos", &Generation::stopped_at_eos)
       .def_prop_ro("stopped_at_context_end", &Generation::stopped_at_context_end);
 
-  nb::class_<Llama>(m, "Llama", "A llama-family model loaded from a GGUF file.")
+  nb::class_<Llama>(m, "Llama",
+                    "A llama-family model loaded from a GGUF file or a Hugging Face folder.")
       .def_static(
           "load",
           [](const std::string& path, nb::handle device, int64_t max_seq) {
             const Device dev = device_arg(device);
             nb::gil_scoped_release release;
-            LlamaModel model = LlamaModel::load_gguf(path, dev, max_seq);
+            LlamaOptions opts;
+            opts.max_seq = max_seq;
+            LlamaModel model = LlamaModel::load(path, dev, opts);
             Tokenizer tok = load_gguf_tokenizer(model.gguf());
             const bool bos = gguf_adds_bos(model.gguf());
             return Llama{
@@ -209,7 +212,8 @@ void bind_models(nb::module_& m) {
           nb::arg("path"), nb::arg("device") = nb::none(), nb::arg("max_seq") = 0,
           nb::sig(
               "def load(path: str, device: Device | str | None = None, max_seq: int = 0) -> Llama"),
-          "Loads a GGUF file onto a device; max_seq bounds the KV cache (0: the model's context, "
+          "Loads a GGUF file, or a Hugging Face folder (config.json, *.safetensors, "
+          "tokenizer.json), onto a device; max_seq bounds the KV cache (0: the model's context, "
           "at most 4096).")
       .def_prop_ro("config", [](const Llama& l) { return l.s->model.config(); })
       .def_prop_ro("tokenizer", [](const Llama& l) { return l.s->tokenizer; })

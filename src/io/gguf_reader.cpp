@@ -285,6 +285,36 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::shared_ptr<const
   return f;
 }
 
+GgufFile GgufFile::assemble(std::string name,
+                            std::vector<std::pair<std::string, GgufValue>> metadata,
+                            std::vector<GgufTensorInfo> tensors,
+                            std::shared_ptr<const void> keep_alive) {
+  GgufFile f;
+  f.name_ = std::move(name);
+  f.keep_alive_ = std::move(keep_alive);
+  f.writable_ = true;
+  for (auto& [key, value] : metadata) {
+    if (!f.key_index_.emplace(key, f.metadata_.size()).second)
+      fail(ErrorKind::Parse, "gguf", f.name_, ": duplicate key '", io::excerpt(key), "'");
+    f.metadata_.emplace_back(std::move(key), std::move(value));
+  }
+  for (GgufTensorInfo& t : tensors) {
+    const QuantTypeInfo* info = quant_type_info(t.type);
+    const int64_t inner = t.shape.rank() == 0 ? 1 : t.shape[t.shape.rank() - 1];
+    if (!info || !t.data || inner % info->block_elems != 0)
+      fail(ErrorKind::Parse, "gguf", f.name_, ": tensor '", io::excerpt(t.name), "' of shape ",
+           t.shape, (t.data ? " is not whole blocks of its type" : " has no data"));
+    t.ne.assign(t.shape.dims().rbegin(), t.shape.dims().rend());
+    t.numel = t.shape.numel();
+    t.nbytes = static_cast<uint64_t>(t.numel / info->block_elems * info->block_bytes);
+    t.offset = 0;
+    if (!f.tensor_index_.emplace(t.name, f.tensors_.size()).second)
+      fail(ErrorKind::Parse, "gguf", f.name_, ": duplicate tensor '", io::excerpt(t.name), "'");
+    f.tensors_.push_back(std::move(t));
+  }
+  return f;
+}
+
 GgufFile GgufFile::open(const std::string& path) {
   std::shared_ptr<const io::FileMapping> mapping = io::map_regular_file(path, "gguf");
   const std::span<const std::byte> bytes(mapping->data(), mapping->size());

@@ -1,6 +1,7 @@
 // The tokenizer and chat template stored in a GGUF file's metadata (llama.cpp's tokenizer.ggml.*
 // keys): byte-level BPE ("gpt2") and SentencePiece ("llama") vocabularies; the Jinja chat template.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "io/file.h"
 #include "models/gguf_keys.h"
@@ -12,6 +13,15 @@ namespace wick {
 Tokenizer load_gguf_tokenizer(const GgufFile& f) {
   const char* op = "load_gguf_tokenizer";
   const GgufValue* model = f.find("tokenizer.ggml.model");
+  // GGUF's tokenizer.huggingface.json: a whole HF tokenizer.json (what a Hugging Face folder's
+  // assembled file carries), its special tokens in tokenizer.huggingface.config.
+  const GgufValue* hf = f.find("tokenizer.huggingface.json");
+  if (!model && hf && hf->is<std::string>()) {
+    const GgufValue* config = f.find("tokenizer.huggingface.config");
+    return Tokenizer::from_hf_json(hf->as_string(), config && config->is<std::string>()
+                                                        ? std::string_view(config->as_string())
+                                                        : std::string_view());
+  }
   if (!model)
     fail(ErrorKind::Parse, op, f.name(),
          ": no tokenizer.ggml.model key (the file carries no tokenizer)");
@@ -68,6 +78,18 @@ ChatTemplate load_gguf_chat_template(const GgufFile& f) {
   // bos_token / eos_token: the texts of the tokens the file names (empty when it names none).
   std::vector<std::string> tokens;
   if (f.find("tokenizer.ggml.tokens")) tokens = f.get_array<std::string>("tokenizer.ggml.tokens");
+  if (tokens.empty())
+    if (const GgufValue* config = f.find("tokenizer.huggingface.config");
+        config && config->is<std::string>()) {
+      // A Hugging Face folder's: the texts are tokenizer_config.json's.
+      const nlohmann::json j = nlohmann::json::parse(config->as_string(), nullptr, false);
+      const auto text = [&](const char* key) {
+        return j.is_object() && j.contains(key) && j.at(key).is_string()
+                   ? j.at(key).get<std::string>()
+                   : std::string();
+      };
+      return ChatTemplate::from_jinja(v->as_string(), text("bos_token"), text("eos_token"));
+    }
   const auto text = [&](const char* key) {
     const GgufValue* id = f.find(key);
     if (!id || tokens.empty()) return std::string();

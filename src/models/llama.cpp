@@ -519,9 +519,15 @@ LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev, int
 
 LlamaModel LlamaModel::load_gguf(const std::string& path, const Device& dev,
                                  const LlamaOptions& opts, const LoadProgress& progress) {
+  kv_dtype(opts.kv_cache, path);  // refused before the file is read
+  return load_gguf(std::make_shared<const GgufFile>(GgufFile::open(path)), dev, opts, progress);
+}
+
+LlamaModel LlamaModel::load_gguf(std::shared_ptr<const GgufFile> file, const Device& dev,
+                                 const LlamaOptions& opts, const LoadProgress& progress) {
+  const std::string path = file->name();
   const int64_t max_seq = opts.max_seq;
   const DType kv = kv_dtype(opts.kv_cache, path);
-  auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
   const GgufFile& f = *file;
   auto impl = std::make_shared<Impl>();
   impl->file = file;

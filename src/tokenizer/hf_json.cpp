@@ -262,9 +262,19 @@ Tokenizer Tokenizer::from_parsed_hf_json(std::string_view tokenizer_json,
     }
   }
   if (root.contains("post_processor") && !root.at("post_processor").is_null()) {
-    const std::string_view t = type_of(root.at("post_processor"));
-    if (t != "ByteLevel" && t != "TemplateProcessing")
-      fail(ErrorKind::Unsupported, kOp, "post_processor ", describe(root.at("post_processor")));
+    // Alone, or a Sequence of them (Llama 3's ByteLevel then TemplateProcessing).
+    const json& post = root.at("post_processor");
+    const auto allowed = [](const json& step) {
+      const std::string_view t = type_of(step);
+      return t == "ByteLevel" || t == "TemplateProcessing";
+    };
+    bool ok = allowed(post);
+    if (type_of(post) == "Sequence" && post.contains("processors") &&
+        post.at("processors").is_array()) {
+      ok = true;
+      for (const json& step : post.at("processors")) ok = ok && allowed(step);
+    }
+    if (!ok) fail(ErrorKind::Unsupported, kOp, "post_processor ", describe(post));
   }
   const json& model = member(root, "model", "tokenizer.json");
   check_model(model, pipeline);

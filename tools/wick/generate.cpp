@@ -25,7 +25,7 @@ LlamaModel load_model_with_progress(const std::string& path, const Device& dev, 
     LlamaOptions opts;
     opts.max_seq = max_seq;
     opts.kv_cache = kv_type;
-    LlamaModel m = LlamaModel::load_gguf(path, dev, opts, [&](uint64_t done, uint64_t total) {
+    LlamaModel m = LlamaModel::load(path, dev, opts, [&](uint64_t done, uint64_t total) {
       bar.update(done, total, ms_since(t0));
     });
     bar.finish();

@@ -1,0 +1,476 @@
+// LlamaModel::load of Hugging Face folders (tests/tiny_hf.h writes them): logits against a
+// float64 implementation of HF's llama (rotate-half rotary embeddings on the unpermuted q and k)
+// and against the same weights loaded from the GGUF file the converter would write; f16 and bf16
+// weights in their dtype; one file or shards; the tokenizer and chat template; the CLI; and the
+// errors of folders that are incomplete or ask for what wick lacks. On every device of the
+// harness.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "gguf_bytes.h"
+#include "harness.h"
+#include "tiny_hf.h"
+#include "wick/gguf.h"
+#include "wick/llama.h"
+#include "wick/safetensors.h"
+
+namespace wick::testing {
+namespace {
+
+using Vec = std::vector<double>;
+using nlohmann::json;
+
+Vec matvec(const Ref& w, const Vec& x) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  Vec y(static_cast<size_t>(out), 0.0);
+  for (int64_t o = 0; o < out; o++)
+    for (int64_t i = 0; i < in; i++)
+      y[static_cast<size_t>(o)] += w.v[static_cast<size_t>(o * in + i)] * x[static_cast<size_t>(i)];
+  return y;
+}
+
+Vec rms_norm(const Vec& x, const Ref& alpha, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double r = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); i++) y[i] = x[i] * r * alpha.v[i];
+  return y;
+}
+
+// HF's rotate_half: element i of a head turns with element i + d/2 by angle pos * theta^(-2i/d).
+void rope_halves(Vec& x, int64_t heads, int64_t d, int64_t pos, double theta) {
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < d / 2; i++) {
+      const double a = static_cast<double>(pos) *
+                       std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      double& x0 = x[static_cast<size_t>(h * d + i)];
+      double& x1 = x[static_cast<size_t>(h * d + i + d / 2)];
+      const double r0 = x0 * std::cos(a) - x1 * std::sin(a),
+                   r1 = x1 * std::cos(a) + x0 * std::sin(a);
+      x0 = r0;
+      x1 = r1;
+    }
+}
+
+// Logits of every position of `ids`, from the folder's tensors (HF names).
+std::vector<Vec> reference_logits(const TinyHf& m, const std::vector<uint32_t>& ids) {
+  const TinyLlamaConfig& c = m.gguf.config;
+  const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads, g = h / kvh,
+                t = static_cast<int64_t>(ids.size());
+  std::map<std::string, Ref> w;
+  for (const auto& [name, tensor] : m.tensors) w.emplace(name, to_ref(tensor.to_dtype(DType::F64)));
+  const Ref& emb = w.at("model.embed_tokens.weight");
+  std::vector<Vec> x;
+  for (uint32_t id : ids)
+    x.emplace_back(emb.v.begin() + id * c.hidden, emb.v.begin() + (id + 1) * c.hidden);
+  const auto at = [](auto& v, int64_t i) -> auto& {
+    return v[static_cast<size_t>(i)];
+  };
+  for (int64_t l = 0; l < c.layers; l++) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    std::vector<Vec> q, k, v;
+    for (int64_t s = 0; s < t; s++) {
+      const Vec hn = rms_norm(at(x, s), w.at(p + "input_layernorm.weight"), c.rms_eps);
+      q.push_back(matvec(w.at(p + "self_attn.q_proj.weight"), hn));
+      k.push_back(matvec(w.at(p + "self_attn.k_proj.weight"), hn));
+      v.push_back(matvec(w.at(p + "self_attn.v_proj.weight"), hn));
+      rope_halves(q.back(), h, d, s, c.rope_theta);
+      rope_halves(k.back(), kvh, d, s, c.rope_theta);
+    }
+    for (int64_t s = 0; s < t; s++) {
+      Vec att(static_cast<size_t>(h * d), 0.0);
+      for (int64_t hh = 0; hh < h; hh++) {
+        const int64_t kv = hh / g;
+        Vec score(static_cast<size_t>(s + 1));
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j <= s; j++) {
+          double dot = 0;
+          for (int64_t i = 0; i < d; i++)
+            dot += at(at(q, s), hh * d + i) * at(at(k, j), kv * d + i);
+          at(score, j) = dot / std::sqrt(static_cast<double>(d));
+          mx = std::max(mx, at(score, j));
+        }
+        for (double& e : score) sum += e = std::exp(e - mx);
+        for (int64_t j = 0; j <= s; j++)
+          for (int64_t i = 0; i < d; i++)
+            at(att, hh * d + i) += at(score, j) / sum * at(at(v, j), kv * d + i);
+      }
+      Vec& xs = at(x, s);
+      const Vec o = matvec(w.at(p + "self_attn.o_proj.weight"), att);
+      for (size_t i = 0; i < xs.size(); i++) xs[i] += o[i];
+      const Vec hn = rms_norm(xs, w.at(p + "post_attention_layernorm.weight"), c.rms_eps);
+      Vec gate = matvec(w.at(p + "mlp.gate_proj.weight"), hn);
+      const Vec up = matvec(w.at(p + "mlp.up_proj.weight"), hn);
+      for (size_t i = 0; i < gate.size(); i++)
+        gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+      const Vec down = matvec(w.at(p + "mlp.down_proj.weight"), gate);
+      for (size_t i = 0; i < xs.size(); i++) xs[i] += down[i];
+    }
+  }
+  const Ref& head = c.tied_embeddings ? emb : w.at("lm_head.weight");
+  std::vector<Vec> logits;
+  for (const Vec& xs : x)
+    logits.push_back(matvec(head, rms_norm(xs, w.at("model.norm.weight"), c.rms_eps)));
+  return logits;
+}
+
+Ref as_ref(const Vec& v) {
+  return Ref{Shape{static_cast<int64_t>(v.size())}, v};
+}
+
+double max_abs(const Vec& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+class HfCheckpoint : public DeviceTest {};
+
+// A prompt, then decode steps: the folder's model against the float64 reference (within `rel` of
+// the largest logit; f32 caches) and against the GGUF file's model (the same weights and ops: up to
+// f32 rounding).
+void check_folder(const Device& dev, const TinyHfConfig& cfg, double rel) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  const TinyHf m = write_tiny_hf(dir.file("hf"), dir.file("tiny.gguf"), rng, cfg);
+  const LlamaOptions opts{16, KvCacheType::F32};
+  LlamaModel hf = LlamaModel::load(dir.file("hf"), dev, opts);
+  LlamaModel gguf = LlamaModel::load(dir.file("tiny.gguf"), dev, opts);
+  const LlamaConfig &a = hf.config(), &b = gguf.config();
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.hidden, b.hidden);
+  EXPECT_EQ(a.intermediate, b.intermediate);
+  EXPECT_EQ(a.n_layers, b.n_layers);
+  EXPECT_EQ(a.n_heads, b.n_heads);
+  EXPECT_EQ(a.n_kv_heads, b.n_kv_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.context_length, b.context_length);
+  EXPECT_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_EQ(a.rms_eps, b.rms_eps);
+  EXPECT_EQ(a.tied_embeddings, cfg.llama.tied_embeddings);
+  EXPECT_EQ(hf.gguf().name(), dir.file("hf"));
+  // The weights as the folder stores them, in their dtype.
+  const QuantType stored = cfg.llama.weight_dtype == DType::F16    ? QuantType::F16
+                           : cfg.llama.weight_dtype == DType::BF16 ? QuantType::BF16
+                                                                   : QuantType::F32;
+  for (const char* name : {"token_embd.weight", "blk.0.attn_q.weight", "blk.1.ffn_down.weight"})
+    EXPECT_EQ(hf.gguf().tensor_info(name).type, stored) << name;
+  EXPECT_EQ(hf.gguf().tensor("blk.0.attn_k.weight").dtype(), cfg.llama.weight_dtype);
+
+  const int64_t vocab = cfg.llama.vocab;
+  std::vector<uint32_t> all;
+  for (int i = 0; i < 8; i++) all.push_back(static_cast<uint32_t>(rng.integer(0, vocab - 1)));
+  const std::vector<Vec> want = reference_logits(m, all);
+  const std::vector<std::vector<uint32_t>> steps = {
+      {all.begin(), all.begin() + 5}, {all[5]}, {all[6]}, {all[7]}};
+  size_t pos = 0;
+  for (const std::vector<uint32_t>& step : steps) {
+    pos += step.size();
+    SCOPED_TRACE("position " + std::to_string(pos - 1));
+    const Tensor got = hf.forward(step), same = gguf.forward(step);
+    ASSERT_EQ(got.device(), dev);
+    ASSERT_EQ(got.shape(), (Shape{vocab}));
+    const Vec& w = want[pos - 1];
+    WICK_EXPECT_CLOSE(got, as_ref(w), Tol{rel * max_abs(w) + 1e-5, 0});
+    WICK_EXPECT_CLOSE(got, to_ref(same), Tol{1e-5 * max_abs(w), 0});
+  }
+}
+
+TEST_P(HfCheckpoint, F32FolderMatchesTheReferenceAndTheConvertedGguf) {
+  TinyHfConfig cfg;
+  cfg.llama.heads = 4;
+  cfg.llama.kv_heads = 2;
+  check_folder(device(), cfg, 2e-4);
+}
+
+TEST_P(HfCheckpoint, ShardedUntiedFolderMatchesTheReferenceAndTheConvertedGguf) {
+  TinyHfConfig cfg;
+  cfg.llama.tied_embeddings = false;
+  cfg.llama.heads = 8;
+  cfg.llama.kv_heads = 1;
+  cfg.shards = 2;
+  check_folder(device(), cfg, 2e-4);
+}
+
+// 16-bit weights stay 16-bit: the reference takes the stored values, so only the products' and
+// activations' rounding separates them (2^-11 for f16; bf16 activations, where a kernel rounds
+// them, 2^-8).
+TEST_P(HfCheckpoint, F16AndBf16FoldersKeepTheirDtype) {
+  for (const DType dt : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    TinyHfConfig cfg;
+    cfg.llama.weight_dtype = dt;
+    cfg.llama.tied_embeddings = dt == DType::F16;
+    cfg.shards = dt == DType::F16 ? 1 : 3;
+    check_folder(device(), cfg, dt == DType::F16 ? 5e-3 : 2e-2);
+  }
+}
+
+WICK_INSTANTIATE_DEVICES(HfCheckpoint);
+
+// The tokenizer, its special tokens and the chat template come from the folder's files and agree
+// with the GGUF file's.
+TEST(HfCheckpointText, TokenizerAndChatTemplateMatchTheGguf) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  write_tiny_hf(dir.file("hf"), dir.file("tiny.gguf"), rng);
+  const LlamaModel hf = LlamaModel::load(dir.file("hf"), Device::cpu(), {8});
+  const GgufFile gguf = GgufFile::open(dir.file("tiny.gguf"));
+  const Tokenizer a = load_gguf_tokenizer(hf.gguf()), b = load_gguf_tokenizer(gguf);
+  EXPECT_EQ(a.vocab_size(), b.vocab_size());
+  EXPECT_EQ(a.bos_id(), b.bos_id());
+  EXPECT_EQ(a.eos_id(), b.eos_id());
+  EXPECT_EQ(a.special_tokens().pad, b.special_tokens().pad);
+  for (const char* text : {"abc", "the quick brown fox", "  zz top", "<|im_start|>hi"}) {
+    EXPECT_EQ(a.encode(text), b.encode(text)) << text;
+    EXPECT_EQ(a.encode(text, true), b.encode(text, true)) << text;
+  }
+  EXPECT_EQ(gguf_adds_bos(hf.gguf()), false);
+  const ChatMessage user{"user", "hello"};
+  EXPECT_EQ(load_gguf_chat_template(hf.gguf()).apply({&user, 1}, true),
+            load_gguf_chat_template(gguf).apply({&user, 1}, true));
+
+  // Without tokenizer_config.json: bos and eos from generation_config.json's ids, the ChatML
+  // fallback template.
+  std::filesystem::remove(dir.file("hf/tokenizer_config.json"));
+  write_json(dir.file("hf/generation_config.json"),
+             {{"bos_token_id", 1}, {"eos_token_id", {2, 0}}});
+  const LlamaModel bare = LlamaModel::load(dir.file("hf"), Device::cpu(), {8});
+  const Tokenizer c = load_gguf_tokenizer(bare.gguf());
+  EXPECT_EQ(c.bos_id(), 1);
+  EXPECT_EQ(c.eos_id(), 2);
+  EXPECT_EQ(load_gguf_chat_template(bare.gguf()).source(), ChatTemplate::chatml().source());
+
+  // chat_template.jinja (newer transformers) is the template; the folder's name the model's.
+  const std::string jinja = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
+  std::ofstream(dir.file("hf/chat_template.jinja")) << jinja;
+  const LlamaModel templated = LlamaModel::load(dir.file("hf") + "/", Device::cpu(), {8});
+  EXPECT_EQ(load_gguf_chat_template(templated.gguf()).apply({&user, 1}, false),
+            "<|im_start|>hello");
+  EXPECT_EQ(templated.gguf().get<std::string>("general.name"), "hf");
+}
+
+// Mistral folders load as llama; a sliding window shorter than the context caps it (within the
+// window every position attends to all earlier ones, as wick does). transformers 5's
+// rope_parameters give rope_theta.
+TEST(HfCheckpointText, MistralSlidingWindowAndRopeParameters) {
+  Rng rng;
+  TempDir dir;
+  const TinyHf m = write_tiny_hf(dir.file("hf"), dir.file("tiny.gguf"), rng);
+  json c = m.config;
+  c["architectures"] = {"MistralForCausalLM"};
+  c["model_type"] = "mistral";
+  c["sliding_window"] = 24;
+  write_json(dir.file("hf/config.json"), c);
+  EXPECT_EQ(LlamaModel::load(dir.file("hf")).config().context_length, 24);
+  c["sliding_window"] = nullptr;
+  write_json(dir.file("hf/config.json"), c);
+  EXPECT_EQ(LlamaModel::load(dir.file("hf")).config().context_length, m.gguf.config.context);
+
+  // transformers 5 writes rope_theta inside rope_parameters.
+  c.erase("rope_theta");
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 250000.0}};
+  write_json(dir.file("hf/config.json"), c);
+  EXPECT_EQ(LlamaModel::load(dir.file("hf")).config().rope_theta, 250000.0);
+}
+
+// The Hugging Face cache's layout: a snapshot folder of symlinks to blobs elsewhere.
+TEST(HfCheckpointText, SnapshotOfSymlinksLoads) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  write_tiny_hf(dir.file("blobs"), dir.file("tiny.gguf"), rng, {TinyLlamaConfig{}, 2});
+  std::filesystem::create_directories(dir.file("snapshot"));
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("blobs")))
+    std::filesystem::create_symlink(e.path(),
+                                    dir.file("snapshot") + "/" + e.path().filename().string());
+  LlamaModel hf = LlamaModel::load(dir.file("snapshot"), Device::cpu(), {8, KvCacheType::F32});
+  LlamaModel gguf = LlamaModel::load(dir.file("tiny.gguf"), Device::cpu(), {8, KvCacheType::F32});
+  EXPECT_EQ(hf.forward({3, 9, 4}).to_vec<float>(), gguf.forward({3, 9, 4}).to_vec<float>());
+}
+
+// `wick generate --model <folder>` writes what the GGUF file makes it write.
+TEST(HfCheckpointText, CliGeneratesFromAFolder) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  write_tiny_hf(dir.file("hf"), dir.file("tiny.gguf"), rng);
+  const auto run = [](const std::string& model) {
+    const std::string cmd = "'" WICK_CLI_PATH "' generate -m '" + model +
+                            "' -p abc -n 10 --temp 0 --ignore-eos 2>/dev/null";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while (p && (n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int status = p ? ::pclose(p) : -1;
+    EXPECT_EQ(status, 0) << out;
+    return out.substr(0, out.find("\n\n"));
+  };
+  const std::string from_folder = run(dir.file("hf"));
+  EXPECT_EQ(from_folder.rfind("abc", 0), 0u) << from_folder;
+  EXPECT_EQ(from_folder, run(dir.file("tiny.gguf")));
+}
+
+// ---- errors -------------------------------------------------------------------------------------
+
+class HfFolder {
+ public:
+  HfFolder() {
+    Rng rng;
+    TinyHfConfig cfg;
+    cfg.shards = 2;
+    m_ = write_tiny_hf(path(), dir_.file("tiny.gguf"), rng, cfg);
+  }
+  std::string path() const { return dir_.file("hf"); }
+  std::string file(const std::string& name) const { return path() + "/" + name; }
+  const TinyHf& model() const { return m_; }
+  // config.json with `patch` merged in (null removes a key).
+  void patch_config(const json& patch) const {
+    json c = m_.config;
+    c.merge_patch(patch);
+    write_json(file("config.json"), c);
+  }
+  void load() const { LlamaModel::load(path(), Device::cpu(), {8}); }
+
+ private:
+  TempDir dir_;
+  TinyHf m_;
+};
+
+TEST(HfCheckpointErrors, MissingFiles) {
+  {
+    HfFolder f;
+    std::filesystem::remove(f.file("config.json"));
+    expect_error([&] { f.load(); }, ErrorKind::Io, {f.path(), "no config.json"});
+  }
+  {
+    HfFolder f;
+    std::filesystem::remove(f.file("model-00002-of-00002.safetensors"));
+    expect_error(
+        [&] { f.load(); }, ErrorKind::Io,
+        {"model-00002-of-00002.safetensors", "no such shard", "model.safetensors.index.json"});
+  }
+  {
+    // Malformed JSON, and an index naming a file outside the folder.
+    HfFolder f;
+    std::ofstream(f.file("config.json")) << "{\"hidden_size\": ";
+    expect_error([&] { f.load(); }, ErrorKind::Parse, {"config.json", "not valid JSON"});
+    f.patch_config(json::object());
+    json index = json::parse(std::ifstream(f.file("model.safetensors.index.json")));
+    index["weight_map"]["model.norm.weight"] = "../model.safetensors";
+    write_json(f.file("model.safetensors.index.json"), index);
+    expect_error([&] { f.load(); }, ErrorKind::Parse,
+                 {"model.safetensors.index.json", "model.norm.weight", "../model.safetensors"});
+    index["weight_map"] = json::array();
+    write_json(f.file("model.safetensors.index.json"), index);
+    expect_error([&] { f.load(); }, ErrorKind::Parse, {"no weight_map object"});
+  }
+  {
+    HfFolder f;
+    std::filesystem::remove(f.file("model.safetensors.index.json"));
+    expect_error([&] { f.load(); }, ErrorKind::Io,
+                 {f.path(), "no model.safetensors or model.safetensors.index.json"});
+  }
+  {
+    // The index lists a tensor its shard lacks; a tensor the model needs is listed nowhere.
+    HfFolder f;
+    json index = json::parse(std::ifstream(f.file("model.safetensors.index.json")));
+    const std::string shard = index["weight_map"]["model.norm.weight"];
+    index["weight_map"]["model.layers.9.mlp.up_proj.weight"] = shard;
+    write_json(f.file("model.safetensors.index.json"), index);
+    expect_error([&] { f.load(); }, ErrorKind::Parse,
+                 {shard, "no tensor model.layers.9.mlp.up_proj.weight"});
+    index["weight_map"].erase("model.layers.9.mlp.up_proj.weight");
+    index["weight_map"].erase("model.layers.1.mlp.up_proj.weight");
+    write_json(f.file("model.safetensors.index.json"), index);
+    expect_error([&] { f.load(); }, ErrorKind::Parse,
+                 {"no tensor model.layers.1.mlp.up_proj.weight", "model.safetensors.index.json"});
+  }
+}
+
+TEST(HfCheckpointErrors, ConfigAsksForWhatWickLacks) {
+  HfFolder f;
+  f.load();  // the unchanged folder loads
+  struct Case {
+    json patch;
+    ErrorKind kind;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Case> cases = {
+      {{{"architectures", {"Qwen2ForCausalLM"}}},
+       ErrorKind::Unsupported,
+       {"config.json", "Qwen2ForCausalLM", "LlamaForCausalLM"}},
+      {{{"architectures", nullptr}, {"model_type", "gemma"}},
+       ErrorKind::Unsupported,
+       {"model_type 'gemma'"}},
+      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}}},
+       ErrorKind::Unsupported,
+       {"rope_scaling", "llama3"}},
+      {{{"rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}}}},
+       ErrorKind::Unsupported,
+       {"rope_parameters", "yarn"}},
+      {{{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 1e6}}}},
+       ErrorKind::Parse,
+       {"rope_theta 10000 disagrees with rope_parameters.rope_theta 1e+06"}},
+      {{{"head_dim", 16}}, ErrorKind::Unsupported, {"head_dim 16"}},
+      {{{"attention_bias", true}}, ErrorKind::Unsupported, {"attention_bias"}},
+      {{{"hidden_act", "gelu"}}, ErrorKind::Unsupported, {"hidden_act 'gelu'"}},
+      {{{"hidden_size", nullptr}}, ErrorKind::Parse, {"config.json", "no hidden_size"}},
+      {{{"num_key_value_heads", 3}}, ErrorKind::Parse, {"num_key_value_heads", "3"}},
+      {{{"rms_norm_eps", "small"}}, ErrorKind::Parse, {"rms_norm_eps"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.patch.dump());
+    f.patch_config(c.patch);
+    expect_error([&] { f.load(); }, c.kind, c.needles);
+  }
+}
+
+TEST(HfCheckpointErrors, TensorsThatDoNotFit) {
+  const auto rewrite = [](const HfFolder& f, const std::string& name, const Tensor& t) {
+    json index = json::parse(std::ifstream(f.file("model.safetensors.index.json")));
+    const json& listed =
+        index["weight_map"][index["weight_map"].contains(name) ? name : "model.norm.weight"];
+    const std::string shard = listed.get<std::string>();
+    std::map<std::string, Tensor> tensors = load_safetensors(f.file(shard));
+    tensors[name] = t;
+    save_safetensors(f.file(shard), tensors);
+    index["weight_map"][name] = shard;
+    write_json(f.file("model.safetensors.index.json"), index);
+    return shard;
+  };
+  {
+    HfFolder f;
+    const TinyLlamaConfig& c = f.model().gguf.config;
+    const std::string shard =
+        rewrite(f, "model.layers.1.self_attn.v_proj.weight",
+                Tensor::zeros({c.kv_heads * c.head_dim(), c.hidden / 2}, DType::F32));
+    expect_error([&] { f.load(); }, ErrorKind::Parse,
+                 {shard, "model.layers.1.self_attn.v_proj.weight", "has shape", "want",
+                  "num_key_value_heads"});
+  }
+  {
+    HfFolder f;
+    const std::string shard =
+        rewrite(f, "model.norm.weight", Tensor::zeros({f.model().gguf.config.hidden}, DType::F64));
+    expect_error([&] { f.load(); }, ErrorKind::Unsupported,
+                 {shard, "model.norm.weight", "dtype F64"});
+  }
+  {
+    HfFolder f;
+    const std::string shard = rewrite(f, "model.layers.0.self_attn.q_proj.bias",
+                                      Tensor::zeros({f.model().gguf.config.hidden}, DType::F32));
+    expect_error([&] { f.load(); }, ErrorKind::Unsupported,
+                 {shard, "model.layers.0.self_attn.q_proj.bias"});
+  }
+}
+
+}  // namespace
+}  // namespace wick::testing
