@@ -31,8 +31,6 @@
 constexpr uint32_t PHASE = WICK_SPEC_0;
 constexpr uint32_t CHUNK = WG_SIZE;
 constexpr uint32_t ACC_REGS = 4u;
-constexpr uint32_t KEYS_PER_WARP = 4u;  // scores: keys a warp reduces at once
-constexpr uint32_t V_LOADS = 8u;        // value rows a thread loads at once
 
 WICK_PARAMS_STRUCT(AttentionParams, WICK_PARAMS_ATTENTION(WICK_CU_FIELD, WICK_CU_ARRAY))
 
@@ -54,27 +52,6 @@ WICK_DEV uint32_t key_count(const AttentionParams& pc, uint32_t p, uint32_t ti, 
   return p + ti + 1u;
 }
 
-// sum_j w[j] column[j d] over the keys j = first, first + step, ... < len: V_LOADS independent
-// sums, so that many loads of value rows are in flight at once (one sum waited out the memory
-// latency of each row in turn).
-WICK_DEV ACC_T weighted_values(const ACC_T* w, const KT* column, uint32_t first, uint32_t step,
-                               uint32_t len, uint32_t d) {
-  ACC_T sums[V_LOADS];
-#pragma unroll
-  for (uint32_t u = 0u; u < V_LOADS; u++) sums[u] = ACC_T(0);
-  uint32_t j = first;
-  for (; j + (V_LOADS - 1u) * step < len; j += V_LOADS * step) {
-#pragma unroll
-    for (uint32_t u = 0u; u < V_LOADS; u++)
-      sums[u] += w[j + u * step] * ACC_T(LOAD(KV_DT, column[(j + u * step) * d]));
-  }
-  for (; j < len; j += step) sums[0] += w[j] * ACC_T(LOAD(KV_DT, column[j * d]));
-  ACC_T total = ACC_T(0);
-#pragma unroll
-  for (uint32_t u = 0u; u < V_LOADS; u++) total += sums[u];
-  return total;
-}
-
 WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_cache,
                             const KT* v_cache, uint32_t p, ACC_T* scratch, ST* y, uint32_t* err,
                             uint32_t g, uint32_t tid) {
@@ -88,7 +65,6 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_
   const uint32_t k0 = split * pc.span;
   if (k0 >= n_keys) return;  // uniform: an unused split
   const uint32_t k_end = min(k0 + pc.span, n_keys);
-  const uint32_t lane = tid % 32u, warp = tid / 32u;
   const uint32_t d = pc.d;
   const uint32_t q_row =
       pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
@@ -108,26 +84,17 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_
   ACC_T m = -FloatBits<ACC_T>::inf(), l = ACC_T(0);
   for (uint32_t c0 = k0; c0 < k_end; c0 += CHUNK) {
     const uint32_t len = min(CHUNK, k_end - c0);
-    // Scores: a warp per key, its lanes across the key's elements (each load a contiguous run of
-    // the row; a thread per key made every load touch 32 rows), KEYS_PER_WARP keys at a time.
-    for (uint32_t j0 = warp * KEYS_PER_WARP; j0 < len; j0 += WICK_WARPS * KEYS_PER_WARP) {
-      ACC_T dot[KEYS_PER_WARP];
-#pragma unroll
-      for (uint32_t u = 0u; u < KEYS_PER_WARP; u++) dot[u] = ACC_T(0);
-      for (uint32_t e = lane; e < d; e += 32u) {
+    // Scores: a key per thread.
+    ACC_T s = -FloatBits<ACC_T>::inf();
+    if (tid < len) {
+      const KT* key = keys + (c0 + tid) * d;
+      ACC_T dot = ACC_T(0);
+      for (uint32_t e = 0u; e < d; e++) {
         const ACC_T qe = q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
-#pragma unroll
-        for (uint32_t u = 0u; u < KEYS_PER_WARP; u++)
-          if (j0 + u < len) dot[u] += qe * ACC_T(LOAD(KV_DT, keys[(c0 + j0 + u) * d + e]));
+        dot += qe * ACC_T(LOAD(KV_DT, key[e]));
       }
-#pragma unroll
-      for (uint32_t u = 0u; u < KEYS_PER_WARP; u++) {
-        const ACC_T total = warp_sum(dot[u]);
-        if (lane == 0u && j0 + u < len) s_p[j0 + u] = total;
-      }
+      s = dot;
     }
-    __syncthreads();
-    const ACC_T s = tid < len ? s_p[tid] : -FloatBits<ACC_T>::inf();
     const ACC_T m_new = fmax(m, block_allreduce(s, s_red, MaxOp()));
     const ACC_T w = tid < len ? exp(s - m_new) : ACC_T(0);
     s_p[tid] = w;
@@ -139,8 +106,11 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_
     // acc = acc alpha + sum_j w_j v_j.
     if (d < WG_SIZE) {  // WG_SIZE / d threads per element, each over every G-th key, then summed
       const uint32_t groups = WG_SIZE / d, part = tid / d, e = tid % d;
-      s_part[tid] = part < groups ? weighted_values(s_p, values + c0 * d + e, part, groups, len, d)
-                                  : ACC_T(0);
+      ACC_T sum = ACC_T(0);
+      if (part < groups)
+        for (uint32_t j = part; j < len; j += groups)
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, values[(c0 + j) * d + e]));
+      s_part[tid] = sum;
       __syncthreads();
       if (tid < d) {
         ACC_T total = ACC_T(0);
@@ -152,12 +122,18 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_
       for (uint32_t i = 0u; i < ACC_REGS; i++) {
         const uint32_t e = tid + i * WG_SIZE;
         if (e >= d) break;
-        acc[i] = acc[i] * alpha + weighted_values(s_p, values + c0 * d + e, 0u, 1u, len, d);
+        ACC_T sum = ACC_T(0);
+        for (uint32_t j = 0u; j < len; j++)
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, values[(c0 + j) * d + e]));
+        acc[i] = acc[i] * alpha + sum;
       }
     } else {
-      for (uint32_t e = tid; e < d; e += WG_SIZE)
-        slot[2u + e] =
-            slot[2u + e] * alpha + weighted_values(s_p, values + c0 * d + e, 0u, 1u, len, d);
+      for (uint32_t e = tid; e < d; e += WG_SIZE) {
+        ACC_T sum = ACC_T(0);
+        for (uint32_t j = 0u; j < len; j++)
+          sum += s_p[j] * ACC_T(LOAD(KV_DT, values[(c0 + j) * d + e]));
+        slot[2u + e] = slot[2u + e] * alpha + sum;
+      }
     }
     __syncthreads();  // s_p and s_part are refilled by the next chunk
   }
