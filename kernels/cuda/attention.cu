@@ -15,6 +15,11 @@
 // t > max_seq the keys are clamped to the cache (nothing is read out of bounds) and the op's error
 // record gets the position. Bindings: 0 q, 1 k_cache, 2 v_cache, 3 pos, 4 scratch, 5 y, 6 the error
 // record.
+// LANES (WICK_SPEC_1, 0 = off) picks phase 0's vector form for rows of d = LANES * KV_VEC elements
+// (KV_VEC of them in 16 bytes; the host checks alignment): LANES lanes share a key, each loading
+// 16 bytes of it, so a warp reads 32 / LANES whole rows per load and every thread's loads are
+// independent. The scalar form (a thread per key, one element per load) left decode attention
+// latency bound: ~40% of a SmolLM2 decode step on the H200.
 #include "include/common.cuh"
 #include "include/dtype.cuh"
 #include "include/errors.cuh"
@@ -28,7 +33,11 @@
 #ifndef WICK_SPEC_0
 #define WICK_SPEC_0 0
 #endif
+#ifndef WICK_SPEC_1
+#define WICK_SPEC_1 0
+#endif
 constexpr uint32_t PHASE = WICK_SPEC_0;
+constexpr uint32_t LANES = WICK_SPEC_1;
 constexpr uint32_t CHUNK = WG_SIZE;
 constexpr uint32_t ACC_REGS = 4u;
 
@@ -156,6 +165,122 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_
   }
 }
 
+// 16 bytes of a cache row.
+constexpr uint32_t KV_VEC = 16u / sizeof(KT);
+struct alignas(16) KvVec {
+  KT e[KV_VEC];
+};
+
+// Phase 0's vector form (LANES > 0; d == LANES * KV_VEC): as partial_phase, but the scores are
+// LANES lanes per key (a shuffle reduction over them) and the value sums KV_VEC elements per
+// thread, WG_SIZE / LANES keys at a time, summed over those key groups once at the end.
+template <uint32_t L>
+WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT* k_cache,
+                                const KT* v_cache, uint32_t p, ACC_T* scratch, ST* y, uint32_t* err,
+                                uint32_t g, uint32_t tid) {
+  static_assert(L >= 1u && L <= 32u && (L & (L - 1u)) == 0u, "L: 2^i <= 32");
+  constexpr uint32_t GROUPS = WG_SIZE / L;  // key groups of the value sums
+  constexpr uint32_t D = L * KV_VEC;
+  __shared__ ACC_T s_p[CHUNK];  // the chunk's scores, then weights e^(s - m)
+  __shared__ ACC_T s_red[WICK_WARPS];
+  __shared__ ACC_T s_acc[GROUPS * D];  // the key groups' value sums, added at the end
+  const uint32_t row = g / pc.n_splits, split = g % pc.n_splits;
+  const uint32_t ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
+  const uint32_t n_keys = key_count(pc, p, ti, err, g == 0u && tid == 0u);
+  const uint32_t k0 = split * pc.span;
+  if (k0 >= n_keys) return;  // uniform: an unused split
+  const uint32_t k_end = min(k0 + pc.span, n_keys);
+  const uint32_t lane = tid % 32u, warp = tid / 32u;
+  const uint32_t col = tid % L;  // this thread's 16 bytes of a row
+  const uint32_t q_row =
+      pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+  const uint32_t first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * D;  // cache row 0
+  const KvVec* keys = reinterpret_cast<const KvVec*>(k_cache + pc.kc_offset + first);
+  const KvVec* values = reinterpret_cast<const KvVec*>(v_cache + pc.vc_offset + first);
+  ACC_T* slot = scratch + static_cast<uint64_t>(g) * (D + 2u);  // (m, l, acc[d])
+  ACC_T qv[KV_VEC];
+#pragma unroll
+  for (uint32_t i = 0u; i < KV_VEC; i++)
+    qv[i] = ACC_T(LOAD(DT, q[q_row + (col * KV_VEC + i) * pc.q_strides[3]]));
+  ACC_T acc[KV_VEC];
+#pragma unroll
+  for (uint32_t i = 0u; i < KV_VEC; i++) acc[i] = ACC_T(0);
+  ACC_T m = -FloatBits<ACC_T>::inf(), l = ACC_T(0);
+  constexpr uint32_t ROWS_PER_LOAD = 32u / L;  // keys a warp reads per load
+  constexpr uint32_t BATCH = L < 4u ? L : 4u;  // loads in flight per thread
+  for (uint32_t c0 = k0; c0 < k_end; c0 += CHUNK) {
+    const uint32_t len = min(CHUNK, k_end - c0);
+    // Scores: warp w takes the chunk's keys [32 w, 32 w + 32), ROWS_PER_LOAD per step.
+    for (uint32_t s0 = 0u; s0 < L; s0 += BATCH) {
+      KvVec kv[BATCH];
+#pragma unroll
+      for (uint32_t b = 0u; b < BATCH; b++) {
+        const uint32_t j = warp * 32u + (s0 + b) * ROWS_PER_LOAD + lane / L;
+        if (j < len) kv[b] = keys[(c0 + j) * L + col];
+      }
+#pragma unroll
+      for (uint32_t b = 0u; b < BATCH; b++) {
+        const uint32_t j = warp * 32u + (s0 + b) * ROWS_PER_LOAD + lane / L;
+        ACC_T dot = ACC_T(0);
+        if (j < len) {
+#pragma unroll
+          for (uint32_t i = 0u; i < KV_VEC; i++) dot += qv[i] * ACC_T(LOAD(KV_DT, kv[b].e[i]));
+        }
+#pragma unroll
+        for (uint32_t o = L / 2u; o > 0u; o >>= 1) dot += __shfl_xor_sync(WICK_FULL_MASK, dot, o);
+        if (col == 0u && j < CHUNK) s_p[j] = j < len ? dot : -FloatBits<ACC_T>::inf();
+      }
+    }
+    __syncthreads();
+    const ACC_T s = s_p[tid];
+    const ACC_T m_new = fmax(m, block_allreduce(s, s_red, MaxOp()));
+    const ACC_T w = tid < len ? exp(s - m_new) : ACC_T(0);
+    s_p[tid] = w;                          // only this thread read s_p[tid]
+    if (WICK_WARPS == 1) __syncthreads();  // else block_allreduce's barriers publish s_p
+    const ACC_T alpha = m == -FloatBits<ACC_T>::inf() ? ACC_T(0) : exp(m - m_new);
+    l = l * alpha + block_allreduce(w, s_red, SumOp());
+    m = m_new;
+    // Value sums: key group tid / L takes keys j = group, group + GROUPS, ...
+#pragma unroll
+    for (uint32_t i = 0u; i < KV_VEC; i++) acc[i] *= alpha;
+    const uint32_t group = tid / L;
+    for (uint32_t j0 = group; j0 < len; j0 += GROUPS * BATCH) {
+      KvVec vv[BATCH];
+#pragma unroll
+      for (uint32_t b = 0u; b < BATCH; b++) {
+        const uint32_t j = j0 + b * GROUPS;
+        if (j < len) vv[b] = values[(c0 + j) * L + col];
+      }
+#pragma unroll
+      for (uint32_t b = 0u; b < BATCH; b++) {
+        const uint32_t j = j0 + b * GROUPS;
+        if (j < len) {
+          const ACC_T wj = s_p[j];
+#pragma unroll
+          for (uint32_t i = 0u; i < KV_VEC; i++) acc[i] += wj * ACC_T(LOAD(KV_DT, vv[b].e[i]));
+        }
+      }
+    }
+    __syncthreads();  // s_p is refilled by the next chunk
+  }
+  // The key groups' sums, added in group order.
+#pragma unroll
+  for (uint32_t i = 0u; i < KV_VEC; i++) s_acc[(tid / L) * D + col * KV_VEC + i] = acc[i];
+  __syncthreads();
+  for (uint32_t e = tid; e < D; e += WG_SIZE) {
+    ACC_T total = ACC_T(0);
+    for (uint32_t k = 0u; k < GROUPS; k++) total += s_acc[k * D + e];
+    if (pc.n_splits == 1u)
+      y[row * D + e] = PACK(DT, total / l);
+    else
+      slot[2u + e] = total;
+  }
+  if (pc.n_splits > 1u && tid == 0u) {
+    slot[0] = m;
+    slot[1] = l;
+  }
+}
+
 WICK_DEV void combine_phase(const AttentionParams& pc, uint32_t p, const ACC_T* scratch, ST* y,
                             uint32_t row, uint32_t tid) {
   const uint32_t ti = row % pc.t, d = pc.d;
@@ -192,7 +317,11 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const uint32_t g = group_index(), tid = threadIdx.x;
   const uint32_t rows = pc.b * pc.h * pc.t;
   if (PHASE == 0u) {
-    if (g < rows * pc.n_splits) partial_phase(pc, q, k_cache, v_cache, p, scratch, y, err, g, tid);
+    if (g >= rows * pc.n_splits) return;
+    if constexpr (LANES > 0u)
+      partial_phase_vec<LANES>(pc, q, k_cache, v_cache, p, scratch, y, err, g, tid);
+    else
+      partial_phase(pc, q, k_cache, v_cache, p, scratch, y, err, g, tid);
   } else if (g < rows) {
     combine_phase(pc, p, scratch, y, g, tid);
   }

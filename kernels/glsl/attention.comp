@@ -34,9 +34,15 @@ layout(push_constant) uniform Push {
 } pc;
 
 layout(constant_id = 0) const uint PHASE = 0u;
+// Phase 0's vector form when not 0: rows of d = LANES * KV_VEC elements, read 16 bytes at a time
+// through a second view of the caches (the host checks the alignment).
+layout(constant_id = 1) const uint LANES = 0u;
+#define KV_VEC (16u / KV_BYTES)
 layout(set = 0, binding = 0) readonly buffer Q { STORAGE_T(DT) q[]; };
 layout(set = 0, binding = 1) readonly buffer KCache { STORAGE_T(KV_DT) k_cache[]; };
 layout(set = 0, binding = 2) readonly buffer VCache { STORAGE_T(KV_DT) v_cache[]; };
+layout(set = 0, binding = 1) readonly buffer KCacheVec { uvec4 k_vec[]; };
+layout(set = 0, binding = 2) readonly buffer VCacheVec { uvec4 v_vec[]; };
 layout(set = 0, binding = 3) readonly buffer Pos { uint pos[]; };
 layout(set = 0, binding = 4) buffer Scratch { ACC_T scratch[]; };
 layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
@@ -48,6 +54,8 @@ layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
 shared ACC_T s_q[WG_SIZE];    // the query row (when d <= WG_SIZE)
 shared ACC_T s_p[CHUNK];      // the chunk's weights e^(s - m)
 shared ACC_T s_red[WG_SIZE];  // reductions, partial sums
+shared ACC_T s_qv[32u * KV_VEC];       // the vector form's query row (d <= 32 KV_VEC)
+shared ACC_T s_acc[WG_SIZE * KV_VEC];  // the vector form's key groups' value sums
 
 // Sum (or max) over the workgroup; every invocation gets the result.
 ACC_T group_reduce(ACC_T v, bool take_max) {
@@ -177,6 +185,93 @@ void partial_phase(uint g, uint tid) {
   }
 }
 
+// Element i of 16 bytes of a cache row.
+ACC_T kv_elem(uvec4 v, uint i) {
+#if KV_BYTES == 2
+  const uint w = v[i / 2u];
+  return ACC_T(LOAD(KV_DT, (i % 2u) == 0u ? (w & 0xffffu) : (w >> 16)));
+#elif KV_BYTES == 4
+  return ACC_T(uintBitsToFloat(v[i]));
+#else
+  return ACC_T(packDouble2x32(uvec2(v[2u * i], v[2u * i + 1u])));
+#endif
+}
+
+// Phase 0's vector form (LANES > 0, d == LANES * KV_VEC): a key per thread as in partial_phase,
+// its row read as LANES independent 16-byte loads; the value sums take KV_VEC elements per
+// thread, WG_SIZE / LANES keys at a time, and add the key groups' sums once at the end.
+void partial_phase_vec(uint g, uint tid) {
+  const uint lanes = max(LANES, 1u);  // not 0 here; a constant expression would divide by it
+  const uint GROUPS = WG_SIZE / lanes, D = lanes * KV_VEC;
+  const uint row = g / pc.n_splits, split = g % pc.n_splits;
+  const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
+  const uint n_keys = key_count(ti, g == 0u && tid == 0u);
+  const uint k0 = split * pc.span;
+  if (k0 >= n_keys) return;  // uniform: an unused split
+  const uint k_end = min(k0 + pc.span, n_keys);
+  const uint q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+  const uint first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * D;  // cache row 0
+  const uint k_first = (pc.kc_offset + first) / KV_VEC, v_first = (pc.vc_offset + first) / KV_VEC;
+  const uint slot = g * (D + 2u);  // (m, l, acc[d])
+  for (uint e = tid; e < D; e += WG_SIZE) s_qv[e] = ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
+  const uint group = tid / lanes, col = tid % lanes;
+  ACC_T acc[KV_VEC];
+  for (uint i = 0u; i < KV_VEC; i++) acc[i] = ACC_T(0);
+  barrier();
+  ACC_T m = NEG_INF, l = ACC_T(0);
+  for (uint c0 = k0; c0 < k_end; c0 += CHUNK) {
+    const uint len = min(CHUNK, k_end - c0);
+    ACC_T s = NEG_INF;
+    if (tid < len) {
+      const uint k_row = k_first + (c0 + tid) * lanes;
+      ACC_T dot0 = ACC_T(0), dot1 = ACC_T(0);
+      for (uint c = 0u; c < lanes; c += 2u) {
+        const uvec4 a = k_vec[k_row + c];
+        const uvec4 b = c + 1u < lanes ? k_vec[k_row + c + 1u] : uvec4(0u);
+        for (uint i = 0u; i < KV_VEC; i++) {
+          dot0 += s_qv[c * KV_VEC + i] * kv_elem(a, i);
+          if (c + 1u < lanes) dot1 += s_qv[(c + 1u) * KV_VEC + i] * kv_elem(b, i);
+        }
+      }
+      s = dot0 + dot1;
+    }
+    const ACC_T m_new = max(m, group_reduce(s, true));
+    const ACC_T w = tid < len ? EXP(s - m_new) : ACC_T(0);
+    s_p[tid] = w;
+    const ACC_T alpha = m == NEG_INF ? ACC_T(0) : EXP(m - m_new);  // rescales the earlier chunks
+    l = l * alpha + group_reduce(w, false);  // its barriers publish s_p too
+    m = m_new;
+    for (uint i = 0u; i < KV_VEC; i++) acc[i] *= alpha;
+    uint j = group;
+    for (; j + GROUPS < len; j += 2u * GROUPS) {  // two value rows in flight
+      const uvec4 a = v_vec[v_first + (c0 + j) * lanes + col];
+      const uvec4 b = v_vec[v_first + (c0 + j + GROUPS) * lanes + col];
+      const ACC_T wa = s_p[j], wb = s_p[j + GROUPS];
+      for (uint i = 0u; i < KV_VEC; i++) acc[i] += wa * kv_elem(a, i) + wb * kv_elem(b, i);
+    }
+    if (j < len) {
+      const uvec4 a = v_vec[v_first + (c0 + j) * lanes + col];
+      const ACC_T wa = s_p[j];
+      for (uint i = 0u; i < KV_VEC; i++) acc[i] += wa * kv_elem(a, i);
+    }
+    barrier();  // s_p and s_red are refilled by the next chunk
+  }
+  for (uint i = 0u; i < KV_VEC; i++) s_acc[group * D + col * KV_VEC + i] = acc[i];
+  barrier();
+  for (uint e = tid; e < D; e += WG_SIZE) {
+    ACC_T total = ACC_T(0);
+    for (uint k = 0u; k < GROUPS; k++) total += s_acc[k * D + e];
+    if (pc.n_splits == 1u)
+      y[row * D + e] = PACK(DT, total / l);
+    else
+      scratch[slot + 2u + e] = total;
+  }
+  if (pc.n_splits > 1u && tid == 0u) {
+    scratch[slot] = m;
+    scratch[slot + 1u] = l;
+  }
+}
+
 void combine_phase(uint row, uint tid) {
   const uint ti = row % pc.t, d = pc.d;
   const uint used = (key_count(ti, false) + pc.span - 1u) / pc.span;
@@ -202,7 +297,11 @@ void main() {
   const uint g = group_index(), tid = gl_LocalInvocationID.x;
   const uint rows = pc.b * pc.h * pc.t;
   if (PHASE == 0u) {
-    if (g < rows * pc.n_splits) partial_phase(g, tid);  // uniform per workgroup
+    if (g >= rows * pc.n_splits) return;  // uniform per workgroup
+    if (LANES > 0u)
+      partial_phase_vec(g, tid);
+    else
+      partial_phase(g, tid);
   } else if (g < rows) {
     combine_phase(g, tid);
   }

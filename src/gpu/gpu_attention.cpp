@@ -155,17 +155,25 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
   to_index(slots * (d + 2), "scratch element count");
   to_index(slots, "workgroup count");
   BufferRef scratch = device_pool_->acquire(static_cast<size_t>(slots * (d + 2)) * dtype_size(acc));
-  auto attention_kernel = [&](uint32_t phase) -> const Pipeline& {
-    return kernel(KernelFamily::Attention,
-                  {phase, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
-                    Defines defines;
-                    add_dtype(defines, "", dt);
-                    add_dtype(defines, "KV_", kv);  // the caches' dtype
-                    return key_for("attention", std::move(defines), {phase}, kAttentionBlock);
-                  });
+  // Phase 0's vector form: rows of whole 16-byte pieces, 2^i <= 32 of them, 16-byte aligned.
+  const int64_t per_vec = 16 / static_cast<int64_t>(dtype_size(kv));
+  const int64_t lanes = d / per_vec;
+  const bool vec = d % per_vec == 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0 &&
+                   k_cache.layout.start_offset % per_vec == 0 &&
+                   v_cache.layout.start_offset % per_vec == 0;
+  auto attention_kernel = [&](uint32_t phase, uint32_t vec_lanes) -> const Pipeline& {
+    return kernel(
+        KernelFamily::Attention,
+        {phase, vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
+          Defines defines;
+          add_dtype(defines, "", dt);
+          add_dtype(defines, "KV_", kv);  // the caches' dtype
+          defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
+          return key_for("attention", std::move(defines), {phase, vec_lanes}, kAttentionBlock);
+        });
   };
-  const Pipeline& partial = attention_kernel(0);
-  const Pipeline* combine = splits > 1 ? &attention_kernel(1) : nullptr;
+  const Pipeline& partial = attention_kernel(0, vec ? static_cast<uint32_t>(lanes) : 0);
+  const Pipeline* combine = splits > 1 ? &attention_kernel(1, 0) : nullptr;
   BufferRef record = errors_->acquire();
   const BufferAccess partial_args[] = {
       {&buffer(q.storage), Access::Read},       {&buffer(k_cache.storage), Access::Read},

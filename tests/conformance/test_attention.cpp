@@ -560,6 +560,8 @@ TEST_P(AttentionCached, EveryKernelPathAndLongCaches) {
       {1, 2, 2, 2, 160, 200, 100},  // d > 128
       {1, 2, 1, 1, 520, 140, 135},  // d > 4 x 128: the accumulator in the scratch slot
       {2, 3, 3, 3, 2, 130, 127},    // tiny d, the last rows of the cache
+      {1, 4, 2, 1, 128, 300, 250},  // the vector form's 16 and 32 lanes a row (f16, f32)
+      {1, 2, 1, 3, 256, 140, 130},  // 32 lanes of f16, 64 of f32 (too many: the scalar form)
   };
   if (dev.is_cpu()) {
     cases.push_back({1, 9, 3, 1, 64, 2048, 1500});
