@@ -146,14 +146,76 @@ TEST(LlamaHardening, HyperParametersOutOfRangeOrInconsistentAreRefused) {
        {{"llama.rope.dimension_count", uint32_t{4}}},
        U,
        {"llama.rope.dimension_count 4"}},
-      {"rope scaling",
-       {{"llama.rope.scaling.type", "yarn"}},
+      {"rope scaling of a type not implemented",
+       {{"llama.rope.scaling.type", "dynamic"}},
        U,
-       {"llama.rope.scaling.type 'yarn'"}},
-      {"rope scaling factor of a type not implemented",
-       {{"llama.rope.scaling.type", "longrope"}, {"llama.rope.scaling.factor", 4.0f}},
+       {"llama.rope.scaling.type 'dynamic'", "none, linear, yarn and longrope"}},
+      {"yarn without a factor",
+       {{"llama.rope.scaling.type", "yarn"},
+        {"llama.rope.scaling.original_context_length", uint32_t{32}}},
+       P,
+       {"no key llama.rope.scaling.factor"}},
+      {"yarn factor 0",
+       {{"llama.rope.scaling.type", "yarn"},
+        {"llama.rope.scaling.factor", 0.0f},
+        {"llama.rope.scaling.original_context_length", uint32_t{32}}},
+       P,
+       {"llama.rope.scaling.factor is f32 0", "want a finite number > 0"}},
+      {"yarn factor negative",
+       {{"llama.rope.scaling.type", "yarn"},
+        {"llama.rope.scaling.factor", -4.0f},
+        {"llama.rope.scaling.original_context_length", uint32_t{32}}},
+       P,
+       {"llama.rope.scaling.factor is f32 -4"}},
+      {"yarn without the original context",
+       {{"llama.rope.scaling.type", "yarn"}, {"llama.rope.scaling.factor", 4.0f}},
+       P,
+       {"no key llama.rope.scaling.original_context_length"}},
+      {"yarn original context 0",
+       {{"llama.rope.scaling.type", "yarn"},
+        {"llama.rope.scaling.factor", 4.0f},
+        {"llama.rope.scaling.original_context_length", uint32_t{0}}},
+       P,
+       {"llama.rope.scaling.original_context_length is u32 0"}},
+      {"yarn ramp backwards",
+       {{"llama.rope.scaling.type", "yarn"},
+        {"llama.rope.scaling.factor", 4.0f},
+        {"llama.rope.scaling.original_context_length", uint32_t{32}},
+        {"llama.rope.scaling.yarn_beta_fast", 1.0f},
+        {"llama.rope.scaling.yarn_beta_slow", 2.0f}},
+       P,
+       {"llama.rope.scaling.yarn_beta_fast 1 is not more than llama.rope.scaling.yarn_beta_slow "
+        "2"}},
+      {"yarn over a base of 1",
+       {{"llama.rope.freq_base", 1.0f},
+        {"llama.rope.scaling.type", "yarn"},
+        {"llama.rope.scaling.factor", 4.0f},
+        {"llama.rope.scaling.original_context_length", uint32_t{32}}},
+       P,
+       {"llama.rope.freq_base is 1", "yarn"}},
+      {"partial yarn",
+       {{"llama.rope.scaling.type", "yarn"},
+        {"llama.rope.scaling.factor", 4.0f},
+        {"llama.rope.scaling.original_context_length", uint32_t{32}},
+        {"llama.rope.scaling.yarn_ext_factor", 0.5f}},
        U,
-       {"llama.rope.scaling.type 'longrope'", "factor 4"}},
+       {"llama.rope.scaling.yarn_ext_factor 0.5"}},
+      {"DeepSeek's yarn",
+       {{"llama.rope.scaling.type", "yarn"},
+        {"llama.rope.scaling.factor", 4.0f},
+        {"llama.rope.scaling.original_context_length", uint32_t{32}},
+        {"llama.rope.scaling.yarn_log_multiplier", 0.1f}},
+       U,
+       {"llama.rope.scaling.yarn_log_multiplier 0.1", "mscale_all_dim"}},
+      {"attention factor 0",
+       {{"llama.rope.scaling.attn_factor", 0.0f}},
+       P,
+       {"llama.rope.scaling.attn_factor is f32 0"}},
+      {"longrope without its factors",
+       {{"llama.rope.scaling.type", "longrope"},
+        {"llama.rope.scaling.original_context_length", uint32_t{32}}},
+       P,
+       {"no tensor rope_factors_long.weight"}},
       {"experts", {{"llama.expert_count", uint32_t{8}}}, U, {"llama.expert_count is 8"}},
       {"bos id beyond u32 (was truncated to 0)",
        {{"tokenizer.ggml.bos_token_id", uint64_t{1} << 40}},
@@ -253,12 +315,62 @@ TEST(LlamaHardening, ArchitectureTensorsAreChecked) {
   });
   expect_error([&] { LlamaModel::load_gguf(narrow_up); }, ErrorKind::Parse,
                {narrow_up, "blk.0.ffn_up.weight", "[48, 32]", "[96, 32]", "gate, then up"});
+  // Longrope: both factor sets, head dim / 2 positive factors each, and the original context
+  // that picks between them.
+  struct LongRope {
+    const char* what;
+    Changes changes;
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    std::vector<std::string> needles;
+  };
+  const Changes orig = {{"phi3.rope.scaling.original_context_length", uint32_t{16}}};
+  const Tensor four = Tensor::ones({4}, DType::F32);
+  const std::vector<LongRope> longropes = {
+      {"one set",
+       orig,
+       {{"rope_factors_long.weight", four}},
+       {"no tensor rope_factors_short.weight"}},
+      {"a set too short",
+       orig,
+       {{"rope_factors_long.weight", Tensor::ones({3}, DType::F32)},
+        {"rope_factors_short.weight", four}},
+       {"rope_factors_long.weight", "[3]", "[4]", "head dim / 2"}},
+      {"a factor -1",
+       orig,
+       {{"rope_factors_long.weight", four},
+        {"rope_factors_short.weight", Tensor::from_vec(std::vector<float>{1, -1, 1, 1}, {4})}},
+       {"rope_factors_short.weight[1] is -1"}},
+      {"no original context",
+       {},
+       {{"rope_factors_long.weight", four}, {"rope_factors_short.weight", four}},
+       {"no key phi3.rope.scaling.original_context_length"}},
+      {"Llama 3's factors too",
+       orig,
+       {{"rope_factors_long.weight", four},
+        {"rope_factors_short.weight", four},
+        {"rope_freqs.weight", four}},
+       {"rope_freqs.weight", "longrope", "both scale the rotary frequencies"}},
+  };
+  for (const LongRope& c : longropes) {
+    SCOPED_TRACE(c.what);
+    const std::string longrope = dir.file("longrope.gguf");
+    rewrite(dir.file("phi3.gguf"), longrope, c.changes, {}, [&](GgufWriter& w) {
+      for (const auto& [name, t] : c.tensors) w.add_tensor(name, t);
+    });
+    std::vector<std::string> needles = c.needles;
+    needles.push_back(longrope);
+    expect_error([&] { LlamaModel::load_gguf(longrope); }, ErrorKind::Parse, needles);
+  }
   const std::string longrope = dir.file("longrope.gguf");
-  rewrite(dir.file("phi3.gguf"), longrope, {}, {}, [&](GgufWriter& w) {
-    w.add_tensor("rope_factors_long.weight", Tensor::ones({4}, DType::F32));
+  rewrite(dir.file("phi3.gguf"), longrope, orig, {}, [&](GgufWriter& w) {
+    w.add_tensor("rope_factors_long.weight", four * 4.0);
+    w.add_tensor("rope_factors_short.weight", four);
   });
-  expect_error([&] { LlamaModel::load_gguf(longrope); }, ErrorKind::Unsupported,
-               {longrope, "rope_factors_long.weight", "longrope"});
+  // Files from before the converter wrote the type key: the tensors say longrope.
+  EXPECT_EQ(LlamaModel::load_gguf(longrope, Device::cpu(), 8).config().rope_freq_factors,
+            std::vector<float>(4, 1.0f));
+  EXPECT_EQ(LlamaModel::load_gguf(longrope, Device::cpu(), 32).config().rope_freq_factors,
+            std::vector<float>(4, 4.0f));
 
   cfg = {};
   cfg.arch = "gemma2";

@@ -41,24 +41,96 @@ Vec rms_norm(const Vec& x, const Ref& alpha, double eps) {
   return y;
 }
 
-// HF's rotate_half: element i of a head turns with element i + d/2 by angle pos * theta^(-2i/d).
-void rope_halves(Vec& x, int64_t heads, int64_t d, int64_t pos, double theta) {
+// Each pair's rotation from config.json, by transformers' definitions of the rope types (written
+// here, not wick's): the angle it turns a position, and the magnitude cos and sin take. `context`:
+// the positions the model runs with, which picks longrope's factors by llama.cpp's rule (the
+// long ones when it exceeds the original context; transformers switches per sequence length).
+struct Rotary {
+  Vec freq;
+  double magnitude = 1;
+};
+Rotary rotary_of(const json& config, int64_t d, int64_t context) {
+  const double theta = config.at("rope_theta").get<double>();
+  const auto max_pos = config.at("max_position_embeddings").get<double>();
+  Rotary r;
+  for (int64_t i = 0; i < d / 2; i++)
+    r.freq.push_back(std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d)));
+  json rs = config.value("rope_scaling", json());
+  if (rs.is_null()) rs = config.value("rope_parameters", json());
+  if (rs.is_null()) return r;
+  const std::string type = rs.value("rope_type", rs.value("type", std::string("default")));
+  if (type == "linear") {
+    for (double& f : r.freq) f /= rs.at("factor").get<double>();
+  } else if (type == "llama3") {
+    const double factor = rs.at("factor"), low = rs.at("low_freq_factor"),
+                 high = rs.at("high_freq_factor"), orig = rs.at("original_max_position_embeddings");
+    for (double& f : r.freq) {
+      const double wavelen = 2 * M_PI / f;
+      if (wavelen > orig / low) {
+        f /= factor;
+      } else if (!(wavelen < orig / high)) {
+        const double smooth = (orig / wavelen - low) / (high - low);
+        f = (1 - smooth) * f / factor + smooth * f;
+      }
+    }
+  } else if (type == "yarn") {
+    const double factor = rs.at("factor"),
+                 orig = rs.value("original_max_position_embeddings", max_pos),
+                 fast = rs.value("beta_fast", 32.0), slow = rs.value("beta_slow", 1.0);
+    const auto dd = static_cast<double>(d);
+    const auto correction_dim = [&](double rotations) {
+      return dd * std::log(orig / (rotations * 2 * M_PI)) / (2 * std::log(theta));
+    };
+    const double low = std::max(std::floor(correction_dim(fast)), 0.0),
+                 high = std::min(std::ceil(correction_dim(slow)), dd - 1);
+    for (size_t i = 0; i < r.freq.size(); i++) {
+      const double ramp =
+          std::clamp((static_cast<double>(i) - low) / (low == high ? 0.001 : high - low), 0.0, 1.0);
+      const double extrapolation = 1 - ramp;
+      r.freq[i] = r.freq[i] / factor * (1 - extrapolation) + r.freq[i] * extrapolation;
+    }
+    const auto mscale = [&](double m) {
+      return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1;
+    };
+    r.magnitude = rs.contains("attention_factor") ? rs.at("attention_factor").get<double>()
+                  : rs.contains("mscale") && rs.contains("mscale_all_dim")
+                      ? mscale(rs.at("mscale")) / mscale(rs.at("mscale_all_dim"))
+                      : mscale(1);
+  } else if (type == "longrope") {
+    const double orig = rs.contains("original_max_position_embeddings")
+                            ? rs.at("original_max_position_embeddings")
+                            : config.at("original_max_position_embeddings");
+    const double factor = rs.value("factor", max_pos / orig);
+    const json& set =
+        static_cast<double>(context) > orig ? rs.at("long_factor") : rs.at("short_factor");
+    for (size_t i = 0; i < r.freq.size(); i++) r.freq[i] /= set.at(i).get<double>();
+    r.magnitude = rs.value("attention_factor",
+                           factor <= 1 ? 1.0 : std::sqrt(1 + std::log(factor) / std::log(orig)));
+  } else {
+    ADD_FAILURE() << "rope type " << type;
+  }
+  return r;
+}
+
+// HF's rotate_half: element i of a head turns with element i + d/2, by pair i's angle.
+void rope_halves(Vec& x, int64_t heads, int64_t d, int64_t pos, const Rotary& r) {
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < d / 2; i++) {
-      const double a = static_cast<double>(pos) *
-                       std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      const double a = static_cast<double>(pos) * r.freq[static_cast<size_t>(i)];
       double& x0 = x[static_cast<size_t>(h * d + i)];
       double& x1 = x[static_cast<size_t>(h * d + i + d / 2)];
-      const double r0 = x0 * std::cos(a) - x1 * std::sin(a),
-                   r1 = x1 * std::cos(a) + x0 * std::sin(a);
+      const double r0 = r.magnitude * (x0 * std::cos(a) - x1 * std::sin(a)),
+                   r1 = r.magnitude * (x1 * std::cos(a) + x0 * std::sin(a));
       x0 = r0;
       x1 = r1;
     }
 }
 
 // Logits of every position of `ids`, from the folder's tensors (HF names).
-std::vector<Vec> reference_logits(const TinyHf& m, const std::vector<uint32_t>& ids) {
+std::vector<Vec> reference_logits(const TinyHf& m, const std::vector<uint32_t>& ids,
+                                  int64_t context) {
   const TinyLlamaConfig& c = m.gguf.config;
+  const Rotary rotary = rotary_of(m.config, c.head_dim(), context);
   const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads, g = h / kvh,
                 t = static_cast<int64_t>(ids.size());
   std::map<std::string, Ref> w;
@@ -78,8 +150,8 @@ std::vector<Vec> reference_logits(const TinyHf& m, const std::vector<uint32_t>& 
       q.push_back(matvec(w.at(p + "self_attn.q_proj.weight"), hn));
       k.push_back(matvec(w.at(p + "self_attn.k_proj.weight"), hn));
       v.push_back(matvec(w.at(p + "self_attn.v_proj.weight"), hn));
-      rope_halves(q.back(), h, d, s, c.rope_theta);
-      rope_halves(k.back(), kvh, d, s, c.rope_theta);
+      rope_halves(q.back(), h, d, s, rotary);
+      rope_halves(k.back(), kvh, d, s, rotary);
     }
     for (int64_t s = 0; s < t; s++) {
       Vec att(static_cast<size_t>(h * d), 0.0);
@@ -133,12 +205,13 @@ class HfCheckpoint : public DeviceTest {};
 // A prompt, then decode steps: the folder's model against the float64 reference (within `rel` of
 // the largest logit; f32 caches) and against the GGUF file's model (the same weights and ops: up to
 // f32 rounding).
-void check_folder(const Device& dev, const TinyHfConfig& cfg, double rel) {
+// `max_seq`: the caches' positions (which pick longrope's factors).
+void check_folder(const Device& dev, const TinyHfConfig& cfg, double rel, int64_t max_seq = 16) {
   Rng rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));
   TempDir dir;
   const TinyHf m = write_tiny_hf(dir.file("hf"), dir.file("tiny.gguf"), rng, cfg);
-  const LlamaOptions opts{16, KvCacheType::F32};
+  const LlamaOptions opts{max_seq, KvCacheType::F32};
   LlamaModel hf = LlamaModel::load(dir.file("hf"), dev, opts);
   LlamaModel gguf = LlamaModel::load(dir.file("tiny.gguf"), dev, opts);
   const LlamaConfig &a = hf.config(), &b = gguf.config();
@@ -153,6 +226,16 @@ void check_folder(const Device& dev, const TinyHfConfig& cfg, double rel) {
   EXPECT_EQ(a.rope_theta, b.rope_theta);
   EXPECT_EQ(a.rms_eps, b.rms_eps);
   EXPECT_EQ(a.tied_embeddings, cfg.llama.tied_embeddings);
+  // The rotary scaling config.json asks for is the GGUF file's.
+  EXPECT_EQ(a.rope_freq_scale, b.rope_freq_scale);
+  EXPECT_EQ(a.rope_yarn, b.rope_yarn);
+  EXPECT_EQ(a.rope_yarn_beta_fast, b.rope_yarn_beta_fast);
+  EXPECT_EQ(a.rope_yarn_beta_slow, b.rope_yarn_beta_slow);
+  EXPECT_EQ(a.rope_original_context, b.rope_original_context);
+  EXPECT_NEAR(a.rope_attn_factor, b.rope_attn_factor, 1e-6);
+  ASSERT_EQ(a.rope_freq_factors.size(), b.rope_freq_factors.size());
+  for (size_t i = 0; i < a.rope_freq_factors.size(); i++)
+    EXPECT_NEAR(a.rope_freq_factors[i], b.rope_freq_factors[i], 1e-6 * b.rope_freq_factors[i]);
   EXPECT_EQ(hf.gguf().name(), dir.file("hf"));
   // The weights as the folder stores them, in their dtype.
   const QuantType stored = cfg.llama.weight_dtype == DType::F16    ? QuantType::F16
@@ -165,7 +248,7 @@ void check_folder(const Device& dev, const TinyHfConfig& cfg, double rel) {
   const int64_t vocab = cfg.llama.vocab;
   std::vector<uint32_t> all;
   for (int i = 0; i < 8; i++) all.push_back(static_cast<uint32_t>(rng.integer(0, vocab - 1)));
-  const std::vector<Vec> want = reference_logits(m, all);
+  const std::vector<Vec> want = reference_logits(m, all, max_seq);
   const std::vector<std::vector<uint32_t>> steps = {
       {all.begin(), all.begin() + 5}, {all[5]}, {all[6]}, {all[7]}};
   size_t pos = 0;
@@ -208,6 +291,91 @@ TEST_P(HfCheckpoint, F16AndBf16FoldersKeepTheirDtype) {
     cfg.llama.tied_embeddings = dt == DType::F16;
     cfg.shards = dt == DType::F16 ? 1 : 3;
     check_folder(device(), cfg, dt == DType::F16 ? 5e-3 : 2e-2);
+  }
+}
+
+// rope_scaling of each type wick implements, against the reference written from transformers'
+// definitions and against the GGUF file llama.cpp's converter would write (its keys, and the
+// per-pair factors as tensors). Llama 3's factors for that file are computed here from the
+// reference's frequencies; wick computes its own from config.json. Longrope runs below (12
+// positions, the short factors) and above (16, the long ones) the original context of 12.
+TEST_P(HfCheckpoint, ScaledRotaryFoldersMatchTheReferenceAndTheConvertedGguf) {
+  const auto base = [] {
+    TinyHfConfig cfg;
+    cfg.llama.rope_theta = 100.0f;  // fast pairs, so that the scaling moves the logits far
+    return cfg;
+  };
+  {
+    SCOPED_TRACE("linear");
+    TinyHfConfig cfg = base();
+    cfg.llama.rope_linear = 4.0f;
+    cfg.config_patch = {{"rope_scaling", {{"rope_type", "linear"}, {"factor", 4.0}}}};
+    check_folder(device(), cfg, 2e-4);
+  }
+  {
+    SCOPED_TRACE("llama3");
+    TinyHfConfig cfg = base();
+    cfg.config_patch = {{"rope_scaling",
+                         {{"rope_type", "llama3"},
+                          {"factor", 8.0},
+                          {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0},
+                          {"original_max_position_embeddings", 64}}}};
+    json config = {{"rope_theta", 100.0}, {"max_position_embeddings", 64}};
+    config.merge_patch(cfg.config_patch);
+    const int64_t d = cfg.llama.head_dim();
+    const Rotary plain = rotary_of({{"rope_theta", 100.0}, {"max_position_embeddings", 64}}, d, 16),
+                 scaled = rotary_of(config, d, 16);
+    cfg.llama.rope_freqs = true;
+    for (size_t i = 0; i < plain.freq.size(); i++)
+      cfg.llama.rope_freq_values.push_back(static_cast<float>(plain.freq[i] / scaled.freq[i]));
+    // Pair 0 keeps its frequency, 3 is divided by 8, 1 and 2 are blended.
+    EXPECT_EQ(cfg.llama.rope_freq_values[0], 1.0f);
+    EXPECT_EQ(cfg.llama.rope_freq_values[3], 8.0f);
+    EXPECT_GT(cfg.llama.rope_freq_values[1], 1.0f);
+    EXPECT_LT(cfg.llama.rope_freq_values[2], 8.0f);
+    check_folder(device(), cfg, 2e-4);
+  }
+  for (const bool defaults : {true, false}) {
+    SCOPED_TRACE(defaults ? "yarn" : "yarn, rope_parameters with betas and mscales");
+    TinyHfConfig cfg = base();
+    cfg.llama.rope_yarn = 4.0f;
+    cfg.llama.rope_original_context = 32;
+    if (defaults) {
+      cfg.config_patch = {
+          {"rope_scaling",
+           {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32}}}};
+    } else {
+      cfg.llama.rope_yarn_beta_fast = 8.0f;
+      cfg.llama.rope_yarn_beta_slow = 0.5f;
+      const auto mscale = [](double m) { return 0.1 * m * std::log(4.0) + 1; };
+      cfg.llama.rope_yarn_attn_factor = static_cast<float>(mscale(1.0) / mscale(0.5));
+      cfg.config_patch = {{"rope_parameters",
+                           {{"rope_type", "yarn"},
+                            {"rope_theta", 100.0},
+                            {"factor", 4.0},
+                            {"original_max_position_embeddings", 32},
+                            {"beta_fast", 8.0},
+                            {"beta_slow", 0.5},
+                            {"mscale", 1.0},
+                            {"mscale_all_dim", 0.5}}}};
+    }
+    check_folder(device(), cfg, 2e-4);
+  }
+  for (const int64_t max_seq : {12, 16}) {
+    SCOPED_TRACE("longrope, max_seq " + std::to_string(max_seq));
+    TinyHfConfig cfg = base();
+    cfg.llama.longrope = true;
+    cfg.llama.rope_original_context = 12;
+    cfg.llama.rope_long_factors = {2.5f, 4.0f, 9.0f, 15.0f};
+    cfg.llama.rope_short_factors = {1.0f, 1.25f, 1.5f, 2.0f};
+    // Phi-3's layout: the original context beside max_position_embeddings (64).
+    cfg.config_patch = {{"original_max_position_embeddings", 12},
+                        {"rope_scaling",
+                         {{"type", "longrope"},
+                          {"long_factor", cfg.llama.rope_long_factors},
+                          {"short_factor", cfg.llama.rope_short_factors}}}};
+    check_folder(device(), cfg, 2e-4, max_seq);
   }
 }
 
@@ -410,12 +578,16 @@ TEST(HfCheckpointErrors, ConfigAsksForWhatWickLacks) {
       {{{"architectures", nullptr}, {"model_type", "gemma"}},
        ErrorKind::Unsupported,
        {"model_type 'gemma'"}},
-      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}}},
+      {{{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}}},
        ErrorKind::Unsupported,
-       {"rope_scaling", "llama3"}},
-      {{{"rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}}}},
+       {"config.json", "rope_scaling", "dynamic", "llama3, yarn and longrope"}},
+      {{{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"truncate", false}}}},
        ErrorKind::Unsupported,
-       {"rope_parameters", "yarn"}},
+       {"rope_scaling", "truncate false"}},
+      {{{"rope_scaling",
+         {{"rope_type", "linear"}, {"factor", 4.0}, {"partial_rotary_factor", 0.5}}}},
+       ErrorKind::Unsupported,
+       {"rope_scaling", "partial rotary"}},
       {{{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 1e6}}}},
        ErrorKind::Parse,
        {"rope_theta 10000 disagrees with rope_parameters.rope_theta 1e+06"}},
@@ -430,6 +602,56 @@ TEST(HfCheckpointErrors, ConfigAsksForWhatWickLacks) {
     SCOPED_TRACE(c.patch.dump());
     f.patch_config(c.patch);
     expect_error([&] { f.load(); }, c.kind, c.needles);
+  }
+}
+
+// Malformed rope_scaling values name the key: a factor <= 0, a missing original context, factor
+// lists of the wrong length, a ramp that runs backwards.
+TEST(HfCheckpointErrors, MalformedRopeScalingIsRefusedNamingTheKey) {
+  HfFolder f;
+  const json llama3 = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8}};
+  const json longrope = {{"type", "longrope"},
+                         {"long_factor", {4.0, 4.0, 4.0, 4.0}},
+                         {"short_factor", {1.0, 1.0, 1.0, 1.0}},
+                         {"original_max_position_embeddings", 8}};
+  const auto with = [](json j, const json& patch) {
+    j.merge_patch(patch);
+    return json{{"rope_scaling", j}};
+  };
+  struct Case {
+    json patch;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Case> cases = {
+      {{{"rope_scaling", {{"rope_type", "linear"}, {"factor", 0.0}}}},
+       {"config.json rope_scaling", "factor is 0", "> 0"}},
+      {{{"rope_scaling", {{"rope_type", "yarn"}, {"factor", -2.0}}}},
+       {"config.json rope_scaling", "factor is -2", "> 0"}},
+      {{{"rope_scaling", {{"rope_type", "yarn"}}}}, {"config.json rope_scaling", "no factor"}},
+      {with(llama3, {{"original_max_position_embeddings", nullptr}}),
+       {"config.json rope_scaling", "no original_max_position_embeddings"}},
+      {with(llama3, {{"high_freq_factor", 1.0}}),
+       {"high_freq_factor 1 is not more than low_freq_factor 1"}},
+      {with(llama3, {{"factor", "eight"}}), {"rope_scaling: factor is", "eight", "> 0"}},
+      {with(longrope, {{"original_max_position_embeddings", nullptr}}),
+       {"config.json", "no original_max_position_embeddings"}},
+      {with(longrope, {{"long_factor", {4.0, 4.0, 4.0}}}),
+       {"rope_scaling", "long_factor", "want a list of 4 numbers (head dim / 2)"}},
+      {with(longrope, {{"short_factor", {1.0, 0.0, 1.0, 1.0}}}),
+       {"rope_scaling", "short_factor[1] is 0.0", "> 0"}},
+      {with(longrope, {{"long_factor", nullptr}}), {"rope_scaling", "no long_factor"}},
+      {{{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", 0.5}}}},
+       {"config.json rope_scaling", "beta_fast 0.5 is not more than beta_slow 1"}},
+      {{{"rope_scaling", "yarn"}}, {"config.json: rope_scaling is", "yarn", "want an object"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.patch.dump());
+    f.patch_config(c.patch);
+    expect_error([&] { f.load(); }, ErrorKind::Parse, c.needles);
   }
 }
 

@@ -49,32 +49,65 @@ Ref rows(const Ref& w, int64_t start, int64_t n) {
   return Ref{Shape{n, in}, Vec(w.v.begin() + start * in, w.v.begin() + (start + n) * in)};
 }
 
-// The rotary angle of pair i at position p: p * theta^(-2i/d), divided by the linear scaling
-// factor and by Llama 3's per-pair factor (rope_freqs.weight) when the model has them.
-double rope_angle(const TinyLlama& m, const std::map<std::string, Ref>& w, int64_t pos, int64_t i) {
+// The rotation of pair i at position `pos`, from each scaling's definition (written here, not
+// wick's table code): its angle, and the magnitude its cos and sin take. The base angle is
+// pos * theta^(-2i/d); linear scaling divides it by the factor, Llama 3 by the pair's
+// rope_freqs.weight. YaRN (transformers' _compute_yarn_parameters): pair j turns
+// L / (2 pi theta^(2j/d)) times over the original context L, so the pairs turning more than
+// beta_fast times (j below floor of the solution) keep their angle, those turning fewer than
+// beta_slow times (above its ceiling) have it divided by the factor, and a linear ramp blends
+// those between; cos and sin take 0.1 ln(factor) + 1, or the attention factor given. Longrope:
+// the angle divided by the long factors when the model runs with more positions (`context`) than
+// the original, else by the short ones; cos and sin take the attn_factor written.
+struct PairRotation {
+  double angle, magnitude;
+};
+PairRotation rope_pair(const TinyLlama& m, const std::map<std::string, Ref>& w, int64_t pos,
+                       int64_t i, int64_t context) {
   const TinyLlamaConfig& c = m.config;
-  double a =
-      static_cast<double>(pos) *
-      std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim()));
-  if (c.rope_linear > 0) a /= c.rope_linear;
-  if (c.rope_freqs) a /= w.at("rope_freqs.weight").v[static_cast<size_t>(i)];
-  return a;
+  const auto d = static_cast<double>(c.head_dim()), di = static_cast<double>(i),
+             theta = static_cast<double>(c.rope_theta);
+  const double base = std::pow(theta, -2.0 * di / d);
+  double freq = base, magnitude = 1;
+  if (c.rope_linear > 0) freq /= c.rope_linear;
+  if (c.rope_freqs) freq /= w.at("rope_freqs.weight").v[static_cast<size_t>(i)];
+  if (c.rope_yarn > 0) {
+    const auto original = static_cast<double>(c.rope_original_context),
+               factor = static_cast<double>(c.rope_yarn);
+    const auto pair_turning = [&](double turns) {
+      return d * std::log(original / (2 * M_PI * turns)) / (2 * std::log(theta));
+    };
+    const double fast = c.rope_yarn_beta_fast > 0 ? c.rope_yarn_beta_fast : 32.0;
+    const double slow = c.rope_yarn_beta_slow > 0 ? c.rope_yarn_beta_slow : 1.0;
+    const double low = std::max(std::floor(pair_turning(fast)), 0.0);
+    const double high = std::min(std::ceil(pair_turning(slow)), d - 1);
+    const double keep = 1 - std::clamp((di - low) / (high == low ? 0.001 : high - low), 0.0, 1.0);
+    freq = base / factor * (1 - keep) + base * keep;
+    magnitude = c.rope_yarn_attn_factor > 0 ? c.rope_yarn_attn_factor : 0.1 * std::log(factor) + 1;
+  }
+  if (c.longrope) {
+    const bool long_set = context > c.rope_original_context;
+    freq /= w.at(long_set ? "rope_factors_long.weight" : "rope_factors_short.weight")
+                .v[static_cast<size_t>(i)];
+  }
+  if (c.rope_attn_factor > 0) magnitude *= c.rope_attn_factor;
+  return {static_cast<double>(pos) * freq, magnitude};
 }
 
 // Rotary embedding of each head: llama.cpp's llama files rotate the pairs (2i, 2i+1) (their q/k
 // rows permuted by the converter); its qwen2, phi3 and gemma files rotate (i, i + d/2) (NEOX).
 void rope(Vec& x, int64_t heads, const TinyLlama& m, const std::map<std::string, Ref>& w,
-          int64_t pos) {
+          int64_t pos, int64_t context) {
   const std::string& arch = m.config.arch;
   const bool neox = arch == "qwen2" || arch == "phi3" || arch == "gemma" || arch == "gemma2";
   const int64_t d = m.config.head_dim();
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < d / 2; i++) {
-      const double a = rope_angle(m, w, pos, i);
+      const auto [a, mag] = rope_pair(m, w, pos, i, context);
       double& x0 = x[static_cast<size_t>(h * d + (neox ? i : 2 * i))];
       double& x1 = x[static_cast<size_t>(h * d + (neox ? i + d / 2 : 2 * i + 1))];
-      const double r0 = x0 * std::cos(a) - x1 * std::sin(a),
-                   r1 = x0 * std::sin(a) + x1 * std::cos(a);
+      const double r0 = mag * (x0 * std::cos(a) - x1 * std::sin(a)),
+                   r1 = mag * (x0 * std::sin(a) + x1 * std::cos(a));
       x0 = r0;
       x1 = r1;
     }
@@ -89,7 +122,9 @@ double softcap(double x, double cap) {
 // into one matrix each); gemma (embedding times sqrt(hidden), GELU (tanh) gate); gemma2 (also
 // RMSNorms after attention and MLP before the residual adds, scores and logits soft-capped,
 // even layers attending to the last sliding_window positions only).
-std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t>& ids) {
+// `context`: the positions the model runs with (max_seq), which picks longrope's factors.
+std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t>& ids,
+                                  int64_t context = 16) {
   const TinyLlamaConfig& c = m.config;
   const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads, g = h / kvh,
                 t = static_cast<int64_t>(ids.size());
@@ -138,8 +173,8 @@ std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t
           for (size_t i = 0; i < (*y)[static_cast<size_t>(p)].size(); i++)
             (*y)[static_cast<size_t>(p)][i] += w.at(pre + b).v[i];
       }
-      rope(q[static_cast<size_t>(p)], h, m, w, p);
-      rope(k[static_cast<size_t>(p)], kvh, m, w, p);
+      rope(q[static_cast<size_t>(p)], h, m, w, p, context);
+      rope(k[static_cast<size_t>(p)], kvh, m, w, p, context);
     }
     for (int64_t p = 0; p < t; p++) {
       Vec att(static_cast<size_t>(h * d), 0.0);
@@ -225,12 +260,12 @@ struct Checked {
   LlamaModel model;
 };
 Checked check_against_reference(const Device& dev, const TinyLlamaConfig& cfg, double quantized,
-                                KvCacheType kv = KvCacheType::F32) {
+                                KvCacheType kv = KvCacheType::F32, int64_t max_seq = 16) {
   Rng rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()));
   TempDir dir;
   const TinyLlama m = write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
-  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, LlamaOptions{16, kv});
+  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, LlamaOptions{max_seq, kv});
   EXPECT_EQ(model.kv_cache_type(), kv);
   EXPECT_EQ(model.config().vocab_size, cfg.vocab);
   EXPECT_EQ(model.config().n_kv_heads, cfg.kv_heads);
@@ -240,7 +275,7 @@ Checked check_against_reference(const Device& dev, const TinyLlamaConfig& cfg, d
   const std::vector<uint32_t> more = random_ids(rng, 4, cfg.vocab);
   std::vector<uint32_t> all = ids;
   all.insert(all.end(), more.begin(), more.end());
-  const std::vector<Vec> want = reference_logits(m, all);
+  const std::vector<Vec> want = reference_logits(m, all, max_seq);
 
   Tensor logits = model.forward(ids);
   EXPECT_EQ(logits.device(), dev);
@@ -347,6 +382,80 @@ TEST_P(Llama, ScaledRotaryEmbeddingsMatchTheFloat64Reference) {
     unscaled.config.rope_freqs = false;
     unscaled.config.rope_linear = 0;
     EXPECT_GT(relative_change(reference_logits(m, ids), reference_logits(unscaled, ids)), 0.01);
+  }
+}
+
+// YaRN ({arch}.rope.scaling.type yarn): llama.cpp's defaults (beta_fast 32, beta_slow 1, cos and
+// sin times 0.1 ln(factor) + 1) on a qwen2 model, and every key given on a llama one with a wider
+// head (a ramp over 6 of its 8 pairs). The ramp and the magnitude each move the reference's logits
+// far past the tolerance: the same model with all pairs interpolated, or with magnitude 1, is
+// another model.
+TEST_P(Llama, YarnMatchesTheFloat64Reference) {
+  for (const bool defaults : {true, false}) {
+    SCOPED_TRACE(defaults ? "qwen2, defaults" : "llama, every key");
+    TinyLlamaConfig cfg;
+    cfg.rope_original_context = defaults ? 64 : 32;
+    if (defaults) {
+      cfg.arch = "qwen2";
+      cfg.rope_yarn = 4.0f;  // the ramp covers pairs 0 to 2 of 4
+    } else {
+      cfg.hidden = 64;  // head dim 16
+      cfg.rope_theta = 100.0f;
+      cfg.rope_yarn = 2.5f;
+      cfg.rope_yarn_beta_fast = 8.0f;
+      cfg.rope_yarn_beta_slow = 0.5f;
+      cfg.rope_yarn_attn_factor = 1.25f;
+    }
+    const auto [m, ids, model] = check_against_reference(device(), cfg, 0);
+    const LlamaConfig& c = model.config();
+    EXPECT_TRUE(c.rope_yarn);
+    EXPECT_EQ(c.rope_original_context, cfg.rope_original_context);
+    EXPECT_NEAR(c.rope_attn_factor, defaults ? 0.1 * std::log(4.0) + 1 : 1.25, 1e-7);
+    EXPECT_EQ(c.rope_yarn_beta_fast, defaults ? 32.0 : 8.0);
+    const std::vector<Vec> want = reference_logits(m, ids);
+    TinyLlama unscaled = m, no_ramp = m, unit = m;
+    unscaled.config.rope_yarn = 0;
+    no_ramp.config.rope_yarn = 0;  // every pair interpolated, the same magnitude
+    no_ramp.config.rope_linear = cfg.rope_yarn;
+    no_ramp.config.rope_attn_factor = static_cast<float>(c.rope_attn_factor);
+    unit.config.rope_yarn_attn_factor = 1.0f;
+    EXPECT_GT(relative_change(want, reference_logits(unscaled, ids)), 0.01);
+    EXPECT_GT(relative_change(want, reference_logits(no_ramp, ids)), 0.01);
+    EXPECT_GT(relative_change(want, reference_logits(unit, ids)), 0.01);
+  }
+}
+
+// Phi-3's longrope: per-pair divisors, the long set when the model runs with more positions than
+// the original context (llama.cpp's rule), else the short one; cos and sin times attn_factor.
+// The original context is 12: a cache of 12 positions takes the short factors, one of 16 the long
+// ones, and the two are different models.
+TEST_P(Llama, LongRopeMatchesTheFloat64ReferenceBelowAndAboveTheOriginalContext) {
+  TinyLlamaConfig cfg;
+  cfg.arch = "phi3";
+  cfg.tied_embeddings = false;
+  cfg.rope_theta = 100.0f;
+  cfg.longrope = true;
+  cfg.rope_original_context = 12;
+  for (const int64_t max_seq : {12, 16}) {
+    SCOPED_TRACE("max_seq " + std::to_string(max_seq));
+    const auto [m, ids, model] =
+        check_against_reference(device(), cfg, 0, KvCacheType::F32, max_seq);
+    const LlamaConfig& c = model.config();
+    const bool long_set = max_seq > 12;
+    const std::vector<float> chosen =
+        m.weight(long_set ? "rope_factors_long.weight" : "rope_factors_short.weight")
+            .to_vec<float>();
+    EXPECT_EQ(c.rope_freq_factors, chosen);
+    EXPECT_EQ(c.rope_long_factors, m.weight("rope_factors_long.weight").to_vec<float>());
+    EXPECT_EQ(c.rope_original_context, 12);
+    // sqrt(1 + ln(64 / 12) / ln(12)), as llama.cpp's converter writes it.
+    EXPECT_NEAR(c.rope_attn_factor, std::sqrt(1 + std::log(64.0 / 12) / std::log(12.0)), 1e-6);
+    EXPECT_GT(relative_change(reference_logits(m, ids, 12), reference_logits(m, ids, 16)), 0.01);
+    TinyLlama unit = m;
+    unit.config.rope_attn_factor = 1.0f;
+    EXPECT_GT(
+        relative_change(reference_logits(m, ids, max_seq), reference_logits(unit, ids, max_seq)),
+        0.01);
   }
 }
 

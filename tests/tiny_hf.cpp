@@ -95,6 +95,7 @@ TinyHf write_tiny_hf(const std::string& folder, const std::string& gguf_path, Rn
   const auto file = [&](const std::string& name) { return folder + "/" + name; };
 
   for (const auto& [name, t] : hf.gguf.weights) {
+    if (name.starts_with("rope_")) continue;  // config.json's rope_scaling says what they hold
     Tensor w = t;
     if (name.ends_with("attn_q.weight")) w = unpermute_rows(t, c.heads);
     if (name.ends_with("attn_k.weight")) w = unpermute_rows(t, c.kv_heads);
@@ -144,6 +145,7 @@ TinyHf write_tiny_hf(const std::string& folder, const std::string& gguf_path, Rn
                {"torch_dtype", c.weight_dtype == DType::BF16  ? "bfloat16"
                                : c.weight_dtype == DType::F16 ? "float16"
                                                               : "float32"}};
+  hf.config.merge_patch(config.config_patch);
   write_json(file("config.json"), hf.config);
   write_json(file("generation_config.json"),
              {{"bos_token_id", hf.gguf.bos_id}, {"eos_token_id", hf.gguf.eos_id}});

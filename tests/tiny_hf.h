@@ -16,6 +16,10 @@ namespace wick::testing {
 struct TinyHfConfig {
   TinyLlamaConfig llama;  // weight_dtype f32, f16 or bf16 (no block formats)
   int shards = 1;         // 1: model.safetensors; n: n shards and their index
+  // Merged into config.json (JSON merge patch): rope_scaling, say, which the caller keeps in
+  // step with llama's rotary options (the GGUF file's keys and rope_* tensors, which the folder
+  // does not hold).
+  nlohmann::json config_patch = nlohmann::json::object();
 };
 
 struct TinyHf {

@@ -1,5 +1,7 @@
 #include "tiny_llama.h"
 
+#include <cmath>
+
 #include "wick/gguf.h"
 #include "wick/quantized.h"
 
@@ -73,6 +75,32 @@ TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaCon
     w.set(a + "rope.scaling.type", "linear");
     w.set(a + "rope.scaling.factor", c.rope_linear);
   }
+  if (c.rope_yarn > 0) {
+    w.set(a + "rope.scaling.type", "yarn");
+    w.set(a + "rope.scaling.factor", c.rope_yarn);
+    w.set(a + "rope.scaling.original_context_length",
+          static_cast<uint32_t>(c.rope_original_context));
+    if (c.rope_yarn_beta_fast > 0) w.set(a + "rope.scaling.yarn_beta_fast", c.rope_yarn_beta_fast);
+    if (c.rope_yarn_beta_slow > 0) w.set(a + "rope.scaling.yarn_beta_slow", c.rope_yarn_beta_slow);
+    if (c.rope_yarn_attn_factor > 0)
+      w.set(a + "rope.scaling.yarn_attn_factor", c.rope_yarn_attn_factor);
+  }
+  if (c.longrope) {
+    if (m.config.rope_attn_factor <= 0) {
+      const double scale =
+          static_cast<double>(c.context) / static_cast<double>(c.rope_original_context);
+      m.config.rope_attn_factor = static_cast<float>(
+          scale > 1 ? std::sqrt(1 + std::log(scale) /
+                                        std::log(static_cast<double>(c.rope_original_context)))
+                    : 1.0);
+    }
+    w.set(a + "rope.scaling.type", "longrope");
+    w.set(a + "rope.scaling.original_context_length",
+          static_cast<uint32_t>(c.rope_original_context));
+    w.set(a + "rope.scaling.attn_factor", m.config.rope_attn_factor);
+  } else if (c.rope_attn_factor > 0) {
+    w.set(a + "rope.scaling.attn_factor", c.rope_attn_factor);
+  }
   if (c.attn_softcap > 0) w.set(a + "attn_logit_softcapping", c.attn_softcap);
   if (c.final_softcap > 0) w.set(a + "final_logit_softcapping", c.final_softcap);
   if (c.sliding_window > 0)
@@ -116,11 +144,21 @@ TinyLlama write_tiny_llama(const std::string& path, Rng& rng, const TinyLlamaCon
   const auto proj = [](int64_t fan_in) { return 1.6 / std::sqrt(static_cast<double>(fan_in)); };
   const bool phi3 = c.arch == "phi3";
   add("token_embd.weight", Shape{c.vocab, c.hidden}, wd, 1.0);
-  if (c.rope_freqs) {  // factors of 1 to 8, as Llama 3's grow towards the slow pairs
-    Tensor t =
-        make_tensor(random_ref(rng, Shape{c.head_dim() / 2}, 1.0, 8.0), DType::F32, Device::cpu());
-    w.add_tensor("rope_freqs.weight", t);
-    m.weights.emplace_back("rope_freqs.weight", t);
+  // Per-pair rotary factors: the values given, else random ones in [lo, hi].
+  const auto factors = [&](const char* name, const std::vector<float>& given, double lo,
+                           double hi) {
+    const Shape shape{c.head_dim() / 2};
+    Tensor t = given.empty()
+                   ? make_tensor(random_ref(rng, shape, lo, hi), DType::F32, Device::cpu())
+                   : Tensor::from_vec(given, shape);
+    w.add_tensor(name, t);
+    m.weights.emplace_back(name, t);
+  };
+  // Llama 3's grow towards the slow pairs.
+  if (c.rope_freqs) factors("rope_freqs.weight", c.rope_freq_values, 1.0, 8.0);
+  if (c.longrope) {
+    factors("rope_factors_long.weight", c.rope_long_factors, 2.0, 16.0);
+    factors("rope_factors_short.weight", c.rope_short_factors, 1.0, 2.0);
   }
   for (int64_t l = 0; l < c.layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";

@@ -51,7 +51,20 @@ struct TinyLlamaConfig {
   std::string arch = "llama";
   int64_t key_length = 0;   // {arch}.attention.key_length/value_length when > 0: the head dim
   bool rope_freqs = false;  // a rope_freqs.weight of head_dim / 2 factors (Llama 3.x)
-  float rope_linear = 0;    // {arch}.rope.scaling.type linear with this factor when > 0
+  std::vector<float> rope_freq_values;  // rope_freqs.weight's values when rope_freqs (else random)
+  float rope_linear = 0;                // {arch}.rope.scaling.type linear with this factor when > 0
+  // {arch}.rope.scaling.type yarn with this factor when > 0, original_context_length
+  // rope_original_context, and yarn_beta_fast/slow and yarn_attn_factor when they are > 0.
+  float rope_yarn = 0;
+  float rope_yarn_beta_fast = 0, rope_yarn_beta_slow = 0, rope_yarn_attn_factor = 0;
+  int64_t rope_original_context = 0;
+  // longrope (Phi-3 128k): rope_factors_long/short.weight (these values, else random ones: long in
+  // [2, 16], short in [1, 2]), type longrope, original_context_length rope_original_context and
+  // attn_factor: rope_attn_factor when > 0, else sqrt(1 + ln(context / original) / ln(original)),
+  // as llama.cpp's converter computes it (written back into rope_attn_factor).
+  bool longrope = false;
+  std::vector<float> rope_long_factors, rope_short_factors;
+  float rope_attn_factor = 0;
   float attn_softcap = 0, final_softcap = 0;
   int64_t sliding_window = 0;
   int64_t head_dim() const { return key_length > 0 ? key_length : hidden / heads; }

@@ -36,12 +36,26 @@ struct LlamaConfig {
   // Per-architecture options (general.architecture; the keys are read under its prefix). Each
   // one off is llama; on, the decode step may fall back from a fused op to plain ones.
   std::string architecture = "llama";  // llama, mistral, qwen2, phi3, gemma, gemma2
-  // Rotary angle of pair i at position p: p * rope_freq_scale * rope_theta^(-2i / head_dim) /
-  // rope_freq_factors[i]. Linear scaling ({arch}.rope.scaling.type linear) sets the scale to
-  // 1 / {arch}.rope.scaling.factor; Llama 3.x's scaling is a rope_freqs.weight tensor of
-  // head_dim / 2 factors (empty: all 1).
+  // Rotary angle of pair i at position p, as ggml's rope computes it (every scaling below is a
+  // case of it): e = p * rope_theta^(-2i / head_dim) / rope_freq_factors[i] (extrapolated) and
+  // s = rope_freq_scale * e (interpolated); the angle is s, or with YaRN s * (1 - r_i) + e * r_i,
+  // r_i YaRN's ramp: 1 for pairs below the correction dim of rope_yarn_beta_fast rotations over
+  // rope_original_context positions, 0 above that of rope_yarn_beta_slow, linear between. cos and
+  // sin are then multiplied by rope_attn_factor (q's and k's: the scores by its square).
+  //   linear    ({arch}.rope.scaling.type linear): the scale is 1 / {arch}.rope.scaling.factor
+  //   Llama 3.x a rope_freqs.weight tensor of head_dim / 2 factors
+  //   yarn      the scale is 1 / factor, rope_attn_factor 0.1 ln(factor) + 1 (1 for a factor <= 1)
+  //   longrope  (Phi-3 128k) rope_factors_long/short.weight: rope_freq_factors is the long set
+  //             when the model runs with more positions (max_seq) than rope_original_context, else
+  //             the short one; rope_attn_factor is {arch}.rope.scaling.attn_factor
+  // rope_freq_factors empty: all 1.
   double rope_freq_scale = 1.0;
   std::vector<float> rope_freq_factors;
+  bool rope_yarn = false;
+  double rope_yarn_beta_fast = 32.0, rope_yarn_beta_slow = 1.0;
+  int64_t rope_original_context = 0;  // yarn, longrope: {arch}.rope.scaling.original_context_length
+  double rope_attn_factor = 1.0;
+  std::vector<float> rope_long_factors, rope_short_factors;  // longrope, both as read
   bool qkv_bias = false;     // qwen2: blk.N.attn_{q,k,v}.bias
   bool gelu_ffn = false;     // gemma: gelu(gate) * up (tanh approximation), else silu
   double embed_scale = 1.0;  // gemma: the embedding rows times sqrt(hidden)
@@ -102,8 +116,8 @@ class LlamaModel {
   // naming the file, the key or tensor and the value, for a file of another architecture (named),
   // that lacks a tensor, or whose keys are out of range or disagree (counts, head split, rope
   // base, norm epsilon, vocabulary, special token ids); Error(Unsupported) for variants not
-  // implemented (partial rotary embeddings, rotary scaling other than linear and Llama 3's
-  // rope_freqs, longrope, experts). Error(OutOfRange) when max_seq is negative, more than the
+  // implemented (partial rotary embeddings, rotary scaling other than linear, yarn, longrope and
+  // Llama 3's rope_freqs, experts). Error(OutOfRange) when max_seq is negative, more than the
   // model's context length, or its KV cache and rotary tables cannot fit in this machine's memory
   // (checked before allocating; the message names the bytes needed and the limit).
   static LlamaModel load_gguf(const std::string& path, const Device& dev = Device::cpu(),
@@ -121,7 +135,8 @@ class LlamaModel {
   // lists, and tokenizer.json (with tokenizer_config.json, generation_config.json and
   // chat_template.jinja when present). It becomes the GGUF file llama.cpp's converter would write
   // (gguf() holds it: llama.* keys, GGUF tensor names, q and k rows permuted for interleaved
-  // rotary pairs, the tokenizer as tokenizer.huggingface.json), then loads as load_gguf does:
+  // rotary pairs, the tokenizer as tokenizer.huggingface.json; rope_scaling linear, llama3, yarn
+  // or longrope as its keys and per-pair factor tensors), then loads as load_gguf does:
   // f32, f16 and bf16 weights keep their dtype. Errors name the file and the key or tensor:
   // Error(Io) for a missing config.json, weights file or shard; Error(Unsupported) for an
   // architecture, rope_scaling, head_dim, biases or dtype wick does not implement; Error(Parse)

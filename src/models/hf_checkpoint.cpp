@@ -87,9 +87,13 @@ struct Config {
     return x;
   }
   // A finite number > 0 (an integer is taken too: rope_theta is sometimes written as one).
-  double positive(const char* key, double fallback) const {
+  // Absent: `fallback`, or Error(Parse) when there is none.
+  double positive(const char* key, std::optional<double> fallback = std::nullopt) const {
     const json* v = find(key);
-    if (!v) return fallback;
+    if (!v) {
+      if (fallback) return *fallback;
+      fail(ErrorKind::Parse, kOp, path, ": no ", key);
+    }
     const double x = v->is_number() ? v->get<double>() : -1;
     if (!v->is_number() || !std::isfinite(x) || x <= 0)
       fail(ErrorKind::Parse, kOp, path, ": ", key, " is ", shown(*v), ", want a finite number > 0");
@@ -109,11 +113,19 @@ struct Config {
   }
 };
 
+// Rotary scaling as llama.cpp's converter writes it: llama.rope.scaling.* keys, and tensors of
+// head dim / 2 per-pair factors (rope_freqs for Llama 3.x, rope_factors_long/short for longrope).
+struct HfRope {
+  std::vector<std::pair<std::string, GgufValue>> keys;
+  std::vector<std::pair<std::string, std::vector<float>>> tensors;
+};
+
 // The hyper-parameters, as llama.cpp's keys.
 struct Hyper {
   int64_t vocab, hidden, ffn, layers, heads, kv_heads, head_dim, context;
   double rope_theta, rms_eps;
   bool tied;
+  HfRope rope;
 };
 
 void refuse_architecture(const Config& c) {
@@ -146,26 +158,6 @@ void refuse_variants(const Config& c, const Hyper& h) {
   if (const json* q = c.find("quantization_config"))
     fail(ErrorKind::Unsupported, kOp, c.path, ": quantization_config ", shown(*q),
          " (quantized safetensors checkpoints are not implemented; f32, f16 and bf16 are)");
-  // rope_scaling, or transformers 5's rope_parameters (which also holds rope_theta).
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    const json* rs = c.find(key);
-    if (!rs) continue;
-    // rope_parameters without a type is the default rotation.
-    std::string type = std::string(key) == "rope_parameters" ? "default" : "";
-    double factor = 1, partial = 1;
-    if (rs->is_object()) {
-      for (const char* k : {"rope_type", "type"})
-        if (rs->contains(k) && rs->at(k).is_string()) type = rs->at(k).get<std::string>();
-      if (rs->contains("factor") && rs->at("factor").is_number())
-        factor = rs->at("factor").get<double>();
-      if (rs->contains("partial_rotary_factor") && rs->at("partial_rotary_factor").is_number())
-        partial = rs->at("partial_rotary_factor").get<double>();
-    }
-    if (!rs->is_object() || !(type == "default" || (type == "linear" && factor == 1)) ||
-        partial != 1)
-      fail(ErrorKind::Unsupported, kOp, c.path, ": ", key, " ", shown(*rs),
-           " is not implemented (wick rotates whole heads by the plain rope_theta frequencies)");
-  }
   if (const json* p = c.find("partial_rotary_factor");
       p && !(p->is_number() && p->get<double>() == 1.0))
     fail(ErrorKind::Unsupported, kOp, c.path, ": partial_rotary_factor ", shown(*p),
@@ -177,6 +169,145 @@ void refuse_variants(const Config& c, const Hyper& h) {
            " / num_attention_heads ", h.heads, " = ", h.head_dim,
            " (heads of another width are not implemented)");
   }
+}
+
+// rope_type (or the older type) of a rope_scaling / rope_parameters object; "default" when absent.
+std::string rope_type(const Config& s) {
+  for (const char* k : {"rope_type", "type"})
+    if (s.find(k)) return s.string(k, "");
+  return "default";
+}
+
+// A list of head dim / 2 positive factors (longrope's long_factor, short_factor).
+std::vector<float> factor_list(const Config& s, const char* key, int64_t half) {
+  const json* v = s.find(key);
+  if (!v) fail(ErrorKind::Parse, kOp, s.path, ": no ", key);
+  if (!v->is_array() || static_cast<int64_t>(v->size()) != half)
+    fail(ErrorKind::Parse, kOp, s.path, ": ", key, " is ", shown(*v), ", want a list of ", half,
+         " numbers (head dim / 2)");
+  std::vector<float> out;
+  for (size_t i = 0; i < v->size(); i++) {
+    const json& x = (*v)[i];
+    const double f = x.is_number() ? x.get<double>() : -1;
+    if (!x.is_number() || !std::isfinite(f) || !(f > 0))
+      fail(ErrorKind::Parse, kOp, s.path, ": ", key, "[", i, "] is ", shown(x),
+           ", want a finite number > 0");
+    out.push_back(static_cast<float>(f));
+  }
+  return out;
+}
+
+// rope_scaling, or transformers 5's rope_parameters (which also holds rope_theta), as the keys and
+// tensors llama.cpp's converter writes: linear (a factor), llama3 (per-pair factors computed as
+// transformers' _compute_llama3_parameters does: rope_freqs.weight), yarn (its keys; the ramp's
+// original context defaults to max_position_embeddings, as in transformers) and longrope / su
+// (both factor lists, the original context from rope_scaling or config.json, the attention factor
+// sqrt(1 + ln(factor) / ln(original)) unless given, the factor max_position_embeddings / original
+// unless given). Other types, and what the GGUF keys cannot say, are refused.
+HfRope read_rope_scaling(const Config& c, const Hyper& h) {
+  const json* scaling = nullptr;
+  std::string where;
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const json* v = c.find(key);
+    if (!v) continue;
+    if (!v->is_object())
+      fail(ErrorKind::Parse, kOp, c.path, ": ", key, " is ", shown(*v), ", want an object");
+    const Config s{*v, c.path + " " + key};
+    if (const json* p = s.find("partial_rotary_factor");
+        p && !(p->is_number() && p->get<double>() == 1.0))
+      fail(ErrorKind::Unsupported, kOp, c.path, ": ", key, " ", shown(*v),
+           " (partial rotary is not implemented)");
+    if (rope_type(s) == "default") continue;
+    if (scaling) {  // both: the same scaling, but for rope_parameters' rope_theta
+      json a = *v, b = *scaling;
+      a.erase("rope_theta");
+      b.erase("rope_theta");
+      if (a != b)
+        fail(ErrorKind::Parse, kOp, c.path, ": rope_scaling ", shown(*scaling),
+             " and rope_parameters ", shown(*v), " disagree");
+    }
+    scaling = v;
+    where = key;
+  }
+  HfRope r;
+  if (!scaling) return r;
+  const Config s{*scaling, c.path + " " + where};
+  const std::string type = rope_type(s);
+  const int64_t half = h.head_dim / 2;
+  const int64_t max_pos = c.integer("max_position_embeddings", 1, kMaxCount, 2048);
+  const auto key = [](const char* k) { return std::string("llama.rope.scaling.") + k; };
+  if (type == "linear") {
+    r.keys.emplace_back(key("type"), "linear");
+    r.keys.emplace_back(key("factor"), s.positive("factor"));
+  } else if (type == "llama3") {
+    const double factor = s.positive("factor"), low = s.positive("low_freq_factor"),
+                 high = s.positive("high_freq_factor");
+    if (!(high > low))
+      fail(ErrorKind::Parse, kOp, s.path, ": high_freq_factor ", high,
+           " is not more than low_freq_factor ", low);
+    const auto orig =
+        static_cast<double>(s.integer("original_max_position_embeddings", 1, kMaxCount));
+    // Pairs of wavelengths shorter than orig / high keep their frequency, longer than orig / low
+    // divide it by the factor, and those between blend the two.
+    std::vector<float> factors;
+    for (int64_t i = 0; i < half; i++) {
+      const double freq =
+          std::pow(h.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(h.head_dim));
+      const double wavelen = 2 * M_PI / freq;
+      double f = 1;
+      if (wavelen > orig / low) {
+        f = factor;
+      } else if (wavelen >= orig / high) {
+        const double smooth = (orig / wavelen - low) / (high - low);
+        f = 1 / ((1 - smooth) / factor + smooth);
+      }
+      factors.push_back(static_cast<float>(f));
+    }
+    r.tensors.emplace_back("rope_freqs.weight", std::move(factors));
+  } else if (type == "yarn") {
+    if (!s.boolean("truncate", true))
+      fail(ErrorKind::Unsupported, kOp, s.path,
+           ": truncate false (a ramp between fractional dims) is not implemented");
+    const double factor = s.positive("factor");
+    const int64_t orig = s.integer("original_max_position_embeddings", 1, kMaxCount, max_pos);
+    r.keys.emplace_back(key("type"), "yarn");
+    r.keys.emplace_back(key("factor"), factor);
+    r.keys.emplace_back(key("original_context_length"), orig);
+    const double fast = s.positive("beta_fast", 32.0), slow = s.positive("beta_slow", 1.0);
+    if (!(fast > slow))
+      fail(ErrorKind::Parse, kOp, s.path, ": beta_fast ", fast, " is not more than beta_slow ",
+           slow, " (the ramp runs from the fast pairs to the slow)");
+    r.keys.emplace_back(key("yarn_beta_fast"), fast);
+    r.keys.emplace_back(key("yarn_beta_slow"), slow);
+    // transformers' attention factor: given, or from mscale and mscale_all_dim (both non-zero),
+    // else 0.1 ln(factor) + 1 (the loader's default).
+    const auto mscale = [&](double m) {
+      return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1;
+    };
+    const double m = s.positive("mscale", 0.0), m_all = s.positive("mscale_all_dim", 0.0);
+    if (s.find("attention_factor"))
+      r.keys.emplace_back(key("yarn_attn_factor"), s.positive("attention_factor"));
+    else if (m > 0 && m_all > 0)
+      r.keys.emplace_back(key("yarn_attn_factor"), mscale(m) / mscale(m_all));
+  } else if (type == "longrope" || type == "su") {
+    r.tensors.emplace_back("rope_factors_long.weight", factor_list(s, "long_factor", half));
+    r.tensors.emplace_back("rope_factors_short.weight", factor_list(s, "short_factor", half));
+    const int64_t orig = s.find("original_max_position_embeddings")
+                             ? s.integer("original_max_position_embeddings", 2, kMaxCount)
+                             : c.integer("original_max_position_embeddings", 2, kMaxCount);
+    const double factor =
+        s.positive("factor", static_cast<double>(max_pos) / static_cast<double>(orig));
+    const double attn = s.positive(
+        "attention_factor",
+        factor <= 1 ? 1.0 : std::sqrt(1 + std::log(factor) / std::log(static_cast<double>(orig))));
+    r.keys.emplace_back(key("type"), "longrope");
+    r.keys.emplace_back(key("original_context_length"), orig);
+    r.keys.emplace_back(key("attn_factor"), attn);
+  } else {
+    fail(ErrorKind::Unsupported, kOp, c.path, ": ", where, " ", shown(*scaling),
+         " is not implemented (wick implements default, linear, llama3, yarn and longrope)");
+  }
+  return r;
 }
 
 Hyper read_hyper(const Config& c) {
@@ -219,6 +350,7 @@ Hyper read_hyper(const Config& c) {
            " disagrees with rope_parameters.rope_theta ", theta);
     h.rope_theta = theta;
   }
+  h.rope = read_rope_scaling(c, h);
   return h;
 }
 
@@ -278,6 +410,7 @@ Weights open_weights(const std::string& folder) {
 struct Backing {
   std::map<std::string, SafetensorsFile> files;
   std::deque<std::vector<std::byte>> permuted;  // attn_q / attn_k rows, reordered
+  std::deque<std::vector<float>> rope_factors;  // computed from config.json
 };
 
 // GGUF's row order of q or k: the converter's permute. Within each head of d rows HF keeps the
@@ -462,6 +595,7 @@ GgufFile read_hf_checkpoint(const std::string& folder) {
       {"llama.attention.layer_norm_rms_epsilon", GgufValue(h.rms_eps)},
       {"llama.vocab_size", GgufValue(h.vocab)},
   };
+  md.insert(md.end(), h.rope.keys.begin(), h.rope.keys.end());
   try {
     add_tokenizer(folder, config_json, h.vocab, md);
   } catch (const json::exception& e) {
@@ -554,6 +688,15 @@ GgufFile read_hf_checkpoint(const std::string& folder) {
       data = backing->permuted.back().data();
     }
     t.data = data;
+    tensors.push_back(std::move(t));
+  }
+  for (const auto& [name, factors] : h.rope.tensors) {
+    backing->rope_factors.push_back(factors);
+    GgufTensorInfo t;
+    t.name = name;
+    t.shape = Shape{static_cast<int64_t>(factors.size())};
+    t.type = QuantType::F32;
+    t.data = reinterpret_cast<const std::byte*>(backing->rope_factors.back().data());
     tensors.push_back(std::move(t));
   }
   backing->files = std::move(w.files);

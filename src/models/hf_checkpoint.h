@@ -9,7 +9,9 @@
 namespace wick::models {
 
 // The folder's model as a GgufFile assembled in memory (named by the folder):
-//   - config.json's hyper-parameters as llama.* keys (general.architecture "llama");
+//   - config.json's hyper-parameters as llama.* keys (general.architecture "llama"); rope_scaling
+//     as llama.rope.scaling.* keys and, for llama3 and longrope, the per-pair factor tensors
+//     (rope_freqs, rope_factors_long/short) the converter writes;
 //   - the weights of model.safetensors, or of the shards model.safetensors.index.json's
 //     weight_map lists, under GGUF's names (token_embd, blk.N.attn_q, ...), in their own dtype
 //     (f32, f16, bf16). The tensors point into the mapped files, except attn_q and attn_k, whose
@@ -21,9 +23,9 @@ namespace wick::models {
 //     with bos (tokenizer.ggml.add_bos_token), and tokenizer_config.json's (or
 //     chat_template.jinja's) tokenizer.chat_template.
 // Error(Io) for a missing config.json, weights file or shard; Error(Unsupported) naming what
-// config.json asks for that wick lacks (architectures, rope_scaling, head_dim, biases, ...) or
-// a tensor's dtype; Error(Parse) naming the file and tensor for a missing tensor or a wrong shape,
-// or the file and key for a malformed value.
+// config.json asks for that wick lacks (architectures, rope_scaling types, head_dim, biases, ...)
+// or a tensor's dtype; Error(Parse) naming the file and tensor for a missing tensor or a wrong
+// shape, or the file and key for a malformed value.
 GgufFile read_hf_checkpoint(const std::string& folder);
 
 }  // namespace wick::models

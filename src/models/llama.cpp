@@ -234,28 +234,100 @@ void expect_key_equals(const GgufFile& f, std::string_view key, int64_t want,
     fail(ErrorKind::Parse, kOp, f.name(), ": ", key, " is ", v, ", but ", source, " is ", want);
 }
 
-// Rotary scaling: linear ({arch}.rope.scaling.factor, or the older {arch}.rope.scale_linear;
-// llama.cpp reads a factor without a type as linear) divides every angle by the factor; Llama 3.x
-// scaling is a rope_freqs.weight tensor of per-pair factors (read by read_config). Other types
-// (yarn, longrope, ...) change the angles otherwise: refused.
+// YaRN's magnitude correction of cos and sin for a context `factor` times the original
+// (transformers' get_mscale; llama.cpp's since it cancels ggml's own): 1 for a factor <= 1.
+double yarn_mscale(double factor) {
+  return factor <= 1 ? 1.0 : 0.1 * std::log(factor) + 1.0;
+}
+
+// One set of head_dim / 2 rotary factors (rope_freqs, rope_factors_long/short): positive, finite.
+std::vector<float> rope_factors(const GgufFile& f, const std::string& name, int64_t head_dim) {
+  expect_shape(f, name, Shape{head_dim / 2}, "head dim / 2");
+  const std::vector<float> factors = f.tensor(name).to_dtype(DType::F32).to_vec<float>();
+  for (size_t i = 0; i < factors.size(); i++)
+    if (!(factors[i] > 0) || !std::isfinite(factors[i]))
+      fail(ErrorKind::Parse, kOp, f.name(), ": ", name, "[", i, "] is ", factors[i],
+           ", want a positive finite factor");
+  return factors;
+}
+
+// Rotary scaling (LlamaConfig's rope_* fields), read as llama.cpp reads it. The type
+// ({arch}.rope.scaling.type) is none, linear (also when absent), yarn or longrope; others are
+// refused. The factor ({arch}.rope.scaling.factor, or the older rope.scale_linear; 0 or absent:
+// none) divides the interpolated frequencies; {arch}.rope.scaling.attn_factor (1 when absent)
+// scales cos and sin. yarn: the factor (> 0) and original_context_length are required,
+// yarn_beta_fast/slow default to 32 and 1, and cos/sin also take yarn_attn_factor (transformers'
+// attention_factor) or else 0.1 ln(factor) + 1. Llama 3.x: a rope_freqs.weight tensor of per-pair
+// divisors. longrope (Phi-3): the tensors rope_factors_long/short.weight and
+// original_context_length, the type key optional (older files lack it); load_gguf picks the set
+// by the context it runs with.
 void read_rope_scaling(const GgufFile& f, const std::string& arch, LlamaConfig& c) {
-  const std::string factor_key = arch + ".rope.scaling.factor";
-  const std::string old_key = arch + ".rope.scale_linear";
+  using models::float_key;
+  const std::string a = arch + ".rope.scaling.";
   const double inf = std::numeric_limits<double>::infinity();
-  double factor = models::float_key(f, kOp, factor_key, 0, inf, false, 0.0);
-  if (factor == 0) factor = models::float_key(f, kOp, old_key, 0, inf, false, 0.0);
   std::string type = "linear";
-  const std::string type_key = arch + ".rope.scaling.type";
+  const std::string type_key = a + "type";
   if (const GgufValue* v = f.find(type_key)) {
     if (!v->is<std::string>())
       fail(ErrorKind::Parse, kOp, f.name(), ": ", type_key, " is ", v->str(2), ", want a string");
     type = v->as_string();
   }
-  if (type == "none") return;
-  if (type != "linear")
+  if (type != "none" && type != "linear" && type != "yarn" && type != "longrope")
     fail(ErrorKind::Unsupported, kOp, f.name(), ": rotary scaling (", type_key, " '",
-         io::excerpt(type), "', factor ", factor, ") is not implemented (none and linear are)");
-  c.rope_freq_scale = factor == 0 ? 1.0 : 1.0 / factor;  // llama.cpp reads 0 as "no scaling"
+         io::excerpt(type), "') is not implemented (none, linear, yarn and longrope are)");
+  const bool yarn = type == "yarn";
+  double factor =
+      float_key(f, kOp, a + "factor", 0, inf, yarn, yarn ? std::nullopt : std::optional(0.0));
+  if (factor == 0) factor = float_key(f, kOp, arch + ".rope.scale_linear", 0, inf, false, 0.0);
+  // llama.cpp reads a factor of 0 as "no scaling", and none as no scaling whatever the factor.
+  c.rope_freq_scale = factor == 0 || type == "none" ? 1.0 : 1.0 / factor;
+  c.rope_attn_factor = float_key(f, kOp, a + "attn_factor", 0, inf, true, 1.0);
+  const std::string orig_key = a + "original_context_length";
+  if (f.find(orig_key) || yarn)
+    c.rope_original_context = models::int_key(f, kOp, orig_key, 1, kMaxCount);
+
+  if (yarn) {
+    c.rope_yarn = true;
+    if (!(c.rope_theta > 1))
+      fail(ErrorKind::Parse, kOp, f.name(), ": ", arch, ".rope.freq_base is ", c.rope_theta,
+           ", but yarn (", type_key, ") needs a base > 1");
+    if (const double ext = float_key(f, kOp, a + "yarn_ext_factor", 0, inf, false, 1.0); ext != 1)
+      fail(ErrorKind::Unsupported, kOp, f.name(), ": ", a, "yarn_ext_factor ", ext,
+           " is not implemented (1, YaRN's full ramp, is)");
+    if (const double m = float_key(f, kOp, a + "yarn_log_multiplier", 0, inf, false, 0.0); m != 0)
+      fail(ErrorKind::Unsupported, kOp, f.name(), ": ", a, "yarn_log_multiplier ", m,
+           " (DeepSeek's mscale_all_dim) is not implemented");
+    c.rope_yarn_beta_fast = float_key(f, kOp, a + "yarn_beta_fast", 0, inf, true, 32.0);
+    c.rope_yarn_beta_slow = float_key(f, kOp, a + "yarn_beta_slow", 0, inf, true, 1.0);
+    if (!(c.rope_yarn_beta_fast > c.rope_yarn_beta_slow))
+      fail(ErrorKind::Parse, kOp, f.name(), ": ", a, "yarn_beta_fast ", c.rope_yarn_beta_fast,
+           " is not more than ", a, "yarn_beta_slow ", c.rope_yarn_beta_slow,
+           " (the ramp runs from the fast pairs to the slow)");
+    c.rope_attn_factor *= f.find(a + "yarn_attn_factor")
+                              ? float_key(f, kOp, a + "yarn_attn_factor", 0, inf, true)
+                              : yarn_mscale(factor);
+  }
+
+  const bool llama3 = f.find_tensor("rope_freqs.weight") != nullptr;
+  const char* kLong = "rope_factors_long.weight";
+  const char* kShort = "rope_factors_short.weight";
+  const bool longrope = type == "longrope" || f.find_tensor(kLong) || f.find_tensor(kShort);
+  if (llama3 && (longrope || yarn))
+    fail(ErrorKind::Parse, kOp, f.name(), ": rope_freqs.weight (Llama 3's scaling) and ",
+         longrope ? "longrope" : type_key + " 'yarn'", " both scale the rotary frequencies");
+  if (llama3) c.rope_freq_factors = rope_factors(f, "rope_freqs.weight", c.head_dim);
+  if (!longrope) return;
+  if (yarn)
+    fail(ErrorKind::Parse, kOp, f.name(), ": ", kLong, " (longrope) and ", type_key,
+         " 'yarn' both scale the rotary frequencies");
+  for (const char* t : {kLong, kShort})
+    if (!f.find_tensor(t))
+      fail(ErrorKind::Parse, kOp, f.name(), ": no tensor ", t,
+           " (longrope takes both rope_factors_long.weight and rope_factors_short.weight)");
+  // Which set applies depends on the context against this one: required, not guessed.
+  c.rope_original_context = models::int_key(f, kOp, orig_key, 1, kMaxCount);
+  c.rope_long_factors = rope_factors(f, kLong, c.head_dim);
+  c.rope_short_factors = rope_factors(f, kShort, c.head_dim);
 }
 
 // The layer a "blk.N.*" tensor belongs to, or -1 for other names.
@@ -343,7 +415,6 @@ LlamaConfig read_config(const GgufFile& f) {
   c.rope_theta = float_key(f, kOp, key("rope.freq_base"), 0,
                            std::numeric_limits<double>::infinity(), true, 10000.0);
   c.rms_eps = float_key(f, kOp, key("attention.layer_norm_rms_epsilon"), 0, 1, false);
-  read_rope_scaling(f, arch, c);
   set_architecture(f, arch, c);
 
   const GgufTensorInfo& emb = f.tensor_info("token_embd.weight");
@@ -407,20 +478,7 @@ LlamaConfig read_config(const GgufFile& f) {
     if (layer_of(t.name) >= c.n_layers)
       fail(ErrorKind::Parse, kOp, f.name(), ": tensor ", t.name, " is in layer ", layer_of(t.name),
            ", but ", key("block_count"), " is ", c.n_layers);
-  for (const char* longrope : {"rope_factors_long.weight", "rope_factors_short.weight"})
-    if (f.find_tensor(longrope))
-      fail(ErrorKind::Unsupported, kOp, f.name(), ": tensor ", longrope,
-           " scales the rotary frequencies by the context length (longrope is not implemented)");
-  if (f.find_tensor("rope_freqs.weight")) {  // Llama 3.x: angles divided by these factors
-    expect_shape(f, "rope_freqs.weight", Shape{c.head_dim / 2}, "head dim / 2");
-    const std::vector<float> factors =
-        f.tensor("rope_freqs.weight").to_dtype(DType::F32).to_vec<float>();
-    for (size_t i = 0; i < factors.size(); i++)
-      if (!(factors[i] > 0) || !std::isfinite(factors[i]))
-        fail(ErrorKind::Parse, kOp, f.name(), ": rope_freqs.weight[", i, "] is ", factors[i],
-             ", want a positive finite factor");
-    c.rope_freq_factors = factors;
-  }
+  read_rope_scaling(f, arch, c);
   expect_shape(f, "output_norm.weight", Shape{c.hidden}, h);
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   if (!c.tied_embeddings)
@@ -435,6 +493,38 @@ LlamaConfig read_config(const GgufFile& f) {
     fail(ErrorKind::Unsupported, kOp, f.name(), ": ", key("rope.dimension_count"), " ", rope_dims,
          " rotates part of each head of ", c.head_dim, " (partial rotary is not implemented)");
   return c;
+}
+
+// Each pair's angle per position (LlamaConfig's formula): pair i turns by freq[i] a position.
+std::vector<double> rotary_frequencies(const LlamaConfig& c) {
+  const int64_t half = c.head_dim / 2;
+  const double d = static_cast<double>(c.head_dim);
+  // YaRN's correction range (ggml's corr dims): the pairs that turn beta_fast times over the
+  // original context and faster keep their frequency, those turning beta_slow times and slower
+  // take the interpolated one, the ramp between over whole pairs.
+  double low = 0, high = 0;
+  if (c.rope_yarn) {
+    const auto dim_of = [&](double rotations) {
+      return d * std::log(static_cast<double>(c.rope_original_context) / (rotations * 2 * M_PI)) /
+             (2 * std::log(c.rope_theta));
+    };
+    low = std::max(0.0, std::floor(dim_of(c.rope_yarn_beta_fast)));
+    high = std::min(d - 1, std::ceil(dim_of(c.rope_yarn_beta_slow)));
+  }
+  std::vector<double> freq(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; i++) {
+    const auto di = static_cast<double>(i);
+    double extrapolated = std::pow(c.rope_theta, -2.0 * di / d);
+    if (!c.rope_freq_factors.empty()) extrapolated /= c.rope_freq_factors[static_cast<size_t>(i)];
+    const double interpolated = extrapolated * c.rope_freq_scale;
+    double f = interpolated;
+    if (c.rope_yarn) {
+      const double ramp = 1 - std::clamp((di - low) / std::max(0.001, high - low), 0.0, 1.0);
+      f = interpolated * (1 - ramp) + extrapolated * ramp;
+    }
+    freq[static_cast<size_t>(i)] = f;
+  }
+  return freq;
 }
 
 uint64_t saturating_product(std::initializer_list<uint64_t> factors) {
@@ -617,18 +707,20 @@ LlamaModel LlamaModel::load_gguf(std::shared_ptr<const GgufFile> file, const Dev
     impl->lm_head = nn::Linear(plain_weight(impl->embed.table()).to_device(dev));
   }
 
-  // Rotary tables: angle(p, i) = p * scale * theta^(-2i / head_dim) / factor[i].
+  // Rotary tables: angle(p, i) = p * freq[i] (LlamaConfig's formula), cos and sin times the
+  // attention factor. Longrope's factors are llama.cpp's pick: the long set when the context is
+  // longer than the one the model was trained with.
+  if (!c.rope_long_factors.empty())
+    impl->cfg.rope_freq_factors =
+        impl->max_seq > c.rope_original_context ? c.rope_long_factors : c.rope_short_factors;
   const int64_t half = c.head_dim / 2;
+  const std::vector<double> freq = rotary_frequencies(c);
   std::vector<float> cs(static_cast<size_t>(impl->max_seq * half)), sn(cs.size());
   for (int64_t p = 0; p < impl->max_seq; p++)
     for (int64_t i = 0; i < half; i++) {
-      double inv =
-          std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim)) *
-          c.rope_freq_scale;
-      if (!c.rope_freq_factors.empty()) inv /= c.rope_freq_factors[static_cast<size_t>(i)];
-      const double a = static_cast<double>(p) * inv;
-      cs[p * half + i] = static_cast<float>(std::cos(a));
-      sn[p * half + i] = static_cast<float>(std::sin(a));
+      const double a = static_cast<double>(p) * freq[static_cast<size_t>(i)];
+      cs[p * half + i] = static_cast<float>(std::cos(a) * c.rope_attn_factor);
+      sn[p * half + i] = static_cast<float>(std::sin(a) * c.rope_attn_factor);
     }
   impl->cos = Tensor::from_vec(cs, {impl->max_seq, half}, dev);
   impl->sin = Tensor::from_vec(sn, {impl->max_seq, half}, dev);
