@@ -2,10 +2,12 @@
 // round-trip error bounds derived per format, QMatMul against dequantize-then-f64-matmul on every
 // SIMD level this CPU has, f16/bf16 outputs, plain types and every error path.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "harness.h"
 #include "quantized/blocks.h"
@@ -510,6 +512,124 @@ TEST(QMatMul, RepacksCommonFormatsWhereAPackedKernelRuns) {
     EXPECT_EQ(q::packable(t), t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0);
     // A packed copy has exactly the bytes of ggml's layout.
     EXPECT_EQ(q::packed_weight_bytes(QMatMul(qw)), packs ? qw.nbytes() : 0) << type_name(t);
+  }
+}
+
+// The AVX2 packed kernel runs x rows and weight rows in register tiles (up to 4 x rows by 1 or 2
+// weight rows). Every call shape, with row counts the tiles do not divide, chunk tails and strided
+// outputs, gives each output the float64 dot of the quantized operands, and bit for bit the value
+// of its x row alone (the float order per output does not depend on the tile).
+TEST(QMatMul, PackedTilesMatchOneRowAtATimeAndTheF64Dot) {
+  const q::PackedRowsFn avx2[] = {q::packed_kernel_avx2(QuantType::Q4_0),
+                                  q::packed_kernel_avx2(QuantType::Q4_1),
+                                  q::packed_kernel_avx2(QuantType::Q8_0)};
+  if (q::detected_simd_level() < q::SimdLevel::Avx2 || !avx2[0]) GTEST_SKIP() << "no AVX2";
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const QuantType types[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0};
+  for (int ti = 0; ti < 3; ti++) {
+    const QuantType t = types[ti];
+    // 18 blocks: SmolLM2's k = 576 (a chunk and a pair); 39: two chunks, a run of 4, a pair, one.
+    for (int64_t nb : {1, 2, 3, 7, 16, 18, 39, 48}) {
+      const int64_t k = nb * 32, n = rng.integer(1, 11);
+      const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), t);
+      const std::vector<float> w = dequantize(qw).to_vec<float>();
+      const std::vector<uint8_t> packed = q::pack_rows(t, qw.data(), n, k);
+      const size_t row_bytes = qw.row_bytes();
+      // Four quantized x rows, kept in element order for the reference.
+      std::vector<int8_t> qs(static_cast<size_t>(4 * k)), qs_packed(qs.size());
+      std::vector<float> ds(static_cast<size_t>(4 * 2 * nb)), ds_packed(ds.size());
+      q::ActRow xs[4];
+      for (int64_t i = 0; i < 4; i++) {
+        const std::vector<double> xv = random_ref(rng, {k}, -3, 3).v;
+        const std::vector<float> xf(xv.begin(), xv.end());
+        int8_t* qi = qs.data() + i * k;
+        float* di = ds.data() + i * 2 * nb;
+        q::quantize_act_row_scalar(q::ActKind::Block32, xf.data(), k, qi, di, nullptr);
+        q::pack_activations(qi, di, k, qs_packed.data() + i * k, ds_packed.data() + i * 2 * nb);
+        xs[i] = q::ActRow{qs_packed.data() + i * k, ds_packed.data() + i * 2 * nb, nullptr};
+      }
+      // The kernel's rounding: per block one product of scales, one fma, and the offset or min
+      // times the activation block sum; then ~nb additions. Allow (nb + 8) 2^-22 of the terms.
+      auto want = [&](int64_t i, int64_t o, double* tol) {
+        double sum = 0, mag = 0;
+        for (int64_t b = 0; b < nb; b++) {
+          double block_max = 0;
+          for (int64_t e = 0; e < 32; e++)
+            block_max = std::max<double>(block_max, std::fabs(w[o * k + b * 32 + e]));
+          for (int64_t e = 0; e < 32; e++) {
+            const double wv = w[o * k + b * 32 + e];
+            const double xv = qs[i * k + b * 32 + e] * static_cast<double>(ds[i * 2 * nb + 2 * b]);
+            sum += wv * xv;
+            mag += (std::fabs(wv) + block_max) * std::fabs(xv);
+          }
+        }
+        *tol = static_cast<double>(nb + 8) * std::ldexp(1.0, -22) * mag + 1e-30;
+        return sum;
+      };
+      const size_t ldo = static_cast<size_t>(n + 3);  // gaps between output rows stay untouched
+      const float poison = std::numeric_limits<float>::quiet_NaN();
+      std::vector<float> alone(4 * ldo, poison);
+      for (int i = 0; i < 4; i++)
+        avx2[ti](packed.data(), row_bytes, n, k, xs + i, 1, ldo, &alone[i * ldo]);
+      for (int n_x = 1; n_x <= 4; n_x++) {
+        const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) +
+                                 " n=" + std::to_string(n) + " x rows=" + std::to_string(n_x);
+        std::vector<float> out(4 * ldo, poison);
+        avx2[ti](packed.data(), row_bytes, n, k, xs, n_x, ldo, out.data());
+        for (int64_t i = 0; i < 4; i++)
+          for (int64_t o = 0; o < static_cast<int64_t>(ldo); o++) {
+            const float got = out[static_cast<size_t>(i) * ldo + static_cast<size_t>(o)];
+            if (i >= n_x || o >= n) {
+              ASSERT_TRUE(std::isnan(got)) << what << " wrote outside: row " << i << " col " << o;
+              continue;
+            }
+            double tol = 0;
+            const double ref = want(i, o, &tol);
+            ASSERT_NEAR(got, ref, tol) << what << " row " << i << " col " << o;
+            ASSERT_EQ(float_bits(got),
+                      float_bits(alone[static_cast<size_t>(i) * ldo + static_cast<size_t>(o)]))
+                << what << " row " << i << " col " << o;
+          }
+      }
+    }
+  }
+}
+
+// `wick serve` decodes several sequences in one forward: with the multi-row kernels (packed
+// tiles, the K formats' AVX2 ones) a row's outputs must be those of the row alone, bit for bit,
+// on every SIMD level.
+TEST(QMatMul, BatchedRowsEqualEachRowAlone) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  SimdLevelGuard guard;
+  ThreadCountGuard one_thread(1);
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K,
+                      QuantType::Q5_K, QuantType::Q6_K}) {
+    const int64_t block = block_elems(t);
+    const int64_t k = block == 32 ? 576 : 512, n = rng.integer(1, 37), m = rng.integer(2, 9);
+    const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, block), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    const QMatMul mm(qw);
+    const Ref xr = random_ref(rng, {m, k}, -3, 3);
+    const Tensor x = make_tensor(xr, DType::F32, Device::cpu());
+    const Expected want =
+        expected_qmatmul(w, round_ref(xr, DType::F32).v, m, n, k, block == 32 ? 32 : 256);
+    for (q::SimdLevel level : levels_to_test()) {
+      q::set_simd_level(level);
+      const std::string what = std::string(type_name(t)) + " n=" + std::to_string(n) +
+                               " m=" + std::to_string(m) + " " + q::simd_level_name(level);
+      const Tensor y = mm.forward(x);
+      check_qmatmul(y, want, what);
+      const std::vector<float> batched = y.to_vec<float>();
+      for (int64_t r = 0; r < m; r++) {
+        const std::vector<float> alone = mm.forward(x.narrow(0, r, 1)).to_vec<float>();
+        for (int64_t o = 0; o < n; o++)
+          ASSERT_EQ(float_bits(batched[static_cast<size_t>(r * n + o)]),
+                    float_bits(alone[static_cast<size_t>(o)]))
+              << what << " row " << r << " col " << o;
+      }
+    }
   }
 }
 

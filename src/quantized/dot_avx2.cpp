@@ -8,6 +8,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "quantized/blocks.h"
@@ -24,6 +25,18 @@ WICK_AVX2 inline float hsum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// The 4 sums: lane j = ((a_j0 + a_j1) + (a_j2 + a_j3)) + ((a_j4 + a_j5) + (a_j6 + a_j7)).
+WICK_AVX2 inline __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// One sum in reduce4's order, so that one-row and multi-row kernels round alike.
+WICK_AVX2 inline float hsum_tree(__m256 v) {
+  const __m256 zero = _mm256_setzero_ps();
+  return _mm_cvtss_f32(reduce4(v, zero, zero, zero));
 }
 
 WICK_AVX2 inline float half_to_float(uint16_t h) {
@@ -134,7 +147,7 @@ WICK_AVX2 void dot_rows_k4(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
       acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(b.d)), _mm256_cvtepi32_ps(isum), acc);
       macc += dx * half_to_float(b.dmin) * static_cast<float>(msum);
     }
-    out[r] = hsum(acc) - macc;
+    out[r] = hsum_tree(acc) - macc;
   }
 }
 
@@ -177,7 +190,7 @@ WICK_AVX2 void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows,
       acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
       macc += d * static_cast<float>(32 * offset_sum);
     }
-    out[r] = hsum(acc) - macc;
+    out[r] = hsum_tree(acc) - macc;
   }
 }
 
@@ -237,7 +250,7 @@ WICK_AVX2 void dot_rows_low_bits_k(const uint8_t* w, size_t row_bytes, int64_t n
       else
         macc += dx * half_to_float(b.dmin) * static_cast<float>(msum);
     }
-    out[r] = hsum(acc) - macc;
+    out[r] = hsum_tree(acc) - macc;
   }
 }
 
@@ -299,10 +312,18 @@ WICK_AVX2 void dot_rows_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_row
 }
 
 // ---- packed rows (packed.h) -----------------------------------------------------------------
-// A full chunk is two halves of 8 blocks (bytes 0-31 and 32-63 of every slice). q4 codes (0..15)
-// go through maddubs into i16 sums over all 8 slices (at most 8 * 2 * 15 * 127 = 30480, no
-// overflow) and one madd; q8_0 codes are turned back into signed values and use the sign trick
-// (|q| x sign(x, q)), with i32 sums per slice, so its offset coefficient is not needed.
+// A tile of NX x rows times NW weight rows keeps its NX * NW accumulators in registers over the
+// whole row: each weight slice is loaded and its nibbles unpacked once per tile, each x slice
+// loaded once per tile, and the tile ends in one horizontal reduction. A full chunk is two halves
+// of 8 blocks (bytes 0-31 and 32-63 of every slice), lane b of a half's dot holding block b. q4
+// codes (0..15) go through maddubs into i16 sums over all 8 slices (at most 8 * 2 * 15 * 127 =
+// 30480, no overflow) and one madd; q8_0 codes are turned back into signed values and use the
+// sign trick (|q| x sign(x, q)), with i32 sums per slice, so its offset coefficient is not needed.
+//
+// Float order of every output, the same whatever the tile (so a row's outputs do not depend on
+// how many x rows share the call): per half chunk acc = fma(dot, dw * dx, acc), then (q4)
+// acc = fma(c, s_x, acc); per tail block acc = fma(dot, dw * dx, acc) and (q4) t += c * s_x;
+// out = ((acc0 + acc1) + (acc2 + acc3)) + ((acc4 + acc5) + (acc6 + acc7)) + t.
 
 // Signed q8 codes (stored q + 128) against x: 8 x i32 pair sums.
 WICK_AVX2 inline __m256i dot_q8_codes(__m256i stored, __m256i xq) {
@@ -310,7 +331,7 @@ WICK_AVX2 inline __m256i dot_q8_codes(__m256i stored, __m256i xq) {
   return dot_u8_s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xq, q));
 }
 
-// One block's codes (element order) from a tail run of `run` blocks at `codes` (block j of it).
+// One block's codes (element order) from a tail run of `run` blocks at `run_codes` (block j).
 template <typename F>
 WICK_AVX2 inline __m256i tail_codes(const uint8_t* run_codes, int64_t run, int64_t j) {
   if constexpr (F::kCodeBytes == 32) {
@@ -326,100 +347,339 @@ WICK_AVX2 inline __m256i tail_codes(const uint8_t* run_codes, int64_t run, int64
   }
 }
 
-template <typename F>
-WICK_AVX2 inline __m256i tail_dot(__m256i codes, __m256i xq) {
-  if constexpr (F::kCodeBytes == 32)
-    return dot_q8_codes(codes, xq);
-  else
-    return dot_u8_s8(codes, xq);
+WICK_AVX2 inline float load_half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return half_to_float(h);
 }
 
-// Blocks c0 .. c0 + run - 1 of a row's tail, one block per step; returns the next block.
-template <typename F>
-WICK_AVX2 inline int64_t tail_run(const uint8_t* codes, const uint8_t* d_ptr, const uint8_t* m_ptr,
-                                  int64_t nb, int64_t c0, int64_t run, const ActRow& x, __m256* acc,
-                                  float* tail) {
-  const uint8_t* rc = codes + F::kCodeBytes * c0;
-  for (int64_t j = 0; j < run; j++) {
-    const int64_t b = c0 + j;
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + kQK * b));
-    const __m256i dot = tail_dot<F>(tail_codes<F>(rc, run, j), xq);
-    uint16_t dh;
-    std::memcpy(&dh, d_ptr + 2 * b, 2);
-    const float dw = half_to_float(dh);
-    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * x.ds[b]), *acc);
-    if constexpr (F::kCodeBytes == 16) {  // q8_0 needs no offset term here
-      uint16_t mh;
-      std::memcpy(&mh, m_ptr + 2 * b, 2);
-      *tail +=
-          (F::kHasMin ? half_to_float(mh) : dw * static_cast<float>(F::kOffset)) * x.ds[nb + b];
-    }
-  }
-  return c0 + run;
-}
-
-template <typename F>
-WICK_AVX2 void dot_row_packed(const uint8_t* codes, int64_t k, const ActRow& x, float* out) {
+// out[i * ldo + j] = dot(weight row j, xs[i]) for i < NX, j < NW.
+template <typename F, int NX, int NW>
+WICK_AVX2 void packed_tile(const uint8_t* w, size_t row_bytes, int64_t k, const ActRow* xs,
+                           size_t ldo, float* out) {
+  constexpr bool kQ8 = F::kCodeBytes == 32;  // no offset term (see above)
   const int64_t nb = k / kQK;
-  const uint8_t* d_ptr = codes + F::kCodeBytes * nb;
-  const uint8_t* m_ptr = d_ptr + 2 * nb;
-  constexpr bool kSigned = F::kCodeBytes == 32;  // q8_0: no offset term (see above)
-  __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
-  float tail = 0;
+  const uint8_t* codes[NW];
+  const uint8_t* d_ptr[NW];
+  const uint8_t* m_ptr[NW];
+  for (int j = 0; j < NW; j++) {
+    codes[j] = w + static_cast<size_t>(j) * row_bytes;
+    d_ptr[j] = codes[j] + F::kCodeBytes * nb;
+    m_ptr[j] = d_ptr[j] + 2 * nb;
+  }
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  __m256 acc[NX][NW];
+  float tail[NX][NW];
+  for (int i = 0; i < NX; i++)
+    for (int j = 0; j < NW; j++) {
+      acc[i][j] = _mm256_setzero_ps();
+      tail[i][j] = 0;
+    }
   int64_t c0 = 0;
   for (; c0 + kChunkBlocks <= nb; c0 += kChunkBlocks) {
-    const uint8_t* cc = codes + F::kCodeBytes * c0;
-    const int8_t* xq = x.qs + kQK * c0;
     for (int h = 0; h < 2; h++) {
-      const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(d_ptr + 2 * (c0 + 8 * h))));
-      const __m256 dx = _mm256_loadu_ps(x.ds + c0 + 8 * h);
-      const __m256 sx = _mm256_loadu_ps(x.ds + nb + c0 + 8 * h);
-      __m256i dot;
-      if constexpr (kSigned) {
-        dot = _mm256_setzero_si256();
-        for (int s = 0; s < 8; s++)
-          dot = _mm256_add_epi32(
-              dot, dot_q8_codes(
-                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cc + 64 * s + 32 * h)),
-                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * s + 32 * h))));
-      } else {
-        const __m256i m4 = _mm256_set1_epi8(0x0F);
-        __m256i sum16 = _mm256_setzero_si256();
-        for (int s = 0; s < 4; s++) {
-          const __m256i q =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cc + 64 * s + 32 * h));
-          const __m256i x_lo =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * s + 32 * h));
-          const __m256i x_hi =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * (s + 4) + 32 * h));
-          sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(_mm256_and_si256(q, m4), x_lo));
-          sum16 = _mm256_add_epi16(
-              sum16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), x_hi));
+      const int64_t wo = F::kCodeBytes * c0 + 32 * h, xo = kQK * c0 + 32 * h;
+      __m256i dot[NX][NW];
+      if constexpr (kQ8) {
+        for (int i = 0; i < NX; i++)
+          for (int j = 0; j < NW; j++) dot[i][j] = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+          __m256i q[NW], abs_q[NW];
+          for (int j = 0; j < NW; j++) {
+            q[j] = _mm256_xor_si256(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[j] + wo + 64 * s)),
+                _mm256_set1_epi8(static_cast<char>(0x80)));
+            abs_q[j] = _mm256_sign_epi8(q[j], q[j]);
+          }
+          for (int i = 0; i < NX; i++) {
+            const __m256i xq =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[i].qs + xo + 64 * s));
+            for (int j = 0; j < NW; j++)
+              dot[i][j] =
+                  _mm256_add_epi32(dot[i][j], dot_u8_s8(abs_q[j], _mm256_sign_epi8(xq, q[j])));
+          }
         }
-        dot = _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
-        const __m256 coef = F::kHasMin
-                                ? _mm256_cvtph_ps(_mm_loadu_si128(
-                                      reinterpret_cast<const __m128i*>(m_ptr + 2 * (c0 + 8 * h))))
-                                : _mm256_mul_ps(dw, _mm256_set1_ps(F::kOffset));
-        macc = _mm256_fmadd_ps(coef, sx, macc);
+      } else {
+        __m256i sum16[NX][NW];
+        for (int i = 0; i < NX; i++)
+          for (int j = 0; j < NW; j++) sum16[i][j] = _mm256_setzero_si256();
+        for (int s = 0; s < 4; s++) {
+          __m256i lo[NW], hi[NW];
+          for (int j = 0; j < NW; j++) {
+            const __m256i q =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[j] + wo + 64 * s));
+            lo[j] = _mm256_and_si256(q, m4);
+            hi[j] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+          }
+          for (int i = 0; i < NX; i++) {
+            const __m256i x_lo =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[i].qs + xo + 64 * s));
+            const __m256i x_hi =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[i].qs + xo + 64 * (s + 4)));
+            for (int j = 0; j < NW; j++) {
+              sum16[i][j] = _mm256_add_epi16(sum16[i][j], _mm256_maddubs_epi16(lo[j], x_lo));
+              sum16[i][j] = _mm256_add_epi16(sum16[i][j], _mm256_maddubs_epi16(hi[j], x_hi));
+            }
+          }
+        }
+        for (int i = 0; i < NX; i++)
+          for (int j = 0; j < NW; j++) dot[i][j] = _mm256_madd_epi16(sum16[i][j], ones);
       }
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, dx), acc);
+      __m256 dw[NW], coef[NW];
+      for (int j = 0; j < NW; j++) {
+        dw[j] = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(d_ptr[j] + 2 * (c0 + 8 * h))));
+        if constexpr (F::kHasMin)
+          coef[j] = _mm256_cvtph_ps(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(m_ptr[j] + 2 * (c0 + 8 * h))));
+        else
+          coef[j] = _mm256_mul_ps(dw[j], _mm256_set1_ps(F::kOffset));
+      }
+      for (int i = 0; i < NX; i++) {
+        const __m256 dx = _mm256_loadu_ps(xs[i].ds + c0 + 8 * h);
+        const __m256 sx = _mm256_loadu_ps(xs[i].ds + nb + c0 + 8 * h);
+        for (int j = 0; j < NW; j++) {
+          acc[i][j] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][j]), _mm256_mul_ps(dw[j], dx), acc[i][j]);
+          if constexpr (!kQ8) acc[i][j] = _mm256_fmadd_ps(coef[j], sx, acc[i][j]);
+        }
+      }
     }
   }
-  // Tail blocks in runs of 4, 2, 1 (element order).
-  while (nb - c0 >= 4) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 4, x, &acc, &tail);
-  if (nb - c0 >= 2) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 2, x, &acc, &tail);
-  if (nb - c0 >= 1) c0 = tail_run<F>(codes, d_ptr, m_ptr, nb, c0, 1, x, &acc, &tail);
-  *out = hsum(acc) + hsum(macc) + tail;
+  // Tail blocks in runs of 4, 2, 1 (element order), one block per step.
+  while (c0 < nb) {
+    const int64_t run = nb - c0 >= 4 ? 4 : nb - c0 >= 2 ? 2 : 1;
+    for (int64_t jb = 0; jb < run; jb++) {
+      const int64_t b = c0 + jb;
+      __m256i wc[NW];
+      float dw[NW], coef[NW];
+      for (int j = 0; j < NW; j++) {
+        wc[j] = tail_codes<F>(codes[j] + F::kCodeBytes * c0, run, jb);
+        dw[j] = load_half(d_ptr[j] + 2 * b);
+        if constexpr (F::kHasMin)
+          coef[j] = load_half(m_ptr[j] + 2 * b);
+        else
+          coef[j] = dw[j] * static_cast<float>(F::kOffset);
+      }
+      for (int i = 0; i < NX; i++) {
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[i].qs + kQK * b));
+        const float dx = xs[i].ds[b], sx = xs[i].ds[nb + b];
+        for (int j = 0; j < NW; j++) {
+          const __m256i d = kQ8 ? dot_q8_codes(wc[j], xq) : dot_u8_s8(wc[j], xq);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(dw[j] * dx), acc[i][j]);
+          if constexpr (!kQ8) tail[i][j] += coef[j] * sx;
+        }
+      }
+    }
+    c0 += run;
+  }
+  // One reduction per 4 accumulators.
+  constexpr int kN = NX * NW;
+  for (int g = 0; g < kN; g += 4) {
+    __m256 a[4];
+    for (int e = 0; e < 4; e++)
+      a[e] = g + e < kN ? acc[(g + e) / NW][(g + e) % NW] : _mm256_setzero_ps();
+    float r[4];
+    _mm_storeu_ps(r, reduce4(a[0], a[1], a[2], a[3]));
+    for (int e = 0; e < 4 && g + e < kN; e++) {
+      const int i = (g + e) / NW, j = (g + e) % NW;
+      out[ldo * static_cast<size_t>(i) + static_cast<size_t>(j)] = r[e] + tail[i][j];
+    }
+  }
 }
 
+// Rows [0, n_rows) in tiles of NW (the last ones one at a time) for NX x rows.
+template <typename F, int NX, int NW>
+WICK_AVX2 void packed_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                           const ActRow* xs, size_t ldo, float* out) {
+  int64_t r = 0;
+  for (; r + NW <= n_rows; r += NW)
+    packed_tile<F, NX, NW>(w + static_cast<size_t>(r) * row_bytes, row_bytes, k, xs, ldo, out + r);
+  for (; r < n_rows; r++)
+    packed_tile<F, NX, 1>(w + static_cast<size_t>(r) * row_bytes, row_bytes, k, xs, ldo, out + r);
+}
+
+// Tile shapes measured on a Zen CPU (SmolLM2 shapes, one thread): one x row alone (decode) is
+// fastest one weight row at a time (wider tiles of q4 spill and ran 0.85-0.95x), q4 stays one
+// weight row wide for more x rows too (2 wide: no better), q8_0 takes 2 weight rows from 2 x rows
+// on (1.3-1.45x the one-row kernel at 8 x rows, against 1.1-1.25x one row wide).
 template <typename F>
 WICK_AVX2 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
                                const ActRow* xs, int n_x, size_t ldo, float* out) {
-  for (int64_t r = 0; r < n_rows; r++)
-    for (int i = 0; i < n_x; i++)
-      dot_row_packed<F>(w + static_cast<size_t>(r) * row_bytes, k, xs[i], out + ldo * i + r);
+  constexpr int kW = F::kCodeBytes == 32 ? 2 : 1;
+  for (int x0 = 0; x0 < n_x; x0 += 4) {
+    const ActRow* x = xs + x0;
+    float* o = out + ldo * static_cast<size_t>(x0);
+    switch (std::min(4, n_x - x0)) {
+      case 1:
+        packed_rows<F, 1, 1>(w, row_bytes, n_rows, k, x, ldo, o);
+        break;
+      case 2:
+        packed_rows<F, 2, kW>(w, row_bytes, n_rows, k, x, ldo, o);
+        break;
+      case 3:
+        packed_rows<F, 3, 1>(w, row_bytes, n_rows, k, x, ldo, o);
+        break;
+      default:
+        packed_rows<F, 4, kW>(w, row_bytes, n_rows, k, x, ldo, o);
+    }
+  }
+}
+
+// ---- several x rows per pass over ggml's K blocks (QMatMul's batched steps): each block's
+// scales are decoded and its codes unpacked once for up to 4 x rows. Per output the float order
+// of the one-row kernels above (whose sums take reduce4's order too): a row's outputs do not
+// depend on the batch.
+
+// out[x * ldo] = hsum(acc[x]) - sub[x] for x < n <= 4, in reduce4's order.
+WICK_AVX2 inline void store_reduced(const __m256* acc, const float* sub, int n, size_t ldo,
+                                    float* out) {
+  __m256 a[4];
+  for (int x = 0; x < 4; x++) a[x] = x < n ? acc[x] : _mm256_setzero_ps();
+  float r[4];
+  _mm_storeu_ps(r, reduce4(a[0], a[1], a[2], a[3]));
+  for (int x = 0; x < n; x++) out[ldo * static_cast<size_t>(x)] = r[x] - sub[x];
+}
+
+// out[i * ldo] = dot(the row, xs[i]) for i < NX, Q4_K / Q5_K.
+template <typename Block, bool kFifthBit, int NX>
+WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs, size_t ldo,
+                                float* out) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const auto* blocks = reinterpret_cast<const Block*>(row);
+  __m256 acc[NX];
+  float macc[NX];
+  for (int x = 0; x < NX; x++) {
+    acc[x] = _mm256_setzero_ps();
+    macc[x] = 0;
+  }
+  for (int64_t i = 0; i < k / kQKK; i++) {
+    const Block& b = blocks[i];
+    uint8_t sc[8], mn[8];
+    k4_scales_mins(b.scales, sc, mn);
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (kFifthBit) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+    __m256i isum[NX];
+    for (int x = 0; x < NX; x++) isum[x] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
+      __m256i lo = _mm256_and_si256(qs, m4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
+      if constexpr (kFifthBit) {
+        const __m256i one = _mm256_set1_epi8(1);
+        lo = _mm256_or_si256(
+            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+        hi = _mm256_or_si256(
+            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+      }
+      const __m256i s0 = _mm256_set1_epi16(sc[2 * c]), s1 = _mm256_set1_epi16(sc[2 * c + 1]);
+      for (int x = 0; x < NX; x++) {
+        const int8_t* q = xs[x].qs + i * kQKK + 64 * c;
+        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32));
+        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), s0);
+        const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), s1);
+        isum[x] = _mm256_add_epi32(isum[x], _mm256_add_epi32(p0, p1));
+      }
+    }
+    const float d = half_to_float(b.d), dmin = half_to_float(b.dmin);
+    for (int x = 0; x < NX; x++) {
+      const int16_t* bs = xs[x].bsums + i * 16;
+      int msum = 0;
+      for (int g = 0; g < 8; g++) msum += mn[g] * (bs[2 * g] + bs[2 * g + 1]);
+      const float dx = xs[x].ds[i];
+      acc[x] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d), _mm256_cvtepi32_ps(isum[x]), acc[x]);
+      macc[x] += dx * dmin * static_cast<float>(msum);
+    }
+  }
+  store_reduced(acc, macc, NX, ldo, out);
+}
+
+// out[i * ldo] = dot(the row, xs[i]) for i < NX, Q6_K.
+template <int NX>
+WICK_AVX2 void dot_row_q6_k_multi(const uint8_t* row, int64_t k, const ActRow* xs, size_t ldo,
+                                  float* out) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+  const auto* blocks = reinterpret_cast<const BlockQ6_K*>(row);
+  __m256 acc[NX];
+  float macc[NX];
+  for (int x = 0; x < NX; x++) {
+    acc[x] = _mm256_setzero_ps();
+    macc[x] = 0;
+  }
+  for (int64_t i = 0; i < k / kQKK; i++) {
+    const BlockQ6_K& b = blocks[i];
+    __m256i isum[NX];
+    for (int x = 0; x < NX; x++) isum[x] = _mm256_setzero_si256();
+    for (int half = 0; half < 2; half++) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * half));
+      const __m256i ql1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * half + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * half));
+      for (int s = 0; s < 4; s++) {
+        const __m256i src = s % 2 ? ql1 : ql0;
+        const __m256i lo =
+            s < 2 ? _mm256_and_si256(src, m4) : _mm256_and_si256(_mm256_srli_epi16(src, 4), m4);
+        const __m256i high =
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2), 4);
+        const __m256i codes = _mm256_or_si256(lo, high);
+        const int g = 8 * half + 2 * s;  // elements 0..15 use scale g, 16..31 scale g + 1
+        const __m256i scales =
+            _mm256_set_m128i(_mm_set1_epi16(b.scales[g + 1]), _mm_set1_epi16(b.scales[g]));
+        for (int x = 0; x < NX; x++) {
+          const __m256i xq = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(xs[x].qs + i * kQKK + 128 * half + 32 * s));
+          isum[x] =
+              _mm256_add_epi32(isum[x], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), scales));
+        }
+      }
+    }
+    const float dw = half_to_float(b.d);
+    for (int x = 0; x < NX; x++) {
+      const int16_t* bs = xs[x].bsums + i * 16;
+      int offset_sum = 0;
+      for (int g = 0; g < 16; g++) offset_sum += b.scales[g] * bs[g];
+      const float d = xs[x].ds[i] * dw;
+      acc[x] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum[x]), acc[x]);
+      macc[x] += d * static_cast<float>(32 * offset_sum);
+    }
+  }
+  store_reduced(acc, macc, NX, ldo, out);
+}
+
+template <typename Block, bool kFifthBit>
+struct K4Multi {
+  template <int NX>
+  WICK_AVX2 static void row(const uint8_t* r, int64_t k, const ActRow* xs, size_t ldo, float* o) {
+    dot_row_k4_multi<Block, kFifthBit, NX>(r, k, xs, ldo, o);
+  }
+};
+struct Q6KMulti {
+  template <int NX>
+  WICK_AVX2 static void row(const uint8_t* r, int64_t k, const ActRow* xs, size_t ldo, float* o) {
+    dot_row_q6_k_multi<NX>(r, k, xs, ldo, o);
+  }
+};
+
+// Every weight row against groups of up to 4 x rows.
+template <typename Kernel>
+WICK_AVX2 void dot_rows_multi(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                              const ActRow* xs, int n_x, size_t ldo, float* out) {
+  for (int x0 = 0; x0 < n_x; x0 += 4) {
+    const int nx = std::min(4, n_x - x0);
+    for (int64_t r = 0; r < n_rows; r++) {
+      const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+      float* o = out + ldo * static_cast<size_t>(x0) + r;
+      if (nx == 1)
+        Kernel::template row<1>(row, k, xs + x0, ldo, o);
+      else if (nx == 2)
+        Kernel::template row<2>(row, k, xs + x0, ldo, o);
+      else if (nx == 3)
+        Kernel::template row<3>(row, k, xs + x0, ldo, o);
+      else
+        Kernel::template row<4>(row, k, xs + x0, ldo, o);
+    }
+  }
 }
 
 }  // namespace
@@ -432,6 +692,19 @@ PackedRowsFn packed_kernel_avx2(QuantType t) {
       return dot_rows_packed<PackedQ4_1>;
     case QuantType::Q8_0:
       return dot_rows_packed<PackedQ8_0>;
+    default:
+      return nullptr;
+  }
+}
+
+DotRowsMultiFn dot_kernel_multi_avx2(QuantType t) {
+  switch (t) {
+    case QuantType::Q4_K:
+      return dot_rows_multi<K4Multi<BlockQ4_K, false>>;
+    case QuantType::Q5_K:
+      return dot_rows_multi<K4Multi<BlockQ5_K, true>>;
+    case QuantType::Q6_K:
+      return dot_rows_multi<Q6KMulti>;
     default:
       return nullptr;
   }
@@ -470,6 +743,9 @@ DotRowsFn dot_kernel_avx2(QuantType) {
   return nullptr;
 }
 PackedRowsFn packed_kernel_avx2(QuantType) {
+  return nullptr;
+}
+DotRowsMultiFn dot_kernel_multi_avx2(QuantType) {
   return nullptr;
 }
 }  // namespace wick::quantized

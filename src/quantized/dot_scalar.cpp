@@ -357,6 +357,11 @@ QuantizeActFn act_quantizer(SimdLevel level) {
   return fn ? fn : quantize_act_row_scalar;
 }
 
+DotRowsMultiFn dot_kernel_multi(QuantType t, SimdLevel level) {
+  const bool avx2_runs = level >= SimdLevel::Avx2 && dot_kernel(t, level) == dot_kernel_avx2(t);
+  return avx2_runs ? dot_kernel_multi_avx2(t) : nullptr;
+}
+
 DotRowsFn dot_kernel(QuantType t, SimdLevel level) {
   DotRowsFn fn = nullptr;
   if (level >= SimdLevel::Avx512) fn = dot_kernel_avx512(t);

@@ -40,6 +40,11 @@ QuantizeActFn act_quantizer(SimdLevel level);
 using DotRowsFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
                            const ActRow& x, float* out);
 
+// out[i * ldo + r] = dot(weight row r, xs[i]) for r < n_rows, i < n_x: kernels that read each
+// weight block once for several x rows (QMatMul's batched steps).
+using DotRowsMultiFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                                const ActRow* xs, int n_x, size_t ldo, float* out);
+
 const char* simd_level_name(SimdLevel level);
 // The best level this CPU runs (AVX2 = avx2+fma+f16c; AVX-512 = f/bw/vl/vnni on top).
 SimdLevel detected_simd_level();
@@ -60,5 +65,10 @@ DotRowsFn dot_kernel(QuantType t, SimdLevel level);
 DotRowsFn dot_kernel_scalar(QuantType t);
 DotRowsFn dot_kernel_avx2(QuantType t);
 DotRowsFn dot_kernel_avx512(QuantType t);
+
+// The multi-row twin of dot_kernel(t, level) where it has one (AVX2: the K formats), else nullptr
+// (QMatMul then calls the DotRowsFn once per x row).
+DotRowsMultiFn dot_kernel_multi(QuantType t, SimdLevel level);
+DotRowsMultiFn dot_kernel_multi_avx2(QuantType t);
 
 }  // namespace wick::quantized

@@ -62,8 +62,7 @@ void pack_activations(const int8_t* qs, const float* ds, int64_t k, int8_t* qs_o
 // out[i * ldo + r] = dot(packed weight row r, xs[i]) for r < n_rows, i < n_x; xs in slice order.
 // Up to kMaxPackedX x rows share each load of the weight codes.
 constexpr int kMaxPackedX = 4;
-using PackedRowsFn = void (*)(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                              const ActRow* xs, int n_x, size_t ldo, float* out);
+using PackedRowsFn = DotRowsMultiFn;
 
 // Kernels over packed rows of t (nullptr where not compiled or not packable).
 PackedRowsFn packed_kernel_avx2(QuantType t);

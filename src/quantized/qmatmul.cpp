@@ -2,11 +2,12 @@
 //
 // CPU. Up to kGemmMinRows x rows (decode, prompts): x rows are quantized to 8 bits per block and
 // every output is an integer SIMD dot product over W's blocks (kernels.h), threads splitting the
-// output rows; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and,
-// on AVX-512, each load of their codes serves up to 4 x rows. Longer inputs: W is dequantized one
-// tile of rows at a time and multiplied with sgemm. Plain weights (f32/f16/bf16) and formats
-// without an integer kernel (q8_1, q8_k) are kept as f32 and go straight to BLAS. These prepared
-// weights live here, so the CPU does not go through BackendDevice::qmatmul (see backend.h).
+// output rows; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and
+// each load of their codes serves up to 4 x rows (AVX2: register tiles of x rows by weight rows,
+// dot_avx2.cpp). Longer inputs: W is dequantized one tile of rows at a time and multiplied with
+// sgemm. Plain weights (f32/f16/bf16) and formats without an integer kernel (q8_1, q8_k) are kept
+// as f32 and go straight to BLAS. These prepared weights live here, so the CPU does not go through
+// BackendDevice::qmatmul (see backend.h).
 //
 // GPU. The blocks are uploaded once into a U8 device storage and every forward is one
 // BackendDevice::qmatmul over x viewed as (m, k) in place (a copy only when x's leading dims do
@@ -201,6 +202,11 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
                                   qs.data() + r * k, ds.data() + r * ds_per_row);
   }
   const DotRowsFn dot = quantized::dot_kernel(w.type, quantized::active_simd_level());
+  // Several x rows per pass over a weight tile: packed rows, or the format's multi-row kernel.
+  const quantized::DotRowsMultiFn multi =
+      use_packed ? packed_dot
+      : m > 1    ? quantized::dot_kernel_multi(w.type, quantized::active_simd_level())
+                 : nullptr;
   const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
   // Worker threads see their own thread_local vectors: pass the caller's by pointer.
   const int8_t* qs_p = qs.data();
@@ -216,13 +222,13 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
     for (int64_t o0 = o_begin; o0 < o_end; o0 += kTileRows) {
       const int64_t rows = std::min(kTileRows, o_end - o0);
       const uint8_t* wt = wdata + static_cast<size_t>(o0) * row_bytes;
-      if (packed_dot) {  // up to kMaxPackedX x rows per pass over the tile
+      if (multi) {  // up to kMaxPackedX x rows per pass over the tile
         for (int64_t r0 = 0; r0 < m; r0 += quantized::kMaxPackedX) {
           const int n_x = static_cast<int>(std::min<int64_t>(quantized::kMaxPackedX, m - r0));
           ActRow xs[quantized::kMaxPackedX];
           for (int i = 0; i < n_x; i++) xs[i] = act_row(r0 + i);
-          packed_dot(wt, row_bytes, rows, k, xs, n_x, static_cast<size_t>(w.n_out),
-                     y + r0 * w.n_out + o0);
+          multi(wt, row_bytes, rows, k, xs, n_x, static_cast<size_t>(w.n_out),
+                y + r0 * w.n_out + o0);
         }
       } else {
         for (int64_t r = 0; r < m; r++)

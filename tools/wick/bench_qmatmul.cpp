@@ -1,6 +1,7 @@
 // Quantized matmul speed: QMatMul on SmolLM2-135M's weight shapes (q4_1 projections, the q8_0
-// tied lm_head) for a decode step (m = 1) and a prompt (m = 64), against an f32 matmul of the
-// same shape on the same device (x @ W^T with W dequantized) as the anchor.
+// tied lm_head) for a decode step (m = 1), batched decode steps (m = 2, 4, 8) and a prompt (m =
+// 64), against an f32 matmul of the same shape on the same device (x @ W^T with W dequantized) as
+// the anchor.
 #include <algorithm>
 #include <cmath>
 
@@ -77,7 +78,8 @@ bool bench_qmatmul(const BenchContext& ctx) {
       const QMatMul mm(qw, dev);
       // The anchor multiplies by the same (dequantized) values, laid out (k, n_out).
       const Tensor wt = dequantize(qw, DType::F32, dev).t().contiguous();
-      for (int64_t m : {int64_t{1}, int64_t{64}}) {
+      // m = 2..8: a batched decode step of `wick serve` (one x row per sequence).
+      for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{64}}) {
         const Tensor x = Tensor::from_vec(
             random_floats(static_cast<size_t>(m * s.k), static_cast<uint64_t>(m)), {m, s.k}, dev);
         Tensor y, y_ref;
