@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "gpu/gpu_device.h"
 #include "quantized/kernels.h"
 
 namespace wick::testing {
@@ -53,9 +54,24 @@ Expected expected_qmatmul(const std::vector<float>& w, const std::vector<double>
 }
 
 Expected expected_for(QuantType t, const std::vector<float>& w, const std::vector<double>& x,
-                      int64_t m, int64_t n, int64_t k) {
+                      int64_t m, int64_t n, int64_t k, bool f16_gemm) {
   namespace q = wick::quantized;
   Expected e = expected_qmatmul(w, x, m, n, k, q::act_kind(t) == q::ActKind::Block32 ? 32 : 256);
+  if (f16_gemm) {
+    const double rel = 3 * 0x1p-11 + 0x1p-21 + (static_cast<double>(k) + 3) * 0x1p-24;
+    for (int64_t r = 0; r < m; r++)
+      for (int64_t o = 0; o < n; o++) {
+        double mag = 0, sum = 0;
+        for (int64_t i = 0; i < k; i++) {
+          const double wi = w[static_cast<size_t>(o * k + i)],
+                       xi = x[static_cast<size_t>(r * k + i)];
+          mag += std::fabs(wi * xi);
+          sum += std::fabs(wi) + std::fabs(xi);
+        }
+        e.tol[static_cast<size_t>(r * n + o)] = rel * mag + 0x1p-24 * sum + 0x1p-24;
+      }
+    return e;
+  }
   if (q::dot_kernel_scalar(t) && m < q::gemm_min_rows()) return e;
   for (int64_t r = 0; r < m; r++)
     for (int64_t o = 0; o < n; o++) {
@@ -101,6 +117,11 @@ void check_qmatmul(const Tensor& y, const Expected& e, const std::string& what) 
         << what << " element " << i << ": got " << got[i] << " want " << e.y[i];
 }
 
+bool f16_gemm_for(const Device& dev, int64_t m) {
+  const auto* g = dynamic_cast<const gpu::GpuDevice*>(&dev.backend());
+  return g && g->qmatmul_dequantizes(m);
+}
+
 const std::vector<QuantType>& quantized_matmul_types() {
   static const std::vector<QuantType> types = {
       QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,   QuantType::Q5_1,  QuantType::Q8_0,
@@ -133,7 +154,9 @@ void check_every_format(const Device& dev, const std::vector<std::pair<int64_t, 
                                  dev.name();
         ASSERT_EQ(y.shape(), (Shape{m, n})) << what;
         ASSERT_EQ(y.device(), dev) << what;
-        check_qmatmul(y, expected_for(t, w, round_ref(xr, DType::F32).v, m, n, k), what);
+        check_qmatmul(
+            y, expected_for(t, w, round_ref(xr, DType::F32).v, m, n, k, f16_gemm_for(dev, m)),
+            what);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
@@ -153,7 +176,8 @@ void check_layouts_and_dtypes(const Device& dev) {
       const Ref xr = random_ref(rng, xs);
       const int64_t m = xr.numel() / k;
       for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-        const Expected want = expected_for(t, w, round_ref(xr, dt).v, m, n, k);
+        const Expected want =
+            expected_for(t, w, round_ref(xr, dt).v, m, n, k, f16_gemm_for(dev, m));
         for (Variant v : kAllVariants) {
           const std::string what = std::string(quant_type_info(t)->name) + " x=" + xs.str() + " " +
                                    dtype_name(dt) + " " + variant_name(v) + " on " + dev.name();

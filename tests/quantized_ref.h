@@ -45,8 +45,14 @@ Expected expected_qmatmul(const std::vector<float>& w, const std::vector<double>
 // (q8_1/q8_k weights, longer x) every device multiplies in f32, so only f32 rounding remains: each
 // product and each of the k additions rounds once (|error| <= (k + 2) 2^-24 sum |w x|), plus one
 // rounding of each dequantized weight where the device fuses d * q + m.
+// f16_gemm: the product of a GPU that dequantizes W to f16 for its float GEMM (f16_gemm_for):
+// x, each w and each output rounded to f16 (relative 2^-11 each, plus 2^-25 absolute where they
+// are subnormal), f32 sums: |error| <= (3 2^-11 + 2^-21 + (k + 3) 2^-24) sum |w x|
+// + 2^-24 sum (|w| + |x|) + 2^-24, in place of the bounds above.
 Expected expected_for(QuantType t, const std::vector<float>& w, const std::vector<double>& x,
-                      int64_t m, int64_t n, int64_t k);
+                      int64_t m, int64_t n, int64_t k, bool f16_gemm = false);
+// Whether QMatMul on `dev` multiplies m rows of x through f16 (GpuDevice::qmatmul_dequantizes).
+bool f16_gemm_for(const Device& dev, int64_t m);
 // max over outputs of |a - b| / sum_i (|w_i| + max_block |w|) |x_i| (w: the dequantized weight,
 // n x k, in blocks of `block`; x: m x k): what separates two backends that compute the same
 // products in different orders. The block's largest |w| is in the sum because the CPU's SIMD

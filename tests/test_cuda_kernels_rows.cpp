@@ -116,7 +116,7 @@ WICK_CUDA_COMPILE_CASES(matrix) {
 // dot products for, else read in its dtype (every format: q8_1 and q8_k always, the others from
 // quantized::gemm_min_rows() x rows on); qmatvec takes 1..8 x rows (NUM_COLS), NUM_ROWS output
 // rows and WG_SIZE threads per block (knobs: 2 and 32 by default), qmatmul 32 or 64 tiles. The x
-// dtype only changes x's loads: the formats take the three in turn.
+// dtype only changes x's loads: the formats take the three in turn. dequant.cu: every format.
 WICK_CUDA_COMPILE_CASES(quantized) {
   for (DType dt : kActDTypes)
     for (uint32_t block : {32u, 256u}) {
@@ -146,6 +146,8 @@ WICK_CUDA_COMPILE_CASES(quantized) {
         cases.add("qmatmul.cu", {act, qtype, spec_define(0, tile), spec_define(1, tile),
                                  spec_define(2, tile == 64 ? 3 : 0)});
     }
+    // Long x on the tensor-core GEMM: W decoded to f16.
+    cases.add("dequant.cu", {qtype});
     const uint32_t v = variant++;
     const DType dt = kActDTypes[v % 3];
     cases.add("qmatvec.cu", {dtype_defines("", dt), qtype, define("WG_SIZE", v % 2 ? 128 : 32),

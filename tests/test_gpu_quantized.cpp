@@ -98,6 +98,42 @@ TEST_P(GpuQMatMul, OneModulePerFormatAndDtypeOnePipelinePerRowCount) {
   EXPECT_EQ(k3.pipelines - k2.pipelines, 1u);
 }
 
+TEST_P(GpuQMatMul, LongXOnTheF16PathIsDequantCastGemmCast) {
+  // Forced on (lavapipe has no tensor cores: its SIMT GEMM takes the f16 product): W decoded to
+  // f16, x cast to f16, one matmul, the product cast to f32; the residual after, as an add. All
+  // recorded, nothing waited for.
+  SCOPED_TRACE(rng.seed());
+  const Device f16 = private_device([](gpu::GpuOptions& o) {
+    o.queue.ops_per_buffer = 1000;
+    o.dequant_rows = 16;
+  });
+  EXPECT_FALSE(gpu(f16).qmatmul_dequantizes(15));
+  EXPECT_TRUE(gpu(f16).qmatmul_dequantizes(16));
+  const QTensor w = random_weight(rng, 40, 256, QuantType::Q4_K);
+  const QMatMul mm(w, f16);
+  const Tensor x = make_tensor(random_ref(rng, {20, 256}), DType::F32, f16);
+  const Tensor r = make_tensor(random_ref(rng, {20, 40}), DType::F32, f16);
+  const Tensor x16 = x.to_dtype(DType::F16);
+  f16.synchronize();
+  auto dispatches = [&] { return gpu(f16).stats().queue.dispatches; };
+  const uint64_t d0 = dispatches(), c0 = gpu(f16).stats().queue.commits;
+  const Tensor y = mm.forward(x);
+  const uint64_t d1 = dispatches();
+  EXPECT_EQ(d1 - d0, 4u) << "dequantize W, cast x, matmul, cast y";
+  const Tensor yr = mm.forward(x, r);
+  const uint64_t d2 = dispatches();
+  EXPECT_EQ(d2 - d1, 5u) << "and the residual's add";
+  mm.forward(x16);
+  EXPECT_EQ(dispatches() - d2, 3u) << "f16 x is multiplied as it is";
+  EXPECT_EQ(gpu(f16).stats().queue.commits - c0, 0u) << "nothing was read back or waited for";
+  EXPECT_EQ(yr.to_vec<float>(), (r + y).to_vec<float>()) << "residual + forward(x), bit for bit";
+  // Below the rows, and by default on a device without tensor cores: the kernels of before.
+  const uint64_t d3 = dispatches();
+  mm.forward(x.narrow(0, 0, 15));
+  EXPECT_EQ(dispatches() - d3, 2u) << "quantize x, then qmatvec or the tiled kernel";
+  EXPECT_EQ(gpu(d).qmatmul_dequantizes(512), gpu(d).f16_tensor_gemm());
+}
+
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMul);
 
 class GpuQMatMulShapes : public GpuDeviceTest {};
@@ -145,6 +181,19 @@ TEST_P(GpuQMatMulShapes, WideWorkgroupsForMatricesWithManyRows) {
   }
 }
 
+TEST_P(GpuQMatMulShapes, QMatMulF16KnobIsParsed) {
+  const std::string exe = self_exe();
+  const auto rows = [&](const std::string& env) {
+    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["dequant_rows"];
+  };
+  EXPECT_EQ(rows("-u WICK_QMATMUL_F16"), "-1") << "the device's default";
+  EXPECT_EQ(rows("WICK_QMATMUL_F16=off"), "0");
+  EXPECT_EQ(rows("WICK_QMATMUL_F16=0"), "0");
+  EXPECT_EQ(rows("WICK_QMATMUL_F16=on"), std::to_string(gpu::default_dequant_rows()));
+  EXPECT_EQ(rows("WICK_QMATMUL_F16=100"), "100");
+  EXPECT_EQ(rows("WICK_QMATMUL_F16=abc"), "-1");
+}
+
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMulShapes);
 
 // Sweeps of every format through the kernels: the kernels' numbers, not host code (minutes under
@@ -165,6 +214,38 @@ TEST_P(GpuQMatMulSweeps, TheGpuChoicesWithAndWithoutSubgroupArithmetic) {
     check_every_format(gpu_like, {{1, 67}, {5, 67}, {9, 67}, {33, 131}, {128, 131}});
     if (::testing::Test::HasFatalFailure()) return;
     check_layouts_and_dtypes(gpu_like);  // 40 rows: the tiled kernel's strided and f16 x
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST_P(GpuQMatMulSweeps, TheF16PathForEveryFormatWithAndWithoutResidual) {
+  // Every format through dequant and the float GEMM (forced from 2 rows: tensor cores where the
+  // device has them, else its SIMT GEMM on f16), m on and off the GEMM's tiles, against the
+  // float64 product within f16's rounding of x, w and y (expected_for), plus the residual's f32
+  // add; f16 x read in place.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  const Device dev = private_device([](gpu::GpuOptions& o) { o.dequant_rows = 2; });
+  check_every_format(dev, {{2, 67}, {33, 131}, {70, 64}, {129, 131}});
+  if (::testing::Test::HasFatalFailure()) return;
+  check_layouts_and_dtypes(dev);
+  if (::testing::Test::HasFatalFailure()) return;
+  for (QuantType t : quantized_matmul_types()) {
+    const int64_t block = quant_type_info(t)->block_elems, n = 75, m = 67;
+    const int64_t k = block == 32 ? 160 : 512;
+    const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, block), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    const Ref xr = random_ref(rng, {m, k}, -3, 3), rr = random_ref(rng, {m, n}, -100, 100);
+    const Tensor y = QMatMul(qw, dev).forward(make_tensor(xr, DType::F32, dev),
+                                              make_tensor(rr, DType::F32, dev));
+    Expected e = expected_for(t, w, round_ref(xr, DType::F32).v, m, n, k, true);
+    const Ref rf = round_ref(rr, DType::F32);
+    for (size_t i = 0; i < e.y.size(); i++) {
+      e.y[i] += rf.v[i];
+      e.tol[i] += 0x1p-24 * (std::fabs(e.y[i]) + e.tol[i]);  // the add's rounding
+    }
+    check_qmatmul(y, e, std::string(quant_type_info(t)->name) + " with residual on " + dev.name());
     if (::testing::Test::HasFatalFailure()) return;
   }
 }

@@ -32,6 +32,11 @@ struct Knobs {
   // threads x rows <= 1024). Unset or
   // invalid -> 0,0 (the backend's default).
   int64_t qmatvec_threads = 0, qmatvec_rows_per_group = 0;
+  // WICK_QMATMUL_F16: x rows from which a GPU's quantized matmul dequantizes W to f16 and runs the
+  // float GEMM (tensor cores). Unset or unparsable -> -1 (the backend's default: only where matmul
+  // has tensor cores); 0/off -> never; "on" -> -2 (the default row count, on any device); n > 0 ->
+  // from n rows on any device.
+  int64_t qmatmul_f16_rows = -1;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
   bool cuda_dependent_launch = true;

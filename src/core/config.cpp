@@ -73,6 +73,10 @@ Knobs read_knobs() {
       k.qmatvec_rows_per_group = r;
     }
   }
+  if (const char* v = env("WICK_QMATMUL_F16")) {
+    int64_t n;
+    k.qmatmul_f16_rows = off(v) ? 0 : std::string_view(v) == "on" ? -2 : parse_int(v, n) ? n : -1;
+  }
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   return k;
 }
@@ -98,6 +102,10 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_QMATVEC_SHAPE", k.qmatvec_threads == 0 ? "default"
                                                     : std::to_string(k.qmatvec_threads) + "," +
                                                           std::to_string(k.qmatvec_rows_per_group)},
+      {"WICK_QMATMUL_F16", k.qmatmul_f16_rows == -1   ? "default"
+                           : k.qmatmul_f16_rows == -2 ? "on"
+                           : k.qmatmul_f16_rows == 0  ? "off"
+                                                      : std::to_string(k.qmatmul_f16_rows)},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
   };
 }

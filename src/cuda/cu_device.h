@@ -30,6 +30,7 @@ class CudaDevice final : public gpu::GpuDevice {
   // f32/f16/bf16/f64 products through cuBLASLt; the rest as GpuDevice does.
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;
+  bool f16_tensor_gemm() const override { return lt_ != nullptr; }
 
   const DeviceCaps& caps() const { return cu_driver_.caps(); }
   const CudaOptions& options() const { return options_; }

@@ -35,6 +35,8 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   o.fast_math = k.fast_math;
   o.qmatvec = default_qmatvec_shape(caps);
   if (k.qmatvec_rows >= 0) o.qmatvec.max_rows = k.qmatvec_rows;
+  // -2: "on", the default row count on any device.
+  o.dequant_rows = k.qmatmul_f16_rows == -2 ? default_dequant_rows() : k.qmatmul_f16_rows;
   if (k.qmatvec_threads > 0) {
     o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
     o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);

@@ -57,6 +57,9 @@ struct QMatVecShape {
 };
 // The measured defaults per device class (the table in gpu_quantized.cpp).
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);
+// x rows from which qmatmul dequantizes W to f16 and multiplies on the device's tensor-core GEMM,
+// where it has one (the table in gpu_quantized.cpp).
+int64_t default_dequant_rows();
 
 // Settings of one device that every GPU backend has; from_knobs() reads the WICK_* knobs and the
 // measured defaults.
@@ -69,6 +72,11 @@ struct GpuOptions {
   // their shared-memory path (tests run both).
   bool subgroups = true;
   QMatVecShape qmatvec;  // WICK_QMATVEC_ROWS sets max_rows
+  // x rows from which qmatmul dequantizes W to f16 and calls matmul (before qmatvec's and the
+  // tiled kernel's turn). -1: default_dequant_rows() where the device multiplies f16 on tensor
+  // cores (f16_tensor_gemm()), never elsewhere; 0: never; n > 0: from n rows on any device (tests,
+  // A/B). WICK_QMATMUL_F16 sets it.
+  int64_t dequant_rows = -1;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -102,6 +110,7 @@ enum class KernelFamily : uint32_t {
   RopeKv,
   Attention,
   QActPrologue,  // qact with an rms_norm or swiglu prologue
+  Dequant,
 };
 
 // A value of a kernel's parameter block after its header (op parameters).
@@ -203,6 +212,10 @@ class GpuDevice : public backend::BackendDevice {
   void qmatmul(backend::View x, const backend::QPrologue& prologue, const backend::Storage& wblocks,
                QuantType type, int64_t n_out, int64_t k, const backend::View* residual,
                backend::Storage& dst) override;
+  // Whether matmul multiplies f16 on tensor cores (backends that can override it).
+  virtual bool f16_tensor_gemm() const { return false; }
+  // Whether qmatmul of m rows of x dequantizes W to f16 for matmul (GpuOptions::dequant_rows).
+  bool qmatmul_dequantizes(int64_t m) const;
 
   void index_select(backend::View src, backend::View ids, size_t dim,
                     backend::Storage& dst) override;

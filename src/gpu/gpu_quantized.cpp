@@ -9,6 +9,15 @@
 // only in summation order. Beyond those rows, and for q8_1/q8_k weights (f32 BLAS on the CPU), x
 // (f32, f16 or bf16) is read through its strides in f32. The format is a define (QTYPE), so each
 // kernel is compiled once per format (and x dtype where it reads x).
+// Long x on a device whose matmul has tensor cores (cuBLASLt; Vulkan's cooperative matrices) takes
+// neither kernel: dequant.comp decodes W's blocks to f16 (n_out, k) in a pooled scratch buffer for
+// this call, x is cast to f16 if it is not, matmul multiplies them (f32 sums, f16 out) and the
+// product is cast to f32 (then the residual added). f16, as ggml, rather than bf16: its 11-bit
+// significand keeps each rounding (x, w, y) within 2^-11, under the 8-bit x's error, and the
+// formats' scales are f16 already, so only weights near f16's limit (65504) could overflow; the
+// f16 product bounds |y| to that limit too (activations of the models wick runs stay far below).
+// The x rows where this starts are a table entry (default_dequant_rows), WICK_QMATMUL_F16 the
+// knob; forced on a device without tensor cores it runs the same steps on the SIMT GEMM (tests).
 // A prologue (QMatMul::forward_rms_norm, forward_swiglu) joins the quantization of x: one qact
 // kernel computes the rms_norm or silu * up rows exactly as norm / unary + binary would have
 // stored them and quantizes them, so the product takes 2 dispatches instead of 3 or 4. Where x is
@@ -70,7 +79,22 @@ bool quantizes_x(QuantType t) {
   return quantized::dot_kernel_scalar(t) != nullptr;
 }
 
+// The x rows from which qmatmul dequantizes W to f16 for a tensor-core GEMM. Not measured yet:
+// ggml moves to cuBLAS (f16) from 32-64 rows of x where it does not use its int8 MMA kernels.
+constexpr int64_t kDequantRows = 64;
+
 }  // namespace
+
+int64_t default_dequant_rows() {
+  return kDequantRows;
+}
+
+bool GpuDevice::qmatmul_dequantizes(int64_t m) const {
+  const int64_t rows = options_.dequant_rows >= 0 ? options_.dequant_rows
+                       : f16_tensor_gemm()        ? default_dequant_rows()
+                                                  : 0;
+  return rows > 0 && m >= rows;
+}
 
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   // CPU implementations (lavapipe) run a workgroup on one host thread, 8 invocations per SIMD
@@ -122,7 +146,8 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   // x quantized as the CPU does (integer dots below its sgemm threshold): qact.comp writes each
   // row's k int8 values (k / 4 words) and its f32 scales, which the matmul kernels read in place
   // of x.
-  const bool act_q8 = quantizes_x(type) && m < quantized::gemm_min_rows();
+  const bool dequantize = qmatmul_dequantizes(m);
+  const bool act_q8 = !dequantize && quantizes_x(type) && m < quantized::gemm_min_rows();
   if (prologue.kind != Prologue::None) {
     WICK_ASSERT(prologue.operand && prologue.operand->storage.dtype() == dt);
     if (!act_q8) {  // nothing to fuse into: the prologue's ops, then the product of their rows
@@ -138,6 +163,45 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
       qmatmul({*staged, rows}, {}, wblocks, type, n_out, k, residual, dst);
       return;
     }
+  }
+  const auto qtype = static_cast<uint32_t>(type);
+  if (dequantize) {
+    // W (n_out, k) in f16, a thread per run of 8 elements; matmul reads it as W^T (k, n_out).
+    to_index(n_out * k, "dequantized weight elements");
+    backend::StoragePtr w16 = alloc(DType::F16, static_cast<size_t>(n_out * k));
+    QMatMulParams dpc{};
+    dpc.m = to_index(m, "rows");
+    dpc.n_out = to_index(n_out, "n_out");
+    dpc.k = to_index(k, "k");
+    dpc.row_bytes = to_index(row_bytes, "row bytes");
+    const Pipeline& decode = kernel(KernelFamily::Dequant, {qtype}, [&] {
+      Defines defs;
+      defs.emplace_back("QTYPE", std::to_string(qtype));
+      return key_for("dequant", std::move(defs));
+    });
+    const BufferAccess dargs[] = {{&buffer(wblocks), Access::Read}, {&buffer(*w16), Access::Write}};
+    queue_->record([&](CommandQueue::Recorder& r) {
+      r.dispatch(decode, dargs, param_words(dpc), grid(static_cast<uint64_t>(n_out * k / 8)));
+    });
+    const Layout x_rows = Layout::contiguous(Shape{m, k});
+    backend::StoragePtr x16;
+    if (dt != DType::F16) {
+      x16 = alloc(DType::F16, static_cast<size_t>(m * k));
+      cast(x, *x16);
+    }
+    const Layout wt(Shape{k, n_out}, {1, k}, 0);
+    const Layout y_rows = Layout::contiguous(Shape{m, n_out});
+    backend::StoragePtr y16 = alloc(DType::F16, static_cast<size_t>(m * n_out));
+    matmul(x16 ? View{*x16, x_rows} : x, {*w16, wt}, {1, m, n_out, k}, *y16);
+    if (!residual) {
+      cast({*y16, y_rows}, dst);
+      return;
+    }
+    // f32 first, then the add: residual + forward(x), bit for bit.
+    backend::StoragePtr y32 = alloc(DType::F32, static_cast<size_t>(m * n_out));
+    cast({*y16, y_rows}, *y32);
+    binary(backend::BinaryOp::Add, *residual, {*y32, y_rows}, dst);
+    return;
   }
   const int64_t act_block = quantized::act_kind(type) == quantized::ActKind::Block32 ? 32 : 256;
   const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
@@ -227,7 +291,6 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   }
 
   // Kernel ids: x's dtype, or one past the last dtype code for the quantized rows.
-  const auto qtype = static_cast<uint32_t>(type);
   const uint32_t x_code = act_q8 ? 0xffu : static_cast<uint32_t>(dt);
   auto base_defines = [&] {
     Defines defs;

@@ -32,6 +32,9 @@ class VulkanDevice final : public gpu::GpuDevice {
   // f16 products on cooperative matrices where the device has them; the rest as GpuDevice does.
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;
+  bool f16_tensor_gemm() const override {
+    return caps().coopmat_f16 && options_.cooperative_matrix;
+  }
 
   const DeviceCaps& caps() const { return vk_driver_.caps(); }
   const VulkanOptions& options() const { return options_; }
