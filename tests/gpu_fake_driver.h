@@ -66,6 +66,10 @@ class FakeDriver : public gpu::Driver {
   }
   void free(const gpu::Allocation& a) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (adopted_.erase(a.handle)) {
+      forgotten_++;
+      return;
+    }
     auto it = live_.find(a.handle);
     if (it == live_.end()) {
       double_frees_++;
@@ -76,6 +80,22 @@ class FakeDriver : public gpu::Driver {
     host_memory_.erase(a.handle);
     frees_++;
   }
+
+  // Other code's memory: an address the "device" shares (free() only forgets it).
+  gpu::Allocation adopt(uint64_t address, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    gpu::Allocation a;
+    a.handle = ++next_handle_;
+    a.size = bytes;
+    adopted_.emplace(a.handle, address);
+    return a;
+  }
+  uint64_t device_address(const gpu::Allocation& a) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = adopted_.find(a.handle);
+    return it != adopted_.end() ? it->second : 0;
+  }
+  void wait_for_other_work() override { other_work_waits_++; }
 
   gpu::ModuleCode compile(const gpu::CompileRequest& req) override {
     if (!slow_marker.empty() && req.source.find(slow_marker) != std::string::npos)
@@ -154,6 +174,12 @@ class FakeDriver : public gpu::Driver {
     return live_bytes_;
   }
   int double_frees() const { return double_frees_; }
+  size_t adopted_buffers() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return adopted_.size();
+  }
+  uint64_t forgotten() const { return forgotten_; }
+  int other_work_waits() const { return other_work_waits_; }
   int bad_ids() const { return bad_ids_; }
   int compiles() const { return compiles_; }
   int pipelines() const { return pipelines_; }
@@ -174,6 +200,9 @@ class FakeDriver : public gpu::Driver {
   std::vector<Event> events_;
   std::map<uint64_t, size_t> live_;
   std::map<uint64_t, std::vector<uint8_t>> host_memory_;
+  std::map<uint64_t, uint64_t> adopted_;  // handle -> address
+  uint64_t forgotten_ = 0;
+  std::atomic<int> other_work_waits_{0};
   uint64_t next_handle_ = 0, live_bytes_ = 0, allocations_ = 0, frees_ = 0;
   int fail_allocations_ = 0;
   int double_frees_ = 0, bad_ids_ = 0;

@@ -329,6 +329,46 @@ TEST(GpuBufferPool, TrimFreesOnlyFinishedUnusedBuffersOldestFirst) {
   EXPECT_EQ(drv.double_frees(), 0);
 }
 
+// Memory other code allocated (Tensor::from_blob on a GPU) goes back to its owner, never to the
+// free list, and only once no submission uses it: else the owner could reuse it under wick's work.
+TEST(GpuBufferPool, AdoptedMemoryGoesBackToItsOwnerOnceNoSubmissionUsesIt) {
+  FakeDriver drv;
+  drv.auto_complete = false;
+  int released = 0;
+  auto owner = [&] { return std::shared_ptr<void>(&released, [](int* n) { ++*n; }); };
+  {
+    gpu::BufferPool pool(drv, {});
+    auto a = pool.adopt(drv.adopt(0x10000, 4096), owner());
+    EXPECT_EQ(a->capacity, 4096u);
+    EXPECT_EQ(drv.device_address(a->alloc), 0x10000u);
+    a->last_use = 3;  // submission 3 uses it and has not finished
+    a.reset();
+    EXPECT_EQ(released, 0) << "the owner would take memory back that the GPU still uses";
+    pool.trim(0);
+    EXPECT_EQ(released, 0);
+    auto fresh = pool.acquire(4096);  // never from the free list
+    EXPECT_EQ(drv.allocations(), 1u);
+    drv.finish(3);
+    pool.trim();  // at the next synchronization or read-back
+    EXPECT_EQ(released, 1);
+    EXPECT_EQ(drv.forgotten(), 1u);
+    // Not in flight: back at once. Without an owner, the driver forgets it all the same.
+    pool.adopt(drv.adopt(0x20000, 64), owner()).reset();
+    EXPECT_EQ(released, 2);
+    pool.adopt(drv.adopt(0x30000, 64), nullptr).reset();
+    EXPECT_EQ(drv.adopted_buffers(), 0u);
+    EXPECT_EQ(pool.stats().in_use_bytes, fresh->capacity) << "adopted memory is not the pool's";
+    // One still in flight when the pool closes (its device synchronized first) goes back then.
+    auto late = pool.adopt(drv.adopt(0x40000, 64), owner());
+    late->last_use = 9;
+    late.reset();
+    EXPECT_EQ(released, 2);
+  }
+  EXPECT_EQ(released, 3);
+  EXPECT_EQ(drv.double_frees(), 0);
+  EXPECT_EQ(drv.adopted_buffers(), 0u);
+}
+
 TEST(GpuBufferPool, BudgetTrimsWhenExceeded) {
   FakeDriver drv;
   const uint64_t limit = 64 << 10;

@@ -72,18 +72,36 @@ class Tensor {
   Tensor ones_like() const;
   Tensor full_like(double value) const;
 
-  // ---- host memory without a copy (CPU tensors) -------------------------------------------
-  // A contiguous CPU tensor over numel(shape) elements of `dt` at `data`, which it uses in
+  // ---- memory shared with other code, without a copy (CPU and CUDA tensors) ----------------
+  // A contiguous tensor on `dev` over numel(shape) elements of `dt` at `data`, which it uses in
   // place: writes through data_ptr() or the in-place ops are seen by the caller and vice versa.
+  // On the CPU `data` is host memory. On a CUDA device it is that device's memory in its primary
+  // context (cudaMalloc, cuMemAlloc, PyTorch's allocator, ...), checked: the whole range must
+  // be device memory of that device (Error(Device) otherwise). Before it returns, from_blob
+  // waits for the work queued on the CUDA legacy default stream (where PyTorch, CuPy and
+  // cudaMemcpy put work unless told otherwise; it also waits for every blocking stream), so wick
+  // reads what that work wrote; finish work on non-blocking streams first. Devices whose memory
+  // has no address other code can use (Vulkan) refuse it with Error(Device).
   // `data` must be aligned to dtype_size(dt) bytes (Error(Unsupported) otherwise) and non-null
   // unless the shape is empty. `deleter(data)` runs exactly once, when the last tensor or view
-  // using the memory is destroyed; without one the caller keeps the memory alive that long.
-  // When from_blob throws, it has taken nothing: the deleter does not run.
+  // using the memory is destroyed and no queued op of wick's uses it any more (on a GPU that can
+  // be as late as the device's next synchronization or read-back); without one the caller keeps
+  // the memory alive that long. When from_blob throws, it has taken nothing: the deleter does
+  // not run.
+  static Tensor from_blob(void* data, const Shape& shape, DType dt, const Device& dev,
+                          std::function<void(void*)> deleter = {});
+  // On the CPU.
   static Tensor from_blob(void* data, const Shape& shape, DType dt,
                           std::function<void(void*)> deleter = {});
   // The address of this view's first element (storage offset applied; walk it with layout()'s
-  // strides). CPU tensors only: Error(Device) naming the device otherwise. The typed forms
-  // check that T is the tensor's dtype (Error(DType)).
+  // strides), valid while the tensor lives: host memory for CPU tensors; for CUDA tensors an
+  // address in the device's memory (primary context), for other code to use in place. On a
+  // CUDA device data_ptr() first waits until every op recorded on the device has finished, so
+  // the memory holds the tensor's values; ops recorded later are not waited for (order your
+  // accesses against them with device().synchronize()). Once the last tensor of that storage is
+  // gone, wick waits for the work queued on the CUDA legacy default stream before it reuses the
+  // memory, so such work may still read it. Other devices (Vulkan): Error(Device) naming the
+  // device. The typed forms check that T is the tensor's dtype (Error(DType)).
   void* data_ptr();
   const void* data_ptr() const;
   template <typename T>

@@ -6,6 +6,7 @@
 
 #include <array>
 
+#include "backend/backend.h"
 #include "wick/error.h"
 
 namespace wick::py {
@@ -101,6 +102,10 @@ void bind_devices(nb::module_& m) {
       .def("__str__", &Device::name);
   nb::implicitly_convertible<nb::str, Device>();
   m.def("available_devices", &available_devices);
+  // The C++ tests' hook, for Python's: new GPU memory is filled with 0xff bytes (NaN in floats),
+  // so an output a kernel did not write shows.
+  m.def("_set_poison_allocations", &backend::set_poison_allocations, nb::arg("on"),
+        "Test hook: fill every new allocation with 0xff bytes (NaN) while on.");
 }
 
 }  // namespace wick::py
@@ -127,5 +132,6 @@ NB_MODULE(_wick, m) {
                             "storage; ops return new tensors).");
   bind_tensor(m, tensor);
   bind_interop(m, tensor);
+  bind_custom_kernels(m);
   bind_models(m);
 }

@@ -1,5 +1,5 @@
 // Shared declarations of the Python module's parts (one file per area: errors and devices,
-// tensors, NumPy/DLPack interop, models and tokenizers).
+// tensors, NumPy/DLPack interop, custom kernels, models and tokenizers).
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -18,6 +18,7 @@ void bind_devices(nb::module_& m);
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_interop(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_models(nb::module_& m);
+void bind_custom_kernels(nb::module_& m);
 
 // A shape from a Python int or a sequence of ints; `op` names the caller in errors.
 Shape shape_arg(nb::handle h, const char* op);

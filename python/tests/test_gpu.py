@@ -21,13 +21,22 @@ def test_ops_and_copies_on_gpu(rng, device):
     np.testing.assert_allclose(np.asarray(t.sum(1)), a64.sum(1), **tol)
     np.testing.assert_allclose(np.asarray(t[0, 1:3]), a64[0, 1:3], **tol)
     np.testing.assert_allclose(np.asarray(t[:, ::-1, 2]), a64[:, ::-1, 2], **tol)
-    # The host sees GPU tensors through copies: np.asarray copies, views and DLPack refuse.
+    # The host sees GPU tensors through copies: np.asarray copies, NumPy views refuse. DLPack
+    # shares CUDA memory (test_cuda_interop.py); Vulkan memory has no address to share.
     assert np.asarray(t).ctypes.data != np.asarray(t).ctypes.data
     np.testing.assert_array_equal(np.asarray(t.cpu()), a)
     with pytest.raises(wick.DeviceError, match="not the CPU"):
         t.numpy()
-    with pytest.raises(wick.DeviceError, match="not the CPU"):
-        t.__dlpack__()
+    if device.kind == wick.DeviceKind.vulkan:
+        with pytest.raises(wick.DeviceError,
+                           match=r"Vulkan memory cannot be exported.*t\.to\('cpu'\)"):
+            t.__dlpack__()
+        with pytest.raises(wick.DeviceError, match="Vulkan memory cannot be exported"):
+            wick.from_dlpack(t)
+    # A host copy when the consumer asks for the CPU (the array API's dl_device).
+    np.testing.assert_array_equal(np.from_dlpack(t, device="cpu"), a)
+    with pytest.raises(BufferError):
+        t.__dlpack__(dl_device=(1, 0), copy=False)
     with pytest.raises(ValueError, match="copy=False"):
         np.asarray(t, copy=False)
     kind = {wick.DeviceKind.vulkan: 7, wick.DeviceKind.cuda: 2}[device.kind]

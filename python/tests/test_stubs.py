@@ -16,4 +16,13 @@ def test_stubs_cover_the_module():
     tensor = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
     methods = {f.name for f in tensor.body if isinstance(f, ast.FunctionDef)}
     assert {"__getitem__", "__add__", "__array__", "__dlpack__", "numpy", "sum"} <= methods
+    # The array API's keywords of __dlpack__, and custom kernels' keywords, as they are called.
+    dlpack = next(f for f in tensor.body if isinstance(f, ast.FunctionDef) and f.name == "__dlpack__")
+    assert [a.arg for a in dlpack.args.kwonlyargs] == ["stream", "max_version", "dl_device", "copy"]
+    kernel = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "CustomKernel")
+    calls = {f.name: f for f in kernel.body if isinstance(f, ast.FunctionDef)}
+    assert [a.arg for a in calls["__call__"].args.kwonlyargs] == [
+        "inputs", "output_shapes", "threads", "params", "device"]
+    assert [a.arg for a in calls["__init__"].args.kwonlyargs] == [
+        "inputs", "outputs", "params", "glsl", "cuda", "threads_per_group"]
     assert (pathlib.Path(wick.__file__).parent / "py.typed").exists()

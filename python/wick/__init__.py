@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._wick import (  # noqa: F401
     DType, Device, DeviceKind, Tensor, Llama, LlamaConfig, Generation, Tokenizer, GgufWriter,
+    CustomKernel, KernelSource,
     Error, ShapeError, DTypeError, DeviceError, OutOfRangeError, UnsupportedError, IoError,
     ParseError, OutOfMemoryError, InternalError,
     available_devices, dtype_size, is_float,

@@ -32,10 +32,10 @@ void BackendDevice::custom_kernel(const KernelSpec& spec, const std::vector<cons
        "custom kernels need a GPU device, not ", name());
 }
 
-StoragePtr BackendDevice::adopt_host(DType, size_t, std::byte*, std::shared_ptr<void>) {
+StoragePtr BackendDevice::adopt_memory(DType, size_t, std::byte*, std::shared_ptr<void>) {
   fail(ErrorKind::Device, "from_blob", name(),
-       " cannot use host memory in place (its tensors live in device memory): wrap the memory "
-       "on the cpu and copy it with to_device");
+       " cannot use other code's memory in place (its memory has no address other code can "
+       "use): wrap host memory on the cpu and copy it with to_device");
 }
 
 const char* unary_op_name(UnaryOp op) {

@@ -150,12 +150,17 @@ class BackendDevice {
   // Writes the view's elements, in row-major order, converted to `dst_dt`, into dst.
   virtual void to_host(View src, void* dst, DType dst_dt) = 0;
   virtual void synchronize() = 0;
-  // Storage over host memory used in place (Tensor::from_blob): `numel` elements of `dt` at
-  // `data`, aligned to their size, kept alive by `owner`. Unsupported by default (device memory).
-  virtual StoragePtr adopt_host(DType dt, size_t numel, std::byte* data,
-                                std::shared_ptr<void> owner);
-  // The host address of the storage's element 0; nullptr where it is not host memory.
-  virtual std::byte* host_data(const Storage&) const { return nullptr; }
+  // ---- memory shared with other code (Tensor::from_blob, Tensor::data_ptr) ------------------
+  // Storage over memory other code allocated, used in place: `numel` elements of `dt` at `data`,
+  // an address in this device's memory (the host's for the CPU, the device's for CUDA), aligned
+  // to their size. `owner` keeps the memory alive; it is dropped once the last tensor of it is
+  // gone and no queued op uses it any more. Error(Device) by default (memory without addresses).
+  virtual StoragePtr adopt_memory(DType dt, size_t numel, std::byte* data,
+                                  std::shared_ptr<void> owner);
+  // The address of the storage's element 0 in this device's memory, for other code to use in
+  // place: GPUs first wait until every op recorded on the device has finished. nullptr where
+  // the device's memory has no address other code can use (Vulkan).
+  virtual std::byte* memory_address(const Storage&) { return nullptr; }
 
   // ---- capture and replay -----------------------------------------------------------------
   // Whether capture() works here (GPUs; the CPU runs ops as they come).

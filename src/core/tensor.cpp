@@ -61,6 +61,11 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 
 Tensor Tensor::from_blob(void* data, const Shape& shape, DType dt,
                          std::function<void(void*)> deleter) {
+  return from_blob(data, shape, dt, Device::cpu(), std::move(deleter));
+}
+
+Tensor Tensor::from_blob(void* data, const Shape& shape, DType dt, const Device& dev,
+                         std::function<void(void*)> deleter) {
   const char* name = "from_blob";
   core::check_nbytes(shape, dt, name);
   const int64_t n = shape.numel();
@@ -69,20 +74,35 @@ Tensor Tensor::from_blob(void* data, const Shape& shape, DType dt,
   if (reinterpret_cast<uintptr_t>(data) % dtype_size(dt) != 0)
     fail(ErrorKind::Unsupported, name, "data at ", data, " is not aligned to the ", dtype_size(dt),
          " bytes of a ", dt, " element");
-  const Device dev = Device::cpu();
-  // The shared owner runs the deleter once, when the last storage (so the last view) drops it.
-  std::shared_ptr<void> owner;
-  if (deleter) owner = std::shared_ptr<void>(data, std::move(deleter));
-  auto s = dev.backend().adopt_host(dt, static_cast<size_t>(n), static_cast<std::byte*>(data),
-                                    std::move(owner));
+  // The shared owner runs the deleter once, when the backend drops it (the last storage, so the
+  // last view, is gone and no queued op uses the memory); armed only once the backend took the
+  // memory, so a refusal runs nothing.
+  struct Owner {
+    void* data = nullptr;
+    std::function<void(void*)> deleter;
+    bool armed = false;
+    ~Owner() {
+      if (armed) deleter(data);
+    }
+  };
+  std::shared_ptr<Owner> owner;
+  if (deleter) {
+    owner = std::make_shared<Owner>();
+    owner->data = data;
+    owner->deleter = std::move(deleter);
+  }
+  auto s =
+      dev.backend().adopt_memory(dt, static_cast<size_t>(n), static_cast<std::byte*>(data), owner);
+  if (owner) owner->armed = true;
   return core::wrap(std::move(s), shape, dt, dev);
 }
 
 const void* Tensor::data_ptr() const {
-  std::byte* base = device().backend().host_data(*storage());
+  std::byte* base = device().backend().memory_address(*storage());
   if (!base)
     fail(ErrorKind::Device, "data_ptr", "tensor ", core::describe(*this), " lives on ",
-         device().name(), ", not in host memory: copy it with to_device(Device::cpu()) first");
+         device().name(), ", whose memory has no address other code can use: copy it with ",
+         "to_device(Device::cpu()) first");
   return base + layout().start_offset * static_cast<int64_t>(dtype_size(dtype()));
 }
 void* Tensor::data_ptr() {

@@ -61,11 +61,11 @@ class CpuDevice final : public backend::BackendDevice {
   // Wraps existing host memory (e.g. a mapped file) without copying; `owner` keeps it alive.
   backend::StoragePtr wrap(DType dt, size_t numel, std::shared_ptr<void> owner, std::byte* data);
 
-  backend::StoragePtr adopt_host(DType dt, size_t numel, std::byte* data,
-                                 std::shared_ptr<void> owner) override {
+  backend::StoragePtr adopt_memory(DType dt, size_t numel, std::byte* data,
+                                   std::shared_ptr<void> owner) override {
     return wrap(dt, numel, std::move(owner), data);
   }
-  std::byte* host_data(const backend::Storage& s) const override { return cpu_storage(s).data(); }
+  std::byte* memory_address(const backend::Storage& s) override { return cpu_storage(s).data(); }
   backend::StoragePtr alloc(DType dt, size_t numel) override;
   backend::StoragePtr from_host(DType dt, const void* data, size_t numel) override;
   void to_host(backend::View src, void* dst, DType dst_dt) override;

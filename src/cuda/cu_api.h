@@ -28,7 +28,7 @@ struct DriverApi {
                               X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)      \
                                   X(cuLaunchKernel) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
                                       X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)    \
-                                          X(cuGraphExecDestroy)
+                                          X(cuGraphExecDestroy) X(cuPointerGetAttribute)
   WICK_CU_FUNCTIONS(WICK_CU_FN)
   // Optional (null when the driver lacks them): launches with attributes (programmatic dependent
   // launch) and a module's global variables.

@@ -16,6 +16,7 @@ namespace {
 struct BufferObj {
   CUdeviceptr device = 0;
   void* host = nullptr;  // pinned host memory (HostVisible), else null
+  bool adopted = false;  // other code's memory (adopt): never freed here
 };
 
 BufferObj& buffer_of(uint64_t handle) {
@@ -173,6 +174,7 @@ void CuDriver::free(const gpu::Allocation& a) {
     }
   }
   std::unique_ptr<BufferObj> obj(&buffer_of(a.handle));
+  if (obj->adopted) return;
   make_current();
   if (obj->host)
     api_.cuMemFreeHost(obj->host);
@@ -182,6 +184,53 @@ void CuDriver::free(const gpu::Allocation& a) {
 
 CUdeviceptr CuDriver::address(uint64_t handle) {
   return buffer_of(handle).device;
+}
+
+gpu::Allocation CuDriver::adopt(uint64_t address, size_t bytes) {
+  make_current();
+  const auto p = static_cast<CUdeviceptr>(address);
+  auto attribute = [&](CUpointer_attribute what, void* out) {
+    return api_.cuPointerGetAttribute(out, what, p);
+  };
+  auto refuse = [&](auto&&... why) {
+    fail(ErrorKind::Device, "from_blob", "memory at 0x", std::hex, address, std::dec, " (", bytes,
+         " bytes) ", why..., "; wick uses device memory of cuda:", ordinal_, " (", caps_.name,
+         ") in place");
+  };
+  if (bytes > 0) {
+    unsigned int type = 0;
+    if (attribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, &type) != CUDA_SUCCESS)
+      refuse("is not memory the CUDA driver knows (host memory?)");
+    if (type != CU_MEMORYTYPE_DEVICE)
+      refuse("is ", type == CU_MEMORYTYPE_HOST ? "host memory" : "not device memory");
+    int device = -1;
+    check(api_, attribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, &device), "cuPointerGetAttribute");
+    if (device != ordinal_) refuse("is on CUDA device ", device);
+    // Memory of another context is not mapped in the primary one (virtual memory mappings
+    // belong to none).
+    CUcontext context = nullptr;
+    if (attribute(CU_POINTER_ATTRIBUTE_CONTEXT, &context) == CUDA_SUCCESS && context &&
+        context != context_)
+      refuse("belongs to another CUDA context than the device's primary one");
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    if (attribute(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &start) == CUDA_SUCCESS &&
+        attribute(CU_POINTER_ATTRIBUTE_RANGE_SIZE, &size) == CUDA_SUCCESS &&
+        p - start + bytes > size)
+      refuse("runs past the end of its allocation (", size - (p - start), " bytes from there)");
+  }
+  auto obj = std::make_unique<BufferObj>();
+  obj->device = p;
+  obj->adopted = true;
+  gpu::Allocation a;
+  a.size = bytes;
+  a.handle = reinterpret_cast<uintptr_t>(obj.release());
+  return a;
+}
+
+void CuDriver::wait_for_other_work() {
+  make_current();
+  check(api_, api_.cuStreamSynchronize(CU_STREAM_LEGACY), "cuStreamSynchronize(legacy stream)");
 }
 
 // ---- kernels -----------------------------------------------------------------------------------

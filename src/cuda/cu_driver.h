@@ -48,6 +48,13 @@ class CuDriver final : public gpu::Driver {
 
   gpu::Allocation allocate(size_t bytes, gpu::MemoryKind kind) override;
   void free(const gpu::Allocation& a) override;
+  // Device memory of this device (checked with cuPointerGetAttribute: the whole range inside one
+  // allocation of this device, in its primary context or none).
+  gpu::Allocation adopt(uint64_t address, size_t bytes) override;
+  uint64_t device_address(const gpu::Allocation& a) const override { return address(a.handle); }
+  // Synchronizes the legacy default stream (which also waits for every blocking stream): where
+  // the runtime API, PyTorch and CuPy queue work unless told otherwise.
+  void wait_for_other_work() override;
   gpu::ModuleCode compile(const gpu::CompileRequest& req) override;
   std::unique_ptr<gpu::Pipeline> create_pipeline(const gpu::ModuleCode& code,
                                                  const std::string& entry,

@@ -21,9 +21,14 @@ struct BufferPool::State {
   uint64_t limit = 0;                   // the budget of unused bytes
   uint64_t trimmed_at = ~uint64_t{0};   // completed() when release() last trimmed
   std::multimap<size_t, Buffer*> free;  // by capacity
+  std::vector<Buffer*> retiring;        // adopted, released, last use not finished yet
   Stats stats;
 
   void release(Buffer* b) {
+    if (b->owner) {
+      release_adopted(b);
+      return;
+    }
     std::lock_guard<std::mutex> lock(mu);
     stats.in_use_bytes -= b->capacity;
     if (closed) {
@@ -43,6 +48,38 @@ struct BufferPool::State {
         trim_locked(limit);
       }
     }
+  }
+
+  // An adopted buffer goes back to its owner once no submission uses it. The owner is dropped
+  // outside the lock: its deleter is other code's (it may take the Python GIL).
+  void release_adopted(Buffer* b) {
+    std::shared_ptr<void> owner;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!closed && b->last_use.load() > driver->completed()) {
+        retiring.push_back(b);
+        return;
+      }
+      owner = forget_locked(b);
+    }
+  }
+  std::shared_ptr<void> forget_locked(Buffer* b) {
+    std::shared_ptr<void> owner = std::move(b->owner);
+    if (!closed) driver->free(b->alloc);  // closed: the driver is gone with its bookkeeping
+    delete b;
+    return owner;
+  }
+  // The owners of retiring buffers whose last use finished (all of them when `all`).
+  std::vector<std::shared_ptr<void>> retire_locked(bool all) {
+    std::vector<std::shared_ptr<void>> owners;
+    if (retiring.empty()) return owners;
+    const uint64_t done = all ? std::numeric_limits<uint64_t>::max() : driver->completed();
+    std::erase_if(retiring, [&](Buffer* b) {
+      if (b->last_use.load() > done) return false;
+      owners.push_back(forget_locked(b));
+      return true;
+    });
+    return owners;
   }
 
   // Frees free buffers, oldest first, whose last use finished, until free_bytes <= keep.
@@ -82,12 +119,15 @@ BufferPool::BufferPool(Driver& driver, PoolConfig config)
 }
 
 BufferPool::~BufferPool() {
+  std::vector<std::shared_ptr<void>> owners;
   std::lock_guard<std::mutex> lock(state_->mu);
   for (auto& [cap, b] : state_->free) {
     driver_.free(b->alloc);
     delete b;
   }
   state_->free.clear();
+  // The device is idle now (its owner synchronized it): adopted memory goes back to its owners.
+  owners = state_->retire_locked(true);
   state_->closed = true;
 }
 
@@ -144,9 +184,23 @@ BufferRef BufferPool::acquire(size_t bytes) {
   return wrap(b);
 }
 
+BufferRef BufferPool::adopt(const Allocation& a, std::shared_ptr<void> owner) {
+  auto* b = new Buffer;
+  b->alloc = a;
+  b->capacity = a.size;
+  // A non-null owner marks the buffer as adopted, also when the caller gave none.
+  b->owner = owner ? std::move(owner) : std::make_shared<int>(0);
+  BufferRef ref(b, [state = state_](Buffer* p) { state->release(p); });
+  b->self = ref;
+  b->generation = g_generation.fetch_add(1, std::memory_order_relaxed);
+  return ref;
+}
+
 void BufferPool::trim(uint64_t keep) {
+  std::vector<std::shared_ptr<void>> owners;
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->trim_locked(keep);
+  owners = state_->retire_locked(false);
 }
 
 BufferPool::Stats BufferPool::stats() const {

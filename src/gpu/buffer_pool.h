@@ -24,6 +24,8 @@ struct Buffer {
   // The reference the pool handed out while one is held (a capture takes one more: pinning).
   std::weak_ptr<Buffer> self;
   uint64_t generation = 0;  // process-wide count of hand-outs when this one was handed out
+  // Memory other code allocated (BufferPool::adopt): what keeps it alive; null for the pool's.
+  std::shared_ptr<void> owner;
 };
 // The generation the next hand-out gets (tells buffers made after a point in time).
 uint64_t next_buffer_generation();
@@ -54,8 +56,14 @@ class BufferPool {
 
   // A buffer of at least `bytes` bytes (0 is allowed).
   BufferRef acquire(size_t bytes);
+  // A buffer over memory other code allocated (Driver::adopt), kept alive by `owner`. It never
+  // enters the free list: when the last holder drops it, the driver forgets it and `owner` is
+  // dropped once no submission uses it any more (at once, or at a later trim()). Not counted in
+  // the stats.
+  BufferRef adopt(const Allocation& a, std::shared_ptr<void> owner);
   // Frees unused buffers, oldest freed first, until at most `keep` bytes of unused memory remain.
-  // Buffers whose last use has not finished stay.
+  // Buffers whose last use has not finished stay. Also lets go of adopted buffers whose last use
+  // finished.
   void trim(uint64_t keep);
   void trim() { trim(config_.limit); }
 

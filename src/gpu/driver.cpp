@@ -17,4 +17,10 @@ void Driver::replay(const Recording&, uint64_t) {
   fail(ErrorKind::Unsupported, "replay", caps().name, " cannot replay recorded work");
 }
 
+Allocation Driver::adopt(uint64_t, size_t) {
+  fail(ErrorKind::Device, "from_blob", caps().name,
+       ": this API's memory has no address other code can use, so wick cannot use other code's "
+       "memory in place: copy it to the cpu and use to_device");
+}
+
 }  // namespace wick::gpu

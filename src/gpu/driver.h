@@ -137,6 +137,22 @@ class Driver {
   // Only called once no submitted work uses the allocation any more.
   virtual void free(const Allocation& a) = 0;
 
+  // ---- memory shared with other code (Tensor::from_blob, Tensor::data_ptr) ----------------
+  // An allocation over `bytes` of device memory at `address` that other code allocated and
+  // frees: free() only forgets it. Error(Device) when the range is not this device's memory, or
+  // where the API's memory has no address other code can use (the default: Vulkan).
+  virtual Allocation adopt(uint64_t address, size_t bytes);
+  // The device address of an allocation's first byte, for other code; 0 where memory has no
+  // such address (the default).
+  virtual uint64_t device_address(const Allocation& a) const {
+    (void)a;
+    return 0;
+  }
+  // Waits on the host until the work other code queued on the device in the API's default
+  // order has finished (CUDA: the legacy default stream): memory shared with that code then
+  // holds what it wrote, and it no longer uses memory it was lent. Nothing by default.
+  virtual void wait_for_other_work() {}
+
   // ---- kernels ------------------------------------------------------------------------------
   // Throws Error(Internal) with the compiler's log when the source does not compile.
   virtual ModuleCode compile(const CompileRequest& req) = 0;

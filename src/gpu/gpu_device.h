@@ -35,14 +35,21 @@
 
 namespace wick::gpu {
 
+class GpuDevice;
+
 class GpuStorage final : public backend::Storage {
  public:
-  GpuStorage(backend::BackendDevice* dev, DType dt, size_t numel, BufferRef buffer)
-      : Storage(dev, dt, numel), buffer_(std::move(buffer)) {}
+  GpuStorage(GpuDevice* dev, DType dt, size_t numel, BufferRef buffer);
+  // Memory lent to other code (memory_address) is reused only after the work it queued.
+  ~GpuStorage() override;
   Buffer& buffer() const { return *buffer_; }
+  // Marks the memory as lent to other code (its address was handed out).
+  void lend() const { lent_.store(true, std::memory_order_relaxed); }
 
  private:
+  GpuDevice* gpu_;
   BufferRef buffer_;
+  mutable std::atomic<bool> lent_{false};
 };
 
 // The quantized matrix-vector kernel (qmatvec): threads and output rows per workgroup, and the
@@ -175,6 +182,13 @@ class GpuDevice : public backend::BackendDevice {
   backend::StoragePtr from_host(DType dt, const void* data, size_t numel) override;
   void to_host(backend::View src, void* dst, DType dst_dt) override;
   void synchronize() override;
+  // Memory shared with other code, where the driver gives addresses (CUDA): gpu_memory.cpp.
+  backend::StoragePtr adopt_memory(DType dt, size_t numel, std::byte* data,
+                                   std::shared_ptr<void> owner) override;
+  std::byte* memory_address(const backend::Storage& s) override;
+  // Waits for the work other code queued on the device (Driver::wait_for_other_work); never
+  // throws (storage destructors call it).
+  void wait_for_other_work() noexcept;
 
   void unary(backend::UnaryOp op, backend::UnaryParams p, backend::View x,
              backend::Storage& dst) override;

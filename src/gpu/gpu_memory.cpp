@@ -36,6 +36,15 @@ const Pipeline& GpuDevice::copy_kernel(DType from, DType to) {
   });
 }
 
+GpuStorage::GpuStorage(GpuDevice* dev, DType dt, size_t numel, BufferRef buffer)
+    : Storage(dev, dt, numel), gpu_(dev), buffer_(std::move(buffer)) {}
+
+GpuStorage::~GpuStorage() {
+  // Other code may still have work queued that uses the memory: let it finish before the pool
+  // can hand the memory to another tensor.
+  if (lent_.load(std::memory_order_relaxed)) gpu_->wait_for_other_work();
+}
+
 StoragePtr GpuDevice::alloc(DType dt, size_t numel) {
   require_storage(dt, "alloc");
   BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
@@ -59,6 +68,41 @@ StoragePtr GpuDevice::from_host(DType dt, const void* data, size_t numel) {
   BufferRef buf = device_pool_->acquire(numel * dtype_size(dt));
   upload(*buf, data, numel * dtype_size(dt));
   return std::make_shared<GpuStorage>(this, dt, numel, std::move(buf));
+}
+
+// ---- memory shared with other code -------------------------------------------------------------
+//
+// Adopted memory is a buffer outside the pool (BufferPool::adopt) whose owner goes back to the
+// other code only once no submission uses it. Its values are what the other code's work left:
+// that work is waited for first (Driver::wait_for_other_work). Handing out an address waits for
+// wick's own work, and marks the storage lent, so that the pool reuses its memory only after
+// the work the other code queued on it.
+
+StoragePtr GpuDevice::adopt_memory(DType dt, size_t numel, std::byte* data,
+                                   std::shared_ptr<void> owner) {
+  require_storage(dt, "from_blob");
+  const size_t bytes = numel * dtype_size(dt);
+  const Allocation a = driver_->adopt(reinterpret_cast<uintptr_t>(data), bytes);
+  BufferRef buf = device_pool_->adopt(a, std::move(owner));
+  driver_->wait_for_other_work();
+  return std::make_shared<GpuStorage>(this, dt, numel, std::move(buf));
+}
+
+std::byte* GpuDevice::memory_address(const Storage& s) {
+  const auto& storage = static_cast<const GpuStorage&>(s);
+  const uint64_t address = driver_->device_address(storage.buffer().alloc);
+  if (address == 0) return nullptr;
+  storage.lend();
+  synchronize();
+  return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(address));
+}
+
+void GpuDevice::wait_for_other_work() noexcept {
+  try {
+    if (!driver_->shutting_down()) driver_->wait_for_other_work();
+  } catch (const Error&) {
+    // A failed device has no work left to wait for.
+  }
 }
 
 void GpuDevice::to_host(View src, void* dst, DType dst_dt) {

@@ -157,14 +157,22 @@ TEST(ApiFromBlob, TypedDataPtrAndErrors) {
   expect_error([&] { u.data_ptr(); }, ErrorKind::Shape, {"undefined tensor"});
 }
 
-TEST_P(Api, DataPtrOfADeviceTensorNamesTheDevice) {
+// Memory shared with other code: host memory on the CPU, device memory on CUDA
+// (test_cuda_memory.cpp); other devices' memory has no address, and they say so.
+TEST_P(Api, DataPtrAndFromBlobOfADeviceWithoutAddressesNameTheDevice) {
   const Device dev = device();
   const Tensor t = Tensor::ones({2}, DType::F32, dev);
-  if (dev.is_cpu()) {
+  if (dev.is_cpu() || dev.kind() == DeviceKind::Cuda) {
     EXPECT_NE(t.data_ptr(), nullptr);
     return;
   }
-  expect_error([&] { t.data_ptr(); }, ErrorKind::Device, {"data_ptr", dev.name(), "to_device"});
+  expect_error([&] { t.data_ptr(); }, ErrorKind::Device,
+               {"data_ptr", dev.name(), "no address", "to_device"});
+  alignas(8) float buf[2] = {1, 2};
+  int deleted = 0;
+  expect_error([&] { Tensor::from_blob(buf, {2}, DType::F32, dev, [&](void*) { deleted++; }); },
+               ErrorKind::Device, {"from_blob", "to_device"});
+  EXPECT_EQ(deleted, 0);
 }
 
 // ---- i32 --------------------------------------------------------------------------------------
