@@ -170,6 +170,55 @@ TEST_P(LlamaBatch, RowsDoNotDependOnTheBatchOnTheCpu) {
   EXPECT_EQ(model.forward_batch(steps).get(5).to_vec<float>(), want2);
 }
 
+// Sequences made and dropped between decode steps (a GPU replays a captured step per batch size;
+// a new sequence may grow the caches it names, dropping the captured steps): each row still
+// matches its sequence run alone, and a dropped sequence's cache slot serves the next one.
+TEST_P(LlamaBatch, SequencesMadeAndDroppedBetweenSteps) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  const TinyLlamaConfig cfg;
+  write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
+  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), device(), 24);
+  const int64_t v = cfg.vocab;
+  std::vector<Alone> runs;
+  for (int i = 0; i < 4; i++)
+    runs.push_back(run_alone(model, random_ids(rng, 2 + i, v), random_ids(rng, 8, v)));
+  struct Live {
+    const Alone* alone;
+    LlamaSequence seq;
+    size_t step = 0;
+  };
+  std::vector<Live> live;
+  auto pass = [&] {  // the next step of every live sequence, in one forward_batch
+    std::vector<LlamaModel::SequenceStep> steps;
+    for (Live& l : live)
+      steps.push_back({&l.seq, l.step == 0 ? l.alone->prompt
+                                           : std::vector<uint32_t>{l.alone->decode[l.step - 1]}});
+    const Tensor logits = model.forward_batch(steps);
+    for (size_t i = 0; i < live.size(); i++) {
+      SCOPED_TRACE("row " + std::to_string(i) + ", step " + std::to_string(live[i].step));
+      expect_same_step(logits.get(static_cast<int64_t>(i)).to_vec<float>(),
+                       live[i].alone->batch_logits[live[i].step], 2e-4);
+      live[i].step++;
+    }
+  };
+  live.push_back({&runs[0], model.new_sequence()});
+  live.push_back({&runs[1], model.new_sequence()});
+  pass();  // both prompts
+  pass();  // both decode: the step of 2 sequences
+  pass();
+  live.push_back({&runs[2], model.new_sequence()});  // a third slot
+  pass();                                            // a prompt beside two decodes
+  pass();                                            // 3 decode
+  live.erase(live.begin());                          // runs[0]'s slot is free again
+  live.push_back({&runs[3], model.new_sequence()});  // and taken by runs[3]
+  pass();
+  pass();
+  pass();
+  for (const Live& l : live) EXPECT_GT(l.step, 2u);
+}
+
 TEST_P(LlamaBatch, Errors) {
   Rng rng;
   TempDir dir;

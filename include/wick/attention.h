@@ -1,12 +1,21 @@
 // Fused ops for token-by-token decoding with a KV cache allocated once.
 //
-// Both take the position of the first new token from a device tensor `pos` (a u32 tensor of one
-// element, any shape, on the ops' device) instead of a host integer: nothing about a decode step
-// then depends on the host's position, so a step recorded once can be replayed with a new
-// position written into `pos`. A position that does not fit the cache (pos + t > max_seq) is only
-// known on the device: the CPU throws Error(OutOfRange) at the op; a GPU writes nothing out of
-// bounds and raises the same OutOfRange, naming the op, at the calling thread's next wait
-// (read-back or synchronize), without waiting at the op.
+// Both take the position of the first new token from a device tensor `pos` instead of a host
+// integer: nothing about a decode step then depends on the host's position, so a step recorded
+// once can be replayed with a new position written into `pos`. pos is a u32 tensor on the ops'
+// device of one element (every batch item at that position) or of b elements (item i at pos[i]:
+// sequences of different lengths decoded together), any shape. A position that does not fit the
+// cache (pos + t > max_seq) is only known on the device: the CPU throws Error(OutOfRange) at the
+// op; a GPU writes nothing out of bounds and raises the same OutOfRange, naming the op, at the
+// calling thread's next wait (read-back or synchronize), without waiting at the op.
+//
+// Cache slots: by default batch item i reads and writes row block i of the caches (b, kvh,
+// max_seq, d). Given `slots`, a u32 tensor of b elements on the ops' device, item i uses cache
+// slot slots[i] of caches (S, kvh, max_seq, d) for any S >= 1 instead: a server keeps every
+// sequence's cache as a slot of one tensor per layer and steps any subset of them together. A
+// slot >= S is found like a bad position (OutOfRange; a GPU writes nothing for it). The items
+// of one rope_kv_cache call must name different slots (else they write the same rows; the CPU
+// refuses, a GPU's result is then unspecified).
 //
 // Shapes: b batch, h query heads, kvh key/value heads (h a positive multiple of kvh: query head j
 // reads kv head j / (h / kvh)), t new tokens, d head dim, max_seq cache rows. With no elements
@@ -29,8 +38,8 @@ struct RotaryTables {
 
 // Rotates q (b, h, t, d) and k (b, kvh, t, d) at positions pos .. pos + t - 1 and writes the
 // rotated k and v (b, kvh, t, d) into rows pos .. pos + t - 1 of k_cache and v_cache
-// (b, kvh, max_seq, d), in place (other rows keep their values). Returns the rotated q,
-// (b, h, t, d) contiguous. Equal, bit for bit, to
+// (b, kvh, max_seq, d; with slots (S, kvh, max_seq, d)), in place (other rows keep their values).
+// Returns the rotated q, (b, h, t, d) contiguous. Equal, bit for bit, to
 //   q.rope_i(cos_q.narrow(0, pos, t), sin_q.narrow(0, pos, t))   (rope when !interleaved)
 //   k_cache.slice_set(k.rope_i(cos_k.narrow(0, pos, t), ...), 2, pos); v_cache.slice_set(v, 2, pos)
 // interleaved: rotate the pairs (2i, 2i + 1) (rope_i), else (i, i + d/2) (rope); d is even.
@@ -40,21 +49,23 @@ struct RotaryTables {
 // one float dtype (f32, f16, bf16, f64), the tables included, as rope takes them: f16/bf16
 // compute in f32 from tables rounded to the dtype, exactly as the unfused ops do (a 16-bit cache
 // under f32 gets the f32 results rounded once). One kernel on GPUs.
-// Errors: Shape (ranks, dims, cache or table shapes, overlapping or non-contiguous caches), DType,
-// Device (tensors on different devices), OutOfRange (t > max_seq at once, pos + t > max_seq as
-// above).
+// Errors: Shape (ranks, dims, cache or table shapes, overlapping or non-contiguous caches, pos or
+// slots of the wrong size), DType, Device (tensors on different devices), OutOfRange (t > max_seq
+// at once, pos + t > max_seq or a slot >= S as above).
 Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
                      const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos,
-                     bool interleaved);
+                     bool interleaved, const Tensor& slots = Tensor());
 
-// Causal attention of q (b, h, t, d) over the caches (b, kvh, max_seq, d): query i, at position
+// Causal attention of q (b, h, t, d) over the caches (b, kvh, max_seq, d; with slots (S, kvh,
+// max_seq, d)): query i of a batch item, at position
 // pos + i, attends to cache rows 0 ..= pos + i, softmax(q k^T) v with no further scaling (q
 // carries it). Returns (b, h, t, d) contiguous in q's dtype; sums and the softmax run in f32 (f64
 // for f64) with a running maximum. q: any strides; caches contiguous (a start offset is fine),
-// of q's dtype or 16-bit under f32 q (above). GPUs: at most two dispatches (the sequence split over
+// of q's dtype or 16-bit under f32 q (above). A batch item's result does not depend on the other
+// items (the same bits alone or batched). GPUs: at most two dispatches (the sequence split over
 // workgroups, then a combine). Errors: Shape, DType, Device, OutOfRange (t > max_seq at once, pos +
-// t > max_seq as above).
+// t > max_seq or a slot >= S as above).
 Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                        const Tensor& pos);
+                        const Tensor& pos, const Tensor& slots = Tensor());
 
 }  // namespace wick

@@ -37,7 +37,7 @@
 // scope (helper functions, shared memory, #defines; in CUDA the buffers and parameters are
 // locals of the kernel, so pass them to helpers as arguments).
 //
-// The CPU device runs no custom kernels (Error(Unsupported)). Limits: at most 12 buffers (inputs
+// The CPU device runs no custom kernels (Error(Unsupported)). Limits: at most 16 buffers (inputs
 // and outputs together), 128 bytes of parameters (in declaration order, each aligned to its size),
 // 1 to 1024 threads per workgroup, fewer than 2^32 threads, and per buffer the device's
 // storage-buffer range (128 MiB on lavapipe).

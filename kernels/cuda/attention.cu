@@ -1,5 +1,6 @@
-// attention_cached: causal softmax(q k^T) v of q (b, h, t, d) over the caches (b, kvh, max_seq, d),
-// query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti of kv head hi / (h / kvh).
+// attention_cached: causal softmax(q k^T) v of q (b, h, t, d) over the caches (slots, kvh,
+// max_seq, d), query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti of kv head
+// hi / (h / kvh) in item bi's slot (slots[bi], or bi), pos the item's position.
 // Flash-decoding in two phases (PHASE, WICK_SPEC_0):
 //   0: a block per (query row, split): split s takes the keys [s span, (s + 1) span) of its row,
 //      CHUNK (= WG_SIZE) at a time with a running maximum m, sum l and accumulator acc (the
@@ -13,8 +14,9 @@
 // e % WG_SIZE, in its registers for d <= ACC_REGS WG_SIZE (every head size models use), else in
 // the scratch slot (the registers saved a read-modify-write of global memory per chunk). When pos +
 // t > max_seq the keys are clamped to the cache (nothing is read out of bounds) and the op's error
-// record gets the position. Bindings: 0 q, 1 k_cache, 2 v_cache, 3 pos, 4 scratch, 5 y, 6 the error
-// record.
+// record gets the position; an item whose slot is beyond the caches gets nothing computed (the
+// record gets the slot). Bindings: 0 q, 1 k_cache, 2 v_cache, 3 pos, 4 scratch, 5 y, 6 the error
+// record, 7 slots.
 // LANES (WICK_SPEC_1, 0 = off) picks phase 0's vector form for rows of d = LANES * KV_VEC elements
 // (KV_VEC of them in 16 bytes; the host checks alignment): LANES lanes share a key, each loading
 // 16 bytes of it, so a warp reads 32 / LANES whole rows per load and every thread's loads are
@@ -51,9 +53,30 @@ typedef double ACC_T;
 typedef float ACC_T;
 #endif
 
-// The keys query ti attends to: pos + ti + 1, clamped to the cache (reported in phase 0).
-WICK_DEV uint32_t key_count(const AttentionParams& pc, uint32_t p, uint32_t ti, uint32_t* err,
+// Query row `row`'s item: its position and cache slot, read from their buffers.
+struct Item {
+  uint32_t pos, slot;
+  bool slot_ok;
+};
+WICK_DEV Item item_of(const AttentionParams& pc, const uint32_t* pos, const uint32_t* slots,
+                      uint32_t row) {
+  const uint32_t bi = row / (pc.t * pc.h);
+  Item it;
+  it.pos = pos[pc.pos_offset + bi * pc.pos_stride];
+  it.slot = pc.cache_slots > 0u ? slots[pc.slots_offset + bi] : bi;
+  it.slot_ok = pc.cache_slots == 0u || it.slot < pc.cache_slots;
+  return it;
+}
+
+// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache (reported in
+// phase 0); none for a slot beyond the caches.
+WICK_DEV uint32_t key_count(const AttentionParams& pc, const Item& it, uint32_t ti, uint32_t* err,
                             bool report) {
+  if (!it.slot_ok) {
+    if (report) report_error(err, WICK_ERROR_CACHE_SLOT, it.slot, pc.cache_slots);
+    return 0u;
+  }
+  const uint32_t p = it.pos;
   if (p > pc.max_seq || pc.t > pc.max_seq - p) {
     if (report) report_error(err, WICK_ERROR_CACHE_POSITION, p, pc.max_seq);
     return p >= pc.max_seq ? pc.max_seq : min(p + ti + 1u, pc.max_seq);
@@ -61,25 +84,40 @@ WICK_DEV uint32_t key_count(const AttentionParams& pc, uint32_t p, uint32_t ti, 
   return p + ti + 1u;
 }
 
+// What a phase 0 block (query row, split) works on, for both forms: the keys [k0, k_end) of its
+// row, q's row, and the element of cache row 0 of its kv head in its item's slot.
+struct RowWork {
+  uint32_t row, k0, k_end, q_row, first;
+};
+// False when the block has nothing to do (a split past the row's keys: uniform per block).
+WICK_DEV bool row_work(const AttentionParams& pc, const uint32_t* pos, const uint32_t* slots,
+                       uint32_t* err, uint32_t g, uint32_t tid, RowWork& w) {
+  w.row = g / pc.n_splits;
+  const uint32_t split = g % pc.n_splits;
+  const uint32_t ti = w.row % pc.t, hi = w.row / pc.t % pc.h, bi = w.row / (pc.t * pc.h);
+  const Item it = item_of(pc, pos, slots, w.row);
+  // One report per item: its first query row's first split.
+  const bool report = split == 0u && ti == 0u && hi == 0u && tid == 0u;
+  const uint32_t n_keys = key_count(pc, it, ti, err, report);
+  w.k0 = split * pc.span;
+  if (w.k0 >= n_keys) return false;
+  w.k_end = min(w.k0 + pc.span, n_keys);
+  w.q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+  w.first = (it.slot * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
+  return true;
+}
+
 WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_cache,
-                            const KT* v_cache, uint32_t p, ACC_T* scratch, ST* y, uint32_t* err,
-                            uint32_t g, uint32_t tid) {
+                            const KT* v_cache, const RowWork& w, ACC_T* scratch, ST* y, uint32_t g,
+                            uint32_t tid) {
   __shared__ ACC_T s_q[WG_SIZE];     // the query row (when d <= WG_SIZE)
   __shared__ ACC_T s_p[CHUNK];       // the chunk's weights e^(s - m)
   __shared__ ACC_T s_part[WG_SIZE];  // partial sums of acc
   __shared__ ACC_T s_red[WICK_WARPS];
-  const uint32_t row = g / pc.n_splits, split = g % pc.n_splits;
-  const uint32_t ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
-  const uint32_t n_keys = key_count(pc, p, ti, err, g == 0u && tid == 0u);
-  const uint32_t k0 = split * pc.span;
-  if (k0 >= n_keys) return;  // uniform: an unused split
-  const uint32_t k_end = min(k0 + pc.span, n_keys);
+  const uint32_t row = w.row, k0 = w.k0, k_end = w.k_end, q_row = w.q_row;
   const uint32_t d = pc.d;
-  const uint32_t q_row =
-      pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
-  const uint32_t first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * d;  // cache row 0
-  const KT* keys = k_cache + pc.kc_offset + first;
-  const KT* values = v_cache + pc.vc_offset + first;
+  const KT* keys = k_cache + pc.kc_offset + w.first;
+  const KT* values = v_cache + pc.vc_offset + w.first;
   ACC_T* slot = scratch + static_cast<uint64_t>(g) * (d + 2u);  // (m, l, acc[d])
   const bool q_shared = d <= WG_SIZE;
   if (q_shared && tid < d) s_q[tid] = ACC_T(LOAD(DT, q[q_row + tid * pc.q_strides[3]]));
@@ -176,7 +214,7 @@ struct alignas(16) KvVec {
 // thread, WG_SIZE / LANES keys at a time, summed over those key groups once at the end.
 template <uint32_t L>
 WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT* k_cache,
-                                const KT* v_cache, uint32_t p, ACC_T* scratch, ST* y, uint32_t* err,
+                                const KT* v_cache, const RowWork& w, ACC_T* scratch, ST* y,
                                 uint32_t g, uint32_t tid) {
   static_assert(L >= 1u && L <= 32u && (L & (L - 1u)) == 0u, "L: 2^i <= 32");
   constexpr uint32_t GROUPS = WG_SIZE / L;  // key groups of the value sums
@@ -184,19 +222,11 @@ WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT
   __shared__ ACC_T s_p[CHUNK];  // the chunk's scores, then weights e^(s - m)
   __shared__ ACC_T s_red[WICK_WARPS];
   __shared__ ACC_T s_acc[GROUPS * D];  // the key groups' value sums, added at the end
-  const uint32_t row = g / pc.n_splits, split = g % pc.n_splits;
-  const uint32_t ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
-  const uint32_t n_keys = key_count(pc, p, ti, err, g == 0u && tid == 0u);
-  const uint32_t k0 = split * pc.span;
-  if (k0 >= n_keys) return;  // uniform: an unused split
-  const uint32_t k_end = min(k0 + pc.span, n_keys);
+  const uint32_t row = w.row, k0 = w.k0, k_end = w.k_end, q_row = w.q_row;
   const uint32_t lane = tid % 32u, warp = tid / 32u;
   const uint32_t col = tid % L;  // this thread's 16 bytes of a row
-  const uint32_t q_row =
-      pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
-  const uint32_t first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * D;  // cache row 0
-  const KvVec* keys = reinterpret_cast<const KvVec*>(k_cache + pc.kc_offset + first);
-  const KvVec* values = reinterpret_cast<const KvVec*>(v_cache + pc.vc_offset + first);
+  const KvVec* keys = reinterpret_cast<const KvVec*>(k_cache + pc.kc_offset + w.first);
+  const KvVec* values = reinterpret_cast<const KvVec*>(v_cache + pc.vc_offset + w.first);
   ACC_T* slot = scratch + static_cast<uint64_t>(g) * (D + 2u);  // (m, l, acc[d])
   ACC_T qv[KV_VEC];
 #pragma unroll
@@ -281,10 +311,10 @@ WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT
   }
 }
 
-WICK_DEV void combine_phase(const AttentionParams& pc, uint32_t p, const ACC_T* scratch, ST* y,
+WICK_DEV void combine_phase(const AttentionParams& pc, const Item& it, const ACC_T* scratch, ST* y,
                             uint32_t row, uint32_t tid) {
   const uint32_t ti = row % pc.t, d = pc.d;
-  const uint32_t used = (key_count(pc, p, ti, nullptr, false) + pc.span - 1u) / pc.span;
+  const uint32_t used = (key_count(pc, it, ti, nullptr, false) + pc.span - 1u) / pc.span;
   const ACC_T* first = scratch + static_cast<uint64_t>(row) * pc.n_splits * (d + 2u);
   ACC_T big = -FloatBits<ACC_T>::inf();
   for (uint32_t s = 0u; s < used; s++) big = fmax(big, first[s * (d + 2u)]);
@@ -310,19 +340,21 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const ST* q = buffer_at<const ST>(args, 0);
   const KT* k_cache = buffer_at<const KT>(args, 1);
   const KT* v_cache = buffer_at<const KT>(args, 2);
-  const uint32_t p = buffer_at<const uint32_t>(args, 3)[pc.pos_offset];
+  const uint32_t* pos = buffer_at<const uint32_t>(args, 3);
   ACC_T* scratch = buffer_at<ACC_T>(args, 4);
   ST* y = buffer_at<ST>(args, 5);
   uint32_t* err = buffer_at<uint32_t>(args, 6);
+  const uint32_t* slots = buffer_at<const uint32_t>(args, 7);
   const uint32_t g = group_index(), tid = threadIdx.x;
   const uint32_t rows = pc.b * pc.h * pc.t;
   if (PHASE == 0u) {
-    if (g >= rows * pc.n_splits) return;
+    RowWork w;
+    if (g >= rows * pc.n_splits || !row_work(pc, pos, slots, err, g, tid, w)) return;
     if constexpr (LANES > 0u)
-      partial_phase_vec<LANES>(pc, q, k_cache, v_cache, p, scratch, y, err, g, tid);
+      partial_phase_vec<LANES>(pc, q, k_cache, v_cache, w, scratch, y, g, tid);
     else
-      partial_phase(pc, q, k_cache, v_cache, p, scratch, y, err, g, tid);
+      partial_phase(pc, q, k_cache, v_cache, w, scratch, y, g, tid);
   } else if (g < rows) {
-    combine_phase(pc, p, scratch, y, g, tid);
+    combine_phase(pc, item_of(pc, pos, slots, g), scratch, y, g, tid);
   }
 }

@@ -1,6 +1,7 @@
 #version 450
-// attention_cached: causal softmax(q k^T) v of q (b, h, t, d) over the caches (b, kvh, max_seq, d),
-// query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti of kv head hi / (h / kvh).
+// attention_cached: causal softmax(q k^T) v of q (b, h, t, d) over the caches (slots, kvh,
+// max_seq, d), query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti of kv head
+// hi / (h / kvh) in item bi's slot (slots[bi], or bi), pos the item's position.
 // Flash-decoding in two phases (PHASE, constant 0):
 //   0: a workgroup per (query row, split): split s takes the keys [s span, (s + 1) span) of its
 //      row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l and accumulator acc (the
@@ -12,8 +13,10 @@
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
 // the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
 // e % WG_SIZE, in its registers for d <= ACC_REGS WG_SIZE (every head size models use), else in
-// the scratch slot (the registers saved a read-modify-write of global memory per chunk). When pos + t > max_seq the keys are clamped to
-// the cache (nothing is read out of bounds) and the op's error record gets the position.
+// the scratch slot (the registers saved a read-modify-write of global memory per chunk). When
+// pos + t > max_seq the keys are clamped to the cache (nothing is read out of bounds) and the op's
+// error record gets the position; an item whose slot is beyond the caches gets nothing computed
+// (the record gets the slot).
 #include "include/common.glsl"
 #include "include/dtype.glsl"
 #include "include/math.glsl"
@@ -48,14 +51,17 @@ layout(set = 0, binding = 4) buffer Scratch { ACC_T scratch[]; };
 layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
 #define ERROR_BINDING 6
 #include "include/errors.glsl"
+layout(set = 0, binding = 7) readonly buffer Slots { uint slots[]; };
 
 #define CHUNK WG_SIZE
 #define ACC_REGS 4u
 shared ACC_T s_q[WG_SIZE];    // the query row (when d <= WG_SIZE)
 shared ACC_T s_p[CHUNK];      // the chunk's weights e^(s - m)
 shared ACC_T s_red[WG_SIZE];  // reductions, partial sums
-shared ACC_T s_qv[32u * KV_VEC];       // the vector form's query row (d <= 32 KV_VEC)
-shared ACC_T s_acc[WG_SIZE * KV_VEC];  // the vector form's key groups' value sums
+// The vector form's arrays: sized 1 for the scalar form, which never touches them.
+#define VEC_ARRAYS (LANES > 0u ? 1u : 0u)
+shared ACC_T s_qv[VEC_ARRAYS * 32u * KV_VEC + 1u];       // its query row (d <= 32 KV_VEC)
+shared ACC_T s_acc[VEC_ARRAYS * WG_SIZE * KV_VEC + 1u];  // its key groups' value sums
 
 // Sum (or max) over the workgroup; every invocation gets the result.
 ACC_T group_reduce(ACC_T v, bool take_max) {
@@ -71,9 +77,28 @@ ACC_T group_reduce(ACC_T v, bool take_max) {
   return r;
 }
 
-// The keys query ti attends to: pos + ti + 1, clamped to the cache (reported in phase 0).
-uint key_count(uint ti, bool report) {
-  const uint p = pos[pc.pos_offset];
+// Query row `row`'s item: its position and cache slot, read from their buffers.
+struct Item {
+  uint pos, slot;
+  bool slot_ok;
+};
+Item item_of(uint row) {
+  const uint bi = row / (pc.t * pc.h);
+  Item it;
+  it.pos = pos[pc.pos_offset + bi * pc.pos_stride];
+  it.slot = pc.cache_slots > 0u ? slots[pc.slots_offset + bi] : bi;
+  it.slot_ok = pc.cache_slots == 0u || it.slot < pc.cache_slots;
+  return it;
+}
+
+// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache (reported in
+// phase 0); none for a slot beyond the caches.
+uint key_count(Item it, uint ti, bool report) {
+  if (!it.slot_ok) {
+    if (report) report_error(WICK_ERROR_CACHE_SLOT, it.slot, 0u, pc.cache_slots);
+    return 0u;
+  }
+  const uint p = it.pos;
   if (p > pc.max_seq || pc.t > pc.max_seq - p) {
     if (report) report_error(WICK_ERROR_CACHE_POSITION, p, 0u, pc.max_seq);
     return p >= pc.max_seq ? pc.max_seq : min(p + ti + 1u, pc.max_seq);
@@ -101,16 +126,29 @@ ACC_T query_at(bool q_shared, uint q_row, uint e) {
   return q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
 }
 
-void partial_phase(uint g, uint tid) {
-  const uint row = g / pc.n_splits, split = g % pc.n_splits;
-  const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
-  const uint n_keys = key_count(ti, g == 0u && tid == 0u);
-  const uint k0 = split * pc.span;
-  if (k0 >= n_keys) return;  // uniform: an unused split
-  const uint k_end = min(k0 + pc.span, n_keys);
+// What a phase 0 workgroup (query row, split) works on, for both forms: the keys [k0, k_end) of
+// its row, q's row, and the element of cache row 0 of its kv head in its item's slot.
+struct RowWork {
+  uint row, k0, k_end, q_row, first;
+};
+// False when the workgroup has nothing to do (a split past the row's keys: uniform).
+bool row_work(uint g, uint tid, out RowWork w) {
+  w.row = g / pc.n_splits;
+  const uint split = g % pc.n_splits;
+  const uint ti = w.row % pc.t, hi = w.row / pc.t % pc.h, bi = w.row / (pc.t * pc.h);
+  const Item it = item_of(w.row);
+  // One report per item: its first query row's first split.
+  const uint n_keys = key_count(it, ti, split == 0u && ti == 0u && hi == 0u && tid == 0u);
+  w.k0 = split * pc.span;
+  w.k_end = min(w.k0 + pc.span, n_keys);
+  w.q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+  w.first = (it.slot * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
+  return w.k0 < n_keys;
+}
+
+void partial_phase(uint g, uint tid, RowWork w) {
+  const uint row = w.row, k0 = w.k0, k_end = w.k_end, q_row = w.q_row, first = w.first;
   const uint d = pc.d;
-  const uint q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
-  const uint first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * d;  // cache row 0
   const uint slot = g * (d + 2u);  // (m, l, acc[d])
   const bool q_shared = d <= WG_SIZE;
   if (q_shared && tid < d) s_q[tid] = ACC_T(LOAD(DT, q[q_row + tid * pc.q_strides[3]]));
@@ -200,17 +238,10 @@ ACC_T kv_elem(uvec4 v, uint i) {
 // Phase 0's vector form (LANES > 0, d == LANES * KV_VEC): a key per thread as in partial_phase,
 // its row read as LANES independent 16-byte loads; the value sums take KV_VEC elements per
 // thread, WG_SIZE / LANES keys at a time, and add the key groups' sums once at the end.
-void partial_phase_vec(uint g, uint tid) {
+void partial_phase_vec(uint g, uint tid, RowWork w) {
   const uint lanes = max(LANES, 1u);  // not 0 here; a constant expression would divide by it
   const uint GROUPS = WG_SIZE / lanes, D = lanes * KV_VEC;
-  const uint row = g / pc.n_splits, split = g % pc.n_splits;
-  const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
-  const uint n_keys = key_count(ti, g == 0u && tid == 0u);
-  const uint k0 = split * pc.span;
-  if (k0 >= n_keys) return;  // uniform: an unused split
-  const uint k_end = min(k0 + pc.span, n_keys);
-  const uint q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
-  const uint first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * D;  // cache row 0
+  const uint row = w.row, k0 = w.k0, k_end = w.k_end, q_row = w.q_row, first = w.first;
   const uint k_first = (pc.kc_offset + first) / KV_VEC, v_first = (pc.vc_offset + first) / KV_VEC;
   const uint slot = g * (D + 2u);  // (m, l, acc[d])
   for (uint e = tid; e < D; e += WG_SIZE) s_qv[e] = ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
@@ -274,7 +305,7 @@ void partial_phase_vec(uint g, uint tid) {
 
 void combine_phase(uint row, uint tid) {
   const uint ti = row % pc.t, d = pc.d;
-  const uint used = (key_count(ti, false) + pc.span - 1u) / pc.span;
+  const uint used = (key_count(item_of(row), ti, false) + pc.span - 1u) / pc.span;
   const uint first = row * pc.n_splits * (d + 2u);
   ACC_T big = NEG_INF;
   for (uint s = 0u; s < used; s++) big = max(big, scratch[first + s * (d + 2u)]);
@@ -297,11 +328,12 @@ void main() {
   const uint g = group_index(), tid = gl_LocalInvocationID.x;
   const uint rows = pc.b * pc.h * pc.t;
   if (PHASE == 0u) {
-    if (g >= rows * pc.n_splits) return;  // uniform per workgroup
+    RowWork w;
+    if (g >= rows * pc.n_splits || !row_work(g, tid, w)) return;  // uniform per workgroup
     if (LANES > 0u)
-      partial_phase_vec(g, tid);
+      partial_phase_vec(g, tid, w);
     else
-      partial_phase(g, tid);
+      partial_phase(g, tid, w);
   } else if (g < rows) {
     combine_phase(g, tid);
   }

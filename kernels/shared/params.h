@@ -13,7 +13,7 @@
 #define WICK_GROUP_RANK 4  // dims per group (outer, inner) of a row kernel
 #define WICK_BATCH_RANK 3  // batch dims of a matrix kernel
 #define WICK_MAX_PARAM_BYTES 128
-#define WICK_MAX_BINDINGS 12  // storage buffers one dispatch binds (rope_kv binds 12)
+#define WICK_MAX_BINDINGS 16  // storage buffers one dispatch binds (rope_kv binds 13)
 
 // Element-wise kernels over strided views (include/strided.*): the output's collapsed shape,
 // each operand's start offset (inputs, then the output) and strides (N_STRIDED operands: the
@@ -78,9 +78,12 @@
   F(wick_u32, s_offset)
 
 // rope_kv (one kernel of rope_kv_cache): q (b, h, t, d), k and v (b, kvh, t, d), each with its
-// strides and offset; the caches (b, kvh, max_seq, d) contiguous from their offsets; the tables
-// cos_q, sin_q, cos_k, sin_k (rows, d/2), unit stride along d/2, by offset and row stride; pos:
-// the offset of its one u32 element. 32 words: the host copies a table with another stride.
+// strides and offset; the caches (slots, kvh, max_seq, d) contiguous from their offsets; the
+// tables cos_q, sin_q, cos_k, sin_k (rows, d/2), unit stride along d/2, by offset, with one row
+// stride for the q pair and one for the k pair (the host copies a table with other strides:
+// the block holds at most 32 words). Item bi is at pos[pos_offset + bi] (pos[pos_offset] for
+// all when the kernel's constant 1, PER_ITEM_POS, is 0) in cache slot slots[slots_offset + bi]
+// when cache_slots > 0 (the caches' slot count), else in slot bi.
 #define WICK_PARAMS_ROPE_KV(F, A) \
   F(wick_u32, b)                  \
   F(wick_u32, h)                  \
@@ -97,12 +100,16 @@
   F(wick_u32, kc_offset)          \
   F(wick_u32, vc_offset)          \
   A(wick_u32, table_offsets, 4)   \
-  A(wick_u32, table_rows, 4)      \
-  F(wick_u32, pos_offset)
+  A(wick_u32, table_rows, 2)      \
+  F(wick_u32, pos_offset)         \
+  F(wick_u32, slots_offset)       \
+  F(wick_u32, cache_slots)
 
 // attention (attention_cached's kernels): q (b, h, t, d) with strides and offset, the caches
-// (b, kvh, max_seq, d) contiguous from their offsets, pos's element; the keys of each query row
-// are split into n_splits ranges of `span` keys (a multiple of the kernel's chunk).
+// (slots, kvh, max_seq, d) contiguous from their offsets, the positions and slots as in
+// WICK_PARAMS_ROPE_KV but with pos_stride (1: a position per item, 0: one) for its constant;
+// the keys of each query row are split into n_splits ranges of `span` keys
+// (a multiple of the kernel's chunk).
 #define WICK_PARAMS_ATTENTION(F, A) \
   F(wick_u32, b)                    \
   F(wick_u32, h)                    \
@@ -116,7 +123,10 @@
   F(wick_u32, vc_offset)            \
   F(wick_u32, pos_offset)           \
   F(wick_u32, n_splits)             \
-  F(wick_u32, span)
+  F(wick_u32, span)                 \
+  F(wick_u32, pos_stride)           \
+  F(wick_u32, slots_offset)         \
+  F(wick_u32, cache_slots)
 
 // rand: Philox counters base .. base + numel under a 64-bit seed (lo, hi words).
 #define WICK_PARAMS_RAND(F, A) \
@@ -168,5 +178,6 @@
 #define WICK_ERROR_INDEX_ADD 4u
 #define WICK_ERROR_INT_DIV_BY_ZERO 5u  // a: the DType
 #define WICK_ERROR_CACHE_POSITION 6u   // a: pos, b: max_seq (pos + t > max_seq)
+#define WICK_ERROR_CACHE_SLOT 7u       // a: the slot, b: the caches' slots
 
 #endif

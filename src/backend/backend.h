@@ -203,20 +203,23 @@ class BackendDevice {
   virtual void arg_sort_last_dim(View x, bool ascending, Storage& dst) = 0;
 
   // ---- decode attention (wick/attention.h) ------------------------------------------------
-  // `pos` is a u32 view of one element; its value is read on the device. Shapes were checked by
-  // the front end except pos + t <= max_seq, which the backend checks (OutOfRange, naming the
-  // op: the CPU at once; a GPU in the op's error record, without waiting) before it reads or
-  // writes any cache row.
+  // `pos` is a u32 view of one element (every batch item) or of b contiguous ones (item i at
+  // pos[i]); `slots`, when not null, b contiguous u32 elements: item i uses cache slot slots[i]
+  // of caches (S, kvh, max_seq, d), else slot i of (b, kvh, max_seq, d). Their values are read on
+  // the device. Shapes were checked by the front end except pos + t <= max_seq and slot < S,
+  // which the backend checks (OutOfRange, naming the op: the CPU at once; a GPU in the op's
+  // error record, without waiting) before it reads or writes any cache row.
   // q (b, h, t, d), k and v (b, kvh, t, d): any strides; the tables (rows >= max_seq, d/2): any
   // strides; everything of one float dtype. The caches are written in place: rows
   // pos .. pos + t - 1 of k_cache get the rotated k, of v_cache v. q_out: contiguous (b, h, t, d).
   // No input shares storage with a cache (the front end copies such inputs first).
   virtual void rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
                              const CacheView& v_cache, const RopeTableViews& tables, View pos,
-                             bool interleaved, Storage& q_out) = 0;
+                             const View* slots, bool interleaved, Storage& q_out) = 0;
   // dst (b, h, t, d) contiguous = causal softmax(q k^T) v over cache rows 0 ..= pos + i for
-  // query i; q (b, h, t, d) any strides, caches contiguous (b, kvh, max_seq, d).
-  virtual void attention_cached(View q, View k_cache, View v_cache, View pos, Storage& dst) = 0;
+  // query i; q (b, h, t, d) any strides, caches contiguous (b or S, kvh, max_seq, d).
+  virtual void attention_cached(View q, View k_cache, View v_cache, View pos, const View* slots,
+                                Storage& dst) = 0;
 
   // ---- matmul -----------------------------------------------------------------------------
   virtual void matmul(View a, View b, const MatmulDims& d, Storage& dst) = 0;

@@ -1,5 +1,7 @@
 // Front end of the decode-attention ops (wick/attention.h): rope_kv_cache and attention_cached.
 // Everything but the value of pos is checked here; pos + t <= max_seq is the backend's check.
+#include <optional>
+
 #include "core/tensor_impl.h"
 #include "wick/attention.h"
 
@@ -7,19 +9,33 @@ namespace wick {
 
 namespace {
 
-// pos: a u32 tensor of one element on `like`'s device.
-void check_pos(const char* op, const Tensor& like, const Tensor& pos) {
+// pos: a u32 tensor of one element or of b, on `like`'s device; b of them are read as
+// contiguous (a copy of a strided view).
+Tensor checked_pos(const char* op, const Tensor& like, const Tensor& pos, int64_t b) {
   core::check_same_device(op, like, pos);
   if (pos.dtype() != DType::U32)
-    fail(ErrorKind::DType, op, "pos must be a u32 tensor of one element, got ",
-         core::describe(pos));
-  if (pos.numel() != 1)
-    fail(ErrorKind::Shape, op, "pos must be a u32 tensor of one element, got ",
-         core::describe(pos));
+    fail(ErrorKind::DType, op, "pos must be a u32 tensor, got ", core::describe(pos));
+  if (pos.numel() != 1 && pos.numel() != b)
+    fail(ErrorKind::Shape, op, "pos must hold 1 or b = ", b,
+         " elements (a position per batch item), got ", core::describe(pos));
+  return pos.numel() > 1 && !pos.is_contiguous() ? pos.contiguous() : pos;
+}
+
+// slots, when given: a u32 tensor of b elements on `like`'s device (read as contiguous).
+Tensor checked_slots(const char* op, const Tensor& like, const Tensor& slots, int64_t b) {
+  if (!slots.defined()) return slots;
+  core::check_same_device(op, like, slots);
+  if (slots.dtype() != DType::U32)
+    fail(ErrorKind::DType, op, "slots must be a u32 tensor, got ", core::describe(slots));
+  if (slots.numel() != b)
+    fail(ErrorKind::Shape, op, "slots must hold b = ", b,
+         " elements (a cache slot per batch item), got ", core::describe(slots));
+  return slots.is_contiguous() ? slots : slots.contiguous();
 }
 
 // A cache of (b, kvh, max_seq, d) = `want`, contiguous, on `like`'s device, of `like`'s dtype or
-// a 16-bit float under f32 (the compact cache llama.cpp keeps by default).
+// a 16-bit float under f32 (the compact cache llama.cpp keeps by default). want[0] < 0: any
+// number >= 1 of slots.
 void check_cache(const char* op, const char* name, const Tensor& like, const Tensor& cache,
                  const Shape& want) {
   core::check_same_device(op, like, cache);
@@ -28,16 +44,22 @@ void check_cache(const char* op, const char* name, const Tensor& like, const Ten
       !(like.dtype() == DType::F32 && (dt == DType::F16 || dt == DType::BF16)))
     fail(ErrorKind::DType, op, name, " is ", dt, " under ", like.dtype(),
          " q: a cache holds q's dtype, or f16 or bf16 under f32 q");
-  if (cache.rank() != 4 || cache.dim(0) != want[0] || cache.dim(1) != want[1] ||
-      cache.dim(3) != want[3])
+  const bool slots = want[0] < 0;
+  if (cache.rank() != 4 || (slots ? cache.dim(0) < 1 : cache.dim(0) != want[0]) ||
+      cache.dim(1) != want[1] || cache.dim(3) != want[3]) {
+    if (slots)
+      fail(ErrorKind::Shape, op, name, " must be (slots >= 1, ", want[1], ", max_seq, ", want[3],
+           "), got ", cache.shape());
     fail(ErrorKind::Shape, op, name, " must be (", want[0], ", ", want[1], ", max_seq, ", want[3],
          "), got ", cache.shape());
+  }
   if (!cache.is_contiguous())
     fail(ErrorKind::Shape, op, name, " ", cache.shape(), " must be contiguous, got strides ",
          Shape(cache.layout().strides));
 }
 
 // The two caches share the shape of the first; they must not overlap (a row written twice).
+// b < 0: any number of slots.
 void check_caches(const char* op, const Tensor& like, const Tensor& k_cache, const Tensor& v_cache,
                   int64_t b, int64_t kvh, int64_t d) {
   check_cache(op, "k_cache", like, k_cache, Shape{b, kvh, 0, d});
@@ -45,7 +67,7 @@ void check_caches(const char* op, const Tensor& like, const Tensor& k_cache, con
   if (k_cache.dtype() != v_cache.dtype())
     fail(ErrorKind::DType, op, "k_cache is ", k_cache.dtype(), " and v_cache ", v_cache.dtype(),
          ": the caches share one dtype");
-  if (k_cache.dim(2) != v_cache.dim(2))
+  if (k_cache.dim(0) != v_cache.dim(0) || k_cache.dim(2) != v_cache.dim(2))
     fail(ErrorKind::Shape, op, "k_cache ", k_cache.shape(), " and v_cache ", v_cache.shape(),
          " differ");
   if (k_cache.shares_storage_with(v_cache) && k_cache.numel() > 0) {
@@ -78,8 +100,8 @@ Tensor unaliased(const Tensor& t, const Tensor& k_cache, const Tensor& v_cache) 
 }  // namespace
 
 Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
-                     const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos,
-                     bool interleaved) {
+                     const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos_in,
+                     bool interleaved, const Tensor& slots_in) {
   const char* op = "rope_kv_cache";
   core::check_float(op, q);
   const Tensor* same[] = {&k, &v, &tables.cos_q, &tables.sin_q, &tables.cos_k, &tables.sin_k};
@@ -87,9 +109,9 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
     core::check_same_device(op, q, *t);
     core::check_same_dtype(op, q, *t);
   }
-  check_pos(op, q, pos);
   if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
   const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
+  const Tensor pos = checked_pos(op, q, pos_in, b), slots = checked_slots(op, q, slots_in, b);
   if (d % 2 != 0) fail(ErrorKind::Shape, op, "head dim must be even, got q ", q.shape());
   if (k.rank() != 4 || k.dim(0) != b || k.dim(2) != t || k.dim(3) != d)
     fail(ErrorKind::Shape, op, "k must be (", b, ", kvh, ", t, ", ", d, ") for q ", q.shape(),
@@ -98,7 +120,7 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
     fail(ErrorKind::Shape, op, "v ", v.shape(), " must have k's shape ", k.shape());
   const int64_t kvh = k.dim(1);
   check_heads(op, q, kvh);
-  check_caches(op, q, k_cache, v_cache, b, kvh, d);
+  check_caches(op, q, k_cache, v_cache, slots.defined() ? -1 : b, kvh, d);
   const int64_t max_seq = k_cache.dim(2);
   const char* names[] = {"cos_q", "sin_q", "cos_k", "sin_k"};
   for (size_t i = 0; i < 4; i++) {
@@ -112,6 +134,8 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   if (out.numel() == 0) return out;
   const Tensor qs = unaliased(q, k_cache, v_cache), ks = unaliased(k, k_cache, v_cache),
                vs = unaliased(v, k_cache, v_cache);
+  const std::optional<backend::View> slot_view =
+      slots.defined() ? std::optional(core::view(slots)) : std::nullopt;
   const Tensor cq = unaliased(tables.cos_q, k_cache, v_cache),
                sq = unaliased(tables.sin_q, k_cache, v_cache),
                ck = unaliased(tables.cos_k, k_cache, v_cache),
@@ -120,28 +144,31 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
       core::view(qs), core::view(ks), core::view(vs), {*k_cache.storage(), k_cache.layout()},
       {*v_cache.storage(), v_cache.layout()},
       {core::view(cq), core::view(sq), core::view(ck), core::view(sk)}, core::view(pos),
-      interleaved, *out.storage());
+      slots.defined() ? &slot_view.value() : nullptr, interleaved, *out.storage());
   return out;
 }
 
 Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                        const Tensor& pos) {
+                        const Tensor& pos_in, const Tensor& slots_in) {
   const char* op = "attention_cached";
   core::check_float(op, q);
-  check_pos(op, q, pos);
   if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
   const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
+  const Tensor pos = checked_pos(op, q, pos_in, b), slots = checked_slots(op, q, slots_in, b);
   if (k_cache.rank() != 4)
     fail(ErrorKind::Shape, op, "k_cache must be (", b, ", kvh, max_seq, ", d, "), got ",
          k_cache.shape());
   const int64_t kvh = k_cache.dim(1);
-  check_caches(op, q, k_cache, v_cache, b, kvh, d);
+  check_caches(op, q, k_cache, v_cache, slots.defined() ? -1 : b, kvh, d);
   check_heads(op, q, kvh);
   check_tokens_fit(op, t, k_cache.dim(2));
   Tensor out = core::empty(q.shape(), q.dtype(), q.device(), op);
   if (out.numel() == 0) return out;
+  const std::optional<backend::View> slot_view =
+      slots.defined() ? std::optional(core::view(slots)) : std::nullopt;
   q.device().backend().attention_cached(core::view(q), core::view(k_cache), core::view(v_cache),
-                                        core::view(pos), *out.storage());
+                                        core::view(pos), slot_view ? &*slot_view : nullptr,
+                                        *out.storage());
   return out;
 }
 

@@ -26,13 +26,38 @@ constexpr int64_t kKeyBlock = 64;
 // Query heads attended together (those of one kv head): more are split into several tasks.
 constexpr int64_t kMaxGroup = 8;
 
-// The value of the one-element u32 tensor pos, checked against the cache: pos + t <= max_seq.
-int64_t read_pos(View pos, int64_t t, int64_t max_seq, const char* op) {
-  const int64_t p = data_of<uint32_t>(pos)[pos.layout.start_offset];
-  if (p > max_seq - t)
-    fail(ErrorKind::OutOfRange, op, "position ", p, " + ", t, " tokens exceeds the cache of ",
-         max_seq, " positions");
-  return p;
+// Each batch item's position and cache slot (pos: 1 or b contiguous u32; slots: b contiguous
+// u32 or none, then slot i), checked against the caches: pos + t <= max_seq, slot < the caches'
+// slots, and (`distinct`: items that write) no slot named twice.
+struct ItemSlots {
+  std::vector<int64_t> pos, slot;
+  int64_t max_pos = 0;
+};
+ItemSlots read_items(View pos, const View* slots, int64_t b, int64_t t, const Layout& cache,
+                     bool distinct, const char* op) {
+  const int64_t max_seq = cache.shape[2], n_slots = cache.shape[0];
+  const uint32_t* pp = data_of<uint32_t>(pos) + pos.layout.start_offset;
+  const uint32_t* sp = slots ? data_of<uint32_t>(*slots) + slots->layout.start_offset : nullptr;
+  const bool each = pos.layout.numel() > 1;
+  ItemSlots items;
+  for (int64_t i = 0; i < b; i++) {
+    const int64_t p = pp[each ? i : 0], slot = sp ? sp[i] : i;
+    if (p > max_seq - t)
+      fail(ErrorKind::OutOfRange, op, "position ", p, " + ", t, " tokens exceeds the cache of ",
+           max_seq, " positions");
+    if (slot >= n_slots)
+      fail(ErrorKind::OutOfRange, op, "cache slot ", slot, " of batch item ", i,
+           " is beyond the caches' ", n_slots, " slots");
+    if (distinct)
+      for (int64_t j = 0; j < i; j++)
+        if (items.slot[static_cast<size_t>(j)] == slot)
+          fail(ErrorKind::Shape, op, "batch items ", j, " and ", i, " both write cache slot ",
+               slot);
+    items.pos.push_back(p);
+    items.slot.push_back(slot);
+    items.max_pos = std::max(items.max_pos, p);
+  }
+  return items;
 }
 
 // fn(T{}, K{}) for q's dtype T and the caches' dtype K: K == T, or a 16-bit K under f32 T (the
@@ -204,7 +229,7 @@ void attend(int64_t g, const K* keys, const K* values, int64_t n, int64_t d,
 // into k_cache), then those of v (copied into v_cache).
 void CpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
                               const CacheView& v_cache, const RopeTableViews& tables, View pos,
-                              bool interleaved, Storage& q_out) {
+                              const View* slots, bool interleaved, Storage& q_out) {
   const char* op = "rope_kv_cache";
   const Layout &lq = q.layout, &lk = k.layout, &lv = v.layout;
   WICK_ASSERT(lq.rank() == 4 && lk.rank() == 4 && lv.shape == lk.shape);
@@ -213,7 +238,7 @@ void CpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
   WICK_ASSERT(k_cache.layout.is_contiguous() && v_cache.layout.is_contiguous());
   check_span(k_cache.layout, k_cache.storage, op);
   check_span(v_cache.layout, v_cache.storage, op);
-  const int64_t p = read_pos(pos, t, max_seq, op);
+  const ItemSlots items = read_items(pos, slots, b, t, k_cache.layout, true, op);
   dispatch_cache(q.storage.dtype(), k_cache.storage.dtype(), op, [&](auto zero, auto kzero) {
     using T = decltype(zero);
     using K = decltype(kzero);
@@ -222,53 +247,56 @@ void CpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
     K* kc = cpu_storage(k_cache.storage).as<K>() + k_cache.layout.start_offset;
     K* vc = cpu_storage(v_cache.storage).as<K>() + v_cache.layout.start_offset;
     const int64_t nq = b * h * t, nk = b * kvh * t;
-    // The destination row of cache row (bi, hi, ti).
+    // The destination row of cache row (bi, hi, ti): row pos + ti of the item's slot.
     auto cache_row = [&](K* cache, int64_t bi, int64_t hi, int64_t ti) {
-      return cache + ((bi * kvh + hi) * max_seq + p + ti) * d;
+      const auto i = static_cast<size_t>(bi);
+      return cache + ((items.slot[i] * kvh + hi) * max_seq + items.pos[i] + ti) * d;
     };
-    auto table_row = [&](View tab, int64_t ti, C* buf) {
+    auto table_row = [&](View tab, int64_t bi, int64_t ti, C* buf) {
       const Layout& l = tab.layout;
-      return row_view(data_of<T>(tab) + l.start_offset + (p + ti) * l.strides[0], l.strides[1],
-                      half, buf);
+      const int64_t row = items.pos[static_cast<size_t>(bi)] + ti;
+      return row_view(data_of<T>(tab) + l.start_offset + row * l.strides[0], l.strides[1], half,
+                      buf);
     };
-    parallel_for(nq + 2 * nk, std::max<int64_t>(1, kParallelGrain / (2 * d)),
-                 [&](int64_t rb, int64_t re) {
-                   std::vector<C> xbuf(static_cast<size_t>(d)), ybuf(static_cast<size_t>(d));
-                   std::vector<C> cbuf(static_cast<size_t>(half)), sbuf(static_cast<size_t>(half));
-                   for (int64_t r = rb; r < re; r++) {
-                     const bool is_q = r < nq;
-                     const int64_t rr = is_q ? r : (r - nq) % nk, heads = is_q ? h : kvh;
-                     const int64_t bi = rr / (heads * t), hi = rr / t % heads, ti = rr % t;
-                     const Layout& lx = is_q ? lq : r < nq + nk ? lk : lv;
-                     const T* xp = data_of<T>(is_q          ? q
-                                              : r < nq + nk ? k
-                                                            : v) +
-                                   lx.start_offset + bi * lx.strides[0] + hi * lx.strides[1] +
-                                   ti * lx.strides[2];
-                     if (r >= nq + nk) {  // v: copied as stored (rounded to a 16-bit cache)
-                       K* dst = cache_row(vc, bi, hi, ti);
-                       if constexpr (std::is_same_v<T, K>) {
-                         for (int64_t e = 0; e < d; e++) dst[e] = xp[e * lx.strides[3]];
-                       } else {
-                         for (int64_t e = 0; e < d; e++)
-                           dst[e] = from_compute<K>(to_compute(xp[e * lx.strides[3]]));
-                       }
-                       continue;
-                     }
-                     const C* xv = row_view(xp, lx.strides[3], d, xbuf.data());
-                     const C* cv = table_row(is_q ? tables.cos_q : tables.cos_k, ti, cbuf.data());
-                     const C* sv = table_row(is_q ? tables.sin_q : tables.sin_k, ti, sbuf.data());
-                     rope_row(xv, cv, sv, half, interleaved, ybuf.data());
-                     if (is_q)
-                       store_row<T>(ybuf.data(), d, qo + r * d);
-                     else
-                       store_row<K>(ybuf.data(), d, cache_row(kc, bi, hi, ti));
-                   }
-                 });
+    parallel_for(
+        nq + 2 * nk, std::max<int64_t>(1, kParallelGrain / (2 * d)), [&](int64_t rb, int64_t re) {
+          std::vector<C> xbuf(static_cast<size_t>(d)), ybuf(static_cast<size_t>(d));
+          std::vector<C> cbuf(static_cast<size_t>(half)), sbuf(static_cast<size_t>(half));
+          for (int64_t r = rb; r < re; r++) {
+            const bool is_q = r < nq;
+            const int64_t rr = is_q ? r : (r - nq) % nk, heads = is_q ? h : kvh;
+            const int64_t bi = rr / (heads * t), hi = rr / t % heads, ti = rr % t;
+            const Layout& lx = is_q ? lq : r < nq + nk ? lk : lv;
+            const T* xp = data_of<T>(is_q          ? q
+                                     : r < nq + nk ? k
+                                                   : v) +
+                          lx.start_offset + bi * lx.strides[0] + hi * lx.strides[1] +
+                          ti * lx.strides[2];
+            if (r >= nq + nk) {  // v: copied as stored (rounded to a 16-bit cache)
+              K* dst = cache_row(vc, bi, hi, ti);
+              if constexpr (std::is_same_v<T, K>) {
+                for (int64_t e = 0; e < d; e++) dst[e] = xp[e * lx.strides[3]];
+              } else {
+                for (int64_t e = 0; e < d; e++)
+                  dst[e] = from_compute<K>(to_compute(xp[e * lx.strides[3]]));
+              }
+              continue;
+            }
+            const C* xv = row_view(xp, lx.strides[3], d, xbuf.data());
+            const C* cv = table_row(is_q ? tables.cos_q : tables.cos_k, bi, ti, cbuf.data());
+            const C* sv = table_row(is_q ? tables.sin_q : tables.sin_k, bi, ti, sbuf.data());
+            rope_row(xv, cv, sv, half, interleaved, ybuf.data());
+            if (is_q)
+              store_row<T>(ybuf.data(), d, qo + r * d);
+            else
+              store_row<K>(ybuf.data(), d, cache_row(kc, bi, hi, ti));
+          }
+        });
   });
 }
 
-void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, Storage& dst) {
+void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, const View* slots,
+                                 Storage& dst) {
   const char* op = "attention_cached";
   const Layout& lq = q.layout;
   WICK_ASSERT(lq.rank() == 4 && k_cache.layout.rank() == 4);
@@ -277,7 +305,7 @@ void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
   WICK_ASSERT(k_cache.layout.is_contiguous() && v_cache.layout.is_contiguous());
   check_span(k_cache.layout, k_cache.storage, op);
   check_span(v_cache.layout, v_cache.storage, op);
-  const int64_t p = read_pos(pos, t, max_seq, op);
+  const ItemSlots items = read_items(pos, slots, b, t, k_cache.layout, false, op);
   dispatch_cache(q.storage.dtype(), k_cache.storage.dtype(), op, [&](auto zero, auto kzero) {
     using T = decltype(zero);
     using K = decltype(kzero);
@@ -289,11 +317,11 @@ void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
     // A task per kv head, query position and group of up to kMaxGroup of the kv head's query
     // heads: each cache row is read once for the group. Its cost grows with the keys it reads.
     const int64_t groups = (g + kMaxGroup - 1) / kMaxGroup, per = (g + groups - 1) / groups;
-    const int64_t cost = std::max<int64_t>(1, 4 * per * (p + t) * d);
+    const int64_t cost = std::max<int64_t>(1, 4 * per * (items.max_pos + t) * d);
     parallel_for(
         b * kvh * t * groups, std::max<int64_t>(1, kParallelGrain / cost),
         [&](int64_t rb, int64_t re) {
-          AttendBuffers<C> buf(per, d, p + t);
+          AttendBuffers<C> buf(per, d, items.max_pos + t);
           for (int64_t r = rb; r < re; r++) {
             const int64_t part = r % groups, ti = r / groups % t, row = r / (groups * t);
             const int64_t bi = row / kvh, kh = row % kvh;
@@ -302,8 +330,9 @@ void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
               const T* qr = qp + bi * lq.strides[0] + (h0 + j) * lq.strides[1] + ti * lq.strides[2];
               load_row(qr, lq.strides[3], d, buf.q.data() + j * d);
             }
-            const int64_t first = (bi * kvh + kh) * max_seq * d;
-            attend<T, K>(n_heads, kc + first, vc + first, p + ti + 1, d, buf,
+            const auto item = static_cast<size_t>(bi);
+            const int64_t first = (items.slot[item] * kvh + kh) * max_seq * d;
+            attend<T, K>(n_heads, kc + first, vc + first, items.pos[item] + ti + 1, d, buf,
                          out + ((bi * h + h0) * t + ti) * d, t * d);
           }
         });

@@ -95,10 +95,12 @@ class CpuDevice final : public backend::BackendDevice {
 
   void rope_kv_cache(backend::View q, backend::View k, backend::View v,
                      const backend::CacheView& k_cache, const backend::CacheView& v_cache,
-                     const backend::RopeTableViews& tables, backend::View pos, bool interleaved,
+                     const backend::RopeTableViews& tables, backend::View pos,
+                     const backend::View* slots, bool interleaved,
                      backend::Storage& q_out) override;
   void attention_cached(backend::View q, backend::View k_cache, backend::View v_cache,
-                        backend::View pos, backend::Storage& dst) override;
+                        backend::View pos, const backend::View* slots,
+                        backend::Storage& dst) override;
 
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;

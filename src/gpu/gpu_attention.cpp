@@ -34,11 +34,28 @@ void put4(uint32_t (&dst)[4], const Layout& l) {
   for (size_t i = 0; i < 4; i++) dst[i] = to_index(l.strides[i], "stride");
 }
 
+// A position per batch item (else one for all).
+bool per_item(View pos) {
+  return pos.layout.numel() > 1;
+}
+
+// The kernels' pos_offset, slots_offset and cache_slots (kernel_params.h).
+template <typename P>
+void put_items(P& pc, View pos, const View* slots, int64_t cache_slots) {
+  pc.pos_offset = to_index(pos.layout.start_offset, "offset");
+  check_reach(pos.layout, "element offset");
+  if (slots) {
+    pc.slots_offset = to_index(slots->layout.start_offset, "offset");
+    pc.cache_slots = to_index(cache_slots, "dim");
+    check_reach(slots->layout, "element offset");
+  }
+}
+
 }  // namespace
 
 void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
                               const CacheView& v_cache, const RopeTableViews& tables, View pos,
-                              bool interleaved, Storage& q_out) {
+                              const View* slots, bool interleaved, Storage& q_out) {
   const char* op = "rope_kv_cache";
   const DType dt = q.storage.dtype(), kv = k_cache.storage.dtype();
   require(dt, op);
@@ -63,42 +80,48 @@ void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
   pc.v_offset = to_index(lv.start_offset, "offset");
   pc.kc_offset = to_index(k_cache.layout.start_offset, "offset");
   pc.vc_offset = to_index(v_cache.layout.start_offset, "offset");
-  pc.pos_offset = to_index(pos.layout.start_offset, "offset");
+  put_items(pc, pos, slots, k_cache.layout.shape[0]);
   for (const Layout* l : {&lq, &lk, &lv, &k_cache.layout, &v_cache.layout})
     check_reach(*l, "element offset");
-  // The kernel reads tables with a unit stride along d/2 (its parameter block is full): others
-  // are copied first, their first max_seq rows.
+  // The kernel reads tables with a unit stride along d/2 and one row stride per pair (cos_q and
+  // sin_q; cos_k and sin_k): its parameter block is full. A pair with other strides is copied
+  // first, its first max_seq rows.
   const View* views[4] = {&tables.cos_q, &tables.sin_q, &tables.cos_k, &tables.sin_k};
   backend::StoragePtr copies[4];
   const Storage* table_storage[4];
   const Shape used{max_seq, half};
-  for (size_t i = 0; i < 4; i++) {
-    const Layout& l = views[i]->layout;
-    table_storage[i] = &views[i]->storage;
-    if (half > 1 && l.strides[1] != 1) {
+  for (size_t pair = 0; pair < 4; pair += 2) {
+    const Layout &l0 = views[pair]->layout, &l1 = views[pair + 1]->layout;
+    const bool direct = (half <= 1 || (l0.strides[1] == 1 && l1.strides[1] == 1)) &&
+                        (max_seq <= 1 || l0.strides[0] == l1.strides[0]);
+    pc.table_rows[pair / 2] = to_index(direct ? l0.strides[0] : half, "stride");
+    for (size_t i = pair; i < pair + 2; i++) {
+      const Layout& l = views[i]->layout;
+      table_storage[i] = &views[i]->storage;
+      if (direct) {
+        check_reach(Layout(used, l.strides, l.start_offset), "element offset");
+        pc.table_offsets[i] = to_index(l.start_offset, "offset");
+        continue;
+      }
       copies[i] = alloc(dt, static_cast<size_t>(max_seq * half));
       const Layout rows(used, l.strides, l.start_offset);
       copy_strided({views[i]->storage, rows}, *copies[i], Layout::contiguous(used));
       table_storage[i] = copies[i].get();
       pc.table_offsets[i] = 0;
-      pc.table_rows[i] = to_index(half, "stride");
-    } else {
-      check_reach(Layout(used, l.strides, l.start_offset), "element offset");
-      pc.table_offsets[i] = to_index(l.start_offset, "offset");
-      pc.table_rows[i] = to_index(l.strides[0], "stride");
     }
   }
   const int64_t threads = lq.numel() + 2 * lk.numel();
   to_index(threads, "element count");
-  const uint32_t mode = interleaved ? 1u : 0u;
-  const Pipeline& pipeline = kernel(
-      KernelFamily::RopeKv, {mode, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
-        Defines defines;
-        add_dtype(defines, "", dt);
-        add_dtype(defines, "KV_", kv);                       // the caches' dtype
-        if (kv == dt) defines.emplace_back("KV_SAME", "1");  // v copied bit for bit
-        return key_for("rope_kv", std::move(defines), {mode});
-      });
+  const uint32_t mode = interleaved ? 1u : 0u, each = per_item(pos) ? 1u : 0u;
+  const Pipeline& pipeline =
+      kernel(KernelFamily::RopeKv,
+             {mode, each, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
+               Defines defines;
+               add_dtype(defines, "", dt);
+               add_dtype(defines, "KV_", kv);                       // the caches' dtype
+               if (kv == dt) defines.emplace_back("KV_SAME", "1");  // v copied bit for bit
+               return key_for("rope_kv", std::move(defines), {mode, each});
+             });
   BufferRef record = errors_->acquire();
   const BufferAccess args[] = {{&buffer(q.storage), Access::Read},
                                {&buffer(k.storage), Access::Read},
@@ -111,14 +134,16 @@ void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
                                {&buffer(q_out), Access::Write},
                                {&buffer(k_cache.storage), Access::Write},
                                {&buffer(v_cache.storage), Access::Write},
-                               {record.get(), Access::Unordered}};
+                               {record.get(), Access::Unordered},
+                               {&buffer(slots ? slots->storage : pos.storage), Access::Read}};
   const auto groups = grid(static_cast<uint64_t>(threads));
   const uint64_t submission = queue_->record(
       [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, param_words(pc), groups); });
   errors_->add(std::move(record), submission, op, std::to_string(t) + " tokens");
 }
 
-void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, Storage& dst) {
+void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, const View* slots,
+                                 Storage& dst) {
   const char* op = "attention_cached";
   const DType dt = q.storage.dtype(), kv = k_cache.storage.dtype();
   require(dt, op);
@@ -140,21 +165,25 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
   pc.q_offset = to_index(lq.start_offset, "offset");
   pc.kc_offset = to_index(k_cache.layout.start_offset, "offset");
   pc.vc_offset = to_index(v_cache.layout.start_offset, "offset");
-  pc.pos_offset = to_index(pos.layout.start_offset, "offset");
+  put_items(pc, pos, slots, k_cache.layout.shape[0]);
+  pc.pos_stride = per_item(pos) ? 1u : 0u;
   for (const Layout* l : {&lq, &k_cache.layout, &v_cache.layout}) check_reach(*l, "element offset");
   // Splits of whole chunks; the host knows max_seq only (pos is on the device), so splits past a
-  // row's keys find nothing to do and return at once.
+  // row's keys find nothing to do and return at once. Counted from one batch item's rows, so that
+  // an item's sums do not depend on the batch it is in.
   const int64_t chunks = std::max<int64_t>(1, (max_seq + kAttentionBlock - 1) / kAttentionBlock);
-  const int64_t want = std::clamp<int64_t>((kAttentionGroups + rows - 1) / rows, 1, chunks);
+  const int64_t item_rows = std::max<int64_t>(1, lq.shape[1] * t);
+  const int64_t want =
+      std::clamp<int64_t>((kAttentionGroups + item_rows - 1) / item_rows, 1, chunks);
   const int64_t per_split = (chunks + want - 1) / want;
   const int64_t splits = (chunks + per_split - 1) / per_split;
   pc.n_splits = to_index(splits, "split count");
   pc.span = to_index(per_split * kAttentionBlock, "split length");
-  const int64_t slots = rows * splits;
+  const int64_t units = rows * splits;  // phase 0's workgroups, each with a scratch slot
   const DType acc = dt == DType::F64 ? DType::F64 : DType::F32;
-  to_index(slots * (d + 2), "scratch element count");
-  to_index(slots, "workgroup count");
-  BufferRef scratch = device_pool_->acquire(static_cast<size_t>(slots * (d + 2)) * dtype_size(acc));
+  to_index(units * (d + 2), "scratch element count");
+  to_index(units, "workgroup count");
+  BufferRef scratch = device_pool_->acquire(static_cast<size_t>(units * (d + 2)) * dtype_size(acc));
   // Phase 0's vector form: rows of whole 16-byte pieces, 2^i <= 32 of them, 16-byte aligned.
   const int64_t per_vec = 16 / static_cast<int64_t>(dtype_size(kv));
   const int64_t lanes = d / per_vec;
@@ -176,18 +205,22 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, S
   const Pipeline* combine = splits > 1 ? &attention_kernel(1, 0) : nullptr;
   BufferRef record = errors_->acquire();
   const BufferAccess partial_args[] = {
-      {&buffer(q.storage), Access::Read},       {&buffer(k_cache.storage), Access::Read},
-      {&buffer(v_cache.storage), Access::Read}, {&buffer(pos.storage), Access::Read},
-      {scratch.get(), Access::Write},           {&buffer(dst), Access::Write},
-      {record.get(), Access::Unordered}};
-  BufferAccess combine_args[7];
+      {&buffer(q.storage), Access::Read},
+      {&buffer(k_cache.storage), Access::Read},
+      {&buffer(v_cache.storage), Access::Read},
+      {&buffer(pos.storage), Access::Read},
+      {scratch.get(), Access::Write},
+      {&buffer(dst), Access::Write},
+      {record.get(), Access::Unordered},
+      {&buffer(slots ? slots->storage : pos.storage), Access::Read}};
+  BufferAccess combine_args[8];
   std::copy(std::begin(partial_args), std::end(partial_args), combine_args);
   combine_args[4].access = Access::Read;
   const auto groups_for = [&](int64_t n) {
     return grid(static_cast<uint64_t>(n) * kWorkgroupSize);
   };
   const uint64_t submission = queue_->record([&](CommandQueue::Recorder& r) {
-    r.dispatch(partial, partial_args, param_words(pc), groups_for(slots));
+    r.dispatch(partial, partial_args, param_words(pc), groups_for(units));
     if (combine) r.dispatch(*combine, combine_args, param_words(pc), groups_for(rows));
   });
   errors_->add(std::move(record), submission, op, std::to_string(t) + " tokens");

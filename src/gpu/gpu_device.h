@@ -214,10 +214,12 @@ class GpuDevice : public backend::BackendDevice {
 
   void rope_kv_cache(backend::View q, backend::View k, backend::View v,
                      const backend::CacheView& k_cache, const backend::CacheView& v_cache,
-                     const backend::RopeTableViews& tables, backend::View pos, bool interleaved,
+                     const backend::RopeTableViews& tables, backend::View pos,
+                     const backend::View* slots, bool interleaved,
                      backend::Storage& q_out) override;
   void attention_cached(backend::View q, backend::View k_cache, backend::View v_cache,
-                        backend::View pos, backend::Storage& dst) override;
+                        backend::View pos, const backend::View* slots,
+                        backend::Storage& dst) override;
 
   // The shared GEMM: gemv for m == 1 or n == 1, the tiled SIMT kernel otherwise. Backends with a
   // faster path for some products (tensor cores) override it and call this for the rest.

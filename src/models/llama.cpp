@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "io/file.h"
@@ -112,17 +114,46 @@ struct LlamaModel::Impl {
   // The token rows, scaled as the architecture says; the logits, soft-capped.
   Tensor embed_rows(const std::vector<uint32_t>& tokens) const;
   Tensor cap_logits(Tensor logits) const;
-  // One token through the layers with the fused decode ops, its position read from `pos` (a u32
-  // tensor on dev): nothing in it depends on the position on the host, so it can be captured
-  // (host_pos is read only by plain attention, which is never captured).
-  Tensor decode_logits(Tensor x, const Tensor& pos, int64_t host_pos);
-  // The decode step captured once on a GPU and replayed for every token (WICK_REPLAY).
+  // Per layer: the KV caches a decode step reads and writes, and the cache slot of each of its
+  // sequences (undefined: slot i for sequence i).
+  struct DecodeCaches {
+    const std::vector<Tensor>& k;
+    const std::vector<Tensor>& v;
+    Tensor slots;
+  };
+  // The model's own caches (forward's), as DecodeCaches reads them.
+  std::vector<Tensor> own_k, own_v;
+  // One token of each of b sequences through the layers with the fused decode ops: x (b, hidden)
+  // to logits (b, vocab); positions read from `pos` (a u32 tensor on dev, 1 or b elements):
+  // nothing in it depends on the positions on the host, so it can be captured (host_pos, for
+  // b = 1, is read only by plain attention, which is never captured).
+  Tensor decode_logits(Tensor x, const Tensor& pos, const DecodeCaches& caches, int64_t host_pos);
+  // A decode step captured once on a GPU and replayed for every token (WICK_REPLAY): forward's
+  // (one sequence), and forward_batch's per batch size (its sequences' slots an input).
   struct DecodeStep {
-    Tensor x, pos, logits;  // the token's embedding row (1, hidden), its position, the output
+    Tensor x, pos, slots, logits;  // embedding rows (b, hidden), positions, slots, the output
     Recording recording;
   };
   std::optional<DecodeStep> step;
+  std::map<int64_t, DecodeStep> batch_steps;
   bool replay = knobs().replay;
+
+  // The caches of new_sequence's sequences: per layer (slots, kvh, max_seq, d), a slot each, so
+  // that one op serves every sequence of a batch. Slots are reused; the tensors grow by a slot
+  // when all are taken (the captured batch steps, which name them, are dropped then).
+  struct SequenceSlots {
+    std::vector<Tensor> k, v;
+    std::vector<bool> used;
+    std::mutex mu;  // `used`: a sequence may be dropped on any thread
+  };
+  SequenceSlots seqs;
+  int64_t take_slot();
+  void free_slot(int64_t slot);
+  Tensor batch_layers(Tensor x, const std::vector<SequenceStep>& steps,
+                      const std::vector<size_t>& order, int64_t n_dec, const Tensor& positions,
+                      const Tensor& slots);
+  Tensor replay_batch(const Tensor& x, const std::vector<uint32_t>& positions,
+                      const std::vector<uint32_t>& slots);
 };
 
 namespace {
@@ -731,6 +762,10 @@ LlamaModel LlamaModel::load_gguf(std::shared_ptr<const GgufFile> file, const Dev
   impl->cos_q = Tensor::from_vec(cs, {impl->max_seq, half}, dev);
   impl->sin_q = Tensor::from_vec(sn, {impl->max_seq, half}, dev);
   if (progress) progress(total, total);
+  for (const Layer& l : impl->layers) {
+    impl->own_k.push_back(l.k_cache);
+    impl->own_v.push_back(l.v_cache);
+  }
 
   LlamaModel m;
   m.impl_ = std::move(impl);
@@ -828,20 +863,54 @@ Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
   return y.transpose(1, 2).reshape({t, h * d});
 }
 
-Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, int64_t host_pos) {
-  const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
-  auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({1, 1, n, d}).transpose(1, 2); };
+Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, const DecodeCaches& caches,
+                                       int64_t host_pos) {
+  const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim, b = x.dim(0);
+  auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({b, 1, n, d}).transpose(1, 2); };
   const RotaryTables tables{cos_q, sin_q, cos, sin};
-  for (Layer& l : layers) {
+  for (size_t li = 0; li < layers.size(); li++) {
+    const Layer& l = layers[li];
+    const Tensor &kc = caches.k[li], &vc = caches.v[li];
     const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
-    const Tensor q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh),
-                                   l.k_cache, l.v_cache, tables, position, cfg.rope_interleaved);
-    const Tensor y = attend(l, q, l.k_cache, l.v_cache, position, host_pos);  // (1, h, 1, d)
-    x = attn_residual(l, y.reshape({1, h * d}), x, true);
+    const Tensor q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), kc, vc,
+                                   tables, position, cfg.rope_interleaved, caches.slots);
+    // (b, h, 1, d); plain attention only for one sequence without slots (forward's)
+    const Tensor y = plain_attention(l) ? attend(l, q, kc, vc, position, host_pos)
+                                        : attention_cached(q, kc, vc, position, caches.slots);
+    x = attn_residual(l, y.reshape({b, h * d}), x, true);
     const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
     x = ffn_residual(l, gu, x, true);
   }
-  return cap_logits(lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps).reshape({cfg.vocab_size}));
+  return cap_logits(lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps));
+}
+
+int64_t LlamaModel::Impl::take_slot() {
+  std::lock_guard lk(seqs.mu);
+  for (size_t i = 0; i < seqs.used.size(); i++)
+    if (!seqs.used[i]) {
+      seqs.used[i] = true;
+      return static_cast<int64_t>(i);
+    }
+  // Every slot taken: one more, the others' contents kept.
+  for (size_t li = 0; li < layers.size(); li++) {
+    const Tensor& own = layers[li].k_cache;  // (1, kvh, max_seq, d)
+    const Tensor slot = Tensor::zeros(own.shape(), own.dtype(), dev);
+    if (seqs.k.size() <= li) {
+      seqs.k.push_back(slot);
+      seqs.v.push_back(slot.copy());
+    } else {
+      seqs.k[li] = Tensor::cat({seqs.k[li], slot}, 0);
+      seqs.v[li] = Tensor::cat({seqs.v[li], slot}, 0);
+    }
+  }
+  batch_steps.clear();  // they name the old tensors
+  seqs.used.push_back(true);
+  return static_cast<int64_t>(seqs.used.size()) - 1;
+}
+
+void LlamaModel::Impl::free_slot(int64_t slot) {
+  std::lock_guard lk(seqs.mu);
+  seqs.used[static_cast<size_t>(slot)] = false;
 }
 
 void LlamaModel::set_replay(bool on) {
@@ -869,7 +938,9 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
         Impl::DecodeStep s;
         s.x = Tensor::zeros({1, m.cfg.hidden}, DType::F32, m.dev);
         s.pos = Tensor::zeros({1}, DType::U32, m.dev);
-        s.recording = m.dev.capture([&] { s.logits = m.decode_logits(s.x, s.pos, -1); });
+        s.recording = m.dev.capture([&] {
+          s.logits = m.decode_logits(s.x, s.pos, {m.own_k, m.own_v, {}}, -1);
+        });
         m.step = std::move(s);
       }
       m.step->x.slice_set(x, 0, 0);
@@ -877,10 +948,11 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
       m.step->recording.replay();
       logits = m.step->logits.copy();  // the step rewrites its output at the next replay
     } else {
-      logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev), m.pos);
+      logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev),
+                               {m.own_k, m.own_v, {}}, m.pos);
     }
     m.pos += 1;
-    return logits;
+    return logits.reshape({m.cfg.vocab_size});
   }
   for (Layer& l : m.layers) {
     x = m.attn_residual(l, m.attention(l, x.rms_norm(l.attn_norm, m.cfg.rms_eps), t), x, false);
@@ -894,8 +966,12 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
 
 struct LlamaSequence::State {
   std::shared_ptr<LlamaModel::Impl> model;  // the owner, kept alive
-  std::vector<Tensor> k_cache, v_cache;     // one each per layer, shaped as the model's
+  int64_t slot = 0;                         // in model->seqs
   int64_t pos = 0;
+  State(std::shared_ptr<LlamaModel::Impl> m) : model(std::move(m)), slot(model->take_slot()) {}
+  ~State() { model->free_slot(slot); }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
 };
 
 int64_t LlamaSequence::position() const {
@@ -909,14 +985,8 @@ void LlamaSequence::reset() {
 }
 
 LlamaSequence LlamaModel::new_sequence() const {
-  auto st = std::make_shared<LlamaSequence::State>();
-  st->model = impl_;
-  for (const Layer& l : impl_->layers) {
-    st->k_cache.push_back(Tensor::zeros(l.k_cache.shape(), l.k_cache.dtype(), impl_->dev));
-    st->v_cache.push_back(Tensor::zeros(l.v_cache.shape(), l.v_cache.dtype(), impl_->dev));
-  }
   LlamaSequence s;
-  s.state_ = std::move(st);
+  s.state_ = std::make_shared<LlamaSequence::State>(impl_);
   return s;
 }
 
@@ -924,8 +994,6 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
   const char* op = "LlamaModel::forward_batch";
   Impl& m = *impl_;
   if (steps.empty()) fail(ErrorKind::Shape, op, "no sequences given");
-  std::vector<uint32_t> tokens;
-  std::vector<int64_t> rows;  // the first row of each step in the stacked input
   for (size_t i = 0; i < steps.size(); i++) {
     const SequenceStep& s = steps[i];
     if (!s.seq || !s.seq->state_)
@@ -941,47 +1009,117 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
     if (pos + t > m.max_seq)
       fail(ErrorKind::OutOfRange, op, "step ", i, ": position ", pos, " + ", t,
            " tokens exceeds the cache of ", m.max_seq);
-    rows.push_back(static_cast<int64_t>(tokens.size()));
-    tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+  }
+  // The steps of one token first (one op each for all of them), then the prompts, each alone.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < steps.size(); i++)
+    if (steps[i].tokens.size() == 1) order.push_back(i);
+  const auto n_dec = static_cast<int64_t>(order.size());
+  for (size_t i = 0; i < steps.size(); i++)
+    if (steps[i].tokens.size() > 1) order.push_back(i);
+  std::vector<uint32_t> tokens;
+  std::vector<int64_t> rows(steps.size());  // the first row of each step in the stacked input
+  std::vector<uint32_t> dec_pos, dec_slots;
+  for (size_t i : order) {
+    const LlamaSequence::State& st = *steps[i].seq->state_;
+    rows[i] = static_cast<int64_t>(tokens.size());
+    tokens.insert(tokens.end(), steps[i].tokens.begin(), steps[i].tokens.end());
+    if (steps[i].tokens.size() == 1) {
+      dec_pos.push_back(static_cast<uint32_t>(st.pos));
+      dec_slots.push_back(static_cast<uint32_t>(st.slot));
+    }
   }
   Tensor x = m.embed_rows(tokens);  // (rows, hidden); checks the ids
-  const int64_t h = m.cfg.n_heads, kvh = m.cfg.n_kv_heads, d = m.cfg.head_dim;
-  std::vector<Tensor> positions;
-  for (const SequenceStep& s : steps)
-    positions.push_back(
-        Tensor::full(static_cast<double>(s.seq->state_->pos), {1}, DType::U32, m.dev));
-  const RotaryTables tables{m.cos_q, m.sin_q, m.cos, m.sin};
-  for (size_t li = 0; li < m.layers.size(); li++) {
-    Layer& l = m.layers[li];
-    const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, m.cfg.rms_eps);
-    std::vector<Tensor> ys;
-    for (size_t i = 0; i < steps.size(); i++) {
-      const int64_t t = static_cast<int64_t>(steps[i].tokens.size());
-      auto heads = [&](const Tensor& y, int64_t n) {
-        return y.narrow(0, rows[i], t).reshape({1, t, n, d}).transpose(1, 2);
-      };
-      LlamaSequence::State& st = *steps[i].seq->state_;
-      const Tensor q =
-          rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), st.k_cache[li],
-                        st.v_cache[li], tables, positions[i], m.cfg.rope_interleaved);
-      const Tensor y = m.attend(l, q, st.k_cache[li], st.v_cache[li], positions[i], st.pos);
-      ys.push_back(y.transpose(1, 2).reshape({t, h * d}));  // (1, h, t, d) -> (t, h * d)
-    }
-    x = m.attn_residual(l, ys.size() == 1 ? ys[0] : Tensor::cat(ys, 0), x, true);
-    const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, m.cfg.rms_eps);
-    x = m.ffn_residual(l, gu, x, true);
-  }
-  // The last row of each step.
-  Tensor last = x;
-  if (static_cast<int64_t>(steps.size()) != x.shape()[0]) {
+  Tensor logits;
+  if (n_dec == static_cast<int64_t>(steps.size()) && replays()) {
+    logits = m.replay_batch(x, dec_pos, dec_slots);
+  } else {
+    const Tensor positions = Tensor::from_vec(dec_pos, {n_dec}, m.dev);
+    const Tensor slots = Tensor::from_vec(dec_slots, {n_dec}, m.dev);
+    x = m.batch_layers(x, steps, order, n_dec, positions, slots);
+    // The last row of each step, in the steps' order.
+    Tensor last = x;
+    bool in_order = static_cast<int64_t>(steps.size()) == x.dim(0);
     std::vector<uint32_t> idx;
-    for (size_t i = 0; i < steps.size(); i++)
-      idx.push_back(
-          static_cast<uint32_t>(rows[i] + static_cast<int64_t>(steps[i].tokens.size()) - 1));
-    last = x.index_select(Tensor::from_vec(idx, {static_cast<int64_t>(idx.size())}, m.dev), 0);
+    for (size_t i = 0; i < steps.size(); i++) {
+      const int64_t r = rows[i] + static_cast<int64_t>(steps[i].tokens.size()) - 1;
+      in_order = in_order && r == static_cast<int64_t>(i);
+      idx.push_back(static_cast<uint32_t>(r));
+    }
+    if (!in_order)
+      last = x.index_select(Tensor::from_vec(idx, {static_cast<int64_t>(idx.size())}, m.dev), 0);
+    logits = m.cap_logits(m.lm_head.forward_rms_norm(last, m.out_norm, m.cfg.rms_eps));
   }
   for (const SequenceStep& s : steps) s.seq->state_->pos += static_cast<int64_t>(s.tokens.size());
-  return m.cap_logits(m.lm_head.forward_rms_norm(last, m.out_norm, m.cfg.rms_eps));
+  return logits;
+}
+
+// The layers over the stacked rows of forward_batch (`order`: its steps' order in them, the
+// n_dec one-token steps first, at `positions` in cache `slots`).
+Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>& steps,
+                                      const std::vector<size_t>& order, int64_t n_dec,
+                                      const Tensor& positions, const Tensor& slots) {
+  const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
+  const RotaryTables tables{cos_q, sin_q, cos, sin};
+  for (size_t li = 0; li < layers.size(); li++) {
+    const Layer& l = layers[li];
+    const Tensor &kc = seqs.k[li], &vc = seqs.v[li];
+    const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
+    std::vector<Tensor> ys;
+    // Rows [first, first + n) as heads (n / t, heads, t, d) of sequences of t tokens each.
+    auto heads = [&](const Tensor& y, int64_t first, int64_t n, int64_t t, int64_t nh) {
+      return y.narrow(0, first, n).reshape({n / t, t, nh, d}).transpose(1, 2);
+    };
+    // The one-token steps together (plain attention: one at a time, below).
+    const bool together = n_dec > 0 && !plain_attention(l);
+    if (together) {
+      const Tensor q = rope_kv_cache(heads(qkv[0], 0, n_dec, 1, h), heads(qkv[1], 0, n_dec, 1, kvh),
+                                     heads(qkv[2], 0, n_dec, 1, kvh), kc, vc, tables, positions,
+                                     cfg.rope_interleaved, slots);
+      ys.push_back(attention_cached(q, kc, vc, positions, slots).reshape({n_dec, h * d}));
+    }
+    int64_t row = together ? n_dec : 0;
+    for (size_t j = together ? static_cast<size_t>(n_dec) : 0; j < order.size(); j++) {
+      const LlamaSequence::State& st = *steps[order[j]].seq->state_;
+      const auto t = static_cast<int64_t>(steps[order[j]].tokens.size());
+      const Tensor kcs = kc.narrow(0, st.slot, 1), vcs = vc.narrow(0, st.slot, 1);
+      const Tensor pos = Tensor::full(static_cast<double>(st.pos), {1}, DType::U32, dev);
+      const Tensor q =
+          rope_kv_cache(heads(qkv[0], row, t, t, h), heads(qkv[1], row, t, t, kvh),
+                        heads(qkv[2], row, t, t, kvh), kcs, vcs, tables, pos, cfg.rope_interleaved);
+      const Tensor y = attend(l, q, kcs, vcs, pos, st.pos);
+      ys.push_back(y.transpose(1, 2).reshape({t, h * d}));  // (1, h, t, d) -> (t, h * d)
+      row += t;
+    }
+    x = attn_residual(l, ys.size() == 1 ? ys[0] : Tensor::cat(ys, 0), x, true);
+    const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
+    x = ffn_residual(l, gu, x, true);
+  }
+  return x;
+}
+
+// forward_batch's step when every sequence decodes one token, replayed: a step captured per batch
+// size, its positions and slots inputs written before each replay. Returns the logits (b, vocab).
+Tensor LlamaModel::Impl::replay_batch(const Tensor& x, const std::vector<uint32_t>& positions,
+                                      const std::vector<uint32_t>& slots) {
+  const int64_t b = x.dim(0);
+  auto it = batch_steps.find(b);
+  if (it == batch_steps.end()) {
+    DecodeStep s;
+    s.x = Tensor::zeros({b, cfg.hidden}, DType::F32, dev);
+    s.pos = Tensor::zeros({b}, DType::U32, dev);
+    s.slots = Tensor::zeros({b}, DType::U32, dev);
+    s.recording = dev.capture([&] {
+      s.logits = decode_logits(s.x, s.pos, {seqs.k, seqs.v, s.slots}, -1);
+    });
+    it = batch_steps.emplace(b, std::move(s)).first;
+  }
+  DecodeStep& s = it->second;
+  s.x.slice_set(x, 0, 0);
+  s.pos.slice_set(Tensor::from_vec(positions, {b}, dev), 0, 0);
+  s.slots.slice_set(Tensor::from_vec(slots, {b}, dev), 0, 0);
+  s.recording.replay();
+  return s.logits.copy();  // the step rewrites its output at the next replay
 }
 
 GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt, int64_t max_new,

@@ -3,6 +3,7 @@
 // matmul), on every float dtype, strided q/k/v views (the model's narrowed fused projection
 // among them), short and long caches and every kernel path (one split, several splits, several
 // chunks per split, head dims above the GPU's workgroup), plus every error path.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -230,6 +231,62 @@ AttentionCase random_attention_case(Rng& rng, const Dims& x, DType dt) {
   return c;
 }
 
+// ---- positions and cache slots per batch item ---------------------------------------------
+
+// b items at positions of their own in distinct cache slots of S (with slots: a random choice,
+// in a random order, S >= b; without: slot i of b). one_pos: every item at one position, given
+// as a one-element pos.
+struct Items {
+  int64_t slots = 0;
+  std::vector<int64_t> slot, pos;
+  bool with_slots = false, one_pos = false;
+};
+
+Items random_items(Rng& rng, int64_t b, int64_t max_seq, int64_t t, bool with_slots, bool one_pos) {
+  Items it;
+  it.with_slots = with_slots;
+  it.one_pos = one_pos;
+  it.slots = with_slots ? b + rng.integer(0, 2) : b;
+  std::vector<int64_t> all(static_cast<size_t>(it.slots));
+  for (size_t i = 0; i < all.size(); i++) all[i] = static_cast<int64_t>(i);
+  if (with_slots)
+    for (size_t i = all.size(); i > 1; i--)
+      std::swap(all[i - 1], all[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(i) - 1))]);
+  const int64_t shared = rng.integer(0, max_seq - t);
+  for (int64_t i = 0; i < b; i++) {
+    it.slot.push_back(all[static_cast<size_t>(i)]);
+    it.pos.push_back(one_pos ? shared : rng.integer(0, max_seq - t));
+  }
+  return it;
+}
+
+Tensor u32_tensor(const std::vector<int64_t>& v, const Device& dev) {
+  std::vector<uint32_t> u(v.begin(), v.end());
+  const auto n = static_cast<int64_t>(u.size());
+  return Tensor::from_vec(u, Shape{n}, dev);
+}
+Tensor pos_of(const Items& it, const Device& dev) {
+  return it.one_pos ? pos_tensor(it.pos[0], dev) : u32_tensor(it.pos, dev);
+}
+Tensor slots_of(const Items& it, const Device& dev) {
+  return it.with_slots ? u32_tensor(it.slot, dev) : Tensor();
+}
+std::string str(const Items& it) {
+  std::ostringstream os;
+  os << (it.with_slots ? "slots" : "no slots") << " of " << it.slots
+     << (it.one_pos ? ", one pos" : "");
+  for (size_t i = 0; i < it.slot.size(); i++) os << " [" << it.slot[i] << " @ " << it.pos[i] << "]";
+  return os.str();
+}
+
+// Row block i (along dim 0) of a reference.
+Ref block(const Ref& r, int64_t i) {
+  Shape s = r.shape;
+  s[0] = 1;
+  const int64_t n = s.numel();
+  return {s, std::vector<double>(r.v.begin() + i * n, r.v.begin() + (i + 1) * n)};
+}
+
 // ---- rope_kv_cache -------------------------------------------------------------------------
 
 class RopeKvCache : public DeviceTest {};
@@ -439,6 +496,112 @@ TEST_P(RopeKvCache, PositionBeyondTheCacheIsOutOfRangeAndWritesNothing) {
   WICK_EXPECT_CLOSE(vc, with_rows(c.vc, c.v, 7), Tol{0, 0});
 }
 
+// Items at positions of their own, in cache slots: each item's q, k and v rows, bit for bit, as
+// the one-item op on its slot of the caches at its position; other rows and slots unchanged.
+TEST_P(RopeKvCache, PositionsAndSlotsPerItemAsEachItemAlone) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  int n = 0;
+  struct Pair {
+    DType q, kv;
+  };
+  std::vector<Pair> pairs = {{DType::F32, DType::F16}, {DType::F32, DType::BF16}};
+  for (DType dt : kFloatDTypes) pairs.push_back({dt, dt});
+  for (const Pair& p : pairs)
+    for (bool with_slots : {true, false})
+      for (bool one_pos : {false, true}) {
+        const DType dt = p.q;
+        Dims x = random_dims(rng, dev.is_cpu());
+        x.b = rng.integer(2, 4);
+        if (n % 4 == 0) x = {3, 9, 3, 1, 64, 40, 0};  // SmolLM2-135M's decode step, 3 sequences
+        const Items it = random_items(rng, x.b, x.max_seq, x.t, with_slots, one_pos);
+        const bool interleaved = n % 2;
+        SCOPED_TRACE(::testing::Message()
+                     << p.q << " q " << p.kv << " cache " << str(x) << " " << str(it));
+        RopeCase c = random_rope_case(rng, x, dt);
+        const Ref kc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}), p.kv);
+        const Ref vc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}), p.kv);
+        const Qkv in = make_qkv(c.q, c.k, c.v, dt, dev, n % kLayouts);
+        const Tensor kc = make_cache(kc_ref, p.kv, dev, n % 2),
+                     vc = make_cache(vc_ref, p.kv, dev, 0);
+        const Tensor kc2 = kc.copy(), vc2 = vc.copy();
+        const RotaryTables tab{make_table(c.cos_q, dt, dev, n % 3 == 1),
+                               make_table(c.sin_q, dt, dev, 0), make_table(c.cos_k, dt, dev, 0),
+                               make_table(c.sin_k, dt, dev, 0)};
+        n++;
+        const Tensor qo = rope_kv_cache(in.q, in.k, in.v, kc, vc, tab, pos_of(it, dev), interleaved,
+                                        slots_of(it, dev));
+        std::vector<Tensor> alone;
+        for (int64_t i = 0; i < x.b; i++) {
+          const int64_t slot = it.slot[static_cast<size_t>(i)];
+          alone.push_back(
+              rope_kv_cache(in.q.narrow(0, i, 1), in.k.narrow(0, i, 1), in.v.narrow(0, i, 1),
+                            kc2.narrow(0, slot, 1), vc2.narrow(0, slot, 1), tab,
+                            pos_tensor(it.pos[static_cast<size_t>(i)], dev), interleaved));
+        }
+        EXPECT_TRUE(same_bits(qo, Tensor::cat(alone, 0)));
+        EXPECT_TRUE(same_bits(kc, kc2));
+        EXPECT_TRUE(same_bits(vc, vc2));
+        // And the one-item op's values, against float64: item 0's q.
+        const Tol tol{8 * compute_roundoff(dt), unit_roundoff(dt)};
+        WICK_EXPECT_CLOSE(qo.narrow(0, 0, 1),
+                          rope_ref(block(c.q, 0), c.cos_q, c.sin_q, it.pos[0], interleaved), tol);
+      }
+}
+
+// A slot beyond the caches: the CPU throws at the op; a GPU at the next read-back, having
+// written nothing for that item. Two items naming one slot: the CPU refuses them.
+TEST_P(RopeKvCache, SlotBeyondTheCachesIsOutOfRange) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  const DType dt = DType::F32;
+  const Dims x{2, 2, 1, 1, 4, 10, 0};
+  const RopeCase c = random_rope_case(rng, x, dt);
+  const Ref kc_ref = round_ref(random_ref(rng, {3, 1, 10, 4}), dt);
+  const Ref vc_ref = round_ref(random_ref(rng, {3, 1, 10, 4}), dt);
+  const Tensor kc = make_tensor(kc_ref, dt, dev), vc = make_tensor(vc_ref, dt, dev);
+  const RotaryTables tab{make_tensor(c.cos_q, dt, dev), make_tensor(c.sin_q, dt, dev),
+                         make_tensor(c.cos_k, dt, dev), make_tensor(c.sin_k, dt, dev)};
+  const Tensor q = make_tensor(c.q, dt, dev), k = make_tensor(c.k, dt, dev),
+               v = make_tensor(c.v, dt, dev);
+  const Tensor pos = u32_tensor({4, 5}, dev);
+  for (int64_t bad : {int64_t{3}, int64_t{4000000000}}) {
+    SCOPED_TRACE(bad);
+    Tensor out;
+    auto call = [&] {
+      out = rope_kv_cache(q, k, v, kc, vc, tab, pos, false, u32_tensor({bad, bad}, dev));
+    };
+    const std::vector<std::string> needles = {"rope_kv_cache", "cache slot " + std::to_string(bad),
+                                              "3 slots"};
+    if (dev.is_cpu()) {
+      expect_error(call, ErrorKind::OutOfRange, needles);
+    } else {
+      EXPECT_NO_THROW(call());
+      expect_error([&] { out.to_vec<float>(); }, ErrorKind::OutOfRange, needles);
+    }
+    EXPECT_TRUE(close(kc, kc_ref, Tol{0, 0}));
+    EXPECT_TRUE(close(vc, vc_ref, Tol{0, 0}));
+  }
+  if (dev.is_cpu())
+    expect_error(
+        [&] {
+          rope_kv_cache(q, k, v, kc, vc, tab, pos, false, u32_tensor({1, 1}, dev));
+        },
+        ErrorKind::Shape, {"rope_kv_cache", "both write cache slot 1"});
+  // Still usable: items in slots 2 and 0.
+  rope_kv_cache(q, k, v, kc, vc, tab, pos, false, u32_tensor({2, 0}, dev));
+  EXPECT_NO_THROW(dev.synchronize());
+  const Ref vb = block(c.v, 1);
+  Ref want_v = vc_ref;
+  for (int64_t e = 0; e < 4; e++) {
+    want_v.v[static_cast<size_t>(want_v.index({2, 0, 4, e}))] = c.v.at({0, 0, 0, e});
+    want_v.v[static_cast<size_t>(want_v.index({0, 0, 5, e}))] = vb.at({0, 0, 0, e});
+  }
+  WICK_EXPECT_CLOSE(vc, want_v, Tol{0, 0});
+}
+
 TEST_P(RopeKvCache, Errors) {
   const Device dev = device();
   const DType f = DType::F32;
@@ -468,7 +631,7 @@ TEST_P(RopeKvCache, Errors) {
   expect_error(call(q, k, v, kc, vc, tab, Tensor::zeros({1}, DType::I64, dev)), ErrorKind::DType,
                {op, "pos", "u32"});
   expect_error(call(q, k, v, kc, vc, tab, Tensor::zeros({2}, DType::U32, dev)), ErrorKind::Shape,
-               {op, "pos", "one element"});
+               {op, "pos", "1 or b = 1"});
   // shapes
   expect_error(call(z({4, 2, 6}), k, v, kc, vc, tab, pos), ErrorKind::Shape, {op, "q must be"});
   expect_error(call(z({1, 4, 2, 5}), z({1, 2, 2, 5}), z({1, 2, 2, 5}), z({1, 2, 8, 5}),
@@ -675,6 +838,129 @@ TEST_P(AttentionCached, PositionBeyondTheCacheIsOutOfRange) {
   }
   const Tensor y = attention_cached(q, kc, vc, pos_tensor(7, dev));
   WICK_EXPECT_CLOSE(y, to_ref(Tensor::ones({1, 2, 3, 4}, DType::F32, Device::cpu())), Tol{1e-6, 0});
+}
+
+// Items at positions of their own, in cache slots: each item's rows, bit for bit, as the
+// one-item op on its slot at its position (an item's sums do not depend on its batch), and
+// against float64. Rows past each item's keys and the unused slots are NaN.
+TEST_P(AttentionCached, PositionsAndSlotsPerItemAsEachItemAlone) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  std::vector<Dims> shapes = {{3, 9, 3, 1, 64, 300, 0},  // SmolLM2's decode: splits, vector form
+                              {2, 4, 2, 3, 16, 140, 0}};
+  for (int i = 0; i < 2; i++) {
+    Dims x = random_dims(rng, dev.is_cpu());
+    x.b = rng.integer(2, 4);
+    shapes.push_back(x);
+  }
+  int n = 0;
+  for (const Dims& x : shapes)
+    for (DType kv : {DType::F32, DType::F16})
+      for (bool with_slots : {true, false}) {
+        const DType dt = DType::F32;
+        const Items it = random_items(rng, x.b, x.max_seq, x.t, with_slots, n % 3 == 2);
+        SCOPED_TRACE(::testing::Message() << kv << " cache " << str(x) << " " << str(it));
+        const double lim = 3.0 / std::sqrt(static_cast<double>(x.d));
+        const Ref q = round_ref(random_ref(rng, {x.b, x.h, x.t, x.d}, -lim, lim), dt);
+        Ref kc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}, -1.5, 1.5), kv);
+        Ref vc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}), kv);
+        for (Ref* r : {&kc_ref, &vc_ref})
+          for_each_index(r->shape, [&](const std::vector<int64_t>& i) {
+            const auto at = std::find(it.slot.begin(), it.slot.end(), i[0]);
+            const bool used = at != it.slot.end() &&
+                              i[2] < it.pos[static_cast<size_t>(at - it.slot.begin())] + x.t;
+            if (!used) r->v[static_cast<size_t>(r->index(i))] = NAN;
+          });
+        const Tensor qt = make_tensor(q, dt, dev, kAllVariants[n % 5]);
+        const Tensor kc = make_cache(kc_ref, kv, dev, n % 2), vc = make_cache(vc_ref, kv, dev, 0);
+        n++;
+        const Tensor y = attention_cached(qt, kc, vc, pos_of(it, dev), slots_of(it, dev));
+        std::vector<Tensor> alone;
+        for (int64_t i = 0; i < x.b; i++) {
+          const auto ii = static_cast<size_t>(i);
+          const int64_t slot = it.slot[ii], p = it.pos[ii];
+          alone.push_back(attention_cached(qt.narrow(0, i, 1), kc.narrow(0, slot, 1),
+                                           vc.narrow(0, slot, 1), pos_tensor(p, dev)));
+          const AttentionRef want =
+              attention_ref(block(q, i), block(kc_ref, slot), block(vc_ref, slot), p, dt);
+          WICK_EXPECT_CLOSE(y.narrow(0, i, 1), want.y, want.tol);
+        }
+        EXPECT_TRUE(same_bits(y, Tensor::cat(alone, 0)));
+      }
+}
+
+// A slot beyond the caches is OutOfRange (the CPU at the op, a GPU at the next wait); the
+// device stays usable.
+TEST_P(AttentionCached, SlotBeyondTheCachesIsOutOfRange) {
+  const Device dev = device();
+  const Tensor q = Tensor::ones({2, 2, 1, 4}, DType::F32, dev);
+  const Tensor kc = Tensor::ones({3, 1, 10, 4}, DType::F32, dev), vc = kc.copy();
+  const Tensor pos = u32_tensor({3, 7}, dev);
+  for (int64_t bad : {int64_t{3}, int64_t{4000000000}}) {
+    SCOPED_TRACE(bad);
+    Tensor out;
+    auto call = [&] { out = attention_cached(q, kc, vc, pos, u32_tensor({0, bad}, dev)); };
+    const std::vector<std::string> needles = {"attention_cached",
+                                              "cache slot " + std::to_string(bad), "3 slots"};
+    if (dev.is_cpu()) {
+      expect_error(call, ErrorKind::OutOfRange, needles);
+    } else {
+      EXPECT_NO_THROW(call());
+      expect_error([&] { dev.synchronize(); }, ErrorKind::OutOfRange, needles);
+    }
+  }
+  const Tensor y = attention_cached(q, kc, vc, pos, u32_tensor({2, 1}, dev));
+  WICK_EXPECT_CLOSE(y, to_ref(Tensor::ones({2, 2, 1, 4}, DType::F32, Device::cpu())), Tol{1e-6, 0});
+}
+
+// The errors of pos and slots of a batch.
+TEST_P(AttentionCached, PositionAndSlotErrors) {
+  const Device dev = device();
+  auto z = [&](const Shape& s, DType dt = DType::F32) { return Tensor::zeros(s, dt, dev); };
+  const Tensor q = z({2, 4, 1, 6}), kc = z({3, 2, 8, 6}), vc = z({3, 2, 8, 6});
+  const Tensor pos = u32_tensor({1, 2}, dev), slots = u32_tensor({2, 0}, dev);
+  const std::string op = "attention_cached";
+  EXPECT_NO_THROW(attention_cached(q, kc, vc, pos, slots));
+  EXPECT_NO_THROW(attention_cached(q, kc.narrow(0, 0, 2), vc.narrow(0, 1, 2), pos));
+  // Strided positions and slots are read as given.
+  EXPECT_NO_THROW(attention_cached(q, kc, vc,
+                                   u32_tensor({1, 9, 2, 9}, dev).reshape({2, 2}).narrow(1, 0, 1),
+                                   u32_tensor({2, 9, 0, 9}, dev).reshape({2, 2}).narrow(1, 0, 1)));
+  expect_error(
+      [&] {
+        attention_cached(q, kc, vc, u32_tensor({1, 2, 3}, dev), slots);
+      },
+      ErrorKind::Shape, {op, "pos", "1 or b = 2"});
+  expect_error([&] { attention_cached(q, kc, vc, pos, u32_tensor({1}, dev)); }, ErrorKind::Shape,
+               {op, "slots", "b = 2"});
+  expect_error([&] { attention_cached(q, kc, vc, pos, z({2}, DType::I64)); }, ErrorKind::DType,
+               {op, "slots", "u32"});
+  expect_error([&] { attention_cached(q, kc, vc, pos); }, ErrorKind::Shape, {op, "k_cache"});
+  expect_error(
+      [&] {
+        attention_cached(q, z({0, 2, 8, 6}), z({0, 2, 8, 6}), pos, slots);
+      },
+      ErrorKind::Shape, {op, "slots >= 1"});
+  expect_error(
+      [&] {
+        attention_cached(q, kc, z({2, 2, 8, 6}), pos, slots);
+      },
+      ErrorKind::Shape, {op, "differ"});
+  expect_error(
+      [&] {
+        rope_kv_cache(q, z({2, 2, 1, 6}), z({2, 2, 1, 6}), kc, vc,
+                      {z({8, 3}), z({8, 3}), z({8, 3}), z({8, 3})}, pos, false, z({2}, DType::F32));
+      },
+      ErrorKind::DType, {"rope_kv_cache", "slots", "u32"});
+  if (!dev.is_cpu()) {
+    const Device cpu = Device::cpu();
+    expect_error(
+        [&] {
+          attention_cached(q, kc, vc, pos, u32_tensor({2, 0}, cpu));
+        },
+        ErrorKind::Device, {op});
+  }
 }
 
 TEST_P(AttentionCached, Errors) {
