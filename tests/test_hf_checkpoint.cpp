@@ -12,6 +12,7 @@
 
 #include "gguf_bytes.h"
 #include "harness.h"
+#include "llama_ref.h"
 #include "tiny_hf.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
@@ -20,26 +21,7 @@
 namespace wick::testing {
 namespace {
 
-using Vec = std::vector<double>;
 using nlohmann::json;
-
-Vec matvec(const Ref& w, const Vec& x) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  Vec y(static_cast<size_t>(out), 0.0);
-  for (int64_t o = 0; o < out; o++)
-    for (int64_t i = 0; i < in; i++)
-      y[static_cast<size_t>(o)] += w.v[static_cast<size_t>(o * in + i)] * x[static_cast<size_t>(i)];
-  return y;
-}
-
-Vec rms_norm(const Vec& x, const Ref& alpha, double eps) {
-  double ss = 0;
-  for (double v : x) ss += v * v;
-  const double r = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
-  Vec y(x.size());
-  for (size_t i = 0; i < x.size(); i++) y[i] = x[i] * r * alpha.v[i];
-  return y;
-}
 
 // Each pair's rotation from config.json, by transformers' definitions of the rope types (written
 // here, not wick's): the angle it turns a position, and the magnitude cos and sin take. `context`:
@@ -112,92 +94,43 @@ Rotary rotary_of(const json& config, int64_t d, int64_t context) {
   return r;
 }
 
-// HF's rotate_half: element i of a head turns with element i + d/2, by pair i's angle.
-void rope_halves(Vec& x, int64_t heads, int64_t d, int64_t pos, const Rotary& r) {
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < d / 2; i++) {
-      const double a = static_cast<double>(pos) * r.freq[static_cast<size_t>(i)];
-      double& x0 = x[static_cast<size_t>(h * d + i)];
-      double& x1 = x[static_cast<size_t>(h * d + i + d / 2)];
-      const double r0 = r.magnitude * (x0 * std::cos(a) - x1 * std::sin(a)),
-                   r1 = r.magnitude * (x1 * std::cos(a) + x0 * std::sin(a));
-      x0 = r0;
-      x1 = r1;
-    }
-}
-
-// Logits of every position of `ids`, from the folder's tensors (HF names).
+// Logits of every position of `ids`, from the folder's tensors (HF names) through the float64
+// reference (llama_ref.h), with HF's rotate_half: element i of a head turns with element i + d/2,
+// by pair i's angle.
 std::vector<Vec> reference_logits(const TinyHf& m, const std::vector<uint32_t>& ids,
                                   int64_t context) {
   const TinyLlamaConfig& c = m.gguf.config;
   const Rotary rotary = rotary_of(m.config, c.head_dim(), context);
-  const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads, g = h / kvh,
-                t = static_cast<int64_t>(ids.size());
   std::map<std::string, Ref> w;
   for (const auto& [name, tensor] : m.tensors) w.emplace(name, to_ref(tensor.to_dtype(DType::F64)));
-  const Ref& emb = w.at("model.embed_tokens.weight");
-  std::vector<Vec> x;
-  for (uint32_t id : ids)
-    x.emplace_back(emb.v.begin() + id * c.hidden, emb.v.begin() + (id + 1) * c.hidden);
-  const auto at = [](auto& v, int64_t i) -> auto& {
-    return v[static_cast<size_t>(i)];
-  };
+  RefModel r;
+  r.heads = c.heads;
+  r.kv_heads = c.kv_heads;
+  r.head_dim = c.head_dim();
+  r.rms_eps = c.rms_eps;
+  r.embed = w.at("model.embed_tokens.weight");
+  r.output_norm = w.at("model.norm.weight");
+  r.head = c.tied_embeddings ? r.embed : w.at("lm_head.weight");
   for (int64_t l = 0; l < c.layers; l++) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    std::vector<Vec> q, k, v;
-    for (int64_t s = 0; s < t; s++) {
-      const Vec hn = rms_norm(at(x, s), w.at(p + "input_layernorm.weight"), c.rms_eps);
-      q.push_back(matvec(w.at(p + "self_attn.q_proj.weight"), hn));
-      k.push_back(matvec(w.at(p + "self_attn.k_proj.weight"), hn));
-      v.push_back(matvec(w.at(p + "self_attn.v_proj.weight"), hn));
-      rope_halves(q.back(), h, d, s, rotary);
-      rope_halves(k.back(), kvh, d, s, rotary);
-    }
-    for (int64_t s = 0; s < t; s++) {
-      Vec att(static_cast<size_t>(h * d), 0.0);
-      for (int64_t hh = 0; hh < h; hh++) {
-        const int64_t kv = hh / g;
-        Vec score(static_cast<size_t>(s + 1));
-        double mx = -INFINITY, sum = 0;
-        for (int64_t j = 0; j <= s; j++) {
-          double dot = 0;
-          for (int64_t i = 0; i < d; i++)
-            dot += at(at(q, s), hh * d + i) * at(at(k, j), kv * d + i);
-          at(score, j) = dot / std::sqrt(static_cast<double>(d));
-          mx = std::max(mx, at(score, j));
-        }
-        for (double& e : score) sum += e = std::exp(e - mx);
-        for (int64_t j = 0; j <= s; j++)
-          for (int64_t i = 0; i < d; i++)
-            at(att, hh * d + i) += at(score, j) / sum * at(at(v, j), kv * d + i);
-      }
-      Vec& xs = at(x, s);
-      const Vec o = matvec(w.at(p + "self_attn.o_proj.weight"), att);
-      for (size_t i = 0; i < xs.size(); i++) xs[i] += o[i];
-      const Vec hn = rms_norm(xs, w.at(p + "post_attention_layernorm.weight"), c.rms_eps);
-      Vec gate = matvec(w.at(p + "mlp.gate_proj.weight"), hn);
-      const Vec up = matvec(w.at(p + "mlp.up_proj.weight"), hn);
-      for (size_t i = 0; i < gate.size(); i++)
-        gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
-      const Vec down = matvec(w.at(p + "mlp.down_proj.weight"), gate);
-      for (size_t i = 0; i < xs.size(); i++) xs[i] += down[i];
-    }
+    RefLayer& y = r.layers.emplace_back();
+    y.attn_norm = w.at(p + "input_layernorm.weight");
+    y.wq = w.at(p + "self_attn.q_proj.weight");
+    y.wk = w.at(p + "self_attn.k_proj.weight");
+    y.wv = w.at(p + "self_attn.v_proj.weight");
+    y.wo = w.at(p + "self_attn.o_proj.weight");
+    y.ffn_norm = w.at(p + "post_attention_layernorm.weight");
+    y.wgate = w.at(p + "mlp.gate_proj.weight");
+    y.wup = w.at(p + "mlp.up_proj.weight");
+    y.wdown = w.at(p + "mlp.down_proj.weight");
   }
-  const Ref& head = c.tied_embeddings ? emb : w.at("lm_head.weight");
-  std::vector<Vec> logits;
-  for (const Vec& xs : x)
-    logits.push_back(matvec(head, rms_norm(xs, w.at("model.norm.weight"), c.rms_eps)));
-  return logits;
-}
-
-Ref as_ref(const Vec& v) {
-  return Ref{Shape{static_cast<int64_t>(v.size())}, v};
-}
-
-double max_abs(const Vec& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
+  r.rope = [&](Vec& x, int64_t heads, int64_t pos) {
+    rotate_pairs(x, heads, r.head_dim, true, [&](int64_t i) {
+      return PairRotation{static_cast<double>(pos) * rotary.freq[static_cast<size_t>(i)],
+                          rotary.magnitude};
+    });
+  };
+  return r.logits(ids);
 }
 
 class HfCheckpoint : public DeviceTest {};

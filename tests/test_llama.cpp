@@ -1,6 +1,6 @@
 // The llama model end to end on tiny GGUF files the tests write themselves (tests/tiny_llama.h):
-// logits against a float64 implementation written here from the architecture's definition, the KV
-// cache against full recomputation, quantized and tied/untied weights, generation, sampling and
+// logits against the float64 implementation of llama_ref.h (the architectures' definitions), the
+// KV cache against full recomputation, quantized and tied/untied weights, generation, sampling and
 // errors. Runs on every device of the harness.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 
 #include "gguf_bytes.h"
 #include "harness.h"
+#include "llama_ref.h"
 #include "tiny_llama.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
@@ -17,31 +18,7 @@
 namespace wick::testing {
 namespace {
 
-// ---- float64 reference ------------------------------------------------------------------------
-
-using Vec = std::vector<double>;
-
-// y = W x for W (out, in) row-major.
-Vec matvec(const Ref& w, const Vec& x) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  Vec y(static_cast<size_t>(out), 0.0);
-  for (int64_t o = 0; o < out; o++) {
-    double s = 0;
-    for (int64_t i = 0; i < in; i++)
-      s += w.v[static_cast<size_t>(o * in + i)] * x[static_cast<size_t>(i)];
-    y[static_cast<size_t>(o)] = s;
-  }
-  return y;
-}
-
-Vec rms_norm(const Vec& x, const Ref& alpha, double eps) {
-  double ss = 0;
-  for (double v : x) ss += v * v;
-  const double r = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
-  Vec y(x.size());
-  for (size_t i = 0; i < x.size(); i++) y[i] = x[i] * r * alpha.v[i];
-  return y;
-}
+// ---- float64 reference (llama_ref.h) from the GGUF file's tensors --------------------------
 
 // Rows [start, start + n) of a (out, in) matrix: one part of a fused one.
 Ref rows(const Ref& w, int64_t start, int64_t n) {
@@ -59,9 +36,6 @@ Ref rows(const Ref& w, int64_t start, int64_t n) {
 // those between; cos and sin take 0.1 ln(factor) + 1, or the attention factor given. Longrope:
 // the angle divided by the long factors when the model runs with more positions (`context`) than
 // the original, else by the short ones; cos and sin take the attn_factor written.
-struct PairRotation {
-  double angle, magnitude;
-};
 PairRotation rope_pair(const TinyLlama& m, const std::map<std::string, Ref>& w, int64_t pos,
                        int64_t i, int64_t context) {
   const TinyLlamaConfig& c = m.config;
@@ -94,145 +68,77 @@ PairRotation rope_pair(const TinyLlama& m, const std::map<std::string, Ref>& w, 
   return {static_cast<double>(pos) * freq, magnitude};
 }
 
-// Rotary embedding of each head: llama.cpp's llama files rotate the pairs (2i, 2i+1) (their q/k
-// rows permuted by the converter); its qwen2, phi3 and gemma files rotate (i, i + d/2) (NEOX).
-void rope(Vec& x, int64_t heads, const TinyLlama& m, const std::map<std::string, Ref>& w,
-          int64_t pos, int64_t context) {
-  const std::string& arch = m.config.arch;
-  const bool neox = arch == "qwen2" || arch == "phi3" || arch == "gemma" || arch == "gemma2";
-  const int64_t d = m.config.head_dim();
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < d / 2; i++) {
-      const auto [a, mag] = rope_pair(m, w, pos, i, context);
-      double& x0 = x[static_cast<size_t>(h * d + (neox ? i : 2 * i))];
-      double& x1 = x[static_cast<size_t>(h * d + (neox ? i + d / 2 : 2 * i + 1))];
-      const double r0 = mag * (x0 * std::cos(a) - x1 * std::sin(a)),
-                   r1 = mag * (x0 * std::sin(a) + x1 * std::cos(a));
-      x0 = r0;
-      x1 = r1;
-    }
-}
-
-double softcap(double x, double cap) {
-  return cap > 0 ? cap * std::tanh(x / cap) : x;
-}
-
 // Logits of every position of `ids` (run from position 0), straight from the architectures'
 // definitions: llama (SwiGLU MLP); qwen2 (biases on q, k, v); phi3 (q, k, v and gate, up fused
 // into one matrix each); gemma (embedding times sqrt(hidden), GELU (tanh) gate); gemma2 (also
 // RMSNorms after attention and MLP before the residual adds, scores and logits soft-capped,
-// even layers attending to the last sliding_window positions only).
+// even layers attending to the last sliding_window positions only). Rotary embedding: llama.cpp's
+// llama files rotate the pairs (2i, 2i+1) (their q/k rows permuted by the converter); its qwen2,
+// phi3 and gemma files rotate (i, i + d/2) (NEOX).
 // `context`: the positions the model runs with (max_seq), which picks longrope's factors.
 std::vector<Vec> reference_logits(const TinyLlama& m, const std::vector<uint32_t>& ids,
                                   int64_t context = 16) {
   const TinyLlamaConfig& c = m.config;
-  const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads, g = h / kvh,
-                t = static_cast<int64_t>(ids.size());
+  const int64_t d = c.head_dim(), h = c.heads, kvh = c.kv_heads;
   const bool phi3 = c.arch == "phi3", gemma = c.arch == "gemma" || c.arch == "gemma2",
-             gemma2 = c.arch == "gemma2";
+             gemma2 = c.arch == "gemma2", neox = c.arch == "qwen2" || phi3 || gemma;
   std::map<std::string, Ref> w;
   for (const auto& [name, tensor] : m.weights) w.emplace(name, to_ref(tensor.to_dtype(DType::F64)));
-  std::vector<Vec> x(static_cast<size_t>(t));
-  for (int64_t p = 0; p < t; p++) {
-    const Ref& e = w.at("token_embd.weight");
-    x[static_cast<size_t>(p)].assign(e.v.begin() + ids[static_cast<size_t>(p)] * c.hidden,
-                                     e.v.begin() + (ids[static_cast<size_t>(p)] + 1) * c.hidden);
-    if (gemma)
-      for (double& v : x[static_cast<size_t>(p)]) v *= std::sqrt(static_cast<double>(c.hidden));
-  }
-  auto silu = [](double v) { return v / (1.0 + std::exp(-v)); };
-  auto gelu = [](double v) {
-    return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-  };
+  RefModel r;
+  r.heads = h;
+  r.kv_heads = kvh;
+  r.head_dim = d;
+  r.rms_eps = c.rms_eps;
+  r.embed_scale = gemma ? std::sqrt(static_cast<double>(c.hidden)) : 1.0;
+  r.gelu = gemma;
+  r.attn_softcap = c.attn_softcap;
+  r.final_softcap = c.final_softcap;
+  r.embed = w.at("token_embd.weight");
+  r.output_norm = w.at("output_norm.weight");
+  r.head = c.tied_embeddings ? r.embed : w.at("output.weight");
   for (int64_t l = 0; l < c.layers; l++) {
     const std::string pre = "blk." + std::to_string(l) + ".";
-    Ref wq, wk, wv, wgate, wup;
+    RefLayer& y = r.layers.emplace_back();
     if (phi3) {
       const Ref& qkv = w.at(pre + "attn_qkv.weight");
-      wq = rows(qkv, 0, h * d);
-      wk = rows(qkv, h * d, kvh * d);
-      wv = rows(qkv, (h + kvh) * d, kvh * d);
-      wgate = rows(w.at(pre + "ffn_up.weight"), 0, c.ffn);
-      wup = rows(w.at(pre + "ffn_up.weight"), c.ffn, c.ffn);
+      y.wq = rows(qkv, 0, h * d);
+      y.wk = rows(qkv, h * d, kvh * d);
+      y.wv = rows(qkv, (h + kvh) * d, kvh * d);
+      y.wgate = rows(w.at(pre + "ffn_up.weight"), 0, c.ffn);
+      y.wup = rows(w.at(pre + "ffn_up.weight"), c.ffn, c.ffn);
     } else {
-      wq = w.at(pre + "attn_q.weight");
-      wk = w.at(pre + "attn_k.weight");
-      wv = w.at(pre + "attn_v.weight");
-      wgate = w.at(pre + "ffn_gate.weight");
-      wup = w.at(pre + "ffn_up.weight");
+      y.wq = w.at(pre + "attn_q.weight");
+      y.wk = w.at(pre + "attn_k.weight");
+      y.wv = w.at(pre + "attn_v.weight");
+      y.wgate = w.at(pre + "ffn_gate.weight");
+      y.wup = w.at(pre + "ffn_up.weight");
     }
-    const bool sliding = gemma2 && c.sliding_window > 0 && l % 2 == 0;
-    std::vector<Vec> q(static_cast<size_t>(t)), k(q.size()), v(q.size());
-    for (int64_t p = 0; p < t; p++) {
-      const Vec hn = rms_norm(x[static_cast<size_t>(p)], w.at(pre + "attn_norm.weight"), c.rms_eps);
-      q[static_cast<size_t>(p)] = matvec(wq, hn);
-      k[static_cast<size_t>(p)] = matvec(wk, hn);
-      v[static_cast<size_t>(p)] = matvec(wv, hn);
-      if (c.arch == "qwen2") {
-        for (auto [y, b] : {std::pair{&q, "attn_q.bias"}, {&k, "attn_k.bias"}, {&v, "attn_v.bias"}})
-          for (size_t i = 0; i < (*y)[static_cast<size_t>(p)].size(); i++)
-            (*y)[static_cast<size_t>(p)][i] += w.at(pre + b).v[i];
-      }
-      rope(q[static_cast<size_t>(p)], h, m, w, p, context);
-      rope(k[static_cast<size_t>(p)], kvh, m, w, p, context);
+    y.attn_norm = w.at(pre + "attn_norm.weight");
+    y.wo = w.at(pre + "attn_output.weight");
+    y.ffn_norm = w.at(pre + "ffn_norm.weight");
+    y.wdown = w.at(pre + "ffn_down.weight");
+    if (c.arch == "qwen2") {
+      y.q_bias = w.at(pre + "attn_q.bias");
+      y.k_bias = w.at(pre + "attn_k.bias");
+      y.v_bias = w.at(pre + "attn_v.bias");
     }
-    for (int64_t p = 0; p < t; p++) {
-      Vec att(static_cast<size_t>(h * d), 0.0);
-      for (int64_t hh = 0; hh < h; hh++) {
-        const int64_t kv = hh / g;
-        Vec s(static_cast<size_t>(p + 1));
-        double mx = -INFINITY;
-        for (int64_t j = 0; j <= p; j++) {
-          double dot = 0;
-          for (int64_t i = 0; i < d; i++)
-            dot += q[static_cast<size_t>(p)][static_cast<size_t>(hh * d + i)] *
-                   k[static_cast<size_t>(j)][static_cast<size_t>(kv * d + i)];
-          s[static_cast<size_t>(j)] =
-              softcap(dot / std::sqrt(static_cast<double>(d)), c.attn_softcap);
-          if (sliding && p - j >= c.sliding_window) s[static_cast<size_t>(j)] = -INFINITY;
-          mx = std::max(mx, s[static_cast<size_t>(j)]);
-        }
-        double sum = 0;
-        for (double& e : s) sum += e = std::exp(e - mx);
-        for (int64_t j = 0; j <= p; j++)
-          for (int64_t i = 0; i < d; i++)
-            att[static_cast<size_t>(hh * d + i)] +=
-                s[static_cast<size_t>(j)] / sum *
-                v[static_cast<size_t>(j)][static_cast<size_t>(kv * d + i)];
-      }
-      Vec o = matvec(w.at(pre + "attn_output.weight"), att);
-      if (gemma2) o = rms_norm(o, w.at(pre + "post_attention_norm.weight"), c.rms_eps);
-      Vec& xp = x[static_cast<size_t>(p)];
-      for (size_t i = 0; i < xp.size(); i++) xp[i] += o[i];
-      const Vec hn = rms_norm(xp, w.at(pre + "ffn_norm.weight"), c.rms_eps);
-      Vec gate = matvec(wgate, hn);
-      const Vec up = matvec(wup, hn);
-      for (size_t i = 0; i < gate.size(); i++)
-        gate[i] = (gemma ? gelu(gate[i]) : silu(gate[i])) * up[i];
-      Vec down = matvec(w.at(pre + "ffn_down.weight"), gate);
-      if (gemma2) down = rms_norm(down, w.at(pre + "post_ffw_norm.weight"), c.rms_eps);
-      for (size_t i = 0; i < xp.size(); i++) xp[i] += down[i];
+    if (gemma2) {
+      y.post_attention_norm = w.at(pre + "post_attention_norm.weight");
+      y.post_ffw_norm = w.at(pre + "post_ffw_norm.weight");
+      if (l % 2 == 0) y.window = c.sliding_window;
     }
   }
-  const Ref& head = c.tied_embeddings ? w.at("token_embd.weight") : w.at("output.weight");
-  std::vector<Vec> logits;
-  for (const Vec& xp : x) {
-    logits.push_back(matvec(head, rms_norm(xp, w.at("output_norm.weight"), c.rms_eps)));
-    for (double& y : logits.back()) y = softcap(y, c.final_softcap);
-  }
-  return logits;
-}
-
-Ref as_ref(const Vec& v) {
-  return Ref{Shape{static_cast<int64_t>(v.size())}, v};
+  r.rope = [&](Vec& x, int64_t heads, int64_t pos) {
+    rotate_pairs(x, heads, d, neox, [&](int64_t i) { return rope_pair(m, w, pos, i, context); });
+  };
+  return r.logits(ids);
 }
 
 // Tolerance for logits: f32 arithmetic everywhere, or activations quantized to 8 bits per block
 // against block weights. Over 480 random models the worst logit was 1.8% of the largest one off
 // (q4_k; 1.6% for q4_1/q8_0), so 4% leaves room while a wrong cache or kernel is far outside.
 Tol logits_tol(const Vec& want, double quant_rel) {
-  double mx = 0;
-  for (double v : want) mx = std::max(mx, std::abs(v));
+  const double mx = max_abs(want);
   return quant_rel > 0 ? Tol{quant_rel * mx + 1e-3, quant_rel} : Tol{2e-4 * mx + 1e-5, 1e-4};
 }
 

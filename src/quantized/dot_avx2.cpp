@@ -33,7 +33,7 @@ WICK_AVX2 inline __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-// One sum in reduce4's order, so that one-row and multi-row kernels round alike.
+// One sum in reduce4's order, the order of the multi-row kernels' sums.
 WICK_AVX2 inline float hsum_tree(__m256 v) {
   const __m256 zero = _mm256_setzero_ps();
   return _mm_cvtss_f32(reduce4(v, zero, zero, zero));
@@ -100,97 +100,6 @@ WICK_AVX2 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
       macc += u.m * x.ds[2 * i + 1];
     }
     out[r] = hsum(acc) + macc;
-  }
-}
-
-// Q4_K / Q5_K: per 64-element chunk, two groups of 32 (low and high nibbles); the group scale
-// multiplies the i16 pair sums in madd; mins use the activation group sums.
-template <typename Block, bool kFifthBit>
-WICK_AVX2 void dot_rows_k4(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                           const ActRow& x, float* out) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  for (int64_t r = 0; r < n_rows; r++) {
-    const auto* blocks = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * row_bytes);
-    __m256 acc = _mm256_setzero_ps();
-    float macc = 0;
-    for (int64_t i = 0; i < k / kQKK; i++) {
-      const Block& b = blocks[i];
-      const int8_t* q = x.qs + i * kQKK;
-      const int16_t* bs = x.bsums + i * 16;
-      uint8_t sc[8], mn[8];
-      k4_scales_mins(b.scales, sc, mn);
-      int msum = 0;
-      for (int g = 0; g < 8; g++) msum += mn[g] * (bs[2 * g] + bs[2 * g + 1]);
-      __m256i qh = _mm256_setzero_si256();
-      if constexpr (kFifthBit) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
-      __m256i isum = _mm256_setzero_si256();
-      for (int c = 0; c < 4; c++) {
-        const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
-        __m256i lo = _mm256_and_si256(qs, m4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
-        if constexpr (kFifthBit) {
-          const __m256i one = _mm256_set1_epi8(1);
-          lo = _mm256_or_si256(
-              lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-          hi = _mm256_or_si256(
-              hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
-        }
-        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c));
-        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c + 32));
-        const __m256i p0 =
-            _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_set1_epi16(sc[2 * c]));
-        const __m256i p1 =
-            _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), _mm256_set1_epi16(sc[2 * c + 1]));
-        isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
-      }
-      const float dx = x.ds[i];
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(b.d)), _mm256_cvtepi32_ps(isum), acc);
-      macc += dx * half_to_float(b.dmin) * static_cast<float>(msum);
-    }
-    out[r] = hsum_tree(acc) - macc;
-  }
-}
-
-// Q6_K: codes 0..63 (value + 32); the -32 offset comes back through the activation group sums.
-WICK_AVX2 void dot_rows_q6_k(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                             const ActRow& x, float* out) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
-  for (int64_t r = 0; r < n_rows; r++) {
-    const auto* blocks = reinterpret_cast<const BlockQ6_K*>(w + static_cast<size_t>(r) * row_bytes);
-    __m256 acc = _mm256_setzero_ps();
-    float macc = 0;
-    for (int64_t i = 0; i < k / kQKK; i++) {
-      const BlockQ6_K& b = blocks[i];
-      const int8_t* q = x.qs + i * kQKK;
-      const int16_t* bs = x.bsums + i * 16;
-      int offset_sum = 0;
-      for (int g = 0; g < 16; g++) offset_sum += b.scales[g] * bs[g];
-      __m256i isum = _mm256_setzero_si256();
-      for (int half = 0; half < 2; half++) {
-        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * half));
-        const __m256i ql1 =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * half + 32));
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * half));
-        for (int s = 0; s < 4; s++) {
-          const __m256i src = s % 2 ? ql1 : ql0;
-          const __m256i lo =
-              s < 2 ? _mm256_and_si256(src, m4) : _mm256_and_si256(_mm256_srli_epi16(src, 4), m4);
-          const __m256i high =
-              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2), 4);
-          const __m256i codes = _mm256_or_si256(lo, high);
-          const __m256i xq =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 128 * half + 32 * s));
-          const int g = 8 * half + 2 * s;  // elements 0..15 use scale g, 16..31 scale g + 1
-          const __m256i scales =
-              _mm256_set_m128i(_mm_set1_epi16(b.scales[g + 1]), _mm_set1_epi16(b.scales[g]));
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), scales));
-        }
-      }
-      const float d = x.ds[i] * half_to_float(b.d);
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-      macc += d * static_cast<float>(32 * offset_sum);
-    }
-    out[r] = hsum_tree(acc) - macc;
   }
 }
 
@@ -526,10 +435,9 @@ WICK_AVX2 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_row
   }
 }
 
-// ---- several x rows per pass over ggml's K blocks (QMatMul's batched steps): each block's
-// scales are decoded and its codes unpacked once for up to 4 x rows. Per output the float order
-// of the one-row kernels above (whose sums take reduce4's order too): a row's outputs do not
-// depend on the batch.
+// ---- Q4_K / Q5_K / Q6_K, one weight row against up to 4 x rows (QMatMul's batched steps): each
+// block's scales are decoded and its codes unpacked once for all of them. One x row is the NX = 1
+// case, so per output the float order does not depend on the batch.
 
 // out[x * ldo] = hsum(acc[x]) - sub[x] for x < n <= 4, in reduce4's order.
 WICK_AVX2 inline void store_reduced(const __m256* acc, const float* sub, int n, size_t ldo,
@@ -541,7 +449,9 @@ WICK_AVX2 inline void store_reduced(const __m256* acc, const float* sub, int n, 
   for (int x = 0; x < n; x++) out[ldo * static_cast<size_t>(x)] = r[x] - sub[x];
 }
 
-// out[i * ldo] = dot(the row, xs[i]) for i < NX, Q4_K / Q5_K.
+// out[i * ldo] = dot(the row, xs[i]) for i < NX, Q4_K / Q5_K: per 64-element chunk, two groups
+// of 32 (low and high nibbles); the group scale multiplies the i16 pair sums in madd; mins use the
+// activation group sums.
 template <typename Block, bool kFifthBit, int NX>
 WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs, size_t ldo,
                                 float* out) {
@@ -595,7 +505,8 @@ WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs,
   store_reduced(acc, macc, NX, ldo, out);
 }
 
-// out[i * ldo] = dot(the row, xs[i]) for i < NX, Q6_K.
+// out[i * ldo] = dot(the row, xs[i]) for i < NX, Q6_K: codes 0..63 (value + 32); the -32 offset
+// comes back through the activation group sums.
 template <int NX>
 WICK_AVX2 void dot_row_q6_k_multi(const uint8_t* row, int64_t k, const ActRow* xs, size_t ldo,
                                   float* out) {
@@ -661,6 +572,14 @@ struct Q6KMulti {
   }
 };
 
+// Every weight row against one x row (DotRowsFn).
+template <typename Kernel>
+WICK_AVX2 void dot_rows_one(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                            const ActRow& x, float* out) {
+  for (int64_t r = 0; r < n_rows; r++)
+    Kernel::template row<1>(w + static_cast<size_t>(r) * row_bytes, k, &x, 1, out + r);
+}
+
 // Every weight row against groups of up to 4 x rows.
 template <typename Kernel>
 WICK_AVX2 void dot_rows_multi(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
@@ -721,11 +640,11 @@ DotRowsFn dot_kernel_avx2(QuantType t) {
     case QuantType::Q3_K:
       return dot_rows_low_bits_k<true>;
     case QuantType::Q4_K:
-      return dot_rows_k4<BlockQ4_K, false>;
+      return dot_rows_one<K4Multi<BlockQ4_K, false>>;
     case QuantType::Q5_K:
-      return dot_rows_k4<BlockQ5_K, true>;
+      return dot_rows_one<K4Multi<BlockQ5_K, true>>;
     case QuantType::Q6_K:
-      return dot_rows_q6_k;
+      return dot_rows_one<Q6KMulti>;
     case QuantType::IQ4_NL:
       return dot_rows_iq4_nl;
     case QuantType::IQ4_XS:
