@@ -56,16 +56,27 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
                      const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos,
                      bool interleaved, const Tensor& slots = Tensor());
 
+// What attention_cached may do besides plain causal attention (Gemma 2 does both).
+struct AttentionOptions {
+  // > 0: each score s becomes softcap * tanh(s / softcap) before the softmax (taken as f32).
+  double softcap = 0;
+  // > 0: the query at position p attends to rows max(0, p - window + 1) ..= p only (a sliding
+  // window of `window` rows, its own included).
+  int64_t window = 0;
+};
+
 // Causal attention of q (b, h, t, d) over the caches (b, kvh, max_seq, d; with slots (S, kvh,
-// max_seq, d)): query i of a batch item, at position
-// pos + i, attends to cache rows 0 ..= pos + i, softmax(q k^T) v with no further scaling (q
-// carries it). Returns (b, h, t, d) contiguous in q's dtype; sums and the softmax run in f32 (f64
-// for f64) with a running maximum. q: any strides; caches contiguous (a start offset is fine),
-// of q's dtype or 16-bit under f32 q (above). A batch item's result does not depend on the other
-// items (the same bits alone or batched). GPUs: at most two dispatches (the sequence split over
-// workgroups, then a combine). Errors: Shape, DType, Device, OutOfRange (t > max_seq at once, pos +
-// t > max_seq or a slot >= S as above).
+// max_seq, d)): query i of a batch item, at position pos + i, attends to cache rows 0 ..= pos + i
+// (within options.window), softmax(q k^T) v with no further scaling (q carries it; scores capped
+// as options.softcap says). Returns (b, h, t, d) contiguous in q's dtype; sums and the softmax run
+// in f32 (f64 for f64) with a running maximum. q: any strides; caches contiguous (a start offset
+// is fine), of q's dtype or 16-bit under f32 q (above). A batch item's result does not depend on
+// the other items (the same bits alone or batched). GPUs: at most two dispatches (the sequence
+// split over workgroups, then a combine). Errors: Shape, DType, Device, OutOfRange (t > max_seq at
+// once, pos + t > max_seq or a slot >= S as above), Unsupported (a negative, NaN or infinite
+// softcap or a negative window).
 Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                        const Tensor& pos, const Tensor& slots = Tensor());
+                        const Tensor& pos, const Tensor& slots = Tensor(),
+                        const AttentionOptions& options = {});
 
 }  // namespace wick

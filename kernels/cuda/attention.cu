@@ -1,6 +1,7 @@
 // attention_cached: causal softmax(q k^T) v of q (b, h, t, d) over the caches (slots, kvh,
-// max_seq, d), query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti of kv head
-// hi / (h / kvh) in item bi's slot (slots[bi], or bi), pos the item's position.
+// max_seq, d), query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti (the last `window`
+// of them when window > 0) of kv head hi / (h / kvh) in item bi's slot (slots[bi], or bi), pos
+// the item's position; scores soft-capped when softcap_bits is not 0.
 // Flash-decoding in two phases (PHASE, WICK_SPEC_0):
 //   0: a block per (query row, split): split s takes the keys [s span, (s + 1) span) of its row,
 //      CHUNK (= WG_SIZE) at a time with a running maximum m, sum l and accumulator acc (the
@@ -84,12 +85,24 @@ WICK_DEV uint32_t key_count(const AttentionParams& pc, const Item& it, uint32_t 
   return p + ti + 1u;
 }
 
+// The first key of a row of n_keys: within the sliding window, if any.
+WICK_DEV uint32_t first_key(const AttentionParams& pc, uint32_t n_keys) {
+  return pc.window > 0u && n_keys > pc.window ? n_keys - pc.window : 0u;
+}
+
+// A score, soft-capped when the op asks: cap tanh(s / cap).
+WICK_DEV ACC_T cap_score(const AttentionParams& pc, ACC_T s) {
+  if (pc.softcap_bits == 0u) return s;
+  const ACC_T cap = ACC_T(__uint_as_float(pc.softcap_bits));
+  return cap * tanh(s / cap);
+}
+
 // What a phase 0 block (query row, split) works on, for both forms: the keys [k0, k_end) of its
-// row, q's row, and the element of cache row 0 of its kv head in its item's slot.
+// row in its split, q's row, and the element of cache row 0 of its kv head in its item's slot.
 struct RowWork {
   uint32_t row, k0, k_end, q_row, first;
 };
-// False when the block has nothing to do (a split past the row's keys: uniform per block).
+// False when the block has nothing to do (a split outside the row's keys: uniform per block).
 WICK_DEV bool row_work(const AttentionParams& pc, const uint32_t* pos, const uint32_t* slots,
                        uint32_t* err, uint32_t g, uint32_t tid, RowWork& w) {
   w.row = g / pc.n_splits;
@@ -99,9 +112,9 @@ WICK_DEV bool row_work(const AttentionParams& pc, const uint32_t* pos, const uin
   // One report per item: its first query row's first split.
   const bool report = split == 0u && ti == 0u && hi == 0u && tid == 0u;
   const uint32_t n_keys = key_count(pc, it, ti, err, report);
-  w.k0 = split * pc.span;
-  if (w.k0 >= n_keys) return false;
-  w.k_end = min(w.k0 + pc.span, n_keys);
+  w.k0 = max(split * pc.span, first_key(pc, n_keys));
+  w.k_end = min(split * pc.span + pc.span, n_keys);
+  if (w.k0 >= w.k_end) return false;
   w.q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
   w.first = (it.slot * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
   return true;
@@ -140,7 +153,7 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_
         const ACC_T qe = q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
         dot += qe * ACC_T(LOAD(KV_DT, key[e]));
       }
-      s = dot;
+      s = cap_score(pc, dot);
     }
     const ACC_T m_new = fmax(m, block_allreduce(s, s_red, MaxOp()));
     const ACC_T w = tid < len ? exp(s - m_new) : ACC_T(0);
@@ -258,7 +271,8 @@ WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT
         }
 #pragma unroll
         for (uint32_t o = L / 2u; o > 0u; o >>= 1) dot += __shfl_xor_sync(WICK_FULL_MASK, dot, o);
-        if (col == 0u && j < CHUNK) s_p[j] = j < len ? dot : -FloatBits<ACC_T>::inf();
+        if (col == 0u && j < CHUNK)
+          s_p[j] = j < len ? cap_score(pc, dot) : -FloatBits<ACC_T>::inf();
       }
     }
     __syncthreads();
@@ -314,18 +328,20 @@ WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT
 WICK_DEV void combine_phase(const AttentionParams& pc, const Item& it, const ACC_T* scratch, ST* y,
                             uint32_t row, uint32_t tid) {
   const uint32_t ti = row % pc.t, d = pc.d;
-  const uint32_t used = (key_count(pc, it, ti, nullptr, false) + pc.span - 1u) / pc.span;
+  // The splits phase 0 wrote: those holding keys [first_key, n_keys).
+  const uint32_t n_keys = key_count(pc, it, ti, nullptr, false);
+  const uint32_t s0 = first_key(pc, n_keys) / pc.span, used = (n_keys + pc.span - 1u) / pc.span;
   const ACC_T* first = scratch + static_cast<uint64_t>(row) * pc.n_splits * (d + 2u);
   ACC_T big = -FloatBits<ACC_T>::inf();
-  for (uint32_t s = 0u; s < used; s++) big = fmax(big, first[s * (d + 2u)]);
+  for (uint32_t s = s0; s < used; s++) big = fmax(big, first[s * (d + 2u)]);
   ACC_T l = ACC_T(0);
-  for (uint32_t s = 0u; s < used; s++) {
+  for (uint32_t s = s0; s < used; s++) {
     const ACC_T* slot = first + s * (d + 2u);
     l += slot[1] * exp(slot[0] - big);
   }
   for (uint32_t e = tid; e < d; e += WG_SIZE) {
     ACC_T acc = ACC_T(0);
-    for (uint32_t s = 0u; s < used; s++) {
+    for (uint32_t s = s0; s < used; s++) {
       const ACC_T* slot = first + s * (d + 2u);
       acc += slot[2u + e] * exp(slot[0] - big);
     }

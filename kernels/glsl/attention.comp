@@ -1,7 +1,8 @@
 #version 450
 // attention_cached: causal softmax(q k^T) v of q (b, h, t, d) over the caches (slots, kvh,
-// max_seq, d), query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti of kv head
-// hi / (h / kvh) in item bi's slot (slots[bi], or bi), pos the item's position.
+// max_seq, d), query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti (the last `window`
+// of them when window > 0) of kv head hi / (h / kvh) in item bi's slot (slots[bi], or bi), pos
+// the item's position; scores soft-capped when softcap_bits is not 0.
 // Flash-decoding in two phases (PHASE, constant 0):
 //   0: a workgroup per (query row, split): split s takes the keys [s span, (s + 1) span) of its
 //      row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l and accumulator acc (the
@@ -126,12 +127,26 @@ ACC_T query_at(bool q_shared, uint q_row, uint e) {
   return q_shared ? s_q[e] : ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
 }
 
+// The first key of a row of n_keys: within the sliding window, if any.
+uint first_key(uint n_keys) {
+  return pc.window > 0u && n_keys > pc.window ? n_keys - pc.window : 0u;
+}
+
+// A score, soft-capped when the op asks: cap tanh(s / cap), tanh as 1 - 2 / (e^2x + 1) with the
+// kernel's accurate exp (GLSL has no double tanh, and its float one is loosely specified).
+ACC_T cap_score(ACC_T s) {
+  if (pc.softcap_bits == 0u) return s;
+  const ACC_T cap = ACC_T(uintBitsToFloat(pc.softcap_bits));
+  return cap * (ACC_T(1) - ACC_T(2) / (EXP(ACC_T(2) * (s / cap)) + ACC_T(1)));
+}
+
 // What a phase 0 workgroup (query row, split) works on, for both forms: the keys [k0, k_end) of
-// its row, q's row, and the element of cache row 0 of its kv head in its item's slot.
+// its row in its split, q's row, and the element of cache row 0 of its kv head in its item's
+// slot.
 struct RowWork {
   uint row, k0, k_end, q_row, first;
 };
-// False when the workgroup has nothing to do (a split past the row's keys: uniform).
+// False when the workgroup has nothing to do (a split outside the row's keys: uniform).
 bool row_work(uint g, uint tid, out RowWork w) {
   w.row = g / pc.n_splits;
   const uint split = g % pc.n_splits;
@@ -139,11 +154,11 @@ bool row_work(uint g, uint tid, out RowWork w) {
   const Item it = item_of(w.row);
   // One report per item: its first query row's first split.
   const uint n_keys = key_count(it, ti, split == 0u && ti == 0u && hi == 0u && tid == 0u);
-  w.k0 = split * pc.span;
-  w.k_end = min(w.k0 + pc.span, n_keys);
+  w.k0 = max(split * pc.span, first_key(n_keys));
+  w.k_end = min(split * pc.span + pc.span, n_keys);
   w.q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
   w.first = (it.slot * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
-  return w.k0 < n_keys;
+  return w.k0 < w.k_end;
 }
 
 void partial_phase(uint g, uint tid, RowWork w) {
@@ -172,7 +187,7 @@ void partial_phase(uint g, uint tid, RowWork w) {
         dot1 += query_at(q_shared, q_row, e + 1u) * ACC_T(LOAD(KV_DT, k_cache[k_row + e + 1u]));
       }
       if (e < d) dot0 += query_at(q_shared, q_row, e) * ACC_T(LOAD(KV_DT, k_cache[k_row + e]));
-      s = dot0 + dot1;
+      s = cap_score(dot0 + dot1);
     }
     const ACC_T m_new = max(m, group_reduce(s, true));
     const ACC_T w = tid < len ? EXP(s - m_new) : ACC_T(0);
@@ -264,7 +279,7 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
           if (c + 1u < lanes) dot1 += s_qv[(c + 1u) * KV_VEC + i] * kv_elem(b, i);
         }
       }
-      s = dot0 + dot1;
+      s = cap_score(dot0 + dot1);
     }
     const ACC_T m_new = max(m, group_reduce(s, true));
     const ACC_T w = tid < len ? EXP(s - m_new) : ACC_T(0);
@@ -305,18 +320,20 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
 
 void combine_phase(uint row, uint tid) {
   const uint ti = row % pc.t, d = pc.d;
-  const uint used = (key_count(item_of(row), ti, false) + pc.span - 1u) / pc.span;
+  // The splits phase 0 wrote: those holding keys [first_key, n_keys).
+  const uint n_keys = key_count(item_of(row), ti, false);
+  const uint s0 = first_key(n_keys) / pc.span, used = (n_keys + pc.span - 1u) / pc.span;
   const uint first = row * pc.n_splits * (d + 2u);
   ACC_T big = NEG_INF;
-  for (uint s = 0u; s < used; s++) big = max(big, scratch[first + s * (d + 2u)]);
+  for (uint s = s0; s < used; s++) big = max(big, scratch[first + s * (d + 2u)]);
   ACC_T l = ACC_T(0);
-  for (uint s = 0u; s < used; s++) {
+  for (uint s = s0; s < used; s++) {
     const uint slot = first + s * (d + 2u);
     l += scratch[slot + 1u] * EXP(scratch[slot] - big);
   }
   for (uint e = tid; e < d; e += WG_SIZE) {
     ACC_T acc = ACC_T(0);
-    for (uint s = 0u; s < used; s++) {
+    for (uint s = s0; s < used; s++) {
       const uint slot = first + s * (d + 2u);
       acc += scratch[slot + 2u + e] * EXP(scratch[slot] - big);
     }

@@ -108,7 +108,7 @@
 // attention (attention_cached's kernels): q (b, h, t, d) with strides and offset, the caches
 // (slots, kvh, max_seq, d) contiguous from their offsets, the positions and slots as in
 // WICK_PARAMS_ROPE_KV but with pos_stride (1: a position per item, 0: one) for its constant;
-// the keys of each query row are split into n_splits ranges of `span` keys
+// softcap_bits: the score cap as f32 bits (0: none), window: the rows a query sees (0: all); the keys of each query row are split into n_splits ranges of `span` keys
 // (a multiple of the kernel's chunk).
 #define WICK_PARAMS_ATTENTION(F, A) \
   F(wick_u32, b)                    \
@@ -126,7 +126,9 @@
   F(wick_u32, span)                 \
   F(wick_u32, pos_stride)           \
   F(wick_u32, slots_offset)         \
-  F(wick_u32, cache_slots)
+  F(wick_u32, cache_slots)          \
+  F(wick_u32, softcap_bits)         \
+  F(wick_u32, window)
 
 // rand: Philox counters base .. base + numel under a 64-bit seed (lo, hi words).
 #define WICK_PARAMS_RAND(F, A) \

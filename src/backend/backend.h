@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "wick/attention.h"
 #include "wick/device.h"
 #include "wick/dtype.h"
 #include "wick/error.h"
@@ -217,9 +218,10 @@ class BackendDevice {
                              const CacheView& v_cache, const RopeTableViews& tables, View pos,
                              const View* slots, bool interleaved, Storage& q_out) = 0;
   // dst (b, h, t, d) contiguous = causal softmax(q k^T) v over cache rows 0 ..= pos + i for
-  // query i; q (b, h, t, d) any strides, caches contiguous (b or S, kvh, max_seq, d).
+  // query i (within options.window; scores capped by options.softcap: both checked by the front
+  // end); q (b, h, t, d) any strides, caches contiguous (b or S, kvh, max_seq, d).
   virtual void attention_cached(View q, View k_cache, View v_cache, View pos, const View* slots,
-                                Storage& dst) = 0;
+                                const AttentionOptions& options, Storage& dst) = 0;
 
   // ---- matmul -----------------------------------------------------------------------------
   virtual void matmul(View a, View b, const MatmulDims& d, Storage& dst) = 0;

@@ -1,5 +1,6 @@
 // Front end of the decode-attention ops (wick/attention.h): rope_kv_cache and attention_cached.
 // Everything but the value of pos is checked here; pos + t <= max_seq is the backend's check.
+#include <cmath>
 #include <optional>
 
 #include "core/tensor_impl.h"
@@ -149,9 +150,13 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
 }
 
 Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                        const Tensor& pos_in, const Tensor& slots_in) {
+                        const Tensor& pos_in, const Tensor& slots_in,
+                        const AttentionOptions& options) {
   const char* op = "attention_cached";
   core::check_float(op, q);
+  if (!(options.softcap >= 0) || !std::isfinite(options.softcap) || options.window < 0)
+    fail(ErrorKind::Unsupported, op, "softcap ", options.softcap, " and window ", options.window,
+         ": a softcap is finite and >= 0 (0: none), a window >= 0 (0: none)");
   if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
   const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
   const Tensor pos = checked_pos(op, q, pos_in, b), slots = checked_slots(op, q, slots_in, b);
@@ -167,7 +172,7 @@ Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_
   const std::optional<backend::View> slot_view =
       slots.defined() ? std::optional(core::view(slots)) : std::nullopt;
   q.device().backend().attention_cached(core::view(q), core::view(k_cache), core::view(v_cache),
-                                        core::view(pos), slot_view ? &*slot_view : nullptr,
+                                        core::view(pos), slot_view ? &*slot_view : nullptr, options,
                                         *out.storage());
   return out;
 }

@@ -7,6 +7,7 @@
 // the softmax over them with the row maximum subtracted, then the probability-weighted sum of
 // the value rows. Query heads of one kv head read the same cache rows from the shared caches.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "cpu/cpu_device.h"
@@ -194,9 +195,10 @@ struct AttendBuffers {
 };
 
 // out[r] (d, rows out_stride apart) = softmax(q[r] . keys[j], j < n) weighted sum of values[j]
-// for the g query rows in buf.q; keys/values: n contiguous rows of d elements of K.
+// for the g query rows in buf.q; keys/values: n contiguous rows of d elements of K. softcap > 0:
+// the scores s are softcap tanh(s / softcap).
 template <typename T, typename K>
-void attend(int64_t g, const K* keys, const K* values, int64_t n, int64_t d,
+void attend(int64_t g, const K* keys, const K* values, int64_t n, int64_t d, float softcap,
             AttendBuffers<compute_t<T>>& buf, T* out, int64_t out_stride) {
   using C = compute_t<T>;
   static_assert(std::is_same_v<C, compute_t<K>>);
@@ -205,6 +207,10 @@ void attend(int64_t g, const K* keys, const K* values, int64_t n, int64_t d,
     const int64_t len = std::min(kKeyBlock, n - j);
     score_rows_any(buf.q.data(), g, cache_rows(keys + j * d, len, d, buf.rows.data()), len, d,
                    scores + j, n);
+  }
+  if (softcap > 0) {
+    const C cap = softcap;
+    for (int64_t i = 0; i < g * n; i++) scores[i] = cap * std::tanh(scores[i] / cap);
   }
   double sums[kMaxGroup];
   for (int64_t r = 0; r < g; r++) sums[r] = softmax_weights_any(scores + r * n, n);
@@ -296,7 +302,7 @@ void CpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
 }
 
 void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, const View* slots,
-                                 Storage& dst) {
+                                 const AttentionOptions& options, Storage& dst) {
   const char* op = "attention_cached";
   const Layout& lq = q.layout;
   WICK_ASSERT(lq.rank() == 4 && k_cache.layout.rank() == 4);
@@ -331,8 +337,13 @@ void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
               load_row(qr, lq.strides[3], d, buf.q.data() + j * d);
             }
             const auto item = static_cast<size_t>(bi);
-            const int64_t first = (items.slot[item] * kvh + kh) * max_seq * d;
-            attend<T, K>(n_heads, kc + first, vc + first, items.pos[item] + ti + 1, d, buf,
+            // Keys [lo, p]: the row's own position p and before, within the window.
+            const int64_t p = items.pos[item] + ti;
+            const int64_t lo =
+                options.window > 0 ? std::max<int64_t>(0, p - options.window + 1) : 0;
+            const int64_t first = ((items.slot[item] * kvh + kh) * max_seq + lo) * d;
+            attend<T, K>(n_heads, kc + first, vc + first, p + 1 - lo, d,
+                         static_cast<float>(options.softcap), buf,
                          out + ((bi * h + h0) * t + ti) * d, t * d);
           }
         });

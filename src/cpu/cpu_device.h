@@ -100,7 +100,7 @@ class CpuDevice final : public backend::BackendDevice {
                      backend::Storage& q_out) override;
   void attention_cached(backend::View q, backend::View k_cache, backend::View v_cache,
                         backend::View pos, const backend::View* slots,
-                        backend::Storage& dst) override;
+                        const AttentionOptions& options, backend::Storage& dst) override;
 
   void matmul(backend::View a, backend::View b, const backend::MatmulDims& d,
               backend::Storage& dst) override;

@@ -3,6 +3,7 @@
 // there is more than one split). Both read pos on the device; a position beyond the cache is
 // found by the kernels, which then write nothing out of bounds, and is raised from the op's error
 // record at this thread's next wait (the ops themselves never wait).
+#include <bit>
 #include <string>
 
 #include "gpu/gpu_device.h"
@@ -143,7 +144,7 @@ void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
 }
 
 void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, const View* slots,
-                                 Storage& dst) {
+                                 const AttentionOptions& options, Storage& dst) {
   const char* op = "attention_cached";
   const DType dt = q.storage.dtype(), kv = k_cache.storage.dtype();
   require(dt, op);
@@ -167,6 +168,9 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
   pc.vc_offset = to_index(v_cache.layout.start_offset, "offset");
   put_items(pc, pos, slots, k_cache.layout.shape[0]);
   pc.pos_stride = per_item(pos) ? 1u : 0u;
+  pc.softcap_bits =
+      options.softcap > 0 ? std::bit_cast<uint32_t>(static_cast<float>(options.softcap)) : 0u;
+  pc.window = static_cast<uint32_t>(std::min<int64_t>(options.window, UINT32_MAX));
   for (const Layout* l : {&lq, &k_cache.layout, &v_cache.layout}) check_reach(*l, "element offset");
   // Splits of whole chunks; the host knows max_seq only (pos is on the device), so splits past a
   // row's keys find nothing to do and return at once. Counted from one batch item's rows, so that

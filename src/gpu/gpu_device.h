@@ -219,7 +219,7 @@ class GpuDevice : public backend::BackendDevice {
                      backend::Storage& q_out) override;
   void attention_cached(backend::View q, backend::View k_cache, backend::View v_cache,
                         backend::View pos, const backend::View* slots,
-                        backend::Storage& dst) override;
+                        const AttentionOptions& options, backend::Storage& dst) override;
 
   // The shared GEMM: gemv for m == 1 or n == 1, the tiled SIMT kernel otherwise. Backends with a
   // faster path for some products (tensor cores) override it and call this for the rest.

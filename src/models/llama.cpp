@@ -91,20 +91,10 @@ struct LlamaModel::Impl {
   Tensor cos_q, sin_q;
 
   Tensor attention(Layer& l, const Tensor& x, int64_t t) const;
-  // Attention of q (1, h, t, d), rotated and scaled, over the first pos + t rows of the caches,
-  // (1, h, t, d): the fused op, or plain ops where the architecture needs what it lacks (score
-  // soft-capping, a sliding window shorter than the cache), which read the position `host_pos`.
-  Tensor attend(const Layer& l, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                const Tensor& pos, int64_t host_pos) const;
-  // Whether attend takes plain ops (then the decode step is not captured: its shapes depend on
-  // the position).
-  bool plain_attention(const Layer& l) const {
-    return cfg.attn_softcap > 0 || (l.sliding && max_seq > cfg.sliding_window);
-  }
-  bool any_plain_attention() const {
-    for (const Layer& l : layers)
-      if (plain_attention(l)) return true;
-    return false;
+  // What layer l's attention does besides causal attention (Gemma 2: score soft-capping, a
+  // sliding window on every other layer).
+  AttentionOptions attention_options(const Layer& l) const {
+    return {cfg.attn_softcap, l.sliding ? cfg.sliding_window : 0};
   }
   // x + the attention's output y (rows of h * d) through o (and the post norm); x + the FFN's.
   // `fused`: the add joins the matmul (as decode does), else plain ops (as the prompt does).
@@ -125,9 +115,8 @@ struct LlamaModel::Impl {
   std::vector<Tensor> own_k, own_v;
   // One token of each of b sequences through the layers with the fused decode ops: x (b, hidden)
   // to logits (b, vocab); positions read from `pos` (a u32 tensor on dev, 1 or b elements):
-  // nothing in it depends on the positions on the host, so it can be captured (host_pos, for
-  // b = 1, is read only by plain attention, which is never captured).
-  Tensor decode_logits(Tensor x, const Tensor& pos, const DecodeCaches& caches, int64_t host_pos);
+  // nothing in it depends on the positions on the host, so it can be captured.
+  Tensor decode_logits(Tensor x, const Tensor& pos, const DecodeCaches& caches);
   // A decode step captured once on a GPU and replayed for every token (WICK_REPLAY): forward's
   // (one sequence), and forward_batch's per batch size (its sequences' slots an input).
   struct DecodeStep {
@@ -801,28 +790,6 @@ void LlamaModel::reset() {
   impl_->pos = 0;
 }
 
-Tensor LlamaModel::Impl::attend(const Layer& l, const Tensor& q, const Tensor& k_cache,
-                                const Tensor& v_cache, const Tensor& pos, int64_t host_pos) const {
-  if (!plain_attention(l)) return attention_cached(q, k_cache, v_cache, pos);
-  // Query head j reads kv head j / g: the g query heads of a kv head stacked as g * t rows.
-  const int64_t h = q.dim(1), t = q.dim(2), d = q.dim(3), kvh = k_cache.dim(1), g = h / kvh,
-                n = host_pos + t;
-  const Tensor k = k_cache.narrow(2, 0, n).to_dtype(DType::F32);  // (1, kvh, n, d)
-  const Tensor v = v_cache.narrow(2, 0, n).to_dtype(DType::F32);
-  Tensor s = q.contiguous().reshape({1, kvh, g * t, d}).matmul(k.transpose(2, 3));
-  if (cfg.attn_softcap > 0) s = (s * (1.0 / cfg.attn_softcap)).tanh() * cfg.attn_softcap;
-  // Row r (query r % t, at position host_pos + r % t) sees the rows before it, within the window.
-  std::vector<float> mask(static_cast<size_t>(g * t * n), 0.0f);
-  for (int64_t r = 0; r < g * t; r++)
-    for (int64_t j = 0; j < n; j++) {
-      const int64_t p = host_pos + r % t;
-      if (j > p || (l.sliding && p - j >= cfg.sliding_window))
-        mask[static_cast<size_t>(r * n + j)] = -std::numeric_limits<float>::infinity();
-    }
-  s = s + Tensor::from_vec(mask, {g * t, n}, dev);
-  return s.softmax_last_dim().matmul(v).reshape({1, h, t, d});
-}
-
 Tensor LlamaModel::Impl::attn_residual(const Layer& l, const Tensor& y, const Tensor& x,
                                        bool fused) const {
   if (cfg.post_norms) return x + l.o.forward(y).rms_norm(l.post_attn_norm, cfg.rms_eps);
@@ -859,12 +826,13 @@ Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
   const Tensor q =
       rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), l.k_cache, l.v_cache,
                     {cos_q, sin_q, cos, sin}, position, cfg.rope_interleaved);
-  const Tensor y = attend(l, q, l.k_cache, l.v_cache, position, pos);  // (1, h, t, d)
+  const Tensor y = attention_cached(q, l.k_cache, l.v_cache, position, {},
+                                    attention_options(l));  // (1, h, t, d)
   return y.transpose(1, 2).reshape({t, h * d});
 }
 
-Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, const DecodeCaches& caches,
-                                       int64_t host_pos) {
+Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position,
+                                       const DecodeCaches& caches) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim, b = x.dim(0);
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({b, 1, n, d}).transpose(1, 2); };
   const RotaryTables tables{cos_q, sin_q, cos, sin};
@@ -874,9 +842,8 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, const D
     const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
     const Tensor q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), kc, vc,
                                    tables, position, cfg.rope_interleaved, caches.slots);
-    // (b, h, 1, d); plain attention only for one sequence without slots (forward's)
-    const Tensor y = plain_attention(l) ? attend(l, q, kc, vc, position, host_pos)
-                                        : attention_cached(q, kc, vc, position, caches.slots);
+    const Tensor y = attention_cached(q, kc, vc, position, caches.slots,
+                                      attention_options(l));  // (b, h, 1, d)
     x = attn_residual(l, y.reshape({b, h * d}), x, true);
     const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
     x = ffn_residual(l, gu, x, true);
@@ -919,7 +886,7 @@ void LlamaModel::set_replay(bool on) {
 }
 
 bool LlamaModel::replays() const {
-  return impl_->replay && impl_->dev.can_capture() && !impl_->any_plain_attention();
+  return impl_->replay && impl_->dev.can_capture();
 }
 
 Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
@@ -939,7 +906,7 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
         s.x = Tensor::zeros({1, m.cfg.hidden}, DType::F32, m.dev);
         s.pos = Tensor::zeros({1}, DType::U32, m.dev);
         s.recording = m.dev.capture([&] {
-          s.logits = m.decode_logits(s.x, s.pos, {m.own_k, m.own_v, {}}, -1);
+          s.logits = m.decode_logits(s.x, s.pos, {m.own_k, m.own_v, {}});
         });
         m.step = std::move(s);
       }
@@ -949,7 +916,7 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
       logits = m.step->logits.copy();  // the step rewrites its output at the next replay
     } else {
       logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev),
-                               {m.own_k, m.own_v, {}}, m.pos);
+                               {m.own_k, m.own_v, {}});
     }
     m.pos += 1;
     return logits.reshape({m.cfg.vocab_size});
@@ -1070,16 +1037,15 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
     auto heads = [&](const Tensor& y, int64_t first, int64_t n, int64_t t, int64_t nh) {
       return y.narrow(0, first, n).reshape({n / t, t, nh, d}).transpose(1, 2);
     };
-    // The one-token steps together (plain attention: one at a time, below).
-    const bool together = n_dec > 0 && !plain_attention(l);
-    if (together) {
+    if (n_dec > 0) {  // the one-token steps together
       const Tensor q = rope_kv_cache(heads(qkv[0], 0, n_dec, 1, h), heads(qkv[1], 0, n_dec, 1, kvh),
                                      heads(qkv[2], 0, n_dec, 1, kvh), kc, vc, tables, positions,
                                      cfg.rope_interleaved, slots);
-      ys.push_back(attention_cached(q, kc, vc, positions, slots).reshape({n_dec, h * d}));
+      ys.push_back(attention_cached(q, kc, vc, positions, slots, attention_options(l))
+                       .reshape({n_dec, h * d}));
     }
-    int64_t row = together ? n_dec : 0;
-    for (size_t j = together ? static_cast<size_t>(n_dec) : 0; j < order.size(); j++) {
+    int64_t row = n_dec;
+    for (size_t j = static_cast<size_t>(n_dec); j < order.size(); j++) {
       const LlamaSequence::State& st = *steps[order[j]].seq->state_;
       const auto t = static_cast<int64_t>(steps[order[j]].tokens.size());
       const Tensor kcs = kc.narrow(0, st.slot, 1), vcs = vc.narrow(0, st.slot, 1);
@@ -1087,7 +1053,7 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
       const Tensor q =
           rope_kv_cache(heads(qkv[0], row, t, t, h), heads(qkv[1], row, t, t, kvh),
                         heads(qkv[2], row, t, t, kvh), kcs, vcs, tables, pos, cfg.rope_interleaved);
-      const Tensor y = attend(l, q, kcs, vcs, pos, st.pos);
+      const Tensor y = attention_cached(q, kcs, vcs, pos, {}, attention_options(l));
       ys.push_back(y.transpose(1, 2).reshape({t, h * d}));  // (1, h, t, d) -> (t, h * d)
       row += t;
     }
@@ -1110,7 +1076,7 @@ Tensor LlamaModel::Impl::replay_batch(const Tensor& x, const std::vector<uint32_
     s.pos = Tensor::zeros({b}, DType::U32, dev);
     s.slots = Tensor::zeros({b}, DType::U32, dev);
     s.recording = dev.capture([&] {
-      s.logits = decode_logits(s.x, s.pos, {seqs.k, seqs.v, s.slots}, -1);
+      s.logits = decode_logits(s.x, s.pos, {seqs.k, seqs.v, s.slots});
     });
     it = batch_steps.emplace(b, std::move(s)).first;
   }

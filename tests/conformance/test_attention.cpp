@@ -155,9 +155,11 @@ struct AttentionRef {
 };
 
 // Causal attention in float64, with the error bound of a computation in `dt`: scores off by up
-// to (d + 2) u sum|q k|, weights by twice that, the weighted sum by (keys + 16) u, then the
-// output rounding. u: the compute roundoff.
-AttentionRef attention_ref(const Ref& q, const Ref& kc, const Ref& vc, int64_t pos, DType dt) {
+// to (d + 2) u sum|q k| (and 8 u softcap for the cap's tanh), weights by twice that, the weighted
+// sum by (keys + 16) u, then the output rounding. u: the compute roundoff. softcap > 0: scores
+// capped to softcap tanh(s / softcap); window > 0: the query at p sees keys p - window + 1 ..= p.
+AttentionRef attention_ref(const Ref& q, const Ref& kc, const Ref& vc, int64_t pos, DType dt,
+                           double softcap = 0, int64_t window = 0) {
   const int64_t b = q.shape[0], h = q.shape[1], t = q.shape[2], d = q.shape[3];
   const int64_t kvh = kc.shape[1], g = h / kvh;
   Ref y{q.shape, std::vector<double>(q.v.size())};
@@ -166,15 +168,17 @@ AttentionRef attention_ref(const Ref& q, const Ref& kc, const Ref& vc, int64_t p
     for (int64_t hi = 0; hi < h; hi++)
       for (int64_t ti = 0; ti < t; ti++) {
         const int64_t n = pos + ti + 1, kh = hi / g;
-        std::vector<double> s(static_cast<size_t>(n));
+        const int64_t lo = window > 0 ? std::max<int64_t>(0, n - window) : 0;
+        std::vector<double> s(static_cast<size_t>(n), -INFINITY);
         double m = -INFINITY, spread = 0, vmax = 0;
-        for (int64_t j = 0; j < n; j++) {
+        for (int64_t j = lo; j < n; j++) {
           double dot = 0, mag = 0;
           for (int64_t e = 0; e < d; e++) {
             dot += q.at({bi, hi, ti, e}) * kc.at({bi, kh, j, e});
             mag += std::abs(q.at({bi, hi, ti, e}) * kc.at({bi, kh, j, e}));
             vmax = std::max(vmax, std::abs(vc.at({bi, kh, j, e})));
           }
+          if (softcap > 0) dot = softcap * std::tanh(dot / softcap);
           s[static_cast<size_t>(j)] = dot;
           m = std::max(m, dot);
           spread = std::max(spread, mag);
@@ -183,12 +187,13 @@ AttentionRef attention_ref(const Ref& q, const Ref& kc, const Ref& vc, int64_t p
         for (double& v : s) l += v = std::exp(v - m);
         for (int64_t e = 0; e < d; e++) {
           double acc = 0;
-          for (int64_t j = 0; j < n; j++) acc += s[static_cast<size_t>(j)] * vc.at({bi, kh, j, e});
+          for (int64_t j = lo; j < n; j++) acc += s[static_cast<size_t>(j)] * vc.at({bi, kh, j, e});
           y.v[static_cast<size_t>(y.index({bi, hi, ti, e}))] = acc / l;
         }
         const double u = compute_roundoff(dt);
         widest = std::max(widest, spread);
-        worst = std::max(worst, (4 * (d + 2) * spread + static_cast<double>(n) + 16) * u * vmax);
+        worst = std::max(
+            worst, (4 * (d + 2) * spread + 16 * softcap + static_cast<double>(n) + 16) * u * vmax);
       }
   return {y, {worst, 2 * unit_roundoff(dt)}, widest};
 }
@@ -838,6 +843,74 @@ TEST_P(AttentionCached, PositionBeyondTheCacheIsOutOfRange) {
   }
   const Tensor y = attention_cached(q, kc, vc, pos_tensor(7, dev));
   WICK_EXPECT_CLOSE(y, to_ref(Tensor::ones({1, 2, 3, 4}, DType::F32, Device::cpu())), Tol{1e-6, 0});
+}
+
+// Gemma 2's options: scores soft-capped, a sliding window; against float64, with the rows before
+// each window and after each position NaN (a kernel reading one turns its output NaN). Shapes
+// that take every GPU path (several splits, some wholly before the window; the vector form;
+// prompts of several rows, each with its own window).
+TEST_P(AttentionCached, SoftcapAndSlidingWindowAgainstFloat64) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  struct Case {
+    Dims x;
+    double softcap;
+    int64_t window;
+  };
+  std::vector<Case> cases = {
+      {{1, 9, 3, 1, 64, 300, 290}, 50, 100},  // decode: 3 splits, the first outside the window
+      {{1, 8, 2, 5, 16, 300, 200}, 0, 37},    // a window only, 5 rows
+      {{2, 4, 2, 1, 128, 300, 250}, 2, 0},    // a cap small enough to bite, the vector form
+      {{1, 2, 1, 3, 8, 40, 30}, 1.5, 1},      // a window of one row
+      {{1, 2, 1, 2, 8, 40, 3}, 30, 500},      // a window longer than the cache
+  };
+  for (int i = 0; i < 3; i++)
+    cases.push_back({random_dims(rng, dev.is_cpu()), static_cast<double>(rng.integer(0, 3)) * 10,
+                     rng.integer(0, 40)});
+  int n = 0;
+  for (const Case& cs : cases)
+    for (DType dt : {DType::F32, DType::F64, DType::BF16})
+      for (DType kv : {dt, DType::F16}) {
+        if (kv == DType::F16 && dt != DType::F32) continue;
+        const Dims& x = cs.x;
+        SCOPED_TRACE(::testing::Message() << dt << " q " << kv << " cache softcap " << cs.softcap
+                                          << " window " << cs.window << " " << str(x));
+        AttentionCase c = random_attention_case(rng, x, dt);
+        // q scaled up: scores of order ten, which a cap of 2 or 10 changes.
+        for (double& v : c.q.v) v *= 4;
+        c.q = round_ref(c.q, dt);
+        c.kc = round_ref(c.kc, kv);
+        c.vc = round_ref(c.vc, kv);
+        if (cs.window > 0)  // rows no query of this case sees
+          for (Ref* r : {&c.kc, &c.vc})
+            for_each_index(r->shape, [&](const std::vector<int64_t>& i) {
+              if (i[2] + cs.window <= x.pos) r->v[static_cast<size_t>(r->index(i))] = NAN;
+            });
+        const Tensor q = make_tensor(c.q, dt, dev, kAllVariants[n % 5]);
+        const Tensor kc = make_cache(c.kc, kv, dev, n % 2), vc = make_cache(c.vc, kv, dev, false);
+        n++;
+        const Tensor y =
+            attention_cached(q, kc, vc, pos_tensor(x.pos, dev), {}, {cs.softcap, cs.window});
+        const AttentionRef want = attention_ref(c.q, c.kc, c.vc, x.pos, dt, cs.softcap, cs.window);
+        WICK_EXPECT_CLOSE(y, want.y, want.tol);
+      }
+  expect_error(
+      [&] {
+        attention_cached(Tensor::zeros({1, 1, 1, 4}, DType::F32, dev),
+                         Tensor::zeros({1, 1, 4, 4}, DType::F32, dev),
+                         Tensor::zeros({1, 1, 4, 4}, DType::F32, dev), pos_tensor(0, dev), {},
+                         {-1, 0});
+      },
+      ErrorKind::Unsupported, {"attention_cached", "softcap -1"});
+  expect_error(
+      [&] {
+        attention_cached(Tensor::zeros({1, 1, 1, 4}, DType::F32, dev),
+                         Tensor::zeros({1, 1, 4, 4}, DType::F32, dev),
+                         Tensor::zeros({1, 1, 4, 4}, DType::F32, dev), pos_tensor(0, dev), {},
+                         {0, -3});
+      },
+      ErrorKind::Unsupported, {"attention_cached", "window -3"});
 }
 
 // Items at positions of their own, in cache slots: each item's rows, bit for bit, as the
