@@ -172,11 +172,16 @@ class LlamaModel {
   void set_replay(bool on);
 
   // A sequence with a KV cache of max_seq() rows of its own, on device() (the same bytes as the
-  // model's cache). Error(OutOfMemory) when the device cannot hold it.
+  // model's cache): a slot of per-layer cache tensors the model keeps for its sequences, taken
+  // from a dropped sequence if there is one, else added (the others' caches are copied into the
+  // grown tensors once). Not thread-safe against forward_batch. Error(OutOfMemory) when the
+  // device cannot hold it.
   LlamaSequence new_sequence() const;
   // One step of several sequences: the tokens of each (one to decode, or a whole prompt) run at
   // its next positions in ONE pass through the model, the matmuls over all rows stacked, the
-  // attention per sequence over its own cache; their keys and values join each sequence's cache.
+  // one-token steps' attention in one op over their cache slots, each prompt's over its own; their
+  // keys and values join each sequence's cache. On a GPU that can replay (replays()), a step of
+  // one-token steps only is captured once per number of sequences and replayed.
   // Returns the logits of each sequence's last token, f32 (steps.size(), vocab), row i for
   // steps[i]. A sequence's rows are the same as forward()'s would be for it alone, up to the
   // rounding of the fused decode ops (greedy tokens agree). Errors, before any cache changes:
