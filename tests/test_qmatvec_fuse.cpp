@@ -64,7 +64,7 @@ Tensor run(const Device& dev, const QTensor& w, Prologue pro, const Inputs& in, 
       // alpha read with stride 2: column 1 of (k, 2).
       const Tensor alpha = make_tensor(in.p, dt, dev).narrow(1, 1, 1).squeeze(1);
       const Tensor y = mm.forward_rms_norm(x, alpha, kEps);
-      return with_residual ? r + y : y;  // forward_rms_norm has no residual form
+      return y;
     }
     case Prologue::Swiglu: {
       const Tensor up = make_tensor(in.p, dt, dev, Variant::Offset);
@@ -91,18 +91,20 @@ class GpuQMatVecFuse : public GpuDeviceTest {
 
   // Every combination for weight `t` (n x k) and m x rows: fused == unfused, bit for bit.
   void check(const Device& on, const Device& off, QuantType t, int64_t n, int64_t m, int64_t k,
-             DType dt, Variant variant, const std::string& label) {
+             DType dt, Variant variant, const std::string& label, bool with_residual = true) {
     const QTensor w = random_weight(rng, n, k, t);
     for (Prologue pro : {Prologue::None, Prologue::RmsNorm, Prologue::Swiglu}) {
       Inputs in;
       in.x = random_ref(rng, {m, k}, pro == Prologue::Swiglu ? -6 : -3, 3);
       in.p = pro == Prologue::RmsNorm ? random_ref(rng, {k, 2}, -2, 2) : random_ref(rng, {m, k});
       in.residual = random_ref(rng, {m, n}, -10, 10);
+      // rms_norm has no residual form (r + y is the add kernel's).
       for (bool res : {false, true}) {
-        const std::string what = std::string(quant_type_info(t)->name) + " m=" +
-                                 std::to_string(m) + " k=" + std::to_string(k) + " " +
-                                 dtype_name(dt) + " " + variant_name(variant) + " " +
-                                 prologue_name(pro) + (res ? " +residual " : " ") + label;
+        if (res && (pro == Prologue::RmsNorm || !with_residual)) continue;
+        const std::string what = std::string(quant_type_info(t)->name) + " m=" + std::to_string(m) +
+                                 " k=" + std::to_string(k) + " " + dtype_name(dt) + " " +
+                                 variant_name(variant) + " " + prologue_name(pro) +
+                                 (res ? " +residual " : " ") + label;
         expect_same_bits(run(on, w, pro, in, dt, variant, res),
                          run(off, w, pro, in, dt, variant, res), what);
         if (::testing::Test::HasFatalFailure()) return;
@@ -131,6 +133,24 @@ TEST_P(GpuQMatVecFuse, OneDispatchInsteadOfTwo) {
   }
 }
 
+TEST_P(GpuQMatVecFuse, DeclaresItsOperandsToTheHazardTracker) {
+  PoisonOff quiet;  // exact barrier counts
+  const Device d = with(device_shape(), true);
+  const QMatMul mm(random_weight(rng, 40, 64, QuantType::Q8_0), d);
+  const Tensor a = make_tensor(random_ref(rng, {2, 64}), DType::F32, d);
+  const Tensor b = make_tensor(random_ref(rng, {64}), DType::F32, d);
+  d.synchronize();  // the uploads are done; the next list starts clean
+  const uint64_t before = gpu(d).stats().queue.barriers;
+  const Tensor x = a * a, alpha = b * b;                 // written by queued ops
+  const Tensor y = mm.forward_rms_norm(x, alpha, kEps);  // reads both: one barrier
+  EXPECT_EQ(gpu(d).stats().queue.barriers - before, 1u);
+  const Tensor up = a + a;
+  const Tensor z = mm.forward_swiglu(x, up, y);  // reads up and y: another
+  EXPECT_EQ(gpu(d).stats().queue.barriers - before, 2u);
+  const Tensor want = y + mm.forward(x.silu() * up);
+  expect_same_bits(z, want, "swiglu after queued ops");
+}
+
 TEST_P(GpuQMatVecFuse, RowsBeyondTheSharedMemoryBudgetTakeTwoDispatches) {
   // 8 rows of k = 2048 in 32-element blocks: 8 x 640 words (20 KiB), over the 16 KiB budget;
   // one row fits.
@@ -151,27 +171,38 @@ TEST_P(GpuQMatVecFuse, RowsBeyondTheSharedMemoryBudgetTakeTwoDispatches) {
 }
 
 TEST_P(GpuQMatVecFuse, SameBitsAsQactThenQmatvecForEveryFormat) {
-  // The device's shape, a GPU's (32 threads x 2 rows: the rms_norm sums of 256 lanes on 32), and
-  // the wide one (128 x 8) made to apply to 37 rows. m up to 8 (one group of x rows), and 11
-  // (two groups, the second of 3) on lavapipe's shape, which takes every m.
+  // Every format on the device's shape for one x row, a few m for a 32- and a 256-element
+  // format; then a GPU's shape (32 threads x 2 rows: the rms_norm sums of 256 lanes on 32) and
+  // the wide one (128 x 8) made to apply to 37 rows. 11 rows: two groups of x rows, the second
+  // of 3 (lavapipe's shape takes every m). Pipelines compile slowly on lavapipe: few of each.
   SCOPED_TRACE(rng.seed());
   ThreadCountGuard one_thread(1);
+  const gpu::QMatVecShape own = device_shape();
+  const Device on = with(own, true), off = with(own, false);
+  for (QuantType t : act_q8_types()) {
+    check(on, off, t, 37, 1, quant_type_info(t)->block_elems == 32 ? 96 : 512, DType::F32,
+          Variant::Contiguous, "device shape");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  for (int64_t m : {int64_t{3}, int64_t{8}, own.max_rows > 8 ? int64_t{11} : int64_t{5}}) {
+    check(on, off, QuantType::Q4_1, 37, m, 96, DType::F32, Variant::Contiguous, "device shape");
+    if (::testing::Test::HasFatalFailure()) return;
+    check(on, off, QuantType::Q4_K, 37, m, 512, DType::F32, Variant::Contiguous, "device shape");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
   gpu::QMatVecShape gpu_like{32, 2, 8};
   gpu::QMatVecShape wide{32, 2, 8};
   wide.wide_min_out = 32;
-  const std::pair<gpu::QMatVecShape, const char*> shapes[] = {
-      {device_shape(), "device shape"}, {gpu_like, "32x2"}, {wide, "wide 128x8"}};
+  const std::pair<gpu::QMatVecShape, const char*> shapes[] = {{gpu_like, "32x2"},
+                                                              {wide, "wide 128x8"}};
   for (const auto& [shape, label] : shapes) {
-    const Device on = with(shape, true), off = with(shape, false);
-    for (QuantType t : act_q8_types()) {
-      const int64_t block = quant_type_info(t)->block_elems;
-      for (int64_t m : {1, 3, 8}) {
-        check(on, off, t, 37, m, block == 32 ? 96 : 512, DType::F32, Variant::Contiguous, label);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
-    }
-    if (shape.max_rows > 8) {
-      check(on, off, QuantType::Q4_0, 37, 11, 96, DType::F32, Variant::Contiguous, label);
+    const Device s_on = with(shape, true), s_off = with(shape, false);
+    for (int64_t m : {1, 5}) {
+      check(s_on, s_off, QuantType::Q8_0, 37, m, 768, DType::F32, Variant::Contiguous, label,
+            m == 1);
+      if (::testing::Test::HasFatalFailure()) return;
+      check(s_on, s_off, QuantType::Q5_K, 37, m, 512, DType::F32, Variant::Contiguous, label,
+            m == 1);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
@@ -185,9 +216,9 @@ TEST_P(GpuQMatVecFuse, SameBitsOnStridedXAndHalfDtypes) {
   for (QuantType t : {QuantType::Q4_0, QuantType::Q6_K}) {
     const int64_t k = t == QuantType::Q4_0 ? 768 : 256;
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-      for (Variant v : {Variant::Contiguous, Variant::Transposed, Variant::Narrowed,
-                        Variant::Offset}) {
-        check(on, off, t, 29, 2, k, dt, v, "");
+      for (Variant v :
+           {Variant::Contiguous, Variant::Transposed, Variant::Narrowed, Variant::Offset}) {
+        check(on, off, t, 29, 2, k, dt, v, "", v == Variant::Offset);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }

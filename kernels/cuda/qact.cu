@@ -1,7 +1,8 @@
 // Quantizes x (m, k) to 8 bits per block as the CPU's QMatMul does before its integer dot
 // products (include/qact.cuh), so that qmatvec.cu and qmatmul.cu (ACT_Q8) compute the CPU's math.
 // PROLOGUE says what x is first, in DT as the ops it stands for would have stored it (so the
-// 8-bit rows are those of the unfused ops, bit for bit):
+// 8-bit rows are those of the unfused ops, bit for bit; include/qact_value.cuh, which qmatvec.cu's
+// ACT_INLINE shares):
 //   0  x itself: a warp per block.
 //   1  x.rms_norm(alpha, eps), as norm.cu computes it (include/norm_row.cuh): a block of WG_SIZE
 //      (norm.cu's) per row reduces it, then its warps quantize the row's blocks.

@@ -70,9 +70,9 @@ typedef STORAGE_T(DT) XT;
 #endif
 
 // The contribution of unit u of weight row `row` to each x row of the block.
-WICK_DEV void unit_products(const QMatmulParams& pc, const uint8_t* w, const XT* x,
-                            uint32_t xq_row, uint32_t row, uint32_t u, uint32_t col0,
-                            uint32_t n_cols, float (&s)[NUM_COLS]) {
+WICK_DEV void unit_products(const QMatmulParams& pc, const uint8_t* w, const XT* x, uint32_t xq_row,
+                            uint32_t row, uint32_t u, uint32_t col0, uint32_t n_cols,
+                            float (&s)[NUM_COLS]) {
   const uint32_t e = u * UNIT;
   const uint32_t blk = row * pc.row_bytes + (e / QK) * BLOCK_BYTES, j = e % QK;
 #ifdef ACT_Q8

@@ -2,7 +2,8 @@
 // Quantizes x (m, k) to 8 bits per block as the CPU's QMatMul does before its integer dot
 // products (include/qact.glsl), so that qmatvec.comp and qmatmul.comp (ACT_Q8) compute the CPU's
 // math. PROLOGUE says what x is first, in DT as the ops it stands for would have stored it (so the
-// 8-bit rows are those of the unfused ops, bit for bit):
+// 8-bit rows are those of the unfused ops, bit for bit; include/qact_value.glsl, which
+// qmatvec.comp's ACT_INLINE shares):
 //   0  x itself: 32 invocations per block.
 //   1  x.rms_norm(alpha, eps), as norm.comp computes it (include/norm_row.glsl): a workgroup of
 //      WG_SIZE (norm.comp's) per row reduces it, then quantizes the row's blocks, 32 invocations

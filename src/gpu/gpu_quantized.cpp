@@ -22,6 +22,9 @@
 // kernel computes the rms_norm or silu * up rows exactly as norm / unary + binary would have
 // stored them and quantizes them, so the product takes 2 dispatches instead of 3 or 4. Where x is
 // not quantized, the prologue's own ops run first.
+// Decode takes one: qmatvec's ACT_INLINE variant quantizes its workgroup's x rows itself (with
+// the prologue, qact's code and bits) into shared memory, where they fit (kInlineActBytes), and
+// GpuOptions::qmatvec_fuse (WICK_QMATVEC_FUSE) is on; elsewhere qact runs first.
 #include <algorithm>
 #include <limits>
 #include <span>
@@ -375,9 +378,9 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
                            return vec_defines(std::move(defs));
                          });
     } else {
-      pipeline = &kernel(KernelFamily::QMatVec,
-                         {cols, v.rows, v.threads, qtype, x_code, with_residual},
-                         [&] { return vec_defines(base_defines()); });
+      pipeline =
+          &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, x_code, with_residual},
+                  [&] { return vec_defines(base_defines()); });
     }
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
