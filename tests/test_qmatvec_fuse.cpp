@@ -197,6 +197,20 @@ TEST_P(GpuQMatVecFuse, SameBitsAsQactThenQmatvecForEveryFormat) {
                                                               {wide, "wide 128x8"}};
   for (const auto& [shape, label] : shapes) {
     const Device s_on = with(shape, true), s_off = with(shape, false);
+    // Fused on this shape (the wide one's partial sums take 32 KiB of qmatvec.comp's shared
+    // memory: fused only where the device has room for the rows beside them).
+    const uint32_t max_shared = gpu(s_on).device_caps().max_shared_memory;
+    const bool fuses = std::string(label) == "32x2" || max_shared >= 32768 + 4096 + 2048;
+    {
+      PoisonOff quiet;
+      const QMatMul mm(random_weight(rng, 37, 768, QuantType::Q8_0), s_on);
+      const Tensor x = make_tensor(random_ref(rng, {1, 768}), DType::F32, s_on);
+      s_on.synchronize();
+      const uint64_t d0 = gpu(s_on).stats().queue.dispatches;
+      mm.forward(x);
+      EXPECT_EQ(gpu(s_on).stats().queue.dispatches - d0, fuses ? 1u : 2u)
+          << label << ", " << max_shared << " bytes of shared memory";
+    }
     for (int64_t m : {1, 5}) {
       check(s_on, s_off, QuantType::Q8_0, 37, m, 768, DType::F32, Variant::Contiguous, label,
             m == 1);
@@ -245,6 +259,17 @@ TEST_P(GpuQMatVecFuse, FollowsTheCpuQuantizersRounding) {
                      QMatMul(w, off).forward(make_tensor(x, DType::F32, off)),
                      quantized::simd_level_name(level));
   }
+}
+
+TEST_P(GpuQMatVecFuse, KnobIsParsed) {
+  const std::string exe = self_exe();
+  const auto fuse = [&](const std::string& env) {
+    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_fuse"];
+  };
+  EXPECT_EQ(fuse("-u WICK_QMATVEC_FUSE"), "1") << "on by default";
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=0"), "0");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=off"), "0");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=1"), "1");
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatVecFuse);
