@@ -34,7 +34,11 @@ double cpu_gap(const Tensor& y, const QTensor& w, const Tensor& x) {
 class GpuQMatMul : public GpuDeviceTest {
  protected:
   PoisonOff quiet;  // exact dispatch and barrier counts
-  Device d = private_device([](gpu::GpuOptions& o) { o.queue.ops_per_buffer = 1000; });
+  // qact then the product (qmatvec quantizing its own x: test_qmatvec_fuse.cpp).
+  Device d = private_device([](gpu::GpuOptions& o) {
+    o.queue.ops_per_buffer = 1000;
+    o.qmatvec_fuse = false;
+  });
   Rng rng;
   gpu::GpuDevice::Stats stats() const { return gpu(d).stats(); }
 };
@@ -106,6 +110,7 @@ TEST_P(GpuQMatMul, LongXOnTheF16PathIsDequantCastGemmCast) {
   const Device f16 = private_device([](gpu::GpuOptions& o) {
     o.queue.ops_per_buffer = 1000;
     o.dequant_rows = 16;
+    o.qmatvec_fuse = false;
   });
   EXPECT_FALSE(gpu(f16).qmatmul_dequantizes(15));
   EXPECT_TRUE(gpu(f16).qmatmul_dequantizes(16));

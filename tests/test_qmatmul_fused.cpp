@@ -380,7 +380,11 @@ WICK_INSTANTIATE_DEVICES(QMatMulPrologues);
 class GpuQMatMulPrologues : public GpuDeviceTest {
  protected:
   PoisonOff quiet;  // exact dispatch and barrier counts
-  Device d = private_device([](gpu::GpuOptions& o) { o.queue.ops_per_buffer = 1000; });
+  // qact then the product (qmatvec quantizing its own x: test_qmatvec_fuse.cpp).
+  Device d = private_device([](gpu::GpuOptions& o) {
+    o.queue.ops_per_buffer = 1000;
+    o.qmatvec_fuse = false;
+  });
   Rng rng;
   gpu::CommandQueue::Stats queue() const { return gpu(d).stats().queue; }
 };

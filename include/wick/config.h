@@ -37,6 +37,9 @@ struct Knobs {
   // has tensor cores); 0/off -> never; "on" -> -2 (the default row count, on any device); n > 0 ->
   // from n rows on any device.
   int64_t qmatmul_f16_rows = -1;
+  // WICK_QMATVEC_FUSE: 0/false/off makes a GPU's quantized matrix-vector kernel read x quantized
+  // by a kernel before it (two dispatches) instead of quantizing it itself; default on.
+  bool qmatvec_fuse = true;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
   bool cuda_dependent_launch = true;

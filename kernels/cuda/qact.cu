@@ -1,7 +1,8 @@
 // Quantizes x (m, k) to 8 bits per block as the CPU's QMatMul does before its integer dot
 // products (include/qact.cuh), so that qmatvec.cu and qmatmul.cu (ACT_Q8) compute the CPU's math.
 // PROLOGUE says what x is first, in DT as the ops it stands for would have stored it (so the
-// 8-bit rows are those of the unfused ops, bit for bit):
+// 8-bit rows are those of the unfused ops, bit for bit; include/qact_value.cuh, which qmatvec.cu's
+// ACT_INLINE shares):
 //   0  x itself: a warp per block.
 //   1  x.rms_norm(alpha, eps), as norm.cu computes it (include/norm_row.cuh): a block of WG_SIZE
 //      (norm.cu's) per row reduces it, then its warps quantize the row's blocks.
@@ -11,15 +12,12 @@
 #include "include/common.cuh"
 #include "include/dtype.cuh"
 #include "include/qact.cuh"
+#include "include/qact_value.cuh"
 
 #ifndef PROLOGUE
 #define PROLOGUE 0
 #endif
-#if PROLOGUE == 1
-#include "include/norm_row.cuh"
-#elif PROLOGUE == 2
-#include "include/math.cuh"
-#elif PROLOGUE != 0
+#if PROLOGUE < 0 || PROLOGUE > 2
 #error "qact.cu: PROLOGUE is 0, 1 or 2"
 #endif
 
@@ -56,8 +54,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const uint32_t id = global_index() / 32u, lane = threadIdx.x % 32u;
   if (id >= pc.m * blocks_per_row) return;  // uniform per warp
   const uint32_t row = id / blocks_per_row;
-  const ST* xr = x + pc.x_offset + row * pc.x_row;
-  auto value = [&](uint32_t e) { return float(LOAD(DT, xr[e * pc.x_k])); };
+  const ActX value{{x + pc.x_offset + row * pc.x_row, pc.x_k}};
   quantize_act_block(value, xq, row, id % blocks_per_row, pc.k, pc.row_words, ties_away, lane);
 #elif PROLOGUE == 1
   const ST* alpha = buffer_at<const ST>(args, 1);
@@ -65,13 +62,9 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   __shared__ CT s_red[WICK_WARPS];
   const uint32_t row = group_index();
   if (row >= pc.m) return;  // uniform per block
-  const ST* xr = x + pc.x_offset + row * pc.x_row;
-  auto at = [&](uint32_t j) { return CT(LOAD(DT, xr[j * pc.x_k])); };
+  const ActAt at{x + pc.x_offset + row * pc.x_row, pc.x_k};
   const CT inv = row_inv_rms(at, pc.k, CT(0), CT(pc.eps), s_red);
-  auto value = [&](uint32_t e) {
-    const CT a = CT(LOAD(DT, alpha[pc.p_offset + e * pc.p_k]));
-    return float(LOAD(DT, PACK(DT, row_normalized(at(e), CT(0), inv, a))));
-  };
+  const ActRms value{at, alpha + pc.p_offset, pc.p_k, inv};
   for (uint32_t b = threadIdx.x / 32u; b < blocks_per_row; b += WICK_WARPS)
     quantize_act_block(value, xq, row, b, pc.k, pc.row_words, ties_away, threadIdx.x % 32u);
 #else
@@ -80,12 +73,8 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const uint32_t id = global_index() / 32u, lane = threadIdx.x % 32u;
   if (id >= pc.m * blocks_per_row) return;  // uniform per warp
   const uint32_t row = id / blocks_per_row;
-  const ST* gr = x + pc.x_offset + row * pc.x_row;
-  const ST* ur = up + pc.p_offset + row * pc.p_row;
-  auto value = [&](uint32_t e) {
-    const CT silu = CT(LOAD(DT, PACK(DT, silu_c(CT(LOAD(DT, gr[e * pc.x_k]))))));
-    return float(LOAD(DT, PACK(DT, silu * CT(LOAD(DT, ur[e * pc.p_k])))));  // binary.cu's MUL
-  };
+  const ActSwiglu value{{x + pc.x_offset + row * pc.x_row, pc.x_k},
+                        {up + pc.p_offset + row * pc.p_row, pc.p_k}};
   quantize_act_block(value, xq, row, id % blocks_per_row, pc.k, pc.row_words, ties_away, lane);
 #endif
 }

@@ -9,14 +9,33 @@
 // ACT_Q8: x comes quantized to 8 bits by qact.cu, and each unit is the CPU's integer dot product
 // (unit_dot in include/quant.cuh) times the scales; otherwise x (DT) is read in f32, runs of 8
 // dequantized weights at a time.
+// ACT_INLINE (0, 1, 2: qact.cu's PROLOGUE): the block quantizes its NUM_COLS x rows itself, as
+// qact.cu would have (include/qact.cuh, qact_value.cuh: the same bits), into shared memory
+// (ACT_ROW_WORDS words per row), then runs ACT_Q8's loop on them: decode takes one dispatch, not
+// two. Every block quantizes the rows again: cheaper than a launch at decode's sizes.
 // RESIDUAL: y = residual + the product (one rounding, as the add kernel's).
 // Bindings: 0 the weight's blocks, 1 x (ACT_Q8: its quantized rows), 2 y (f32), 3 (RESIDUAL) the
-// residual (f32).
+// residual (f32), then (ACT_INLINE 1, 2) the prologue's operand: alpha or up.
 // Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8).
+#ifdef ACT_INLINE
+#define ACT_Q8 1
+#endif
 #include "include/common.cuh"
 #include "include/dtype.cuh"
 #include "include/quant.cuh"
 #include "include/warp.cuh"
+#ifdef ACT_INLINE
+#include "include/qact.cuh"
+#include "include/qact_value.cuh"
+#if ACT_INLINE < 0 || ACT_INLINE > 2
+#error "qmatvec.cu: ACT_INLINE is 0, 1 or 2"
+#endif
+#ifdef RESIDUAL
+#define P_BINDING 4
+#else
+#define P_BINDING 3
+#endif
+#endif
 
 #ifndef WICK_SPEC_0
 #define WICK_SPEC_0 1
@@ -30,47 +49,61 @@ static_assert(NUM_COLS >= 1u && NUM_COLS <= 8u && NUM_ROWS >= 1u && NUM_ROWS <= 
               "qmatvec.cu: 1 .. 8 x rows and output rows per block");
 constexpr uint32_t UNIT = 32u;
 
+#ifdef ACT_INLINE
+WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATVEC_ACT(WICK_CU_FIELD, WICK_CU_ARRAY))
+#else
 WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATMUL(WICK_CU_FIELD, WICK_CU_ARRAY))
+#endif
 
+#ifdef ACT_INLINE
+// The quantized rows in shared memory: plain loads (__ldg is for global memory).
+#define XQ_LOAD(p) (*(p))
+#elif defined(ACT_Q8)
+#define XQ_LOAD(p) __ldg(p)
+#endif
 #ifdef ACT_Q8
-// x quantized by qact.cu: row c at word c * x_row (x_offset and x_k unused).
+// x quantized by qact.cu (or by the block itself: ACT_INLINE): x row col0 + c at word c * xq_row
+// of x (x_offset and x_k unused).
 typedef uint32_t XT;
 #else
 typedef STORAGE_T(DT) XT;
 #endif
 
 // The contribution of unit u of weight row `row` to each x row of the block.
-WICK_DEV void unit_products(const QMatmulParams& pc, const uint8_t* w, const XT* x, uint32_t row,
-                            uint32_t u, uint32_t col0, uint32_t n_cols, float (&s)[NUM_COLS]) {
+WICK_DEV void unit_products(const QMatmulParams& pc, const uint8_t* w, const XT* x, uint32_t xq_row,
+                            uint32_t row, uint32_t u, uint32_t col0, uint32_t n_cols,
+                            float (&s)[NUM_COLS]) {
   const uint32_t e = u * UNIT;
   const uint32_t blk = row * pc.row_bytes + (e / QK) * BLOCK_BYTES, j = e % QK;
 #ifdef ACT_Q8
+  (void)col0;
   const WeightUnit wu = decode_unit(w, blk, j);
   const uint32_t scale_word = act_scale_word(pc.k, e);
 #pragma unroll
   for (uint32_t c = 0u; c < NUM_COLS; c++) {
     s[c] = 0.0f;
     if (c >= n_cols) continue;
-    const uint32_t base = (col0 + c) * pc.x_row;
+    const uint32_t base = c * xq_row;
     uint32_t xv[8];
-    if (pc.x_row % 4u == 0u) {  // rows 16-byte aligned: two vector loads
+    if (xq_row % 4u == 0u) {  // rows 16-byte aligned: two vector loads
       const uint4* p = reinterpret_cast<const uint4*>(x + base + e / 4u);
-      const uint4 lo = __ldg(p), hi = __ldg(p + 1);
+      const uint4 lo = XQ_LOAD(p), hi = XQ_LOAD(p + 1);
       xv[0] = lo.x, xv[1] = lo.y, xv[2] = lo.z, xv[3] = lo.w;
       xv[4] = hi.x, xv[5] = hi.y, xv[6] = hi.z, xv[7] = hi.w;
     } else {
 #pragma unroll
-      for (uint32_t i = 0u; i < 8u; i++) xv[i] = __ldg(x + base + e / 4u + i);
+      for (uint32_t i = 0u; i < 8u; i++) xv[i] = XQ_LOAD(x + base + e / 4u + i);
     }
-    const float dx = __uint_as_float(__ldg(x + base + scale_word));
+    const float dx = __uint_as_float(XQ_LOAD(x + base + scale_word));
 #if defined(QUANT_MIN) && !defined(QUANT_K)
-    const float sx = __uint_as_float(__ldg(x + base + scale_word + 1u));
+    const float sx = __uint_as_float(XQ_LOAD(x + base + scale_word + 1u));
 #else
     const float sx = 0.0f;
 #endif
     s[c] = unit_dot(wu, xv, dx, sx);
   }
 #else
+  (void)xq_row;
 #pragma unroll
   for (uint32_t c = 0u; c < NUM_COLS; c++) s[c] = 0.0f;
 #pragma unroll
@@ -108,16 +141,70 @@ WICK_DEV void prefetch_weights(const wick::KernelArgs& args) {
               uint64_t(min(NUM_ROWS, pc.n_out - row0)) * pc.row_bytes);
 }
 
+#ifdef ACT_INLINE
+// x rows col0 .. col0 + n_cols - 1 quantized into xq (ACT_ROW_WORDS words apart), as qact.cu
+// would have written them: the warps take the (row, block) pairs in turn. Every thread calls it.
+WICK_DEV void quantize_x(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t col0,
+                         uint32_t n_cols, uint32_t* xq) {
+  const ActST* x = buffer_at<const ActST>(args, 1) + pc.x_offset + col0 * pc.x_row;
+  const uint32_t blocks_per_row = pc.k / ACT_BLOCK, lane = threadIdx.x % 32u;
+  const bool ties_away = pc.ties_away != 0u;
+#if ACT_INLINE == 1
+  // Each row's 1 / rms with the sums of norm.cu's block of NORM_LANES threads.
+  __shared__ ActCT s_red[NORM_LANES / 32];
+  ActCT inv[NUM_COLS];
+#pragma unroll
+  for (uint32_t c = 0u; c < NUM_COLS; c++) {
+    inv[c] = ActCT(0);
+    if (c < n_cols)  // uniform per block
+      inv[c] = row_inv_rms_as<NORM_LANES>(ActAt{x + c * pc.x_row, pc.x_k}, pc.k, ActCT(0),
+                                          ActCT(pc.eps), s_red);
+  }
+  const ActST* alpha = buffer_at<const ActST>(args, P_BINDING) + pc.p_offset;
+#elif ACT_INLINE == 2
+  const ActST* up = buffer_at<const ActST>(args, P_BINDING) + pc.p_offset + col0 * pc.p_row;
+#endif
+  for (uint32_t item = threadIdx.x / 32u; item < n_cols * blocks_per_row; item += WICK_WARPS) {
+    const uint32_t c = item / blocks_per_row, b = item - c * blocks_per_row;
+    const ActAt at{x + c * pc.x_row, pc.x_k};
+#if ACT_INLINE == 0
+    const ActX value{at};
+#elif ACT_INLINE == 1
+    ActCT inv_c = inv[0];
+#pragma unroll
+    for (uint32_t cc = 1u; cc < NUM_COLS; cc++)  // selects in registers, not a local array
+      if (cc == c) inv_c = inv[cc];
+    const ActRms value{at, alpha, pc.p_k, inv_c};
+#else
+    const ActSwiglu value{at, {up + c * pc.p_row, pc.p_k}};
+#endif
+    quantize_act_block(value, xq, c, b, pc.k, ACT_ROW_WORDS, ties_away, lane);
+  }
+  __syncthreads();
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
   prefetch_weights(args);
   wick_kernel_begin();
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
-  const XT* x = buffer_at<const XT>(args, 1);
   const uint32_t t = threadIdx.x;
   const uint32_t row0 = group_index() * NUM_ROWS;
   const uint32_t col0 = blockIdx.z * NUM_COLS, n_cols = min(NUM_COLS, pc.m - col0);
+#ifdef ACT_INLINE
+  __shared__ __align__(16) uint32_t s_xq[NUM_COLS * ACT_ROW_WORDS];
+  quantize_x(pc, args, col0, n_cols, s_xq);
+  const XT* x = s_xq;
+  const uint32_t xq_row = ACT_ROW_WORDS;
+#elif defined(ACT_Q8)
+  const uint32_t xq_row = pc.x_row;
+  const XT* x = buffer_at<const XT>(args, 1) + col0 * xq_row;
+#else
+  const XT* x = buffer_at<const XT>(args, 1);
+  const uint32_t xq_row = 0u;
+#endif
   float acc[NUM_ROWS][NUM_COLS];
 #pragma unroll
   for (uint32_t r = 0u; r < NUM_ROWS; r++)
@@ -129,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     const uint32_t r = item / units, u = item - r * units;
     if (row0 + r >= pc.n_out) break;  // the rows past n_out come last
     float s[NUM_COLS];
-    unit_products(pc, w, x, row0 + r, u, col0, n_cols, s);
+    unit_products(pc, w, x, xq_row, row0 + r, u, col0, n_cols, s);
 #pragma unroll
     for (uint32_t rr = 0u; rr < NUM_ROWS; rr++)
       if (rr == r)

@@ -8,9 +8,20 @@
 // shared-memory pass over the subgroups' sums (over every thread's without subgroups).
 // ACT_Q8: x comes quantized to 8 bits by qact.comp, and each run is the CPU's integer dot product
 // (decode8_int in include/quant.glsl) times the two scales; otherwise x is read in f32.
+// ACT_INLINE (0, 1, 2: qact.comp's PROLOGUE): the workgroup quantizes its NUM_COLS x rows (DT)
+// itself, as qact.comp would have (include/qact.glsl, qact_value.glsl: the same bits), into
+// shared memory (ACT_ROW_WORDS words per row; a block per invocation), then runs ACT_Q8's loop on
+// them: decode takes one dispatch, not two. Every workgroup quantizes the rows again: cheaper
+// than a dispatch at decode's sizes.
 // RESIDUAL: y = residual + the product (binding 3, f32; one rounding, as the add kernel's).
+// ACT_INLINE 1, 2: the prologue's operand (alpha, or up) follows, at binding 4 or 3.
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#ifdef ACT_INLINE
+#define ACT_Q8 1
+#define PROLOGUE ACT_INLINE
+#define ACT_SERIAL 1
 #endif
 #include "include/common.glsl"
 #include "include/dtype.glsl"
@@ -22,9 +33,30 @@
 layout(constant_id = 0) const uint NUM_COLS = 1u;  // x rows per workgroup, 1 .. MAX_COLS
 layout(constant_id = 1) const uint NUM_ROWS = 1u;  // 1 .. MAX_ROWS
 
-#ifdef ACT_Q8
+#ifdef ACT_INLINE
+layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
+#if PROLOGUE != 0
+#ifdef RESIDUAL
+layout(set = 0, binding = 4) readonly buffer P { STORAGE_T(DT) p[]; };  // alpha, or up
+#else
+layout(set = 0, binding = 3) readonly buffer P { STORAGE_T(DT) p[]; };
+#endif
+#endif
+// The workgroup's x rows quantized: row c at word c * ACT_ROW_WORDS.
+shared uint xq[NUM_COLS * ACT_ROW_WORDS];
+uint xq_base(uint col0, uint c) { return c * ACT_ROW_WORDS; }
+uint g_col0;  // the workgroup's first x row
+uint act_row(uint row) { return g_col0 + row; }
+#include "include/qact_value.glsl"
+#if PROLOGUE == 1
+CT g_inv[MAX_COLS];
+CT act_inv(uint row) { return g_inv[row]; }
+#endif
+#include "include/qact.glsl"
+#elif defined(ACT_Q8)
 // x quantized by qact.comp: row c at word c * pc.x_row (x_offset and x_k unused).
 layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
+uint xq_base(uint col0, uint c) { return (col0 + c) * pc.x_row; }
 #else
 layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
 #endif
@@ -51,6 +83,19 @@ void main() {
   for (uint r = 0u; r < NUM_ROWS; r++)
     for (uint c = 0u; c < NUM_COLS; c++) acc[r][c] = 0.0;
 
+#ifdef ACT_INLINE
+  g_col0 = col0;
+#if PROLOGUE == 1
+  for (uint c = 0u; c < NUM_COLS; c++)  // n_cols: uniform per workgroup
+    g_inv[c] = c < n_cols ? row_inv_rms_as(pc.x_offset + (col0 + c) * pc.x_row, pc.k, CT(0),
+                                           CT(pc.eps))
+                          : CT(0);
+#endif
+  for (uint item = t; item < n_cols * (pc.k / ACT_BLOCK); item += WG_SIZE)
+    quantize_act_block_serial(item / (pc.k / ACT_BLOCK), item % (pc.k / ACT_BLOCK), pc.k,
+                              ACT_ROW_WORDS, pc.ties_away != 0u);
+  barrier();
+#endif
 #ifdef ACT_Q8
   // The CPU's integer dot products, 8 elements at a time: per run, (d_w d_x) * sum(v q) with the
   // group's integer scale, minus (d_x dmin) * min * sum(q) for the K formats with a min; the
@@ -64,7 +109,7 @@ void main() {
     int xsum[MAX_COLS];
 #endif
     for (uint c = 0u; c < NUM_COLS; c++) {
-      const uint base = (col0 + c) * pc.x_row;
+      const uint base = xq_base(col0, c);
       const uvec2 words = c < n_cols ? uvec2(xq[base + e / 4u], xq[base + e / 4u + 1u]) : uvec2(0u);
       for (uint i = 0u; i < 8u; i++)
         xi[c][i] = bitfieldExtract(int(i < 4u ? words.x : words.y), int(8u * (i & 3u)), 8);

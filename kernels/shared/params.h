@@ -171,6 +171,15 @@
   F(wick_u32, r_offset)           \
   F(wick_u32, r_row)              \
   F(wick_u32, r_col)
+// qmatvec quantizing its own x (ACT_INLINE): the qmatmul block (x through its strides), then
+// qact's rounding and prologue fields.
+#define WICK_PARAMS_QMATVEC_ACT(F, A) \
+  WICK_PARAMS_QMATMUL(F, A)           \
+  F(wick_u32, ties_away)              \
+  F(wick_u32, p_offset)               \
+  F(wick_u32, p_row)                  \
+  F(wick_u32, p_k)                    \
+  F(wick_param_t, eps)
 
 // What a kernel reports in its op's error record, four words {code, a low, a high, b}: the first
 // error wins (compare-and-swap on the code).

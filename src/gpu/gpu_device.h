@@ -84,6 +84,10 @@ struct GpuOptions {
   // cores (f16_tensor_gemm()), never elsewhere; 0: never; n > 0: from n rows on any device (tests,
   // A/B). WICK_QMATMUL_F16 sets it.
   int64_t dequant_rows = -1;
+  // qmatvec quantizes its own x rows (with the prologue) into shared memory where they fit,
+  // instead of a qact dispatch before it (decode: a dispatch less per product; the same bits).
+  // WICK_QMATVEC_FUSE sets it.
+  bool qmatvec_fuse = true;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -118,6 +122,7 @@ enum class KernelFamily : uint32_t {
   Attention,
   QActPrologue,  // qact with an rms_norm or swiglu prologue
   Dequant,
+  QMatVecAct,  // qmatvec quantizing its own x (ACT_INLINE)
 };
 
 // A value of a kernel's parameter block after its header (op parameters).

@@ -22,6 +22,9 @@
 // kernel computes the rms_norm or silu * up rows exactly as norm / unary + binary would have
 // stored them and quantizes them, so the product takes 2 dispatches instead of 3 or 4. Where x is
 // not quantized, the prologue's own ops run first.
+// Decode takes one: qmatvec's ACT_INLINE variant quantizes its workgroup's x rows itself (with
+// the prologue, qact's code and bits) into shared memory, where they fit (kInlineActBytes), and
+// GpuOptions::qmatvec_fuse (WICK_QMATVEC_FUSE) is on; elsewhere qact runs first.
 #include <algorithm>
 #include <limits>
 #include <span>
@@ -41,6 +44,9 @@ namespace {
 constexpr int64_t kMaxVecCols = 8;           // MAX_COLS in qmatvec.comp
 constexpr uint32_t kMaxVecRowsPerGroup = 8;  // MAX_ROWS
 constexpr uint64_t kActLanes = 32;           // qact's threads per 8-bit block (include/qact.*)
+// The most shared memory qmatvec's quantized x rows may take (ACT_INLINE): Vulkan's least
+// maxComputeSharedMemorySize, and 8 rows of k = 1536 (SmolLM2-135M's down_proj) in Block32.
+constexpr int64_t kInlineActBytes = 16384;
 
 bool has_kernel(QuantType t) {
   switch (t) {
@@ -205,19 +211,66 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   }
   const int64_t act_block = quantized::act_kind(type) == quantized::ActKind::Block32 ? 32 : 256;
   const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
+
+  // qmatvec's shape, and whether it takes x.
+  QMatVecShape v = options_.qmatvec;
+  if (n_out >= v.wide_min_out) {
+    v.threads = v.wide_threads;
+    v.rows = v.wide_rows;
+  }
+  // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
+  WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
+              v.threads * v.rows * kMaxVecCols * 4 <= 32768);
+  const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
+  const bool vec = m <= v.max_rows && col_groups <= device_caps().max_group_count_z;
+  const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
+  // qmatvec quantizes x itself where its rows fit in shared memory (rows 16 bytes apart for
+  // CUDA's vector loads), next to qmatvec.comp's partial sums and the rms_norm tree.
+  const int64_t inline_row_words = (act_row_words + 3) / 4 * 4;
+  const int64_t inline_bytes = cols * inline_row_words * 4;
+  const bool act_inline =
+      act_q8 && vec && options_.qmatvec_fuse && inline_bytes <= kInlineActBytes &&
+      inline_bytes + int64_t{kMaxVecRowsPerGroup} * kMaxVecCols * 4 * v.threads +
+              int64_t{kWorkgroupSize} * 8 <=
+          device_caps().max_shared_memory;
+
+  // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
+  const bool rms = prologue.kind == Prologue::RmsNorm;
+  int64_t p_row = 0, p_k = 0;
+  if (prologue.kind != Prologue::None) {
+    const Layout& pl = prologue.operand->layout;
+    WICK_ASSERT(rms ? pl.rank() == 1 && pl.shape[0] == k : pl.shape == x.layout.shape);
+    p_row = rms ? 0 : pl.strides[0];
+    p_k = pl.strides[pl.rank() - 1];
+    to_index(pl.start_offset + (m - 1) * p_row + (k - 1) * p_k, "operand index");
+    // As norm passes it (PushParam F32: the op parameters of f32/f16/bf16 kernels are floats).
+    WICK_ASSERT(param_kind(dt) == PushParam::F32);
+  }
+  const uint32_t code = prologue.kind == Prologue::None ? 0u : rms ? 1u : 2u;
+  // The CPU's scalar quantizer rounds halves away from zero, its AVX-512 one to even: follow
+  // the one it uses now (kernels.h), so that the values agree bit for bit.
+  const bool ties_away = act_q8 && quantized::act_quantizer(quantized::active_simd_level()) ==
+                                       &quantized::quantize_act_row_scalar;
+  // The fields of WICK_PARAMS_QACT_PROLOGUE's (qact) and WICK_PARAMS_QMATVEC_ACT's (ACT_INLINE)
+  // own that follow x's.
+  auto fill_prologue = [&](auto& p) {
+    p.ties_away = ties_away ? 1u : 0u;
+    if (prologue.kind == Prologue::None) return;
+    p.p_offset = to_index(prologue.operand->layout.start_offset, "offset");
+    p.p_row = to_index(p_row, "stride");
+    p.p_k = to_index(p_k, "stride");
+    p.eps = static_cast<float>(prologue.eps);
+  };
+
   BufferRef xq;
   const Pipeline* quantize = nullptr;
   QActParams qpc{};                 // without a prologue
   QActPrologueParams<float> ppc{};  // with one
   std::span<const uint32_t> qwords;
   std::array<uint32_t, 3> qgroups{};
-  if (act_q8) {
+  if (act_q8 && !act_inline) {
     to_index(m * act_row_words, "quantized x words");
     xq = device_pool_->acquire(static_cast<size_t>(m * act_row_words) * 4);
-    // The CPU's scalar quantizer rounds halves away from zero, its AVX-512 one to even: follow
-    // the one it uses now (kernels.h), so that the values agree bit for bit.
-    const bool ties_away = quantized::act_quantizer(quantized::active_simd_level()) ==
-                           &quantized::quantize_act_row_scalar;
     auto fill_qact = [&](auto& p) {  // the fields of WICK_PARAMS_QACT
       p.m = to_index(m, "rows");
       p.k = to_index(k, "k");
@@ -225,10 +278,10 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
       p.x_row = to_index(x.layout.strides[0], "stride");
       p.x_k = to_index(x.layout.strides[1], "stride");
       p.row_words = to_index(act_row_words, "quantized row words");
-      p.ties_away = ties_away ? 1u : 0u;
     };
     if (prologue.kind == Prologue::None) {
       fill_qact(qpc);
+      qpc.ties_away = ties_away ? 1u : 0u;
       quantize = &kernel(KernelFamily::QAct,
                          {static_cast<uint32_t>(act_block), static_cast<uint32_t>(dt)}, [&] {
                            Defines qdefs;
@@ -239,20 +292,8 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
       qwords = param_words(qpc);
       qgroups = grid(static_cast<uint64_t>(m * (k / act_block)) * kActLanes);
     } else {
-      // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
-      const Layout& pl = prologue.operand->layout;
-      const bool rms = prologue.kind == Prologue::RmsNorm;
-      WICK_ASSERT(rms ? pl.rank() == 1 && pl.shape[0] == k : pl.shape == x.layout.shape);
-      const int64_t p_row = rms ? 0 : pl.strides[0], p_k = pl.strides[pl.rank() - 1];
-      to_index(pl.start_offset + (m - 1) * p_row + (k - 1) * p_k, "operand index");
       fill_qact(ppc);
-      ppc.p_offset = to_index(pl.start_offset, "offset");
-      ppc.p_row = to_index(p_row, "stride");
-      ppc.p_k = to_index(p_k, "stride");
-      // As norm passes it (PushParam F32: the op parameters of f32/f16/bf16 kernels are floats).
-      WICK_ASSERT(param_kind(dt) == PushParam::F32);
-      ppc.eps = static_cast<float>(prologue.eps);
-      const uint32_t code = rms ? 1u : 2u;
+      fill_prologue(ppc);
       quantize = &kernel(KernelFamily::QActPrologue,
                          {static_cast<uint32_t>(act_block), static_cast<uint32_t>(dt), code}, [&] {
                            Defines qdefs;
@@ -270,12 +311,12 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     }
   }
 
-  QMatMulParams pc{};
+  QMatVecActParams<float> pc{};  // its first fields are WICK_PARAMS_QMATMUL's
   pc.m = to_index(m, "rows");
   pc.n_out = to_index(n_out, "n_out");
   pc.k = to_index(k, "k");
   pc.row_bytes = to_index(row_bytes, "row bytes");
-  if (act_q8) {  // the quantized rows: contiguous, act_row_words apart
+  if (act_q8 && !act_inline) {  // the quantized rows: contiguous, act_row_words apart
     pc.x_offset = 0;
     pc.x_row = static_cast<uint32_t>(act_row_words);
     pc.x_k = 1;
@@ -289,6 +330,10 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     pc.r_row = to_index(residual->layout.strides[0], "stride");
     pc.r_col = to_index(residual->layout.strides[1], "stride");
   }
+  if (act_inline) fill_prologue(pc);
+  // ACT_INLINE takes all 15 words, the others WICK_PARAMS_QMATMUL's 10.
+  const std::span<const uint32_t> words =
+      param_words(pc).first(act_inline ? sizeof(pc) / 4 : sizeof(QMatMulParams) / 4);
 
   // Kernel ids: x's dtype, or one past the last dtype code for the quantized rows.
   const uint32_t x_code = act_q8 ? 0xffu : static_cast<uint32_t>(dt);
@@ -303,32 +348,40 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   };
   const Pipeline* pipeline;
   std::array<uint32_t, 3> groups{};
-  QMatVecShape v = options_.qmatvec;
-  if (n_out >= v.wide_min_out) {
-    v.threads = v.wide_threads;
-    v.rows = v.wide_rows;
-  }
-  // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
-  WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
-              v.threads * v.rows * kMaxVecCols * 4 <= 32768);
-  const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
   // The residual joins qmatvec's stores (decode: one dispatch less); the tiled kernel's product
   // goes to a scratch buffer and the residual is added by the add kernel, as unfused.
-  const bool vec = m <= v.max_rows && col_groups <= device_caps().max_group_count_z;
   const bool fuse_residual = residual && vec;
   backend::StoragePtr product;
   if (residual && !vec) product = alloc(DType::F32, static_cast<size_t>(m * n_out));
   if (vec) {
-    const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
     const uint32_t with_residual = fuse_residual ? 1u : 0u;
-    pipeline = &kernel(KernelFamily::QMatVec,
-                       {cols, v.rows, v.threads, qtype, x_code, with_residual}, [&] {
-                         Defines defs = base_defines();
-                         if (fuse_residual) defs.emplace_back("RESIDUAL", "1");
-                         if (device_caps().subgroup_arithmetic && options_.subgroups)
-                           defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-                         return key_for("qmatvec", std::move(defs), {cols, v.rows}, v.threads);
-                       });
+    auto vec_defines = [&](Defines defs) {
+      if (fuse_residual) defs.emplace_back("RESIDUAL", "1");
+      if (device_caps().subgroup_arithmetic && options_.subgroups)
+        defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
+      return key_for("qmatvec", std::move(defs), {cols, v.rows}, v.threads);
+    };
+    if (act_inline) {
+      pipeline = &kernel(KernelFamily::QMatVecAct,
+                         {cols, v.rows, v.threads, qtype, static_cast<uint32_t>(dt),
+                          with_residual | code << 1, static_cast<uint32_t>(inline_row_words)},
+                         [&] {
+                           Defines defs;
+                           add_dtype(defs, "", dt);
+                           defs.emplace_back("PARAM_T", param_type(dt));
+                           defs.emplace_back("QTYPE", std::to_string(qtype));
+                           defs.emplace_back("ACT_INLINE", std::to_string(code));
+                           defs.emplace_back("ACT_BLOCK", std::to_string(act_block));
+                           defs.emplace_back("ACT_ROW_WORDS", std::to_string(inline_row_words));
+                           // rms_norm: the sums of norm's workgroup size.
+                           defs.emplace_back("NORM_LANES", std::to_string(kWorkgroupSize));
+                           return vec_defines(std::move(defs));
+                         });
+    } else {
+      pipeline =
+          &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, x_code, with_residual},
+                  [&] { return vec_defines(base_defines()); });
+    }
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
     const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
@@ -348,13 +401,16 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     groups = {to_index((n_out + t.bn - 1) / t.bn, "tile count"), static_cast<uint32_t>(gy), 1};
   }
   // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y,
-  // and the residual when it joins.
-  const BufferAccess args[] = {
-      {&buffer(wblocks), Access::Read},
-      {act_q8 ? xq.get() : &buffer(x.storage), Access::Read},
-      {&buffer(product ? *product : dst), Access::Write},
-      {fuse_residual ? &buffer(residual->storage) : nullptr, Access::Read}};
-  const std::span<const BufferAccess> bound(args, fuse_residual ? 4 : 3);
+  // the residual when it joins, then (ACT_INLINE) the prologue's operand.
+  std::array<BufferAccess, 5> args{};
+  size_t n_args = 0;
+  args[n_args++] = {&buffer(wblocks), Access::Read};
+  args[n_args++] = {xq ? xq.get() : &buffer(x.storage), Access::Read};
+  args[n_args++] = {&buffer(product ? *product : dst), Access::Write};
+  if (fuse_residual) args[n_args++] = {&buffer(residual->storage), Access::Read};
+  if (act_inline && prologue.kind != Prologue::None)
+    args[n_args++] = {&buffer(prologue.operand->storage), Access::Read};
+  const std::span<const BufferAccess> bound(args.data(), n_args);
   // qact's: x, the prologue's operand if any, the quantized rows.
   std::array<BufferAccess, 3> qargs{};
   size_t n_qargs = 0;
@@ -365,7 +421,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   const std::span<const BufferAccess> qbound(qargs.data(), n_qargs);
   queue_->record([&](CommandQueue::Recorder& r) {
     if (quantize) r.dispatch(*quantize, qbound, qwords, qgroups);
-    r.dispatch(*pipeline, bound, param_words(pc), groups);
+    r.dispatch(*pipeline, bound, words, groups);
   });
   if (product) {
     const Layout rows = Layout::contiguous(Shape{m, n_out});

@@ -43,6 +43,10 @@ struct QActPrologueParams {
 struct QMatMulParams {
   WICK_PARAMS_QMATMUL(WICK_CXX_FIELD, WICK_CXX_ARRAY)
 };
+template <typename wick_param_t>  // float, as QActPrologueParams
+struct QMatVecActParams {
+  WICK_PARAMS_QMATVEC_ACT(WICK_CXX_FIELD, WICK_CXX_ARRAY)
+};
 
 #undef WICK_CXX_FIELD
 #undef WICK_CXX_ARRAY
@@ -54,6 +58,7 @@ static_assert(sizeof(AttentionParams) == 21 * 4);
 static_assert(sizeof(RandParams<float>) == 8 * 4 && sizeof(RandParams<double>) == 10 * 4);
 static_assert(sizeof(QActParams) == 7 * 4 && sizeof(QMatMulParams) == 10 * 4);
 static_assert(sizeof(QActPrologueParams<float>) == 11 * 4);
+static_assert(sizeof(QMatVecActParams<float>) == 15 * 4);
 
 // A block as the words a dispatch carries.
 template <typename P>

@@ -8,11 +8,15 @@
 //     16 are not stored: the kernels sum the q they read (integers: the same values).
 // Output row r of xq starts at word r * row_words: k / 4 words of q (4 per word, little-endian),
 // then the scales as f32 bits: (d, s) per 32 (ACT_BLOCK 32) or d per 256.
-// The includer declares ACT_BLOCK, a buffer `uint xq[]` and `float act_value(uint row, uint e)`:
-// element e of x's row `row` as f32 (qact.comp: x itself, or a prologue's output as stored).
-// 32 invocations quantize a block together (8 blocks per workgroup of 256), through shared memory
-// (lavapipe's subgroups are narrower than 32): a block per invocation left each one 32 or 256
-// elements in a row and every value computed twice (the twin of include/qact.cuh).
+// The includer declares ACT_BLOCK, a buffer (or shared array) `uint xq[]` and
+// `float act_value(uint row, uint e)`: element e of x's row `row` as f32 (include/qact_value.glsl:
+// x itself, or a prologue's output as stored).
+// quantize_act_block: 32 invocations quantize a block together (8 blocks per workgroup of 256),
+// through shared memory (lavapipe's subgroups are narrower than 32): a block per invocation left
+// each one 32 or 256 elements in a row and every value computed twice (the twin of
+// include/qact.cuh). ACT_SERIAL: quantize_act_block_serial instead, a block per invocation, for
+// workgroups of any size (qmatvec.comp's ACT_INLINE); max and integer sums are exact in any
+// order and every other operation is the same, so the bits are the same.
 
 // a / b correctly rounded, as on the CPU: OpFDiv may be 2.5 ulp off (Vulkan's precision table),
 // and fma() need not be fused (lavapipe's is not), so no residual test can fix it up in f32. A
@@ -24,6 +28,77 @@ float div_rn(float a, float b) { return float(double(a) / double(b)); }
 #else
 float div_rn(float a, float b) { return a / b; }
 #endif
+
+// x * (1 / d) rounded to an integer as the CPU rounds it (32-element blocks).
+int act_round(float scaled, bool ties_away) {
+  float r;
+  if (ties_away) {  // std::round
+    r = trunc(scaled);
+    if (abs(scaled - r) >= 0.5) r += sign(scaled);
+  } else {  // _mm512_cvtps_epi32
+    r = roundEven(scaled);
+  }
+  return int(r);
+}
+
+#ifdef ACT_SERIAL
+// Block b of row `row`, by the invocation that calls it (no barriers).
+void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ties_away) {
+  const uint e0 = b * ACT_BLOCK;
+  const uint out_q = row * row_words + e0 / 4u;
+  const uint out_d = row * row_words + k / 4u;
+#if ACT_BLOCK == 32
+  float v[32];
+  float amax = 0.0;
+  for (uint i = 0u; i < 32u; i++) {
+    v[i] = act_value(row, e0 + i);
+    amax = max(amax, abs(v[i]));
+  }
+  const float d = div_rn(amax, 127.0);
+  const float inv = d != 0.0 ? div_rn(1.0, d) : 0.0;
+  int sum = 0;
+  for (uint w = 0u; w < 8u; w++) {
+    uint word = 0u;
+    for (uint i = 0u; i < 4u; i++) {
+      const int q = act_round(v[4u * w + i] * inv, ties_away);
+      sum += q;
+      word |= (uint(q) & 0xffu) << (8u * i);
+    }
+    xq[out_q + w] = word;
+  }
+  xq[out_d + 2u * b] = floatBitsToUint(d);
+  xq[out_d + 2u * b + 1u] = floatBitsToUint(d * float(sum));
+#elif ACT_BLOCK == 256
+  // The first element of largest magnitude; the values are asked twice (256 would not stay in
+  // registers), the same bits both times.
+  float amax = 0.0, mx = 0.0;
+  for (uint i = 0u; i < 256u; i++) {
+    const float v = act_value(row, e0 + i);
+    if (abs(v) > amax) {
+      amax = abs(v);
+      mx = v;
+    }
+  }
+  if (amax == 0.0) {
+    for (uint w = 0u; w < 64u; w++) xq[out_q + w] = 0u;
+    xq[out_d + b] = 0u;
+    return;
+  }
+  const float iscale = div_rn(-127.0, mx);
+  for (uint w = 0u; w < 64u; w++) {
+    uint word = 0u;
+    for (uint i = 0u; i < 4u; i++) {
+      const int q = min(127, int(roundEven(iscale * act_value(row, e0 + 4u * w + i))));
+      word |= (uint(q) & 0xffu) << (8u * i);
+    }
+    xq[out_q + w] = word;
+  }
+  xq[out_d + b] = floatBitsToUint(div_rn(1.0, iscale));
+#else
+#error "qact: ACT_BLOCK is 32 or 256"
+#endif
+}
+#else  // ACT_SERIAL
 
 #if WG_SIZE % 32 != 0
 #error "qact: WG_SIZE is a multiple of 32"
@@ -56,15 +131,7 @@ void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, boo
   const float amax = max(0.0, s_amax[first]);
   const float d = div_rn(amax, 127.0);
   const float inv = d != 0.0 ? div_rn(1.0, d) : 0.0;
-  const float scaled = v * inv;
-  float r;
-  if (ties_away) {  // std::round
-    r = trunc(scaled);
-    if (abs(scaled - r) >= 0.5) r += sign(scaled);
-  } else {  // _mm512_cvtps_epi32
-    r = roundEven(scaled);
-  }
-  const int q = int(r);
+  const int q = act_round(v * inv, ties_away);
   s_q[t] = q;
   s_sum[t] = q;
   barrier();
@@ -136,3 +203,4 @@ void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, boo
 #endif
   barrier();  // the shared arrays are refilled by the next call
 }
+#endif  // ACT_SERIAL

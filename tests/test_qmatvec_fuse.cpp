@@ -1,0 +1,278 @@
+// qmatvec quantizing its own x (GpuOptions::qmatvec_fuse, WICK_QMATVEC_FUSE) on each GPU device
+// under test: one dispatch where qact and qmatvec took two, and the same bits as those two, for
+// every format whose x is quantized to 8 bits, without and with each prologue (rms_norm, swiglu),
+// with and without the residual, x strided and in f16/bf16, on the device's qmatvec shape and
+// on a GPU's (32 threads, and the wide one of an lm_head); and the fallback to two dispatches
+// where the rows do not fit in shared memory.
+#include <cstring>
+
+#include "gpu_test_util.h"
+#include "quantized/kernels.h"
+#include "quantized_ref.h"
+#include "wick/quantized.h"
+
+namespace wick::testing {
+namespace {
+
+constexpr double kEps = 1e-5;
+
+void expect_same_bits(const Tensor& fused, const Tensor& unfused, const std::string& what) {
+  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
+  const std::vector<float> a = fused.to_vec<float>(), b = unfused.to_vec<float>();
+  for (size_t i = 0; i < a.size(); i++) {
+    uint32_t ba, bb;
+    std::memcpy(&ba, &a[i], 4);
+    std::memcpy(&bb, &b[i], 4);
+    ASSERT_EQ(ba, bb) << what << " element " << i << ": fused " << a[i] << ", unfused " << b[i];
+  }
+}
+
+// The formats whose x a GPU quantizes (QMatMul's integer dot products): 32- and 256-element
+// blocks of 8-bit x.
+std::vector<QuantType> act_q8_types() {
+  std::vector<QuantType> types;
+  for (QuantType t : quantized_matmul_types())
+    if (quantized::dot_kernel_scalar(t) != nullptr) types.push_back(t);
+  return types;
+}
+
+QTensor random_weight(Rng& rng, int64_t n, int64_t k, QuantType t) {
+  const int64_t block = quant_type_info(t)->block_elems;
+  return quantize(Tensor::from_vec(block_test_data(rng, n, k, block), {n, k}), t);
+}
+
+// The prologue of a product: none (forward), rms_norm or swiglu.
+enum class Prologue { None, RmsNorm, Swiglu };
+const char* prologue_name(Prologue p) {
+  return p == Prologue::None ? "none" : p == Prologue::RmsNorm ? "rms_norm" : "swiglu";
+}
+
+// The same inputs on the fused and the unfused device.
+struct Inputs {
+  Ref x, p, residual;
+};
+
+Tensor run(const Device& dev, const QTensor& w, Prologue pro, const Inputs& in, DType dt,
+           Variant variant, bool with_residual) {
+  const QMatMul mm(w, dev);
+  const Tensor x = make_tensor(in.x, dt, dev, variant);
+  const Tensor r = make_tensor(in.residual, DType::F32, dev, Variant::Offset);
+  switch (pro) {
+    case Prologue::None:
+      return with_residual ? mm.forward(x, r) : mm.forward(x);
+    case Prologue::RmsNorm: {
+      // alpha read with stride 2: column 1 of (k, 2).
+      const Tensor alpha = make_tensor(in.p, dt, dev).narrow(1, 1, 1).squeeze(1);
+      const Tensor y = mm.forward_rms_norm(x, alpha, kEps);
+      return y;
+    }
+    case Prologue::Swiglu: {
+      const Tensor up = make_tensor(in.p, dt, dev, Variant::Offset);
+      return with_residual ? mm.forward_swiglu(x, up, r) : mm.forward_swiglu(x, up);
+    }
+  }
+  return {};
+}
+
+class GpuQMatVecFuse : public GpuDeviceTest {
+ protected:
+  Rng rng;
+  gpu::QMatVecShape device_shape() {
+    return gpu::default_qmatvec_shape(gpu(device()).device_caps());
+  }
+  // A device of shape `shape` with the fusion on or off.
+  Device with(const gpu::QMatVecShape& shape, bool fuse) const {
+    return private_device([&](gpu::GpuOptions& o) {
+      o.queue.ops_per_buffer = 1000;
+      o.qmatvec = shape;
+      o.qmatvec_fuse = fuse;
+    });
+  }
+
+  // Every combination for weight `t` (n x k) and m x rows: fused == unfused, bit for bit.
+  void check(const Device& on, const Device& off, QuantType t, int64_t n, int64_t m, int64_t k,
+             DType dt, Variant variant, const std::string& label, bool with_residual = true) {
+    const QTensor w = random_weight(rng, n, k, t);
+    for (Prologue pro : {Prologue::None, Prologue::RmsNorm, Prologue::Swiglu}) {
+      Inputs in;
+      in.x = random_ref(rng, {m, k}, pro == Prologue::Swiglu ? -6 : -3, 3);
+      in.p = pro == Prologue::RmsNorm ? random_ref(rng, {k, 2}, -2, 2) : random_ref(rng, {m, k});
+      in.residual = random_ref(rng, {m, n}, -10, 10);
+      // rms_norm has no residual form (r + y is the add kernel's).
+      for (bool res : {false, true}) {
+        if (res && (pro == Prologue::RmsNorm || !with_residual)) continue;
+        const std::string what = std::string(quant_type_info(t)->name) + " m=" + std::to_string(m) +
+                                 " k=" + std::to_string(k) + " " + dtype_name(dt) + " " +
+                                 variant_name(variant) + " " + prologue_name(pro) +
+                                 (res ? " +residual " : " ") + label;
+        expect_same_bits(run(on, w, pro, in, dt, variant, res),
+                         run(off, w, pro, in, dt, variant, res), what);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+};
+
+TEST_P(GpuQMatVecFuse, OneDispatchInsteadOfTwo) {
+  PoisonOff quiet;  // exact dispatch counts
+  const Device on = with(device_shape(), true), off = with(device_shape(), false);
+  const QTensor w = random_weight(rng, 40, 256, QuantType::Q4_K);
+  auto dispatches = [](const Device& d) { return gpu(d).stats().queue.dispatches; };
+  for (const Device* d : {&on, &off}) {
+    const QMatMul mm(w, *d);
+    const Tensor x = make_tensor(random_ref(rng, {1, 256}), DType::F32, *d);
+    const Tensor alpha = make_tensor(random_ref(rng, {256}), DType::F32, *d);
+    const Tensor r = make_tensor(random_ref(rng, {1, 40}), DType::F32, *d);
+    d->synchronize();
+    const uint64_t d0 = dispatches(*d);
+    mm.forward(x);
+    mm.forward_rms_norm(x, alpha, kEps);
+    mm.forward_swiglu(x, x, r);
+    const uint64_t n = d == &on ? 3u : 6u;
+    EXPECT_EQ(dispatches(*d) - d0, n) << (d == &on ? "fused" : "unfused");
+  }
+}
+
+TEST_P(GpuQMatVecFuse, DeclaresItsOperandsToTheHazardTracker) {
+  PoisonOff quiet;  // exact barrier counts
+  const Device d = with(device_shape(), true);
+  const QMatMul mm(random_weight(rng, 40, 64, QuantType::Q8_0), d);
+  const Tensor a = make_tensor(random_ref(rng, {2, 64}), DType::F32, d);
+  const Tensor b = make_tensor(random_ref(rng, {64}), DType::F32, d);
+  d.synchronize();  // the uploads are done; the next list starts clean
+  const uint64_t before = gpu(d).stats().queue.barriers;
+  const Tensor x = a * a, alpha = b * b;                 // written by queued ops
+  const Tensor y = mm.forward_rms_norm(x, alpha, kEps);  // reads both: one barrier
+  EXPECT_EQ(gpu(d).stats().queue.barriers - before, 1u);
+  const Tensor up = a + a;
+  const Tensor z = mm.forward_swiglu(x, up, y);  // reads up and y: another
+  EXPECT_EQ(gpu(d).stats().queue.barriers - before, 2u);
+  const Tensor want = y + mm.forward(x.silu() * up);
+  expect_same_bits(z, want, "swiglu after queued ops");
+}
+
+TEST_P(GpuQMatVecFuse, RowsBeyondTheSharedMemoryBudgetTakeTwoDispatches) {
+  // 8 rows of k = 2048 in 32-element blocks: 8 x 640 words (20 KiB), over the 16 KiB budget;
+  // one row fits.
+  PoisonOff quiet;
+  const Device on = with(device_shape(), true), off = with(device_shape(), false);
+  const QTensor w = random_weight(rng, 24, 2048, QuantType::Q8_0);
+  const QMatMul mm(w, on);
+  for (int64_t m : {1, 8}) {
+    Inputs in{random_ref(rng, {m, 2048}), {}, {}};
+    const Tensor x = make_tensor(in.x, DType::F32, on);
+    on.synchronize();
+    const uint64_t d0 = gpu(on).stats().queue.dispatches;
+    const Tensor y = mm.forward(x);
+    EXPECT_EQ(gpu(on).stats().queue.dispatches - d0, m == 1 ? 1u : 2u) << "m=" << m;
+    expect_same_bits(y, QMatMul(w, off).forward(make_tensor(in.x, DType::F32, off)),
+                     "k=2048 m=" + std::to_string(m));
+  }
+}
+
+TEST_P(GpuQMatVecFuse, SameBitsAsQactThenQmatvecForEveryFormat) {
+  // Every format on the device's shape for one x row, a few m for a 32- and a 256-element
+  // format; then a GPU's shape (32 threads x 2 rows: the rms_norm sums of 256 lanes on 32) and
+  // the wide one (128 x 8) made to apply to 37 rows. 11 rows: two groups of x rows, the second
+  // of 3 (lavapipe's shape takes every m). Pipelines compile slowly on lavapipe: few of each.
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  const gpu::QMatVecShape own = device_shape();
+  const Device on = with(own, true), off = with(own, false);
+  for (QuantType t : act_q8_types()) {
+    check(on, off, t, 37, 1, quant_type_info(t)->block_elems == 32 ? 96 : 512, DType::F32,
+          Variant::Contiguous, "device shape");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  for (int64_t m : {int64_t{3}, int64_t{8}, own.max_rows > 8 ? int64_t{11} : int64_t{5}}) {
+    check(on, off, QuantType::Q4_1, 37, m, 96, DType::F32, Variant::Contiguous, "device shape");
+    if (::testing::Test::HasFatalFailure()) return;
+    check(on, off, QuantType::Q4_K, 37, m, 512, DType::F32, Variant::Contiguous, "device shape");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  gpu::QMatVecShape gpu_like{32, 2, 8};
+  gpu::QMatVecShape wide{32, 2, 8};
+  wide.wide_min_out = 32;
+  const std::pair<gpu::QMatVecShape, const char*> shapes[] = {{gpu_like, "32x2"},
+                                                              {wide, "wide 128x8"}};
+  for (const auto& [shape, label] : shapes) {
+    const Device s_on = with(shape, true), s_off = with(shape, false);
+    // Fused on this shape (the wide one's partial sums take 32 KiB of qmatvec.comp's shared
+    // memory: fused only where the device has room for the rows beside them).
+    const uint32_t max_shared = gpu(s_on).device_caps().max_shared_memory;
+    const bool fuses = std::string(label) == "32x2" || max_shared >= 32768 + 4096 + 2048;
+    {
+      PoisonOff quiet;
+      const QMatMul mm(random_weight(rng, 37, 768, QuantType::Q8_0), s_on);
+      const Tensor x = make_tensor(random_ref(rng, {1, 768}), DType::F32, s_on);
+      s_on.synchronize();
+      const uint64_t d0 = gpu(s_on).stats().queue.dispatches;
+      mm.forward(x);
+      EXPECT_EQ(gpu(s_on).stats().queue.dispatches - d0, fuses ? 1u : 2u)
+          << label << ", " << max_shared << " bytes of shared memory";
+    }
+    for (int64_t m : {1, 5}) {
+      check(s_on, s_off, QuantType::Q8_0, 37, m, 768, DType::F32, Variant::Contiguous, label,
+            m == 1);
+      if (::testing::Test::HasFatalFailure()) return;
+      check(s_on, s_off, QuantType::Q5_K, 37, m, 512, DType::F32, Variant::Contiguous, label,
+            m == 1);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(GpuQMatVecFuse, SameBitsOnStridedXAndHalfDtypes) {
+  // k = 768 (Q4_0: three per lane of norm's 256) and 256 (Q6_K), every layout of x, f16/bf16.
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  const Device on = with(device_shape(), true), off = with(device_shape(), false);
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q6_K}) {
+    const int64_t k = t == QuantType::Q4_0 ? 768 : 256;
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+      for (Variant v :
+           {Variant::Contiguous, Variant::Transposed, Variant::Narrowed, Variant::Offset}) {
+        check(on, off, t, 29, 2, k, dt, v, "", v == Variant::Offset);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(GpuQMatVecFuse, FollowsTheCpuQuantizersRounding) {
+  // Halves everywhere (x / d_x = n + 0.5): the scalar quantizer rounds them away from zero, the
+  // AVX-512 one to even, and the fused kernel as qact.
+  SCOPED_TRACE(rng.seed());
+  struct LevelGuard {
+    ~LevelGuard() { quantized::set_simd_level(quantized::detected_simd_level()); }
+  } level_guard;
+  const Device on = with(device_shape(), true), off = with(device_shape(), false);
+  const QTensor w = random_weight(rng, 19, 256, QuantType::Q8_0);
+  Ref x = random_ref(rng, {2, 256});
+  for (int64_t i = 0; i < 256; i++)
+    x.v[static_cast<size_t>(256 + i)] =
+        i % 32 == 0 ? 127.0 : static_cast<double>((i * 37) % 201 - 100) + 0.5;
+  for (quantized::SimdLevel level :
+       {quantized::SimdLevel::Scalar, quantized::detected_simd_level()}) {
+    quantized::set_simd_level(level);
+    expect_same_bits(QMatMul(w, on).forward(make_tensor(x, DType::F32, on)),
+                     QMatMul(w, off).forward(make_tensor(x, DType::F32, off)),
+                     quantized::simd_level_name(level));
+  }
+}
+
+TEST_P(GpuQMatVecFuse, KnobIsParsed) {
+  const std::string exe = self_exe();
+  const auto fuse = [&](const std::string& env) {
+    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_fuse"];
+  };
+  EXPECT_EQ(fuse("-u WICK_QMATVEC_FUSE"), "1") << "on by default";
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=0"), "0");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=off"), "0");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=1"), "1");
+}
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuQMatVecFuse);
+
+}  // namespace
+}  // namespace wick::testing
