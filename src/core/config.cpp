@@ -77,7 +77,7 @@ Knobs read_knobs() {
     int64_t n;
     k.qmatmul_f16_rows = off(v) ? 0 : std::string_view(v) == "on" ? -2 : parse_int(v, n) ? n : -1;
   }
-  if (const char* v = env("WICK_QMATVEC_FUSE")) k.qmatvec_fuse = !off(v);
+  if (const char* v = env("WICK_QMATVEC_FUSE")) k.qmatvec_fuse = off(v) ? 0 : 1;
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   return k;
 }
@@ -107,7 +107,9 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
                            : k.qmatmul_f16_rows == -2 ? "on"
                            : k.qmatmul_f16_rows == 0  ? "off"
                                                       : std::to_string(k.qmatmul_f16_rows)},
-      {"WICK_QMATVEC_FUSE", k.qmatvec_fuse ? "on" : "off"},
+      {"WICK_QMATVEC_FUSE", k.qmatvec_fuse < 0    ? "default"
+                            : k.qmatvec_fuse == 0 ? "off"
+                                                  : "on"},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
   };
 }

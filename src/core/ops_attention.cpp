@@ -110,6 +110,7 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
     core::check_same_device(op, q, *t);
     core::check_same_dtype(op, q, *t);
   }
+  core::check_same_device(op, q, pos_in);  // an undefined pos is named before q's shape
   if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
   const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
   const Tensor pos = checked_pos(op, q, pos_in, b), slots = checked_slots(op, q, slots_in, b);
@@ -157,6 +158,7 @@ Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_
   if (!(options.softcap >= 0) || !std::isfinite(options.softcap) || options.window < 0)
     fail(ErrorKind::Unsupported, op, "softcap ", options.softcap, " and window ", options.window,
          ": a softcap is finite and >= 0 (0: none), a window >= 0 (0: none)");
+  core::check_same_device(op, q, pos_in);  // an undefined pos is named before q's shape
   if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
   const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
   const Tensor pos = checked_pos(op, q, pos_in, b), slots = checked_slots(op, q, slots_in, b);
