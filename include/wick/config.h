@@ -39,8 +39,8 @@ struct Knobs {
   int64_t qmatmul_f16_rows = -1;
   // WICK_QMATVEC_FUSE: 0/false/off makes a GPU's quantized matrix-vector kernel read x quantized
   // by a kernel before it (two dispatches) instead of quantizing it itself; anything else: on.
-  // Unset -> -1: on for GPUs, off for CPU implementations (lavapipe: redoing the quantization in
-  // every workgroup costs more there than the dispatch it saves).
+  // Unset -> -1: off (measured slower: on the H200 decode fell from ~1130 to ~300 tok/s, on
+  // lavapipe from 35 to 23; docs/perf.md, session 11).
   int qmatvec_fuse = -1;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).

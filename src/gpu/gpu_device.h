@@ -87,7 +87,7 @@ struct GpuOptions {
   // qmatvec quantizes its own x rows (with the prologue) into shared memory where they fit,
   // instead of a qact dispatch before it (decode: a dispatch less per product; the same bits).
   // WICK_QMATVEC_FUSE sets it.
-  bool qmatvec_fuse = true;
+  bool qmatvec_fuse = false;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
 
