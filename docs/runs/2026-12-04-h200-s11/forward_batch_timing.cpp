@@ -1,8 +1,9 @@
 #include <chrono>
 #include <cstdio>
 #include <vector>
-#include "wick/llama.h"
+
 #include "wick/device.h"
+#include "wick/llama.h"
 using namespace wick;
 int main(int argc, char** argv) {
   Device dev = Device::parse(argv[2]);
@@ -21,7 +22,9 @@ int main(int argc, char** argv) {
         for (auto& s : seqs) steps.push_back({&s, {5}});
         m.forward_batch(steps).to_vec<float>();
       }
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+          n;
       std::printf("b=%d pass %.3f ms  (%.1f tok/s)\n", b, ms, b * 1000.0 / ms);
     }
   }
