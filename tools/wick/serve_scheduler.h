@@ -86,6 +86,7 @@ struct SchedulerStats {
 class Scheduler {
  public:
   // Takes the model (it is used by the scheduler's thread only) and starts that thread.
+  // On a GPU, runs a pass of every batch size first (warm_up).
   Scheduler(LlamaModel model, Tokenizer tokenizer, SchedulerOptions opts);
   ~Scheduler();
   // Stops the thread; every open request ends with FinishReason::Error, later submits get
@@ -100,6 +101,7 @@ class Scheduler {
   SchedulerStats stats() const;
 
  private:
+  void warm_up();
   struct Job {
     GenRequest request;
     std::shared_ptr<RequestStream> stream;
