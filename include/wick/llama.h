@@ -56,7 +56,7 @@ struct LlamaConfig {
   int64_t rope_original_context = 0;  // yarn, longrope: {arch}.rope.scaling.original_context_length
   double rope_attn_factor = 1.0;
   std::vector<float> rope_long_factors, rope_short_factors;  // longrope, both as read
-  bool qkv_bias = false;     // qwen2: blk.N.attn_{q,k,v}.bias
+  bool qkv_bias = false;                                     // qwen2: blk.N.attn_{q,k,v}.bias
   bool gelu_ffn = false;     // gemma: gelu(gate) * up (tanh approximation), else silu
   double embed_scale = 1.0;  // gemma: the embedding rows times sqrt(hidden)
   double query_scale = 0;    // the score scale; 1 / sqrt(head_dim) by default
@@ -235,6 +235,9 @@ class Sampler {
   // calls it for every prompt token and every sampled one.
   void accept(uint32_t token);
   const SamplingOptions& options() const { return opts_; }
+  // Whether sample() is the first maximum of the logits as given (greedy, no penalty), which a
+  // caller may then find itself (a server: for every sequence's row at once, on the device).
+  bool plain_greedy() const;
 
  private:
   SamplingOptions opts_;

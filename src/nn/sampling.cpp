@@ -101,6 +101,10 @@ std::vector<SamplingCandidate> Sampler::candidates(const Tensor& logits) const {
   return candidates(logits.to_vec<float>());
 }
 
+bool Sampler::plain_greedy() const {
+  return opts_.temperature <= 0 && !penalises();
+}
+
 uint32_t Sampler::sample(const Tensor& logits) {
   if (logits.rank() != 1 || logits.numel() == 0)
     fail(ErrorKind::Shape, "Sampler::sample", "logits must be a non-empty vector, got ",

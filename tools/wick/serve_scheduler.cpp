@@ -165,9 +165,8 @@ void Scheduler::release(Slot& slot, FinishReason reason, const std::string& erro
   (cancelled ? stats_.cancelled : stats_.completed)++;
 }
 
-bool Scheduler::advance(Slot& slot, const Tensor& logits) {
+bool Scheduler::advance(Slot& slot, uint32_t tok) {
   const GenRequest& r = slot.job->request;
-  const uint32_t tok = slot.sampler->sample(logits);
   slot.sampler->accept(tok);
   slot.generated++;
   if (std::find(r.end_ids.begin(), r.end_ids.end(), static_cast<int32_t>(tok)) != r.end_ids.end()) {
@@ -241,14 +240,26 @@ void Scheduler::run() {
     }
     if (steps.empty()) continue;
     try {
-      const Tensor logits = model_.forward_batch(steps).to_device(Device::cpu());
+      const Tensor logits = model_.forward_batch(steps);
+      // Greedy answers take the first maximum of their row, found for all rows at once (on a
+      // GPU: b ids read back instead of b x vocab logits); the others sample on the host.
+      bool any_greedy = false, all_greedy = true;
+      for (const Slot* s : batch) {
+        any_greedy = any_greedy || s->sampler->plain_greedy();
+        all_greedy = all_greedy && s->sampler->plain_greedy();
+      }
+      const std::vector<uint32_t> best =
+          any_greedy ? logits.argmax(1).to_vec<uint32_t>() : std::vector<uint32_t>{};
+      const Tensor rows = all_greedy ? Tensor() : logits.to_device(Device::cpu());
       if (decode_rows > 0) {
         std::lock_guard lk(mu_);
         stats_.steps++;
         stats_.decoded_rows += decode_rows;
       }
       for (size_t i = 0; i < batch.size(); i++)
-        advance(*batch[i], logits.get(static_cast<int64_t>(i)));
+        advance(*batch[i], batch[i]->sampler->plain_greedy()
+                               ? best[i]
+                               : batch[i]->sampler->sample(rows.get(static_cast<int64_t>(i))));
     } catch (const std::exception& e) {
       for (Slot* s : batch)
         if (s->job) release(*s, FinishReason::Error, e.what());

@@ -109,8 +109,8 @@ class Scheduler {
   struct Slot;
 
   void run();
-  // Samples the next token of `slot` from its logits row and streams it; false when it ended.
-  bool advance(Slot& slot, const Tensor& logits);
+  // Takes `token` as the next one of `slot` and streams it; false when the answer ended.
+  bool advance(Slot& slot, uint32_t token);
   void release(Slot& slot, FinishReason reason, const std::string& error = {});
 
   LlamaModel model_;
