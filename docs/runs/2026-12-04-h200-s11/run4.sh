@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 11 run 4: wick serve (warm-up of every batch size at start, clients in processes) on
+# Session 11 run 4 (and 5: greedy tokens by one device argmax): wick serve (warm-up of every batch size at start, clients in processes) on
 # CUDA and Vulkan, 8 clients; the decode of one sequence beside it.
 cd "$(dirname "$0")/.."
 R=$PWD
