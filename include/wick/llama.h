@@ -181,7 +181,8 @@ class LlamaModel {
   // its next positions in ONE pass through the model, the matmuls over all rows stacked, the
   // one-token steps' attention in one op over their cache slots, each prompt's over its own; their
   // keys and values join each sequence's cache. On a GPU that can replay (replays()), a step of
-  // one-token steps only is captured once per number of sequences and replayed.
+  // one-token steps only (of up to 16 sequences) is captured once per number of sequences and
+  // replayed.
   // Returns the logits of each sequence's last token, f32 (steps.size(), vocab), row i for
   // steps[i]. A sequence's rows are the same as forward()'s would be for it alone, up to the
   // rounding of the fused decode ops (greedy tokens agree). Errors, before any cache changes:

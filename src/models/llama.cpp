@@ -998,7 +998,9 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
   }
   Tensor x = m.embed_rows(tokens);  // (rows, hidden); checks the ids
   Tensor logits;
-  if (n_dec == static_cast<int64_t>(steps.size()) && replays()) {
+  // Captured steps pin their buffers (the logits: b x vocab floats each): up to 16 sequences.
+  constexpr int64_t kMaxReplayedBatch = 16;
+  if (n_dec == static_cast<int64_t>(steps.size()) && n_dec <= kMaxReplayedBatch && replays()) {
     logits = m.replay_batch(x, dec_pos, dec_slots);
   } else {
     const Tensor positions = Tensor::from_vec(dec_pos, {n_dec}, m.dev);
