@@ -1030,15 +1030,20 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
                                       const Tensor& positions, const Tensor& slots) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
   const RotaryTables tables{cos_q, sin_q, cos, sin};
+  // Rows [first, first + n) as heads (n / t, heads, t, d) of sequences of t tokens each.
+  auto heads = [&](const Tensor& y, int64_t first, int64_t n, int64_t t, int64_t nh) {
+    return y.narrow(0, first, n).reshape({n / t, t, nh, d}).transpose(1, 2);
+  };
+  // Each prompt's position, on the device once for every layer.
+  std::vector<Tensor> prompt_pos;
+  for (size_t j = static_cast<size_t>(n_dec); j < order.size(); j++)
+    prompt_pos.push_back(
+        Tensor::full(static_cast<double>(steps[order[j]].seq->state_->pos), {1}, DType::U32, dev));
   for (size_t li = 0; li < layers.size(); li++) {
     const Layer& l = layers[li];
     const Tensor &kc = seqs.k[li], &vc = seqs.v[li];
     const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
     std::vector<Tensor> ys;
-    // Rows [first, first + n) as heads (n / t, heads, t, d) of sequences of t tokens each.
-    auto heads = [&](const Tensor& y, int64_t first, int64_t n, int64_t t, int64_t nh) {
-      return y.narrow(0, first, n).reshape({n / t, t, nh, d}).transpose(1, 2);
-    };
     if (n_dec > 0) {  // the one-token steps together
       const Tensor q = rope_kv_cache(heads(qkv[0], 0, n_dec, 1, h), heads(qkv[1], 0, n_dec, 1, kvh),
                                      heads(qkv[2], 0, n_dec, 1, kvh), kc, vc, tables, positions,
@@ -1051,7 +1056,7 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
       const LlamaSequence::State& st = *steps[order[j]].seq->state_;
       const auto t = static_cast<int64_t>(steps[order[j]].tokens.size());
       const Tensor kcs = kc.narrow(0, st.slot, 1), vcs = vc.narrow(0, st.slot, 1);
-      const Tensor pos = Tensor::full(static_cast<double>(st.pos), {1}, DType::U32, dev);
+      const Tensor& pos = prompt_pos[j - static_cast<size_t>(n_dec)];
       const Tensor q =
           rope_kv_cache(heads(qkv[0], row, t, t, h), heads(qkv[1], row, t, t, kvh),
                         heads(qkv[2], row, t, t, kvh), kcs, vcs, tables, pos, cfg.rope_interleaved);
