@@ -3,6 +3,7 @@
 // every-format conformance loop.
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,18 @@
 #include "wick/quantized.h"
 
 namespace wick::testing {
+
+// f32 results equal bit for bit (a fused path against the ops it stands for).
+inline void expect_same_bits(const Tensor& fused, const Tensor& unfused, const std::string& what) {
+  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
+  const std::vector<float> a = fused.to_vec<float>(), b = unfused.to_vec<float>();
+  for (size_t i = 0; i < a.size(); i++) {
+    uint32_t ba, bb;
+    std::memcpy(&ba, &a[i], 4);
+    std::memcpy(&bb, &b[i], 4);
+    ASSERT_EQ(ba, bb) << what << " element " << i << ": fused " << a[i] << ", unfused " << b[i];
+  }
+}
 
 // Rows of random blocks: a random scale per block (1e-3 .. 1e2), plus an all-zero block, a
 // negative-only block and a block with one outlier 100x its neighbours.

@@ -35,16 +35,10 @@ struct SimdLevelGuard {
   ~SimdLevelGuard() { quantized::set_simd_level(quantized::detected_simd_level()); }
 };
 
-void expect_same_bits(const Tensor& fused, const Tensor& unfused, const std::string& what) {
-  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
+// Both on one device, then quantized_ref.h's bit comparison.
+void expect_same_bits_here(const Tensor& fused, const Tensor& unfused, const std::string& what) {
   ASSERT_EQ(fused.device(), unfused.device()) << what;
-  const std::vector<float> a = fused.to_vec<float>(), b = unfused.to_vec<float>();
-  for (size_t i = 0; i < a.size(); i++) {
-    uint32_t ba, bb;
-    std::memcpy(&ba, &a[i], 4);
-    std::memcpy(&bb, &b[i], 4);
-    ASSERT_EQ(ba, bb) << what << " element " << i << ": fused " << a[i] << ", unfused " << b[i];
-  }
+  expect_same_bits(fused, unfused, what);
 }
 
 QTensor random_weight(Rng& rng, int64_t n, int64_t k, QuantType t) {
@@ -128,7 +122,7 @@ void check_prologues(const Device& dev, Rng& rng, QuantType t, int64_t n, const 
   const Tensor alpha = make_tensor(ar, dt, dev).narrow(1, 1, 1).squeeze(1);
   const Tensor y = mm.forward_rms_norm(x, alpha, kEps);
   ASSERT_EQ(y.shape(), Shape(out_dims)) << what;
-  expect_same_bits(y, mm.forward(x.rms_norm(alpha, kEps)), "rms_norm " + what);
+  expect_same_bits_here(y, mm.forward(x.rms_norm(alpha, kEps)), "rms_norm " + what);
   check_reference(y, t, w, ref_rms_norm(xr, alpha_r, k), m, n, k, dt, "rms_norm " + what);
   if (::testing::Test::HasFatalFailure()) return;
 
@@ -139,7 +133,7 @@ void check_prologues(const Device& dev, Rng& rng, QuantType t, int64_t n, const 
       ur, dt, dev, variant == Variant::Contiguous ? Variant::Offset : Variant::Contiguous);
   const Tensor z = mm.forward_swiglu(gate, up);
   ASSERT_EQ(z.shape(), Shape(out_dims)) << what;
-  expect_same_bits(z, mm.forward(gate.silu() * up), "swiglu " + what);
+  expect_same_bits_here(z, mm.forward(gate.silu() * up), "swiglu " + what);
   check_reference(z, t, w, ref_swiglu(gr, ur), m, n, k, dt, "swiglu " + what);
 }
 
@@ -215,11 +209,11 @@ TEST_P(QMatMulPrologues, PlainWeightsAndEmptyDims) {
       quantize(Tensor::from_vec(block_test_data(rng, 5, 40, 1), {5, 40}), QuantType::F16), dev);
   const Tensor x = make_tensor(random_ref(rng, {3, 40}), DType::F32, dev);
   const Tensor alpha = make_tensor(random_ref(rng, {40}), DType::F32, dev);
-  expect_same_bits(plain.forward_rms_norm(x, alpha, kEps), plain.forward(x.rms_norm(alpha, kEps)),
-                   "f16 weight");
-  expect_same_bits(plain.forward_swiglu(x, alpha.broadcast_as({3, 40}).contiguous()),
-                   plain.forward(x.silu() * alpha.broadcast_as({3, 40}).contiguous()),
-                   "f16 weight");
+  expect_same_bits_here(plain.forward_rms_norm(x, alpha, kEps),
+                        plain.forward(x.rms_norm(alpha, kEps)), "f16 weight");
+  expect_same_bits_here(plain.forward_swiglu(x, alpha.broadcast_as({3, 40}).contiguous()),
+                        plain.forward(x.silu() * alpha.broadcast_as({3, 40}).contiguous()),
+                        "f16 weight");
   const QMatMul mm(quantize(Tensor::ones({3, 32}, DType::F32), QuantType::Q8_0), dev);
   const Tensor none = Tensor::zeros({0, 32}, DType::F32, dev);
   const Tensor ones = Tensor::ones({32}, DType::F32, dev);
@@ -325,18 +319,18 @@ TEST_P(QMatMulPrologues, ResidualJoinsTheStoresBitForBit) {
         const Tensor plain = mm.forward(x);
         const Tensor fused = mm.forward(x, r);
         ASSERT_EQ(fused.shape(), (Shape{m, n}));
-        expect_same_bits(fused, r + plain, "forward " + what);
+        expect_same_bits_here(fused, r + plain, "forward " + what);
         EXPECT_NE(fused.to_vec<float>(), plain.to_vec<float>()) << what;
         const Tensor up = make_tensor(random_ref(rng, {m, k}, -2, 2), DType::F32, dev);
-        expect_same_bits(mm.forward_swiglu(x, up, r), r + mm.forward_swiglu(x, up),
-                         "swiglu " + what);
+        expect_same_bits_here(mm.forward_swiglu(x, up, r), r + mm.forward_swiglu(x, up),
+                              "swiglu " + what);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
     // (..., k) inputs: the residual has the product's shape (2, 3, n).
     const Tensor x3 = make_tensor(random_ref(rng, {2, 3, k}, -3, 3), DType::BF16, dev);
     const Tensor r3 = make_tensor(random_ref(rng, {2, 3, n}, -4, 4), DType::F32, dev);
-    expect_same_bits(mm.forward(x3, r3), r3 + mm.forward(x3), "3-d bf16 x");
+    expect_same_bits_here(mm.forward(x3, r3), r3 + mm.forward(x3), "3-d bf16 x");
   }
 }
 
@@ -408,10 +402,10 @@ TEST_P(GpuQMatMulPrologues, EachIsTwoDispatchesWithNoHostRoundTrip) {
   Tensor fused, unfused;
   EXPECT_EQ(dispatches([&] { return mm.forward_rms_norm(x, alpha, kEps); }, fused), 2u);
   EXPECT_EQ(dispatches([&] { return mm.forward(x.rms_norm(alpha, kEps)); }, unfused), 3u);
-  expect_same_bits(fused, unfused, "rms_norm");
+  expect_same_bits_here(fused, unfused, "rms_norm");
   EXPECT_EQ(dispatches([&] { return mm.forward_swiglu(x, up); }, fused), 2u);
   EXPECT_EQ(dispatches([&] { return mm.forward(x.silu() * up); }, unfused), 4u);
-  expect_same_bits(fused, unfused, "swiglu");
+  expect_same_bits_here(fused, unfused, "swiglu");
 }
 
 TEST_P(GpuQMatMulPrologues, DeclareTheirOperandsToTheHazardTracker) {
@@ -429,8 +423,8 @@ TEST_P(GpuQMatMulPrologues, DeclareTheirOperandsToTheHazardTracker) {
   const Tensor up = b * b;
   const Tensor z = mm.forward_swiglu(x, up);  // reads up: another two
   EXPECT_EQ(queue().barriers - before, 4u);
-  expect_same_bits(y, mm.forward(x.rms_norm(alpha, kEps)), "rms_norm");
-  expect_same_bits(z, mm.forward(x.silu() * up), "swiglu");
+  expect_same_bits_here(y, mm.forward(x.rms_norm(alpha, kEps)), "rms_norm");
+  expect_same_bits_here(z, mm.forward(x.silu() * up), "swiglu");
 }
 
 TEST_P(GpuQMatMulPrologues, TheGpuChoicesToo) {

@@ -16,17 +16,6 @@ namespace {
 
 constexpr double kEps = 1e-5;
 
-void expect_same_bits(const Tensor& fused, const Tensor& unfused, const std::string& what) {
-  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
-  const std::vector<float> a = fused.to_vec<float>(), b = unfused.to_vec<float>();
-  for (size_t i = 0; i < a.size(); i++) {
-    uint32_t ba, bb;
-    std::memcpy(&ba, &a[i], 4);
-    std::memcpy(&bb, &b[i], 4);
-    ASSERT_EQ(ba, bb) << what << " element " << i << ": fused " << a[i] << ", unfused " << b[i];
-  }
-}
-
 // The formats whose x a GPU quantizes (QMatMul's integer dot products): 32- and 256-element
 // blocks of 8-bit x.
 std::vector<QuantType> act_q8_types() {
