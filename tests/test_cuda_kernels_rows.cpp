@@ -59,9 +59,9 @@ WICK_CUDA_COMPILE_CASES(rows) {
   }
 }
 
-// Decode attention (gpu_attention.cpp): rope_kv with INTERLEAVED and PER_ITEM_POS, attention's two
-// phases with its block of 128 threads and phase 0's vector form (LANES, WICK_SPEC_1: 1 .. 32 lanes
-// a row); caches of q's dtype (KV_SAME), or f16/bf16 under f32.
+// Decode attention (gpu_attention.cpp): rope_kv with INTERLEAVED and PER_ITEM_POS, attention with
+// its block of 128 threads in the scalar form and the vector form (LANES, WICK_SPEC_0: 1 .. 32
+// lanes a row); caches of q's dtype (KV_SAME), or f16/bf16 under f32.
 WICK_CUDA_COMPILE_CASES(attention) {
   struct Pair {
     DType q, kv;
@@ -76,12 +76,9 @@ WICK_CUDA_COMPILE_CASES(attention) {
         cases.add("rope_kv.cu",
                   {q, kv, same, spec_define(0, interleaved), spec_define(1, per_item)});
     const gpu::Defines bytes = define("KV_BYTES", static_cast<uint32_t>(dtype_size(p.kv)));
-    for (uint32_t phase : {0u, 1u})
+    for (uint32_t lanes : {0u, 1u, 4u, 8u, 16u, 32u})
       cases.add("attention.cu",
-                {q, kv, same, bytes, spec_define(0, phase), define("WG_SIZE", 128)});
-    for (uint32_t lanes : {1u, 4u, 8u, 16u, 32u})
-      cases.add("attention.cu", {q, kv, same, bytes, spec_define(0, 0), spec_define(1, lanes),
-                                 define("WG_SIZE", 128)});
+                {q, kv, same, bytes, spec_define(0, lanes), define("WG_SIZE", 128)});
   }
 }
 

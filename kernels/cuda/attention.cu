@@ -2,13 +2,13 @@
 // max_seq, d), query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti (the last `window`
 // of them when window > 0) of kv head hi / (h / kvh) in item bi's slot (slots[bi], or bi), pos
 // the item's position; scores soft-capped when softcap_bits is not 0.
-// Flash-decoding in two phases (PHASE, WICK_SPEC_0):
-//   0: a block per (query row, split): split s takes the keys [s span, (s + 1) span) of its row,
-//      CHUNK (= WG_SIZE) at a time with a running maximum m, sum l and accumulator acc (the
-//      online softmax), and writes (m, l, acc[d]) to its scratch slot; with one split it writes
-//      the row's output acc / l itself (no phase 1).
-//   1: a block per query row combines its used splits: out = sum acc_s e^(m_s - M) /
-//      sum l_s e^(m_s - M), M = max m_s.
+// Flash-decoding in one dispatch: a block per (query row, split); split s takes the keys
+// [s span, (s + 1) span) of its row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l
+// and accumulator acc (the online softmax). With one split the block writes the row's output
+// acc / l itself; with more it writes (m, l, acc[d]) to its scratch slot, and the row's last
+// block to finish (a counter per row, reset by that block) combines the used splits: out =
+// sum acc_s e^(m_s - M) / sum l_s e^(m_s - M), M = max m_s. (A second dispatch for the combine
+// cost more than the combine itself in a decode step.)
 // The caches are KV_DT: DT, or f16/bf16 under f32 (each element converted as it is loaded).
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
 // the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
@@ -17,8 +17,8 @@
 // t > max_seq the keys are clamped to the cache (nothing is read out of bounds) and the op's error
 // record gets the position; an item whose slot is beyond the caches gets nothing computed (the
 // record gets the slot). Bindings: 0 q, 1 k_cache, 2 v_cache, 3 pos, 4 scratch, 5 y, 6 the error
-// record, 7 slots.
-// LANES (WICK_SPEC_1, 0 = off) picks phase 0's vector form for rows of d = LANES * KV_VEC elements
+// record, 7 slots, 8 the split counters (a u32 per query row, zero between ops).
+// LANES (WICK_SPEC_0, 0 = off) picks the vector form for rows of d = LANES * KV_VEC elements
 // (KV_VEC of them in 16 bytes; the host checks alignment): LANES lanes share a key, each loading
 // 16 bytes of it, so a warp reads 32 / LANES whole rows per load and every thread's loads are
 // independent. The scalar form (a thread per key, one element per load) left decode attention
@@ -36,11 +36,7 @@
 #ifndef WICK_SPEC_0
 #define WICK_SPEC_0 0
 #endif
-#ifndef WICK_SPEC_1
-#define WICK_SPEC_1 0
-#endif
-constexpr uint32_t PHASE = WICK_SPEC_0;
-constexpr uint32_t LANES = WICK_SPEC_1;
+constexpr uint32_t LANES = WICK_SPEC_0;
 constexpr uint32_t CHUNK = WG_SIZE;
 constexpr uint32_t ACC_REGS = 4u;
 
@@ -69,8 +65,8 @@ WICK_DEV Item item_of(const AttentionParams& pc, const uint32_t* pos, const uint
   return it;
 }
 
-// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache (reported in
-// phase 0); none for a slot beyond the caches.
+// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache (reported when
+// `report`); none for a slot beyond the caches.
 WICK_DEV uint32_t key_count(const AttentionParams& pc, const Item& it, uint32_t ti, uint32_t* err,
                             bool report) {
   if (!it.slot_ok) {
@@ -97,7 +93,7 @@ WICK_DEV ACC_T cap_score(const AttentionParams& pc, ACC_T s) {
   return cap * tanh(s / cap);
 }
 
-// What a phase 0 block (query row, split) works on, for both forms: the keys [k0, k_end) of its
+// What a block (query row, split) works on, for both forms: the keys [k0, k_end) of its
 // row in its split, q's row, and the element of cache row 0 of its kv head in its item's slot.
 struct RowWork {
   uint32_t row, k0, k_end, q_row, first;
@@ -222,7 +218,7 @@ struct alignas(16) KvVec {
   KT e[KV_VEC];
 };
 
-// Phase 0's vector form (LANES > 0; d == LANES * KV_VEC): as partial_phase, but the scores are
+// The vector form (LANES > 0; d == LANES * KV_VEC): as partial_phase, but the scores are
 // LANES lanes per key (a shuffle reduction over them) and the value sums KV_VEC elements per
 // thread, WG_SIZE / LANES keys at a time, summed over those key groups once at the end.
 template <uint32_t L>
@@ -325,25 +321,41 @@ WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT
   }
 }
 
-WICK_DEV void combine_phase(const AttentionParams& pc, const Item& it, const ACC_T* scratch, ST* y,
-                            uint32_t row, uint32_t tid) {
+// True in the last block of a row to finish its split (every thread calls it once its slot is
+// written); that block also resets the row's counter for the next op.
+WICK_DEV bool last_split(uint32_t* counter, uint32_t n_splits, uint32_t tid) {
+  __shared__ bool s_last;
+  __threadfence();  // this thread's slot writes before the block's count
+  __syncthreads();
+  if (tid == 0u) {
+    s_last = atomicAdd(counter, 1u) == n_splits - 1u;
+    if (s_last) atomicExch(counter, 0u);
+  }
+  __syncthreads();
+  if (s_last) __threadfence();
+  return s_last;
+}
+
+// The row's output from its splits' slots, read from L2 (other blocks wrote them).
+WICK_DEV void combine_splits(const AttentionParams& pc, const Item& it, const ACC_T* scratch, ST* y,
+                             uint32_t row, uint32_t tid) {
   const uint32_t ti = row % pc.t, d = pc.d;
-  // The splits phase 0 wrote: those holding keys [first_key, n_keys).
+  // The splits that wrote slots: those holding keys [first_key, n_keys).
   const uint32_t n_keys = key_count(pc, it, ti, nullptr, false);
   const uint32_t s0 = first_key(pc, n_keys) / pc.span, used = (n_keys + pc.span - 1u) / pc.span;
   const ACC_T* first = scratch + static_cast<uint64_t>(row) * pc.n_splits * (d + 2u);
   ACC_T big = -FloatBits<ACC_T>::inf();
-  for (uint32_t s = s0; s < used; s++) big = fmax(big, first[s * (d + 2u)]);
+  for (uint32_t s = s0; s < used; s++) big = fmax(big, __ldcg(first + s * (d + 2u)));
   ACC_T l = ACC_T(0);
   for (uint32_t s = s0; s < used; s++) {
     const ACC_T* slot = first + s * (d + 2u);
-    l += slot[1] * exp(slot[0] - big);
+    l += __ldcg(slot + 1) * exp(__ldcg(slot) - big);
   }
   for (uint32_t e = tid; e < d; e += WG_SIZE) {
     ACC_T acc = ACC_T(0);
     for (uint32_t s = s0; s < used; s++) {
       const ACC_T* slot = first + s * (d + 2u);
-      acc += slot[2u + e] * exp(slot[0] - big);
+      acc += __ldcg(slot + 2u + e) * exp(__ldcg(slot) - big);
     }
     y[row * d + e] = PACK(DT, acc / l);
   }
@@ -361,16 +373,17 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   ST* y = buffer_at<ST>(args, 5);
   uint32_t* err = buffer_at<uint32_t>(args, 6);
   const uint32_t* slots = buffer_at<const uint32_t>(args, 7);
+  uint32_t* counters = buffer_at<uint32_t>(args, 8);
   const uint32_t g = group_index(), tid = threadIdx.x;
-  const uint32_t rows = pc.b * pc.h * pc.t;
-  if (PHASE == 0u) {
-    RowWork w;
-    if (g >= rows * pc.n_splits || !row_work(pc, pos, slots, err, g, tid, w)) return;
+  if (g >= pc.b * pc.h * pc.t * pc.n_splits) return;  // uniform per block
+  RowWork w;
+  if (row_work(pc, pos, slots, err, g, tid, w)) {  // uniform per block
     if constexpr (LANES > 0u)
       partial_phase_vec<LANES>(pc, q, k_cache, v_cache, w, scratch, y, g, tid);
     else
       partial_phase(pc, q, k_cache, v_cache, w, scratch, y, g, tid);
-  } else if (g < rows) {
-    combine_phase(pc, item_of(pc, pos, slots, g), scratch, y, g, tid);
   }
+  const uint32_t row = g / pc.n_splits;
+  if (pc.n_splits > 1u && last_split(counters + row, pc.n_splits, tid))
+    combine_splits(pc, item_of(pc, pos, slots, row), scratch, y, row, tid);
 }

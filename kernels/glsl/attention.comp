@@ -3,13 +3,12 @@
 // max_seq, d), query row (bi, hi, ti) attending to cache rows 0 ..= pos + ti (the last `window`
 // of them when window > 0) of kv head hi / (h / kvh) in item bi's slot (slots[bi], or bi), pos
 // the item's position; scores soft-capped when softcap_bits is not 0.
-// Flash-decoding in two phases (PHASE, constant 0):
-//   0: a workgroup per (query row, split): split s takes the keys [s span, (s + 1) span) of its
-//      row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l and accumulator acc (the
-//      online softmax), and writes (m, l, acc[d]) to its scratch slot; with one split it writes
-//      the row's output acc / l itself (no phase 1).
-//   1: a workgroup per query row combines its used splits: out = sum acc_s e^(m_s - M) /
-//      sum l_s e^(m_s - M), M = max m_s.
+// Flash-decoding in one dispatch: a workgroup per (query row, split); split s takes the keys
+// [s span, (s + 1) span) of its row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l
+// and accumulator acc (the online softmax). With one split the workgroup writes the row's output
+// acc / l itself; with more it writes (m, l, acc[d]) to its scratch slot, and the row's last
+// workgroup to finish (a counter per row, reset by that workgroup) combines the used splits:
+// out = sum acc_s e^(m_s - M) / sum l_s e^(m_s - M), M = max m_s.
 // The caches are KV_DT: DT, or f16/bf16 under f32 (each element converted as it is loaded).
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
 // the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
@@ -37,10 +36,9 @@ layout(push_constant) uniform Push {
   WICK_PARAMS_ATTENTION(WICK_FIELD, WICK_ARRAY)
 } pc;
 
-layout(constant_id = 0) const uint PHASE = 0u;
-// Phase 0's vector form when not 0: rows of d = LANES * KV_VEC elements, read 16 bytes at a time
+// The vector form when not 0: rows of d = LANES * KV_VEC elements, read 16 bytes at a time
 // through a second view of the caches (the host checks the alignment).
-layout(constant_id = 1) const uint LANES = 0u;
+layout(constant_id = 0) const uint LANES = 0u;
 #define KV_VEC (16u / KV_BYTES)
 layout(set = 0, binding = 0) readonly buffer Q { STORAGE_T(DT) q[]; };
 layout(set = 0, binding = 1) readonly buffer KCache { STORAGE_T(KV_DT) k_cache[]; };
@@ -48,11 +46,13 @@ layout(set = 0, binding = 2) readonly buffer VCache { STORAGE_T(KV_DT) v_cache[]
 layout(set = 0, binding = 1) readonly buffer KCacheVec { uvec4 k_vec[]; };
 layout(set = 0, binding = 2) readonly buffer VCacheVec { uvec4 v_vec[]; };
 layout(set = 0, binding = 3) readonly buffer Pos { uint pos[]; };
-layout(set = 0, binding = 4) buffer Scratch { ACC_T scratch[]; };
+// Coherent: a row's last workgroup reads the slots the others wrote.
+layout(set = 0, binding = 4) coherent buffer Scratch { ACC_T scratch[]; };
 layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
 #define ERROR_BINDING 6
 #include "include/errors.glsl"
 layout(set = 0, binding = 7) readonly buffer Slots { uint slots[]; };
+layout(set = 0, binding = 8) coherent buffer Counters { uint counters[]; };  // a u32 per query row
 
 #define CHUNK WG_SIZE
 #define ACC_REGS 4u
@@ -92,8 +92,8 @@ Item item_of(uint row) {
   return it;
 }
 
-// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache (reported in
-// phase 0); none for a slot beyond the caches.
+// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache (reported when
+// `report`); none for a slot beyond the caches.
 uint key_count(Item it, uint ti, bool report) {
   if (!it.slot_ok) {
     if (report) report_error(WICK_ERROR_CACHE_SLOT, it.slot, 0u, pc.cache_slots);
@@ -140,7 +140,7 @@ ACC_T cap_score(ACC_T s) {
   return cap * (ACC_T(1) - ACC_T(2) / (EXP(ACC_T(2) * (s / cap)) + ACC_T(1)));
 }
 
-// What a phase 0 workgroup (query row, split) works on, for both forms: the keys [k0, k_end) of
+// What a workgroup (query row, split) works on, for both forms: the keys [k0, k_end) of
 // its row in its split, q's row, and the element of cache row 0 of its kv head in its item's
 // slot.
 struct RowWork {
@@ -250,7 +250,7 @@ ACC_T kv_elem(uvec4 v, uint i) {
 #endif
 }
 
-// Phase 0's vector form (LANES > 0, d == LANES * KV_VEC): a key per thread as in partial_phase,
+// The vector form (LANES > 0, d == LANES * KV_VEC): a key per thread as in partial_phase,
 // its row read as LANES independent 16-byte loads; the value sums take KV_VEC elements per
 // thread, WG_SIZE / LANES keys at a time, and add the key groups' sums once at the end.
 void partial_phase_vec(uint g, uint tid, RowWork w) {
@@ -318,9 +318,24 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
   }
 }
 
-void combine_phase(uint row, uint tid) {
+shared bool s_last;
+// True in the last workgroup of a row to finish its split (every invocation calls it once its slot
+// is written); that workgroup also resets the row's counter for the next op.
+bool last_split(uint row, uint tid) {
+  memoryBarrierBuffer();  // this invocation's slot writes before the workgroup's count
+  barrier();
+  if (tid == 0u) {
+    s_last = atomicAdd(counters[row], 1u) == pc.n_splits - 1u;
+    if (s_last) atomicExchange(counters[row], 0u);
+  }
+  barrier();
+  memoryBarrierBuffer();
+  return s_last;
+}
+
+void combine_splits(uint row, uint tid) {
   const uint ti = row % pc.t, d = pc.d;
-  // The splits phase 0 wrote: those holding keys [first_key, n_keys).
+  // The splits that wrote slots: those holding keys [first_key, n_keys).
   const uint n_keys = key_count(item_of(row), ti, false);
   const uint s0 = first_key(n_keys) / pc.span, used = (n_keys + pc.span - 1u) / pc.span;
   const uint first = row * pc.n_splits * (d + 2u);
@@ -343,15 +358,14 @@ void combine_phase(uint row, uint tid) {
 
 void main() {
   const uint g = group_index(), tid = gl_LocalInvocationID.x;
-  const uint rows = pc.b * pc.h * pc.t;
-  if (PHASE == 0u) {
-    RowWork w;
-    if (g >= rows * pc.n_splits || !row_work(g, tid, w)) return;  // uniform per workgroup
+  if (g >= pc.b * pc.h * pc.t * pc.n_splits) return;  // uniform per workgroup
+  RowWork w;
+  if (row_work(g, tid, w)) {  // uniform per workgroup
     if (LANES > 0u)
       partial_phase_vec(g, tid, w);
     else
       partial_phase(g, tid, w);
-  } else if (g < rows) {
-    combine_phase(g, tid);
   }
+  const uint row = g / pc.n_splits;
+  if (pc.n_splits > 1u && last_split(row, tid)) combine_splits(row, tid);
 }

@@ -1,6 +1,6 @@
 // GPU decode attention: rope_kv_cache (one dispatch of rope_kv) and attention_cached
-// (flash-decoding: attention's phase 0 over splits of the keys, then phase 1 combining them when
-// there is more than one split). Both read pos on the device; a position beyond the cache is
+// (flash-decoding in one dispatch: a workgroup per split of a row's keys, the row's last one to
+// finish combining the splits). Both read pos on the device; a position beyond the cache is
 // found by the kernels, which then write nothing out of bounds, and is raised from the op's error
 // record at this thread's next wait (the ops themselves never wait).
 #include <bit>
@@ -20,7 +20,7 @@ namespace {
 
 // attention's workgroup: also the keys each step of a split scores (CHUNK in the kernel).
 constexpr uint32_t kAttentionBlock = 128;
-// Workgroups phase 0 aims for: the keys are split until the rows fill about this many. Decode
+// Workgroups the op aims for: the keys are split until the rows fill about this many. Decode
 // has few rows (9 heads for SmolLM2-135M): there every chunk of keys gets its own workgroup, since
 // a workgroup's chunks run one after the other (a split of two chunks at a few hundred keys took
 // as long as the rest of a layer on the H200); splits past the position return at once.
@@ -53,6 +53,19 @@ void put_items(P& pc, View pos, const View* slots, int64_t cache_slots) {
 }
 
 }  // namespace
+
+Buffer& GpuDevice::split_counters(size_t rows) {
+  std::lock_guard lk(split_counters_mu_);
+  if (rows > split_counter_rows_) {
+    // Work recorded before keeps the old buffer alive (pinned by its submission or capture).
+    const size_t n = std::max<size_t>({rows, 2 * split_counter_rows_, 1024});
+    split_counters_ = device_pool_->acquire(n * sizeof(uint32_t));
+    split_counter_rows_ = n;
+    Buffer& b = *split_counters_;
+    queue_->record([&](CommandQueue::Recorder& r) { r.fill(b, 0, n * sizeof(uint32_t), 0u); });
+  }
+  return *split_counters_;
+}
 
 void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
                               const CacheView& v_cache, const RopeTableViews& tables, View pos,
@@ -183,49 +196,41 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
   const int64_t splits = (chunks + per_split - 1) / per_split;
   pc.n_splits = to_index(splits, "split count");
   pc.span = to_index(per_split * kAttentionBlock, "split length");
-  const int64_t units = rows * splits;  // phase 0's workgroups, each with a scratch slot
+  const int64_t units = rows * splits;  // the workgroups, each with a scratch slot
   const DType acc = dt == DType::F64 ? DType::F64 : DType::F32;
   to_index(units * (d + 2), "scratch element count");
   to_index(units, "workgroup count");
   BufferRef scratch = device_pool_->acquire(static_cast<size_t>(units * (d + 2)) * dtype_size(acc));
-  // Phase 0's vector form: rows of whole 16-byte pieces, 2^i <= 32 of them, 16-byte aligned.
+  // The vector form: rows of whole 16-byte pieces, 2^i <= 32 of them, 16-byte aligned.
   const int64_t per_vec = 16 / static_cast<int64_t>(dtype_size(kv));
   const int64_t lanes = d / per_vec;
   const bool vec = d % per_vec == 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0 &&
                    k_cache.layout.start_offset % per_vec == 0 &&
                    v_cache.layout.start_offset % per_vec == 0;
-  auto attention_kernel = [&](uint32_t phase, uint32_t vec_lanes) -> const Pipeline& {
-    return kernel(
-        KernelFamily::Attention,
-        {phase, vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
-          Defines defines;
-          add_dtype(defines, "", dt);
-          add_dtype(defines, "KV_", kv);  // the caches' dtype
-          defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
-          return key_for("attention", std::move(defines), {phase, vec_lanes}, kAttentionBlock);
-        });
-  };
-  const Pipeline& partial = attention_kernel(0, vec ? static_cast<uint32_t>(lanes) : 0);
-  const Pipeline* combine = splits > 1 ? &attention_kernel(1, 0) : nullptr;
+  const uint32_t vec_lanes = vec ? static_cast<uint32_t>(lanes) : 0;
+  const Pipeline& pipeline =
+      kernel(KernelFamily::Attention,
+             {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
+               Defines defines;
+               add_dtype(defines, "", dt);
+               add_dtype(defines, "KV_", kv);  // the caches' dtype
+               defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
+               return key_for("attention", std::move(defines), {vec_lanes}, kAttentionBlock);
+             });
+  Buffer& counters = split_counters(static_cast<size_t>(rows));
   BufferRef record = errors_->acquire();
-  const BufferAccess partial_args[] = {
-      {&buffer(q.storage), Access::Read},
-      {&buffer(k_cache.storage), Access::Read},
-      {&buffer(v_cache.storage), Access::Read},
-      {&buffer(pos.storage), Access::Read},
-      {scratch.get(), Access::Write},
-      {&buffer(dst), Access::Write},
-      {record.get(), Access::Unordered},
-      {&buffer(slots ? slots->storage : pos.storage), Access::Read}};
-  BufferAccess combine_args[8];
-  std::copy(std::begin(partial_args), std::end(partial_args), combine_args);
-  combine_args[4].access = Access::Read;
-  const auto groups_for = [&](int64_t n) {
-    return grid(static_cast<uint64_t>(n) * kWorkgroupSize);
-  };
+  const BufferAccess args[] = {{&buffer(q.storage), Access::Read},
+                               {&buffer(k_cache.storage), Access::Read},
+                               {&buffer(v_cache.storage), Access::Read},
+                               {&buffer(pos.storage), Access::Read},
+                               {scratch.get(), Access::Write},
+                               {&buffer(dst), Access::Write},
+                               {record.get(), Access::Unordered},
+                               {&buffer(slots ? slots->storage : pos.storage), Access::Read},
+                               {&counters, Access::Write}};
   const uint64_t submission = queue_->record([&](CommandQueue::Recorder& r) {
-    r.dispatch(partial, partial_args, param_words(pc), groups_for(units));
-    if (combine) r.dispatch(*combine, combine_args, param_words(pc), groups_for(rows));
+    r.dispatch(pipeline, args, param_words(pc),
+               grid(static_cast<uint64_t>(units) * kWorkgroupSize));
   });
   errors_->add(std::move(record), submission, op, std::to_string(t) + " tokens");
 }

@@ -75,6 +75,7 @@ GpuDevice::~GpuDevice() {
   }
   queue_.reset();
   unused_record_.reset();
+  split_counters_.reset();
   errors_.reset();
   kernels_.reset();  // pipelines before the device that owns them
   host_pool_.reset();

@@ -371,6 +371,8 @@ class GpuDevice : public backend::BackendDevice {
   // rand: mode 0 uniform [p0, p1), 1 normal(p0, p1).
   void random(uint32_t mode, backend::Storage& dst, double p0, double p1);
   void trim_pools();
+  // The split counters for `rows` query rows (split_counters_), zeroed on the queue when new.
+  Buffer& split_counters(size_t rows);
   Driver& driver() const { return *driver_; }
 
   int ordinal_;
@@ -385,6 +387,11 @@ class GpuDevice : public backend::BackendDevice {
   std::atomic<uint64_t> coop_matmuls_{0};
   std::unique_ptr<DeviceErrors> errors_;
   BufferRef unused_record_;  // bound by integer binary ops that cannot fail (never read)
+  // attention_cached's split counters: a u32 per query row, zero between ops (each op's last block
+  // of a row resets its counter). Grown (a new zeroed buffer) when an op has more rows.
+  std::mutex split_counters_mu_;
+  BufferRef split_counters_;
+  size_t split_counter_rows_ = 0;
   std::mutex rng_mu_;
   uint64_t rng_seed_ = 299792458, rng_counter_ = 0;
 };
