@@ -4,8 +4,10 @@
 // 8-bit rows are those of the unfused ops, bit for bit; include/qact_value.cuh, which qmatvec.cu's
 // ACT_INLINE shares):
 //   0  x itself: a warp per block.
-//   1  x.rms_norm(alpha, eps), as norm.cu computes it (include/norm_row.cuh): a block of WG_SIZE
-//      (norm.cu's) per row reduces it, then its warps quantize the row's blocks.
+//   1  x.rms_norm(alpha, eps), as norm.cu computes it (include/norm_row.cuh): blocks of WG_SIZE
+//      (norm.cu's) per row each reduce it, then quantize WICK_WARPS of its blocks, a warp each
+//      (one block per row took three rounds of its warps at k = 576: a decode step's slowest
+//      small kernel).
 //   2  silu(x) * up (x: the gate), as unary.cu's silu and binary.cu's mul compute it, each
 //      rounded to DT: a warp per block.
 // Bindings: 0 x, then (PROLOGUE 1, 2) 1 alpha or up, then xq.
@@ -60,12 +62,15 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const ST* alpha = buffer_at<const ST>(args, 1);
   uint32_t* xq = buffer_at<uint32_t>(args, 2);
   __shared__ CT s_red[WICK_WARPS];
-  const uint32_t row = group_index();
+  // Blocks of a row: each reduces the whole row, then quantizes WICK_WARPS of its blocks.
+  const uint32_t parts = (blocks_per_row + WICK_WARPS - 1u) / WICK_WARPS;
+  const uint32_t row = group_index() / parts,
+                 b = group_index() % parts * WICK_WARPS + threadIdx.x / 32u;
   if (row >= pc.m) return;  // uniform per block
   const ActAt at{x + pc.x_offset + row * pc.x_row, pc.x_k};
   const CT inv = row_inv_rms(at, pc.k, CT(0), CT(pc.eps), s_red);
   const ActRms value{at, alpha + pc.p_offset, pc.p_k, inv};
-  for (uint32_t b = threadIdx.x / 32u; b < blocks_per_row; b += WICK_WARPS)
+  if (b < blocks_per_row)  // uniform per warp
     quantize_act_block(value, xq, row, b, pc.k, pc.row_words, ties_away, threadIdx.x % 32u);
 #else
   const ST* up = buffer_at<const ST>(args, 1);

@@ -5,9 +5,9 @@
 // 8-bit rows are those of the unfused ops, bit for bit; include/qact_value.glsl, which
 // qmatvec.comp's ACT_INLINE shares):
 //   0  x itself: 32 invocations per block.
-//   1  x.rms_norm(alpha, eps), as norm.comp computes it (include/norm_row.glsl): a workgroup of
-//      WG_SIZE (norm.comp's) per row reduces it, then quantizes the row's blocks, 32 invocations
-//      per block.
+//   1  x.rms_norm(alpha, eps), as norm.comp computes it (include/norm_row.glsl): workgroups of
+//      WG_SIZE (norm.comp's) per row each reduce it, then quantize WG_SIZE / 32 of the row's
+//      blocks, 32 invocations per block.
 //   2  silu(x) * up (x: the gate), as unary.comp's silu and binary.comp's mul compute it, each
 //      rounded to DT: 32 invocations per block.
 // Bindings: 0 x, then (PROLOGUE 1, 2) 1 alpha or up, then xq.
@@ -45,13 +45,13 @@ CT act_inv(uint row) { return g_inv; }
 void main() {
   const uint blocks_per_row = pc.k / ACT_BLOCK;
 #if PROLOGUE == 1
-  const uint row = group_index();
+  // Workgroups of a row: each reduces the whole row, then quantizes WG_SIZE / 32 of its blocks.
+  const uint slots = WG_SIZE / 32u, parts = (blocks_per_row + slots - 1u) / slots;
+  const uint row = group_index() / parts;
+  const uint b = group_index() % parts * slots + gl_LocalInvocationID.x / 32u;
   if (row >= pc.m) return;  // uniform per workgroup
   g_inv = row_inv_rms(pc.x_offset + row * pc.x_row, pc.k, CT(0), CT(pc.eps));
-  const uint slots = WG_SIZE / 32u, slot = gl_LocalInvocationID.x / 32u;
-  for (uint b0 = 0u; b0 < blocks_per_row; b0 += slots)  // the same trip count everywhere
-    quantize_act_block(row, b0 + slot, b0 + slot < blocks_per_row, pc.k, pc.row_words,
-                       pc.ties_away != 0u);
+  quantize_act_block(row, b, b < blocks_per_row, pc.k, pc.row_words, pc.ties_away != 0u);
 #else
   const uint id = global_index() / 32u;
   const bool live = id < pc.m * blocks_per_row;  // the rest only join the barriers

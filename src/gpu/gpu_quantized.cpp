@@ -305,8 +305,11 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
                            return key_for("qact", std::move(qdefs), {}, kWorkgroupSize);
                          });
       qwords = param_words(ppc);
-      // rms_norm: a workgroup per row, as norm (launch_rows); swiglu: 32 threads per block.
-      qgroups = rms ? grid(static_cast<uint64_t>(m) * kWorkgroupSize)
+      // rms_norm: workgroups of norm's size per row (each sums the whole row, as norm does, and
+      // quantizes kWorkgroupSize / 32 blocks); swiglu: 32 threads per block.
+      const uint64_t parts =
+          (k / act_block + kWorkgroupSize / kActLanes - 1) / (kWorkgroupSize / kActLanes);
+      qgroups = rms ? grid(static_cast<uint64_t>(m) * parts * kWorkgroupSize)
                     : grid(static_cast<uint64_t>(m * (k / act_block)) * kActLanes);
     }
   }
