@@ -41,6 +41,9 @@ WICK_CUDA_COMPILE_CASES(rows) {
       for (uint32_t per_group : {0u, 1u})
         cases.add("reduce.cu", {dtype_defines("", dt), define("OUT_INDEX", arg ? 1 : 0),
                                 spec_define(0, op), spec_define(1, per_group)});
+      if (op != static_cast<uint32_t>(ReduceOp::Sum) && op != static_cast<uint32_t>(ReduceOp::Mean))
+        cases.add("reduce.cu", {dtype_defines("", dt), define("OUT_INDEX", arg ? 1 : 0),
+                                spec_define(0, op), spec_define(1, 1), define("SPLIT_ROWS", 1)});
     }
     cases.add("reduce.cu", {dtype_defines("", dt), define("OUT_INDEX", 0), spec_define(0, 0),
                             spec_define(1, 1), define("WG_SIZE", kOtherBlock)});

@@ -38,13 +38,15 @@ Ref reduce_ref(const Ref& r, const std::vector<size_t>& dims, ReduceOp op, DType
       case ReduceOp::Mean:  // divided below
         acc = first ? v : acc + v;
         break;
-      case ReduceOp::Max:
+      case ReduceOp::Max:  // NaN beats numbers; the first of equals (or of NaNs) wins
       case ReduceOp::ArgMax:
-        if (first || v > acc) acc = v, best_index[k] = along;
+        if (first || (!std::isnan(acc) && (std::isnan(v) || v > acc)))
+          acc = v, best_index[k] = along;
         break;
       case ReduceOp::Min:
       case ReduceOp::ArgMin:
-        if (first || v < acc) acc = v, best_index[k] = along;
+        if (first || (!std::isnan(acc) && (std::isnan(v) || v < acc)))
+          acc = v, best_index[k] = along;
         break;
     }
     if (first) best_index[k] = std::max<int64_t>(best_index[k], 0);
@@ -173,6 +175,42 @@ TEST_P(GpuReduce, FewLongRows) {
                 .argmax(0)
                 .to_scalar<uint32_t>(),
             static_cast<uint32_t>(a));
+}
+
+// Max/min and the arg ops split such rows over workgroups (gpu_reduce.cpp's kSplitSpan), the
+// last to finish merging the parts: every dtype, ties and NaNs in different parts (the first
+// index wins), one row and several, run twice (the split counters reset between ops).
+TEST_P(GpuReduce, FewLongRowsSplitOverWorkgroups) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device d = device();
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::U32, DType::I64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (int64_t rows : {1, 5}) {
+      const int64_t n = 20000 + rng.integer(0, 30000);
+      Ref r = values(rng, {rows, n}, dt);
+      const auto at = [&](int64_t row, int64_t j) -> double& {
+        return r.v[static_cast<size_t>(row * n + j)];
+      };
+      // Row 0: its maximum in a late part and again in an early one; its minimum twice.
+      const int64_t a = rng.integer(0, 2047), b = rng.integer(n / 2, n - 1);
+      at(0, b) = at(0, a) = is_float(dt) ? 1000.0 : 250.0;
+      at(0, n - 1) = at(0, n / 3) = is_float(dt) ? -1000.0 : dt == DType::U32 ? 0.0 : -150.0;
+      if (is_float(dt) && rows > 1) at(1, n - 5) = at(1, n / 2) = NAN;  // the first NaN wins
+      const Tensor t = make_tensor(r, dt, d);
+      for (int rep = 0; rep < 2; rep++) {
+        for (ReduceOp op : {ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min}) {
+          SCOPED_TRACE(backend::reduce_op_name(op));
+          const Tensor got = op == ReduceOp::ArgMax   ? t.argmax(1, true)
+                             : op == ReduceOp::ArgMin ? t.argmin(1, true)
+                             : op == ReduceOp::Max    ? t.max(1, true)
+                                                      : t.min(1, true);
+          WICK_EXPECT_CLOSE(got, reduce_ref(r, {1}, op, dt), (Tol{0, 0}));
+        }
+      }
+      EXPECT_EQ(t.argmax(1).to_vec<uint32_t>()[0], static_cast<uint32_t>(a));
+    }
+  }
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuReduce);

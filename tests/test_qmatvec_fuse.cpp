@@ -161,7 +161,7 @@ TEST_P(GpuQMatVecFuse, RowsBeyondTheSharedMemoryBudgetTakeTwoDispatches) {
 
 TEST_P(GpuQMatVecFuse, SameBitsAsQactThenQmatvecForEveryFormat) {
   // Every format on the device's shape for one x row, a few m for a 32- and a 256-element
-  // format; then a GPU's shape (32 threads x 2 rows: the rms_norm sums of 256 lanes on 32) and
+  // format; then 32 threads x 2 rows (the rms_norm sums of 256 lanes on 32 threads) and
   // the wide one (128 x 8) made to apply to 37 rows. 11 rows: two groups of x rows, the second
   // of 3 (lavapipe's shape takes every m). Pipelines compile slowly on lavapipe: few of each.
   SCOPED_TRACE(rng.seed());

@@ -3,6 +3,12 @@
 // block per output (long reductions); 0: a thread per output. Max/min propagate NaN; arg ops return
 // the first index of the extreme value. Integer sums wrap. Bindings: 0 x, 1 y (u32 indices when
 // OUT_INDEX). Specialization: WICK_SPEC_0 OP, _1 PER_GROUP.
+// SPLIT_ROWS (max/min and the arg ops, PER_GROUP 1): each row is split over blocks of SPAN
+// elements, each block writes its partial (value, index), and the row's last block to finish (a
+// counter per row, reset by it) merges them in order: exact, as those ops are in any order. A
+// few long rows (decode's argmax over the vocabulary) otherwise left one block per row reading
+// ~200 KB alone (15 us on the H200). Bindings then: 0 x, 1 the partials' values (CT), 2 their
+// indices (u32, NO_INDEX: none), 3 the split counters, 4 y.
 #include "include/accumulate.cuh"
 #include "include/common.cuh"
 #include "include/dtype.cuh"
@@ -18,6 +24,12 @@
 constexpr uint32_t OP = WICK_SPEC_0;
 constexpr uint32_t PER_GROUP = WICK_SPEC_1;
 constexpr uint32_t SUM = 0u, MAX = 1u, ARGMAX = 3u, MEAN = 5u;
+#ifndef SPLIT_ROWS
+#define SPLIT_ROWS 0
+#endif
+#if SPLIT_ROWS
+constexpr uint32_t NO_INDEX = 0xffffffffu;
+#endif
 
 typedef STORAGE_T(DT) ST;
 typedef COMPUTE_T(DT) CT;
@@ -84,7 +96,15 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   wick_kernel_begin();
   const RowsParams& pc = PARAMS(RowsParams, args);
   const ST* x = buffer_at<const ST>(args, 0);
+#if SPLIT_ROWS
+  static_assert(OP != SUM && OP != MEAN, "reduce.cu: sums are not split (their order is fixed)");
+  CT* part_acc = buffer_at<CT>(args, 1);
+  uint32_t* part_idx = buffer_at<uint32_t>(args, 2);
+  uint32_t* counters = buffer_at<uint32_t>(args, 3);
+  OutT* y = buffer_at<OutT>(args, 4);
+#else
   OutT* y = buffer_at<OutT>(args, 1);
+#endif
   Partial p = {CT(0), 0u, false};
   if (PER_GROUP == 0u) {
     const uint32_t o = global_index();
@@ -94,15 +114,22 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     store(y, pc, o, p);
     return;
   }
-  const uint32_t o = group_index();
-  if (o >= pc.n_outer) return;  // uniform per block
-  const uint32_t t = threadIdx.x;
-  const uint32_t base = outer_offset(pc, o);
   // Loads UNROLL strides ahead before folding them (in the same order): one load at a time left a
   // long row waiting on memory once per element (argmax of 49152 logits: 54 us on the H200).
   constexpr uint32_t UNROLL = 8u;
-  uint32_t j = t;
-  for (; j + (UNROLL - 1u) * WG_SIZE < pc.n_inner; j += UNROLL * WG_SIZE) {
+#if SPLIT_ROWS
+  constexpr uint32_t SPAN = UNROLL * WG_SIZE;  // a block's elements: one round of loads
+  const uint32_t parts = (pc.n_inner + SPAN - 1u) / SPAN;
+  const uint32_t o = group_index() / parts, j0 = group_index() % parts * SPAN;
+  const uint32_t j_end = min(pc.n_inner, j0 + SPAN);
+#else
+  const uint32_t o = group_index(), j0 = 0u, j_end = pc.n_inner;
+#endif
+  if (o >= pc.n_outer) return;  // uniform per block
+  const uint32_t t = threadIdx.x;
+  const uint32_t base = outer_offset(pc, o);
+  uint32_t j = j0 + t;
+  for (; j + (UNROLL - 1u) * WG_SIZE < j_end; j += UNROLL * WG_SIZE) {
     CT v[UNROLL];
 #pragma unroll
     for (uint32_t u = 0u; u < UNROLL; u++)
@@ -110,7 +137,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
 #pragma unroll
     for (uint32_t u = 0u; u < UNROLL; u++) fold(p, v[u], j + u * WG_SIZE);
   }
-  for (; j < pc.n_inner; j += WG_SIZE) fold(p, LOAD(DT, x[base + inner_offset(pc, j)]), j);
+  for (; j < j_end; j += WG_SIZE) fold(p, LOAD(DT, x[base + inner_offset(pc, j)]), j);
     // Butterfly within the warp (merge is symmetric: sums commute, the arg order is total).
 #pragma unroll
   for (int lanes = 16; lanes > 0; lanes >>= 1) {
@@ -120,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     q.has = __shfl_xor_sync(WICK_FULL_MASK, int(p.has), lanes) != 0;
     merge(p, q);
   }
-  if (WICK_WARPS == 1) {
+  if (WICK_WARPS == 1 && !SPLIT_ROWS) {
     if (t == 0u) store(y, pc, o, p);
     return;
   }
@@ -136,6 +163,30 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   __syncthreads();
   if (t == 0u) {
     for (uint32_t w = 1u; w < WICK_WARPS; w++) merge(p, Partial{s_acc[w], s_idx[w], s_has[w]});
+#if SPLIT_ROWS
+    part_acc[group_index()] = p.acc;
+    part_idx[group_index()] = p.has ? p.idx : NO_INDEX;
+#else
     store(y, pc, o, p);
+#endif
   }
+#if SPLIT_ROWS
+  // The row's last block merges the partials, read from L2 (other blocks wrote them).
+  __shared__ bool s_last;
+  __threadfence();
+  __syncthreads();
+  if (t == 0u) {
+    s_last = atomicAdd(counters + o, 1u) == parts - 1u;
+    if (s_last) atomicExch(counters + o, 0u);
+  }
+  __syncthreads();
+  if (!s_last || t != 0u) return;
+  __threadfence();
+  Partial r = {CT(0), 0u, false};
+  for (uint32_t q = o * parts; q < o * parts + parts; q++) {
+    const uint32_t idx = __ldcg(part_idx + q);
+    if (idx != NO_INDEX) fold(r, __ldcg(part_acc + q), idx);
+  }
+  store(y, pc, o, r);
+#endif
 }

@@ -2,6 +2,11 @@
 // Sum / max / min / argmax / argmin / mean (OP: wick's ReduceOp) over the inner index for every
 // outer index. A mean divides the compute-type sum before its one rounding to DT. PER_GROUP 1: a workgroup per output (long reductions); 0: a thread per output.
 // Max/min propagate NaN; arg ops return the first index of the extreme value.
+// SPLIT_ROWS (max/min and the arg ops, PER_GROUP 1): each row is split over workgroups of SPAN
+// elements, each writes its partial (value, index), and the row's last workgroup to finish (a
+// counter per row, reset by it) merges them in order: exact, as those ops are in any order (the
+// twin of reduce.cu). Bindings then: 0 x, 1 the partials' values, 2 their indices (NO_INDEX:
+// none), 3 the split counters, 4 y.
 #include "include/common.glsl"
 #include "include/dtype.glsl"
 #include "include/rows.glsl"
@@ -15,14 +20,25 @@ layout(constant_id = 1) const uint PER_GROUP = 0u;
 #define ARGMIN 4u
 #define MEAN 5u
 
-layout(set = 0, binding = 0) readonly buffer In { STORAGE_T(DT) x[]; };
-#if OUT_INDEX
-layout(set = 0, binding = 1) writeonly buffer Out { uint y[]; };
-#else
-layout(set = 0, binding = 1) writeonly buffer Out { STORAGE_T(DT) y[]; };
+#ifndef SPLIT_ROWS
+#define SPLIT_ROWS 0
 #endif
-
 #define CT COMPUTE_T(DT)
+layout(set = 0, binding = 0) readonly buffer In { STORAGE_T(DT) x[]; };
+#if SPLIT_ROWS
+#define Y_BINDING 4
+#define NO_INDEX 0xffffffffu
+layout(set = 0, binding = 1) coherent buffer PartAcc { CT part_acc[]; };
+layout(set = 0, binding = 2) coherent buffer PartIdx { uint part_idx[]; };
+layout(set = 0, binding = 3) coherent buffer Counters { uint counters[]; };
+#else
+#define Y_BINDING 1
+#endif
+#if OUT_INDEX
+layout(set = 0, binding = Y_BINDING) writeonly buffer Out { uint y[]; };
+#else
+layout(set = 0, binding = Y_BINDING) writeonly buffer Out { STORAGE_T(DT) y[]; };
+#endif
 #if DT_KIND <= 1
 #define IS_NAN(v) is_nan(v)
 #else
@@ -77,20 +93,27 @@ void main() {
     store(o, acc, idx, has);
     return;
   }
-  const uint o = group_index();
-  if (o >= pc.n_outer) return;  // uniform per workgroup
-  const uint t = gl_LocalInvocationID.x;
-  const uint base = outer_offset(o);
   // Loads UNROLL strides ahead before folding them (in the same order): one load at a time left a
   // long row waiting on memory once per element (the twin of reduce.cu).
   const uint UNROLL = 8u;
-  uint j = t;
-  for (; j + (UNROLL - 1u) * WG_SIZE < pc.n_inner; j += UNROLL * WG_SIZE) {
+#if SPLIT_ROWS
+  const uint SPAN = UNROLL * WG_SIZE;  // a workgroup's elements: one round of loads
+  const uint parts = (pc.n_inner + SPAN - 1u) / SPAN;
+  const uint o = group_index() / parts, j0 = group_index() % parts * SPAN;
+  const uint j_end = min(pc.n_inner, j0 + SPAN);
+#else
+  const uint o = group_index(), j0 = 0u, j_end = pc.n_inner;
+#endif
+  if (o >= pc.n_outer) return;  // uniform per workgroup
+  const uint t = gl_LocalInvocationID.x;
+  const uint base = outer_offset(o);
+  uint j = j0 + t;
+  for (; j + (UNROLL - 1u) * WG_SIZE < j_end; j += UNROLL * WG_SIZE) {
     CT v[UNROLL];
     for (uint u = 0u; u < UNROLL; u++) v[u] = LOAD(DT, x[base + inner_offset(j + u * WG_SIZE)]);
     for (uint u = 0u; u < UNROLL; u++) fold(acc, idx, has, v[u], j + u * WG_SIZE);
   }
-  for (; j < pc.n_inner; j += WG_SIZE) fold(acc, idx, has, LOAD(DT, x[base + inner_offset(j)]), j);
+  for (; j < j_end; j += WG_SIZE) fold(acc, idx, has, LOAD(DT, x[base + inner_offset(j)]), j);
   s_acc[t] = acc;
   s_idx[t] = idx;
   s_has[t] = has;
@@ -107,5 +130,28 @@ void main() {
     }
     barrier();
   }
+#if SPLIT_ROWS
+  if (t == 0u) {
+    part_acc[group_index()] = s_acc[0];
+    part_idx[group_index()] = s_has[0] ? s_idx[0] : NO_INDEX;
+  }
+  // The row's last workgroup merges the partials.
+  memoryBarrierBuffer();
+  barrier();
+  if (t == 0u) {
+    s_has[0] = atomicAdd(counters[o], 1u) == parts - 1u;  // s_has[0]: whether this one is last
+    if (s_has[0]) atomicExchange(counters[o], 0u);
+  }
+  barrier();
+  if (!s_has[0] || t != 0u) return;
+  memoryBarrierBuffer();
+  acc = CT(0);
+  idx = 0u;
+  has = false;
+  for (uint q = o * parts; q < o * parts + parts; q++)
+    if (part_idx[q] != NO_INDEX) fold(acc, idx, has, part_acc[q], part_idx[q]);
+  store(o, acc, idx, has);
+#else
   if (t == 0u) store(o, s_acc[0], s_idx[0], s_has[0]);
+#endif
 }

@@ -296,13 +296,14 @@ class GpuDevice : public backend::BackendDevice {
   };
   struct BoundView {
     Buffer* buffer;
+    Access access = Access::Read;
   };
   // Runs a kernel using include/rows over x split into outer dims and `inner` dims (sorted):
-  // x binds at 0, extra inputs after it, `out` (contiguous over the outer dims) last.
-  // per_group: a workgroup per outer index, else a thread.
+  // x binds at 0, extra buffers after it, `out` (contiguous over the outer dims) last.
+  // per_group: groups_per_row workgroups per outer index, else a thread.
   void launch_rows(const Pipeline& pipeline, backend::View x, const std::vector<size_t>& inner,
-                   Buffer& out, bool per_group, std::initializer_list<BoundView> extra_inputs = {},
-                   std::initializer_list<PushParam> params = {});
+                   Buffer& out, bool per_group, std::initializer_list<BoundView> extras = {},
+                   std::initializer_list<PushParam> params = {}, uint64_t groups_per_row = 1);
   MatmulPlan plan_matmul(backend::View a, backend::View b, const backend::MatmulDims& d) const;
   // Records a matrix kernel over the plan (the batch along the grid's z, in several dispatches
   // beyond the device's limit).
@@ -387,8 +388,9 @@ class GpuDevice : public backend::BackendDevice {
   std::atomic<uint64_t> coop_matmuls_{0};
   std::unique_ptr<DeviceErrors> errors_;
   BufferRef unused_record_;  // bound by integer binary ops that cannot fail (never read)
-  // attention_cached's split counters: a u32 per query row, zero between ops (each op's last block
-  // of a row resets its counter). Grown (a new zeroed buffer) when an op has more rows.
+  // The split counters of ops whose rows are split over workgroups (attention_cached, long
+  // reductions): a u32 per row, zero between ops (each op's last workgroup of a row resets its
+  // counter). Grown (a new zeroed buffer) when an op has more rows.
   std::mutex split_counters_mu_;
   BufferRef split_counters_;
   size_t split_counter_rows_ = 0;

@@ -22,6 +22,8 @@ constexpr int64_t kPerGroupMin = 128;  // inner sizes from which a workgroup sha
 // Rows from which a few (at most kWideRowsMax) get a workgroup of kWideWorkgroup threads each.
 constexpr int64_t kWideRowMin = 16384, kWideRowsMax = 16;
 constexpr uint32_t kWideWorkgroup = 1024;
+// A split row's elements per workgroup: SPAN in reduce.cu (8 loads per thread of kWorkgroupSize).
+constexpr int64_t kSplitSpan = 8 * kWorkgroupSize;
 constexpr int64_t kMaxSortRow = 2048;  // MAX_SORT in sort.comp
 
 // One group of dims (outer or inner) collapsed: shape and strides, innermost last.
@@ -49,9 +51,8 @@ Group collapse(const Layout& l, const std::vector<size_t>& dims) {
 }  // namespace
 
 void GpuDevice::launch_rows(const Pipeline& pipeline, View x, const std::vector<size_t>& inner,
-                            Buffer& out, bool per_group,
-                            std::initializer_list<BoundView> extra_inputs,
-                            std::initializer_list<PushParam> params) {
+                            Buffer& out, bool per_group, std::initializer_list<BoundView> extras,
+                            std::initializer_list<PushParam> params, uint64_t groups_per_row) {
   const Layout& l = x.layout;
   std::vector<size_t> outer;
   for (size_t d = 0; d < l.rank(); d++)
@@ -96,10 +97,11 @@ void GpuDevice::launch_rows(const Pipeline& pipeline, View x, const std::vector<
   for (const PushParam& p : params) pc.param(p);
 
   std::vector<BufferAccess> args{{in, Access::Read}};
-  for (const BoundView& e : extra_inputs) args.push_back({e.buffer, Access::Read});
+  for (const BoundView& e : extras) args.push_back({e.buffer, e.access});
   args.push_back({&out, Access::Write});
-  const auto groups = per_group ? grid(static_cast<uint64_t>(og.numel) * kWorkgroupSize)
-                                : grid(static_cast<uint64_t>(og.numel));
+  const auto groups = per_group
+                          ? grid(static_cast<uint64_t>(og.numel) * groups_per_row * kWorkgroupSize)
+                          : grid(static_cast<uint64_t>(og.numel));
   queue_->record(
       [&](CommandQueue::Recorder& r) { r.dispatch(pipeline, args, pc.words(), groups); });
 }
@@ -114,20 +116,37 @@ void GpuDevice::reduce(ReduceOp op, View x, const std::vector<size_t>& dims, Sto
   const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
   const auto op_code = static_cast<uint32_t>(op), group = per_group ? 1u : 0u;
   // A few long rows (decode's argmax over the vocabulary) leave most of the GPU idle and one
-  // workgroup waiting on memory load after load: give each row the widest workgroup there is.
+  // workgroup waiting on memory load after load: max/min and the arg ops split each row over
+  // workgroups of kSplitSpan elements (exact in any order; the last one merges); sums, whose
+  // order is fixed, get the widest workgroup there is.
   const int64_t n_outer = x.layout.numel() / std::max<int64_t>(n_inner, 1);
-  const uint32_t threads = per_group && n_inner >= kWideRowMin && n_outer <= kWideRowsMax &&
-                                   device_caps().max_workgroup_size >= kWideWorkgroup
+  const bool few_long = per_group && n_inner >= kWideRowMin && n_outer <= kWideRowsMax;
+  const bool split = few_long && op != ReduceOp::Sum && op != ReduceOp::Mean;
+  const uint32_t threads = few_long && !split && device_caps().max_workgroup_size >= kWideWorkgroup
                                ? kWideWorkgroup
                                : kWorkgroupSize;
   const Pipeline& pipeline =
-      kernel(KernelFamily::Reduce, {op_code, group, static_cast<uint32_t>(dt), threads}, [&] {
-        Defines d;
-        add_dtype(d, "", dt);
-        d.emplace_back("OUT_INDEX", arg ? "1" : "0");
-        return key_for("reduce", std::move(d), {op_code, group}, threads);
-      });
-  launch_rows(pipeline, x, dims, buffer(dst), per_group);
+      kernel(KernelFamily::Reduce,
+             {op_code, group, static_cast<uint32_t>(dt), threads, split ? 1u : 0u}, [&] {
+               Defines d;
+               add_dtype(d, "", dt);
+               d.emplace_back("OUT_INDEX", arg ? "1" : "0");
+               if (split) d.emplace_back("SPLIT_ROWS", "1");
+               return key_for("reduce", std::move(d), {op_code, group}, threads);
+             });
+  if (!split) {
+    launch_rows(pipeline, x, dims, buffer(dst), per_group);
+    return;
+  }
+  const int64_t parts = (n_inner + kSplitSpan - 1) / kSplitSpan;
+  // Each part's value (8 bytes hold any compute type) and index.
+  BufferRef values = device_pool_->acquire(static_cast<size_t>(n_outer * parts) * 8);
+  BufferRef indices = device_pool_->acquire(static_cast<size_t>(n_outer * parts) * 4);
+  Buffer& counters = split_counters(static_cast<size_t>(n_outer));
+  launch_rows(
+      pipeline, x, dims, buffer(dst), true,
+      {{values.get(), Access::Write}, {indices.get(), Access::Write}, {&counters, Access::Write}},
+      {}, static_cast<uint64_t>(parts));
 }
 
 void GpuDevice::norm(uint32_t kind, const char* name, View x, const View* alpha, const View* beta,
