@@ -106,13 +106,12 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   // CPU implementations (lavapipe) run a workgroup on one host thread, 8 invocations per SIMD
   // vector: one vector per workgroup (no barrier) and 8 rows measured fastest (SmolLM2 shapes,
   // 1.5-2.4x faster than 32 x 2 or 64 x 4). Their barriers are slow: the tiled kernel lost to
-  // qmatvec at every m tried (m = 16: 12x, m = 64: 5x), so qmatvec takes every x. GPUs: 128
-  // threads and four rows per workgroup, and the tiled kernel beyond 8 x rows. On the H200
-  // (CUDA, SmolLM2-135M's decode, 2026-12-04) a one-token pass took 0.78 ms at 128 x 4 against
-  // 0.85 at 32 x 2 (ggml's choice), a pass of 8 sequences 1.47 against 1.72 ms: at k = 576 a
-  // row's 18 units left a 32-thread workgroup two rounds of loads, a 128-thread one round.
+  // qmatvec at every m tried (m = 16: 12x, m = 64: 5x), so qmatvec takes every x. GPUs: one
+  // 32-wide subgroup and two rows per workgroup (ggml's choice for NVIDIA; on the H200's Vulkan
+  // 128 x 4 measured slower: decode 466 against 500 tok/s), and the tiled kernel beyond 8 x
+  // rows. The CUDA backend's qmatvec.cu takes its own (CudaOptions::from_knobs).
   if (caps.is_cpu) return {8, 8, std::numeric_limits<int64_t>::max()};
-  QMatVecShape s{128, 4, kMaxVecCols};
+  QMatVecShape s{32, 2, kMaxVecCols};
   s.wide_min_out = 16384;  // SmolLM2's lm_head (49152 x 576)
   return s;
 }
