@@ -66,9 +66,7 @@ Tensor run(const Device& dev, const QTensor& w, Prologue pro, const Inputs& in, 
 class GpuQMatVecFuse : public GpuDeviceTest {
  protected:
   Rng rng;
-  gpu::QMatVecShape device_shape() {
-    return gpu::default_qmatvec_shape(gpu(device()).device_caps());
-  }
+  gpu::QMatVecShape device_shape() { return gpu(device()).gpu_options().qmatvec; }
   // A device of shape `shape` with the fusion on or off.
   Device with(const gpu::QMatVecShape& shape, bool fuse) const {
     return private_device([&](gpu::GpuOptions& o) {
