@@ -6,7 +6,7 @@
 // [s span, (s + 1) span) of its row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l
 // and accumulator acc (the online softmax). With one split the block writes the row's output
 // acc / l itself; with more it writes (m, l, acc[d]) to its scratch slot, and the row's last
-// block to finish (a counter per row, reset by that block) combines the used splits: out =
+// block to finish (include/split_rows.cuh) combines the used splits: out =
 // sum acc_s e^(m_s - M) / sum l_s e^(m_s - M), M = max m_s. (A second dispatch for the combine
 // cost more than the combine itself in a decode step.)
 // The caches are KV_DT: DT, or f16/bf16 under f32 (each element converted as it is loaded).
@@ -27,6 +27,7 @@
 #include "include/dtype.cuh"
 #include "include/errors.cuh"
 #include "include/math.cuh"
+#include "include/split_rows.cuh"
 #include "include/warp.cuh"
 
 #if DT_KIND != 0 && DT_KIND != 1
@@ -321,21 +322,6 @@ WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT
   }
 }
 
-// True in the last block of a row to finish its split (every thread calls it once its slot is
-// written); that block also resets the row's counter for the next op.
-WICK_DEV bool last_split(uint32_t* counter, uint32_t n_splits, uint32_t tid) {
-  __shared__ bool s_last;
-  __threadfence();  // this thread's slot writes before the block's count
-  __syncthreads();
-  if (tid == 0u) {
-    s_last = atomicAdd(counter, 1u) == n_splits - 1u;
-    if (s_last) atomicExch(counter, 0u);
-  }
-  __syncthreads();
-  if (s_last) __threadfence();
-  return s_last;
-}
-
 // The row's output from its splits' slots, read from L2 (other blocks wrote them).
 WICK_DEV void combine_splits(const AttentionParams& pc, const Item& it, const ACC_T* scratch, ST* y,
                              uint32_t row, uint32_t tid) {
@@ -384,6 +370,6 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
       partial_phase(pc, q, k_cache, v_cache, w, scratch, y, g, tid);
   }
   const uint32_t row = g / pc.n_splits;
-  if (pc.n_splits > 1u && last_split(counters + row, pc.n_splits, tid))
+  if (pc.n_splits > 1u && last_of_row(counters + row, pc.n_splits))
     combine_splits(pc, item_of(pc, pos, slots, row), scratch, y, row, tid);
 }

@@ -4,8 +4,8 @@
 // the first index of the extreme value. Integer sums wrap. Bindings: 0 x, 1 y (u32 indices when
 // OUT_INDEX). Specialization: WICK_SPEC_0 OP, _1 PER_GROUP.
 // SPLIT_ROWS (max/min and the arg ops, PER_GROUP 1): each row is split over blocks of SPAN
-// elements, each block writes its partial (value, index), and the row's last block to finish (a
-// counter per row, reset by it) merges them in order: exact, as those ops are in any order. A
+// elements, each block writes its partial (value, index), and the row's last block to finish
+// (include/split_rows.cuh) merges them in order: exact, as those ops are in any order. A
 // few long rows (decode's argmax over the vocabulary) otherwise left one block per row reading
 // ~200 KB alone (15 us on the H200). Bindings then: 0 x, 1 the partials' values (CT), 2 their
 // indices (u32, NO_INDEX: none), 3 the split counters, 4 y.
@@ -13,6 +13,7 @@
 #include "include/common.cuh"
 #include "include/dtype.cuh"
 #include "include/rows.cuh"
+#include "include/split_rows.cuh"
 #include "include/warp.cuh"
 
 #ifndef WICK_SPEC_0
@@ -172,16 +173,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   }
 #if SPLIT_ROWS
   // The row's last block merges the partials, read from L2 (other blocks wrote them).
-  __shared__ bool s_last;
-  __threadfence();
-  __syncthreads();
-  if (t == 0u) {
-    s_last = atomicAdd(counters + o, 1u) == parts - 1u;
-    if (s_last) atomicExch(counters + o, 0u);
-  }
-  __syncthreads();
-  if (!s_last || t != 0u) return;
-  __threadfence();
+  if (!last_of_row(counters + o, parts) || t != 0u) return;
   Partial r = {CT(0), 0u, false};
   for (uint32_t q = o * parts; q < o * parts + parts; q++) {
     const uint32_t idx = __ldcg(part_idx + q);

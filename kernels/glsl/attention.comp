@@ -7,7 +7,7 @@
 // [s span, (s + 1) span) of its row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l
 // and accumulator acc (the online softmax). With one split the workgroup writes the row's output
 // acc / l itself; with more it writes (m, l, acc[d]) to its scratch slot, and the row's last
-// workgroup to finish (a counter per row, reset by that workgroup) combines the used splits:
+// workgroup to finish (include/split_rows.glsl) combines the used splits:
 // out = sum acc_s e^(m_s - M) / sum l_s e^(m_s - M), M = max m_s.
 // The caches are KV_DT: DT, or f16/bf16 under f32 (each element converted as it is loaded).
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
@@ -52,7 +52,8 @@ layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
 #define ERROR_BINDING 6
 #include "include/errors.glsl"
 layout(set = 0, binding = 7) readonly buffer Slots { uint slots[]; };
-layout(set = 0, binding = 8) coherent buffer Counters { uint counters[]; };  // a u32 per query row
+#define SPLIT_COUNTERS_BINDING 8
+#include "include/split_rows.glsl"
 
 #define CHUNK WG_SIZE
 #define ACC_REGS 4u
@@ -318,21 +319,6 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
   }
 }
 
-shared bool s_last;
-// True in the last workgroup of a row to finish its split (every invocation calls it once its slot
-// is written); that workgroup also resets the row's counter for the next op.
-bool last_split(uint row, uint tid) {
-  memoryBarrierBuffer();  // this invocation's slot writes before the workgroup's count
-  barrier();
-  if (tid == 0u) {
-    s_last = atomicAdd(counters[row], 1u) == pc.n_splits - 1u;
-    if (s_last) atomicExchange(counters[row], 0u);
-  }
-  barrier();
-  memoryBarrierBuffer();
-  return s_last;
-}
-
 void combine_splits(uint row, uint tid) {
   const uint ti = row % pc.t, d = pc.d;
   // The splits that wrote slots: those holding keys [first_key, n_keys).
@@ -367,5 +353,5 @@ void main() {
       partial_phase(g, tid, w);
   }
   const uint row = g / pc.n_splits;
-  if (pc.n_splits > 1u && last_split(row, tid)) combine_splits(row, tid);
+  if (pc.n_splits > 1u && last_of_row(row, pc.n_splits)) combine_splits(row, tid);
 }

@@ -3,8 +3,8 @@
 // outer index. A mean divides the compute-type sum before its one rounding to DT. PER_GROUP 1: a workgroup per output (long reductions); 0: a thread per output.
 // Max/min propagate NaN; arg ops return the first index of the extreme value.
 // SPLIT_ROWS (max/min and the arg ops, PER_GROUP 1): each row is split over workgroups of SPAN
-// elements, each writes its partial (value, index), and the row's last workgroup to finish (a
-// counter per row, reset by it) merges them in order: exact, as those ops are in any order (the
+// elements, each writes its partial (value, index), and the row's last workgroup to finish
+// (include/split_rows.glsl) merges them in order: exact, as those ops are in any order (the
 // twin of reduce.cu). Bindings then: 0 x, 1 the partials' values, 2 their indices (NO_INDEX:
 // none), 3 the split counters, 4 y.
 #include "include/common.glsl"
@@ -30,7 +30,8 @@ layout(set = 0, binding = 0) readonly buffer In { STORAGE_T(DT) x[]; };
 #define NO_INDEX 0xffffffffu
 layout(set = 0, binding = 1) coherent buffer PartAcc { CT part_acc[]; };
 layout(set = 0, binding = 2) coherent buffer PartIdx { uint part_idx[]; };
-layout(set = 0, binding = 3) coherent buffer Counters { uint counters[]; };
+#define SPLIT_COUNTERS_BINDING 3
+#include "include/split_rows.glsl"
 #else
 #define Y_BINDING 1
 #endif
@@ -136,15 +137,7 @@ void main() {
     part_idx[group_index()] = s_has[0] ? s_idx[0] : NO_INDEX;
   }
   // The row's last workgroup merges the partials.
-  memoryBarrierBuffer();
-  barrier();
-  if (t == 0u) {
-    s_has[0] = atomicAdd(counters[o], 1u) == parts - 1u;  // s_has[0]: whether this one is last
-    if (s_has[0]) atomicExchange(counters[o], 0u);
-  }
-  barrier();
-  if (!s_has[0] || t != 0u) return;
-  memoryBarrierBuffer();
+  if (!last_of_row(o, parts) || t != 0u) return;
   acc = CT(0);
   idx = 0u;
   has = false;
