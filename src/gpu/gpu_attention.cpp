@@ -217,7 +217,8 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
                defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
                return key_for("attention", std::move(defines), {vec_lanes}, kAttentionBlock);
              });
-  Buffer& counters = split_counters(static_cast<size_t>(rows));
+  // One split (prompts) leaves the counters alone: they are bound, not grown.
+  Buffer& counters = split_counters(splits > 1 ? static_cast<size_t>(rows) : 1);
   BufferRef record = errors_->acquire();
   const BufferAccess args[] = {{&buffer(q.storage), Access::Read},
                                {&buffer(k_cache.storage), Access::Read},
