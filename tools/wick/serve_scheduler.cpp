@@ -93,7 +93,8 @@ void Scheduler::warm_up() {
   for (size_t b = 1; b <= slots_.size(); b++) {
     steps.clear();
     for (size_t i = 0; i < b; i++) steps.push_back({&slots_[i]->seq, {0}});
-    model_.forward_batch(steps).to_device(Device::cpu());
+    // The greedy tokens' argmax too: its kernel was the one a first request still compiled.
+    model_.forward_batch(steps).argmax(1).to_device(Device::cpu());
     reset_all();
   }
   if (!slots_.empty() && context_ > 1) {
