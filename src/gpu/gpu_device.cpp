@@ -146,6 +146,19 @@ void GpuDevice::trim_pools() {
   host_pool_->trim();
 }
 
+Buffer& GpuDevice::split_counters(size_t rows) {
+  std::lock_guard lk(split_counters_mu_);
+  if (rows > split_counter_rows_) {
+    // Work recorded before keeps the old buffer alive (pinned by its submission or capture).
+    const size_t n = std::max<size_t>({rows, 2 * split_counter_rows_, 1024});
+    split_counters_ = device_pool_->acquire(n * sizeof(uint32_t));
+    split_counter_rows_ = n;
+    Buffer& b = *split_counters_;
+    queue_->record([&](CommandQueue::Recorder& r) { r.fill(b, 0, n * sizeof(uint32_t), 0u); });
+  }
+  return *split_counters_;
+}
+
 void GpuDevice::raise_device_errors() {
   errors_->raise_finished(driver_->completed());
 }

@@ -372,7 +372,7 @@ class GpuDevice : public backend::BackendDevice {
   // rand: mode 0 uniform [p0, p1), 1 normal(p0, p1).
   void random(uint32_t mode, backend::Storage& dst, double p0, double p1);
   void trim_pools();
-  // The split counters for `rows` query rows (split_counters_), zeroed on the queue when new.
+  // The split counters for `rows` rows (split_counters_), zeroed on the queue when new.
   Buffer& split_counters(size_t rows);
   Driver& driver() const { return *driver_; }
 
