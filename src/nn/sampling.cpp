@@ -111,11 +111,9 @@ uint32_t Sampler::sample(const Tensor& logits) {
          logits.shape());
   // Greedy without a penalty: the first maximum, found on the device (a GPU sends back 4 bytes,
   // not the vocabulary).
-  const bool greedy = opts_.temperature <= 0;
-  if (greedy && !penalises() && !logits.device().is_cpu())
-    return logits.argmax(0).to_vec<uint32_t>()[0];
+  if (plain_greedy() && !logits.device().is_cpu()) return logits.argmax(0).to_vec<uint32_t>()[0];
   const std::vector<SamplingCandidate> c = candidates(logits.to_vec<float>());
-  if (greedy) return c[0].id;
+  if (opts_.temperature <= 0) return c[0].id;
   double r = next_uniform();
   for (const SamplingCandidate& x : c) {
     r -= x.p;
