@@ -499,6 +499,83 @@ TEST(QMatMul, ThreadsSplitRowsWithIdenticalResults) {
   }
 }
 
+// The SIMD activation quantizers against a float64 model of the scalar one: the same scales,
+// q = x / d rounded to nearest with halves to even (the scalar quantizer: away from zero), and
+// s = d * sum(q). Blocks of random values, blocks built so that x / d lands on halves, all-zero
+// blocks and a NaN among finite values. Q8_K blocks (Block256) must equal the scalar bit for bit.
+TEST(QMatMul, SimdActivationQuantizersRoundHalvesToEven) {
+  std::vector<std::pair<std::string, q::QuantizeActFn>> simd;
+  if (q::detected_simd_level() >= q::SimdLevel::Avx2)
+    simd.emplace_back("avx2", q::act_quantizer_avx2());
+  if (q::detected_simd_level() >= q::SimdLevel::Avx512)
+    simd.emplace_back("avx512", q::act_quantizer_avx512());
+  if (simd.empty()) GTEST_SKIP() << "no SIMD quantizer on this CPU";
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const int64_t k = 40 * 32;  // 40 blocks of 32, 5 of 256
+  std::vector<float> x(static_cast<size_t>(k));
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(rng.uniform(-4, 4));
+  for (int64_t e = 0; e < 32; e++) {
+    x[static_cast<size_t>(32 + e)] = 0;                                    // block 1: zeros
+    x[static_cast<size_t>(64 + e)] = (static_cast<float>(e) - 15.5f) / 8;  // block 2: x / d halves
+    x[static_cast<size_t>(96 + e)] = (e % 2 ? -1.0f : 1.0f) * (static_cast<float>(e) + 0.5f);
+  }
+  x[64] = 127.0f / 8;  // block 2: amax 15.875, so d = 1 / 8 and x / d = 8 * x = e - 15.5
+  x[96] = 127.0f;      // block 3: d = 1, x / d = x
+  x[131] = std::numeric_limits<float>::quiet_NaN();  // block 4: a NaN gives way in the max
+  std::vector<int8_t> ref_q(x.size()), got_q(x.size());
+  std::vector<float> ref_d(static_cast<size_t>(2 * k / 32)), got_d(ref_d.size());
+  std::vector<int16_t> ref_bs(static_cast<size_t>(k / 16)), got_bs(ref_bs.size());
+  for (const auto& [name, fn] : simd) {
+    ASSERT_NE(fn, nullptr) << name;
+    std::fill(got_q.begin(), got_q.end(), int8_t{-99});
+    std::fill(got_d.begin(), got_d.end(), -1.0f);
+    fn(q::ActKind::Block32, x.data(), k, got_q.data(), got_d.data(), nullptr);
+    int ties = 0;
+    for (int64_t b = 0; b < k / 32; b++) {
+      double amax = 0;
+      for (int64_t e = 0; e < 32; e++) {
+        const double v = x[static_cast<size_t>(32 * b + e)];
+        if (!std::isnan(v)) amax = std::max(amax, std::fabs(v));
+      }
+      const float d = static_cast<float>(amax) / 127.0f;
+      const float id = d != 0 ? 1.0f / d : 0.0f;
+      ASSERT_EQ(float_bits(got_d[static_cast<size_t>(2 * b)]), float_bits(d))
+          << name << " block " << b;
+      int64_t sum = 0;
+      for (int64_t e = 0; e < 32; e++) {
+        const size_t i = static_cast<size_t>(32 * b + e);
+        if (std::isnan(x[i])) {
+          sum += got_q[i];  // what a NaN becomes is the kernel's; the sum must still count it
+          continue;
+        }
+        const double scaled = static_cast<double>(x[i] * id);
+        double want = std::nearbyint(scaled);  // the default rounding: halves to even
+        if (std::fabs(scaled - std::trunc(scaled)) == 0.5) ties++;
+        want = std::clamp(want, -128.0, 127.0);
+        ASSERT_EQ(got_q[i], static_cast<int8_t>(want)) << name << " element " << i << " x=" << x[i];
+        sum += got_q[i];
+      }
+      ASSERT_EQ(float_bits(got_d[static_cast<size_t>(2 * b + 1)]),
+                float_bits(d * static_cast<float>(sum)))
+          << name << " block " << b;
+    }
+    EXPECT_GE(ties, 32) << name << ": the tie blocks lost their halves";
+    // Q8_K: the same bits as the scalar quantizer.
+    std::vector<float> x256(x);
+    x256[131] = 1.0f;
+    q::quantize_act_row_scalar(q::ActKind::Block256, x256.data(), k, ref_q.data(), ref_d.data(),
+                               ref_bs.data());
+    fn(q::ActKind::Block256, x256.data(), k, got_q.data(), got_d.data(), got_bs.data());
+    ASSERT_EQ(got_q, ref_q) << name;
+    ASSERT_EQ(got_bs, ref_bs) << name;
+    for (int64_t b = 0; b < k / 256; b++)
+      ASSERT_EQ(float_bits(got_d[static_cast<size_t>(b)]),
+                float_bits(ref_d[static_cast<size_t>(b)]))
+          << name;
+  }
+}
+
 // Packed rows exist for q4_0/q4_1/q8_0 with an AVX2 and an AVX-512 kernel (since 50a4eb1): a
 // QMatMul repacks exactly where the CPU has one of them.
 TEST(QMatMul, RepacksCommonFormatsWhereAPackedKernelRuns) {

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "quantized/blocks.h"
@@ -37,6 +38,18 @@ WICK_AVX2 inline __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 WICK_AVX2 inline float hsum_tree(__m256 v) {
   const __m256 zero = _mm256_setzero_ps();
   return _mm_cvtss_f32(reduce4(v, zero, zero, zero));
+}
+
+// Decode's weights together outgrow the caches, so every row streams from memory once per token.
+// Each kernel asks for the bytes kPrefetchAhead past the row it starts, so the loads of later rows
+// overlap this row's arithmetic: one thread reads a streamed matrix at ~16 GB/s without this and
+// ~20 with it on a 2-core AMD EPYC (docs/perf.md); 1-2 KiB ahead was too close, 8-16 KiB no better.
+constexpr uintptr_t kPrefetchAhead = 4096;
+
+WICK_AVX2 inline void prefetch_ahead(const uint8_t* row, size_t bytes) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(row) + kPrefetchAhead;  // may pass the end
+  for (uintptr_t b = 0; b < bytes; b += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + b), _MM_HINT_T0);
 }
 
 WICK_AVX2 inline float half_to_float(uint16_t h) {
@@ -89,6 +102,7 @@ WICK_AVX2 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
                            const ActRow& x, float* out) {
   const int64_t nb = k / kQK;
   for (int64_t r = 0; r < n_rows; r++) {
+    prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
     const auto* blocks = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * row_bytes);
     __m256 acc = _mm256_setzero_ps();
     float macc = 0;
@@ -103,6 +117,45 @@ WICK_AVX2 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows, i
   }
 }
 
+// x rows to 8 bits: 32-element blocks as the scalar quantizer, but rounding halves to even
+// (cvtps); Q8_K's blocks, which round to even there too, by the scalar code.
+WICK_AVX2 void quantize_act_avx2(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
+                                 int16_t* bsums) {
+  if (kind != ActKind::Block32) {
+    quantize_act_row_scalar(kind, x, k, qs, ds, bsums);
+    return;
+  }
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t i = 0; i < k / kQK; i++) {
+    __m256 v[4];
+    __m256 vmax = _mm256_setzero_ps();
+    for (int j = 0; j < 4; j++) {
+      v[j] = _mm256_loadu_ps(x + kQK * i + 8 * j);
+      vmax = _mm256_max_ps(_mm256_andnot_ps(sign, v[j]), vmax);  // a NaN gives way, as in std::max
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0 ? 1.0f / d : 0.0f);
+    __m256i q[4];
+    for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], id));
+    // Lanes come out of the packs interleaved per 128 bits; the permute restores element order.
+    const __m256i q8 = _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + kQK * i), q8);
+    // The sum of the stored bytes (a NaN's saturated -128 too, so s matches what is stored).
+    const __m256i s8 =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    ds[2 * i] = d;
+    ds[2 * i + 1] = d * static_cast<float>(_mm_cvtsi128_si32(s));
+  }
+}
+
 // Q2_K / Q3_K: per 128-value half, 32 bytes of qs hold 2-bit fields; shift s gives values
 // 32s..32s+31 (groups 2s and 2s+1 of the half). Q3_K adds a third bit from hmask (bit 4*half + s
 // of byte l) and stores value + 4; that offset returns through the activation group sums.
@@ -112,6 +165,7 @@ WICK_AVX2 void dot_rows_low_bits_k(const uint8_t* w, size_t row_bytes, int64_t n
   const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
   for (int64_t r = 0; r < n_rows; r++) {
+    prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
     const auto* blocks = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * row_bytes);
     __m256 acc = _mm256_setzero_ps();
     float macc = 0;
@@ -181,6 +235,7 @@ WICK_AVX2 void dot_rows_iq4_nl(const uint8_t* w, size_t row_bytes, int64_t n_row
   const int64_t nb = k / kQK;
   const __m256i table = iq4_table(), ones = _mm256_set1_epi16(1);
   for (int64_t r = 0; r < n_rows; r++) {
+    prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
     const auto* blocks =
         reinterpret_cast<const BlockIQ4_NL*>(w + static_cast<size_t>(r) * row_bytes);
     __m256 acc = _mm256_setzero_ps();
@@ -200,6 +255,7 @@ WICK_AVX2 void dot_rows_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_row
                                const ActRow& x, float* out) {
   const __m256i table = iq4_table();
   for (int64_t r = 0; r < n_rows; r++) {
+    prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
     const auto* blocks =
         reinterpret_cast<const BlockIQ4_XS*>(w + static_cast<size_t>(r) * row_bytes);
     __m256 acc = _mm256_setzero_ps();
@@ -397,15 +453,22 @@ WICK_AVX2 void packed_tile(const uint8_t* w, size_t row_bytes, int64_t k, const 
   }
 }
 
-// Rows [0, n_rows) in tiles of NW (the last ones one at a time) for NX x rows.
+// Rows [0, n_rows) in tiles of NW (the last ones one at a time) for NX x rows; `prefetch`: the
+// first pass over these rows (later groups of x rows find them in the cache).
 template <typename F, int NX, int NW>
 WICK_AVX2 void packed_rows(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                           const ActRow* xs, size_t ldo, float* out) {
+                           const ActRow* xs, size_t ldo, float* out, bool prefetch) {
   int64_t r = 0;
-  for (; r + NW <= n_rows; r += NW)
-    packed_tile<F, NX, NW>(w + static_cast<size_t>(r) * row_bytes, row_bytes, k, xs, ldo, out + r);
-  for (; r < n_rows; r++)
-    packed_tile<F, NX, 1>(w + static_cast<size_t>(r) * row_bytes, row_bytes, k, xs, ldo, out + r);
+  for (; r + NW <= n_rows; r += NW) {
+    const uint8_t* tile = w + static_cast<size_t>(r) * row_bytes;
+    if (prefetch) prefetch_ahead(tile, NW * row_bytes);
+    packed_tile<F, NX, NW>(tile, row_bytes, k, xs, ldo, out + r);
+  }
+  for (; r < n_rows; r++) {
+    const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+    if (prefetch) prefetch_ahead(row, row_bytes);
+    packed_tile<F, NX, 1>(row, row_bytes, k, xs, ldo, out + r);
+  }
 }
 
 // Tile shapes measured on a Zen CPU (SmolLM2 shapes, one thread): one x row alone (decode) is
@@ -421,16 +484,16 @@ WICK_AVX2 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_row
     float* o = out + ldo * static_cast<size_t>(x0);
     switch (std::min(4, n_x - x0)) {
       case 1:
-        packed_rows<F, 1, 1>(w, row_bytes, n_rows, k, x, ldo, o);
+        packed_rows<F, 1, 1>(w, row_bytes, n_rows, k, x, ldo, o, x0 == 0);
         break;
       case 2:
-        packed_rows<F, 2, kW>(w, row_bytes, n_rows, k, x, ldo, o);
+        packed_rows<F, 2, kW>(w, row_bytes, n_rows, k, x, ldo, o, x0 == 0);
         break;
       case 3:
-        packed_rows<F, 3, 1>(w, row_bytes, n_rows, k, x, ldo, o);
+        packed_rows<F, 3, 1>(w, row_bytes, n_rows, k, x, ldo, o, x0 == 0);
         break;
       default:
-        packed_rows<F, 4, kW>(w, row_bytes, n_rows, k, x, ldo, o);
+        packed_rows<F, 4, kW>(w, row_bytes, n_rows, k, x, ldo, o, x0 == 0);
     }
   }
 }
@@ -576,8 +639,10 @@ struct Q6KMulti {
 template <typename Kernel>
 WICK_AVX2 void dot_rows_one(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
                             const ActRow& x, float* out) {
-  for (int64_t r = 0; r < n_rows; r++)
+  for (int64_t r = 0; r < n_rows; r++) {
+    prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
     Kernel::template row<1>(w + static_cast<size_t>(r) * row_bytes, k, &x, 1, out + r);
+  }
 }
 
 // Every weight row against groups of up to 4 x rows.
@@ -588,6 +653,7 @@ WICK_AVX2 void dot_rows_multi(const uint8_t* w, size_t row_bytes, int64_t n_rows
     const int nx = std::min(4, n_x - x0);
     for (int64_t r = 0; r < n_rows; r++) {
       const uint8_t* row = w + static_cast<size_t>(r) * row_bytes;
+      if (x0 == 0) prefetch_ahead(row, row_bytes);
       float* o = out + ldo * static_cast<size_t>(x0) + r;
       if (nx == 1)
         Kernel::template row<1>(row, k, xs + x0, ldo, o);
@@ -602,6 +668,10 @@ WICK_AVX2 void dot_rows_multi(const uint8_t* w, size_t row_bytes, int64_t n_rows
 }
 
 }  // namespace
+
+QuantizeActFn act_quantizer_avx2() {
+  return quantize_act_avx2;
+}
 
 PackedRowsFn packed_kernel_avx2(QuantType t) {
   switch (t) {
@@ -658,6 +728,9 @@ DotRowsFn dot_kernel_avx2(QuantType t) {
 
 #else
 namespace wick::quantized {
+QuantizeActFn act_quantizer_avx2() {
+  return nullptr;
+}
 DotRowsFn dot_kernel_avx2(QuantType) {
   return nullptr;
 }

@@ -354,6 +354,7 @@ void set_simd_level(SimdLevel level) {
 
 QuantizeActFn act_quantizer(SimdLevel level) {
   QuantizeActFn fn = level >= SimdLevel::Avx512 ? act_quantizer_avx512() : nullptr;
+  if (!fn && level >= SimdLevel::Avx2) fn = act_quantizer_avx2();
   return fn ? fn : quantize_act_row_scalar;
 }
 

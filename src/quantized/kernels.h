@@ -26,12 +26,14 @@ enum class ActKind { Block32, Block256 };
 // The activation format a weight type's kernels take (K formats: Block256, others Block32).
 ActKind act_kind(QuantType t);
 // Quantizes k values of x (k a multiple of the block). ds needs 2 floats per 32 (Block32) or
-// 1 per 256 (Block256); bsums 16 per 256 (Block256 only). The scalar version rounds ties away
-// from zero as ggml does; SIMD versions round ties to even (both within half a step).
+// 1 per 256 (Block256); bsums 16 per 256 (Block256 only). For Block32 the scalar version rounds
+// ties away from zero as ggml's reference does, the SIMD versions to even as ggml's AVX2 code
+// (both within half a step); Block256 rounds to even everywhere.
 using QuantizeActFn = void (*)(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
                                int16_t* bsums);
 void quantize_act_row_scalar(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
                              int16_t* bsums);
+QuantizeActFn act_quantizer_avx2();    // nullptr where not compiled
 QuantizeActFn act_quantizer_avx512();  // nullptr where not compiled
 // The best activation quantizer at or below `level`.
 QuantizeActFn act_quantizer(SimdLevel level);
