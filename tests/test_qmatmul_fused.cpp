@@ -184,8 +184,8 @@ TEST_P(QMatMulPrologues, ReadStridedViewsAndHalfDtypes) {
 }
 
 TEST_P(QMatMulPrologues, FollowTheCpuQuantizersRounding) {
-  // The scalar quantizer rounds halves away from zero, the AVX-512 one to even: the fused kernel
-  // follows whichever the CPU uses, as qact does.
+  // The scalar quantizer rounds halves away from zero, the AVX2 and AVX-512 ones to even: the fused
+  // kernel follows whichever the CPU uses, as qact does.
   const Device dev = device();
   Rng rng;
   SCOPED_TRACE(rng.seed());

@@ -228,7 +228,7 @@ TEST_P(GpuQMatVecFuse, SameBitsOnStridedXAndHalfDtypes) {
 
 TEST_P(GpuQMatVecFuse, FollowsTheCpuQuantizersRounding) {
   // Halves everywhere (x / d_x = n + 0.5): the scalar quantizer rounds them away from zero, the
-  // AVX-512 one to even, and the fused kernel as qact.
+  // AVX2 and AVX-512 ones to even, and the fused kernel as qact.
   SCOPED_TRACE(rng.seed());
   struct LevelGuard {
     ~LevelGuard() { quantized::set_simd_level(quantized::detected_simd_level()); }

@@ -248,8 +248,8 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     WICK_ASSERT(param_kind(dt) == PushParam::F32);
   }
   const uint32_t code = prologue.kind == Prologue::None ? 0u : rms ? 1u : 2u;
-  // The CPU's scalar quantizer rounds halves away from zero, its AVX-512 one to even: follow
-  // the one it uses now (kernels.h), so that the values agree bit for bit.
+  // The CPU's scalar quantizer rounds halves away from zero, its AVX2 and AVX-512 ones to even:
+  // follow the one it uses now (kernels.h), so that the values agree bit for bit.
   const bool ties_away = act_q8 && quantized::act_quantizer(quantized::active_simd_level()) ==
                                        &quantized::quantize_act_row_scalar;
   // The fields of WICK_PARAMS_QACT_PROLOGUE's (qact) and WICK_PARAMS_QMATVEC_ACT's (ACT_INLINE)

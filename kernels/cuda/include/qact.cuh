@@ -1,9 +1,9 @@
 // One block of an x row quantized to 8 bits as the CPU's QMatMul does before its integer dot
-// products (src/quantized: quantize_act_row_scalar / quantize_act_avx512), bit for bit (the twin
+// products (src/quantized: quantize_act_row_scalar / _avx2 / _avx512), bit for bit (the twin
 // of include/qact.glsl):
 //   ACT_BLOCK 32 (ggml's Q8_0/Q8_1): d = amax / 127, q = round(x * (1 / d)), s = d * sum(q); the
 //     rounding is the CPU's of the moment (ties_away: its scalar quantizer rounds halves away
-//     from zero, its AVX-512 one to even).
+//     from zero, its AVX2 and AVX-512 ones to even).
 //   ACT_BLOCK 256 (ggml's Q8_K): max = the first element of largest magnitude with its sign,
 //     iscale = -127 / max, q = min(127, round-to-even(iscale * x)), d = 1 / iscale. Q8_K's sums per
 //     16 are not stored: the kernels sum the q they read (integers: the same values).
