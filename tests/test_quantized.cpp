@@ -674,15 +674,22 @@ TEST(QMatMul, PackedTilesMatchOneRowAtATimeAndTheF64Dot) {
 }
 
 // `wick serve` decodes several sequences in one forward: with the multi-row kernels (packed
-// tiles, the K formats' AVX2 ones) a row's outputs must be those of the row alone, bit for bit,
-// on every SIMD level.
+// tiles, the AVX2 ones of the K formats, Q5_0/Q5_1 and IQ4_NL) a row's outputs must be those of
+// the row alone, bit for bit, on every SIMD level.
 TEST(QMatMul, BatchedRowsEqualEachRowAlone) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   SimdLevelGuard guard;
   ThreadCountGuard one_thread(1);
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K,
-                      QuantType::Q5_K, QuantType::Q6_K}) {
+  for (QuantType t :
+       {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q5_0, QuantType::Q5_1,
+        QuantType::IQ4_NL, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K}) {
+    // Where AVX2 runs, every one of these reads each weight block once for several x rows.
+    if (q::detected_simd_level() == q::SimdLevel::Avx2) {
+      EXPECT_TRUE(q::packed_kernel(t, q::SimdLevel::Avx2) ||
+                  q::dot_kernel_multi(t, q::SimdLevel::Avx2))
+          << type_name(t) << " has no multi-row AVX2 kernel";
+    }
     const int64_t block = block_elems(t);
     const int64_t k = block == 32 ? 576 : 512, n = rng.integer(1, 37), m = rng.integer(2, 9);
     const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, block), {n, k}), t);

@@ -96,27 +96,6 @@ WICK_AVX2 inline Unpacked unpack(const BlockQ5_1& b) {
           half_to_float(b.m)};
 }
 
-// x = d_w * d_x * sum(code * q_x) + m * s_x per block, with s_x = d_x * sum(q_x).
-template <typename Block>
-WICK_AVX2 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                           const ActRow& x, float* out) {
-  const int64_t nb = k / kQK;
-  for (int64_t r = 0; r < n_rows; r++) {
-    prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
-    const auto* blocks = reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * row_bytes);
-    __m256 acc = _mm256_setzero_ps();
-    float macc = 0;
-    for (int64_t i = 0; i < nb; i++) {
-      const Unpacked u = unpack(blocks[i]);
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + i * kQK));
-      const __m256i p = dot_u8_s8(u.codes, xq);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u.d * x.ds[2 * i]), acc);
-      macc += u.m * x.ds[2 * i + 1];
-    }
-    out[r] = hsum(acc) + macc;
-  }
-}
-
 // x rows to 8 bits: 32-element blocks as the scalar quantizer, but rounding halves to even
 // (cvtps); Q8_K's blocks, which round to even there too, by the scalar code.
 WICK_AVX2 void quantize_act_avx2(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
@@ -228,26 +207,6 @@ WICK_AVX2 inline __m256i iq4_table() {
 // 32 signed weights against 32 activations: 16 x i16 pair sums.
 WICK_AVX2 inline __m256i dot_s8_s8_i16(__m256i w, __m256i x) {
   return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-}
-
-WICK_AVX2 void dot_rows_iq4_nl(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                               const ActRow& x, float* out) {
-  const int64_t nb = k / kQK;
-  const __m256i table = iq4_table(), ones = _mm256_set1_epi16(1);
-  for (int64_t r = 0; r < n_rows; r++) {
-    prefetch_ahead(w + static_cast<size_t>(r) * row_bytes, row_bytes);
-    const auto* blocks =
-        reinterpret_cast<const BlockIQ4_NL*>(w + static_cast<size_t>(r) * row_bytes);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-      const __m256i v = _mm256_shuffle_epi8(table, unpack_nibbles(blocks[i].qs));
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + i * kQK));
-      const __m256i p = _mm256_madd_epi16(dot_s8_s8_i16(v, xq), ones);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                            _mm256_set1_ps(half_to_float(blocks[i].d) * x.ds[2 * i]), acc);
-    }
-    out[r] = hsum(acc);
-  }
 }
 
 // IQ4_XS: per sub-block of 32, the i16 pair sums times its scale (madd) into i32.
@@ -498,10 +457,6 @@ WICK_AVX2 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_row
   }
 }
 
-// ---- Q4_K / Q5_K / Q6_K, one weight row against up to 4 x rows (QMatMul's batched steps): each
-// block's scales are decoded and its codes unpacked once for all of them. One x row is the NX = 1
-// case, so per output the float order does not depend on the batch.
-
 // out[x * ldo] = hsum(acc[x]) - sub[x] for x < n <= 4, in reduce4's order.
 WICK_AVX2 inline void store_reduced(const __m256* acc, const float* sub, int n, size_t ldo,
                                     float* out) {
@@ -511,6 +466,60 @@ WICK_AVX2 inline void store_reduced(const __m256* acc, const float* sub, int n, 
   _mm_storeu_ps(r, reduce4(a[0], a[1], a[2], a[3]));
   for (int x = 0; x < n; x++) out[ldo * static_cast<size_t>(x)] = r[x] - sub[x];
 }
+
+// ---- Q5_0 / Q5_1 / IQ4_NL, one weight row against up to 4 x rows (QMatMul's batched steps and
+// prompts): each block is decoded once for all of them. Per block and x row
+// acc = fma(dot, d_w * d_x, acc) and (Q5_1, Q5_0's offset) t += m * s_x, with s_x = d_x * sum(q_x);
+// one x row is the NX = 1 case, so per output the float order does not depend on the batch.
+template <typename Block, int NX>
+WICK_AVX2 void dot_row_32_multi(const uint8_t* row, int64_t k, const ActRow* xs, size_t ldo,
+                                float* out) {
+  constexpr bool kIq4 = std::is_same_v<Block, BlockIQ4_NL>;  // signed codes, no offset
+  const auto* blocks = reinterpret_cast<const Block*>(row);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NX];
+  float offset[NX];
+  for (int x = 0; x < NX; x++) {
+    acc[x] = _mm256_setzero_ps();
+    offset[x] = 0;
+  }
+  for (int64_t i = 0; i < k / kQK; i++) {
+    __m256i codes, magnitudes = _mm256_setzero_si256();
+    float d, m = 0;
+    if constexpr (kIq4) {
+      codes = _mm256_shuffle_epi8(iq4_table(), unpack_nibbles(blocks[i].qs));
+      magnitudes = _mm256_abs_epi8(codes);
+      d = half_to_float(blocks[i].d);
+    } else {
+      const Unpacked u = unpack(blocks[i]);
+      codes = u.codes;
+      d = u.d;
+      m = u.m;
+    }
+    for (int x = 0; x < NX; x++) {
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[x].qs + i * kQK));
+      const __m256i p =
+          kIq4 ? _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(xq, codes)),
+                                   ones)
+               : dot_u8_s8(codes, xq);
+      acc[x] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * xs[x].ds[2 * i]), acc[x]);
+      if constexpr (!kIq4) offset[x] -= m * xs[x].ds[2 * i + 1];  // subtracted by store_reduced
+    }
+  }
+  store_reduced(acc, offset, NX, ldo, out);
+}
+
+template <typename Block>
+struct Row32Multi {
+  template <int NX>
+  WICK_AVX2 static void row(const uint8_t* r, int64_t k, const ActRow* xs, size_t ldo, float* o) {
+    dot_row_32_multi<Block, NX>(r, k, xs, ldo, o);
+  }
+};
+
+// ---- Q4_K / Q5_K / Q6_K, one weight row against up to 4 x rows (QMatMul's batched steps): each
+// block's scales are decoded and its codes unpacked once for all of them. One x row is the NX = 1
+// case, so per output the float order does not depend on the batch.
 
 // out[i * ldo] = dot(the row, xs[i]) for i < NX, Q4_K / Q5_K: per 64-element chunk, two groups
 // of 32 (low and high nibbles); the group scale multiplies the i16 pair sums in madd; mins use the
@@ -688,6 +697,12 @@ PackedRowsFn packed_kernel_avx2(QuantType t) {
 
 DotRowsMultiFn dot_kernel_multi_avx2(QuantType t) {
   switch (t) {
+    case QuantType::Q5_0:
+      return dot_rows_multi<Row32Multi<BlockQ5_0>>;
+    case QuantType::Q5_1:
+      return dot_rows_multi<Row32Multi<BlockQ5_1>>;
+    case QuantType::IQ4_NL:
+      return dot_rows_multi<Row32Multi<BlockIQ4_NL>>;
     case QuantType::Q4_K:
       return dot_rows_multi<K4Multi<BlockQ4_K, false>>;
     case QuantType::Q5_K:
@@ -702,9 +717,9 @@ DotRowsMultiFn dot_kernel_multi_avx2(QuantType t) {
 DotRowsFn dot_kernel_avx2(QuantType t) {
   switch (t) {
     case QuantType::Q5_0:
-      return dot_rows_32<BlockQ5_0>;
+      return dot_rows_one<Row32Multi<BlockQ5_0>>;
     case QuantType::Q5_1:
-      return dot_rows_32<BlockQ5_1>;
+      return dot_rows_one<Row32Multi<BlockQ5_1>>;
     case QuantType::Q2_K:
       return dot_rows_low_bits_k<false>;
     case QuantType::Q3_K:
@@ -716,7 +731,7 @@ DotRowsFn dot_kernel_avx2(QuantType t) {
     case QuantType::Q6_K:
       return dot_rows_one<Q6KMulti>;
     case QuantType::IQ4_NL:
-      return dot_rows_iq4_nl;
+      return dot_rows_one<Row32Multi<BlockIQ4_NL>>;
     case QuantType::IQ4_XS:
       return dot_rows_iq4_xs;
     default:
