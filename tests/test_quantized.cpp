@@ -576,17 +576,19 @@ TEST(QMatMul, SimdActivationQuantizersRoundHalvesToEven) {
   }
 }
 
-// Packed rows exist for q4_0/q4_1/q8_0 with an AVX2 and an AVX-512 kernel (since 50a4eb1): a
-// QMatMul repacks exactly where the CPU has one of them.
+// Packed rows exist for q4_0/q4_1/q8_0 with an AVX2 and an AVX-512 kernel (since 50a4eb1), for
+// q5_0/q5_1 with an AVX2 one: a QMatMul repacks exactly where the CPU has one of them.
 TEST(QMatMul, RepacksCommonFormatsWhereAPackedKernelRuns) {
   const Tensor w = Tensor::randn(0, 1, {8, 512}, DType::F32);
   const bool simd = q::detected_simd_level() >= q::SimdLevel::Avx2;
-  for (QuantType t :
-       {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q5_0, QuantType::Q4_K}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q5_0,
+                      QuantType::Q5_1, QuantType::IQ4_NL, QuantType::Q4_K}) {
     const QTensor qw = quantize(w, t);
     const bool packs = simd && q::packable(t);
     EXPECT_EQ(q::packed_kernel(t, q::detected_simd_level()) != nullptr, packs) << type_name(t);
-    EXPECT_EQ(q::packable(t), t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0);
+    EXPECT_EQ(q::packable(t), t == QuantType::Q4_0 || t == QuantType::Q4_1 ||
+                                  t == QuantType::Q5_0 || t == QuantType::Q5_1 ||
+                                  t == QuantType::Q8_0);
     // A packed copy has exactly the bytes of ggml's layout.
     EXPECT_EQ(q::packed_weight_bytes(QMatMul(qw)), packs ? qw.nbytes() : 0) << type_name(t);
   }
@@ -597,14 +599,14 @@ TEST(QMatMul, RepacksCommonFormatsWhereAPackedKernelRuns) {
 // outputs, gives each output the float64 dot of the quantized operands, and bit for bit the value
 // of its x row alone (the float order per output does not depend on the tile).
 TEST(QMatMul, PackedTilesMatchOneRowAtATimeAndTheF64Dot) {
-  const q::PackedRowsFn avx2[] = {q::packed_kernel_avx2(QuantType::Q4_0),
-                                  q::packed_kernel_avx2(QuantType::Q4_1),
-                                  q::packed_kernel_avx2(QuantType::Q8_0)};
-  if (q::detected_simd_level() < q::SimdLevel::Avx2 || !avx2[0]) GTEST_SKIP() << "no AVX2";
+  const QuantType types[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
+                             QuantType::Q8_0};
+  if (q::detected_simd_level() < q::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2";
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  const QuantType types[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0};
-  for (int ti = 0; ti < 3; ti++) {
+  for (int ti = 0; ti < 5; ti++) {
+    const q::PackedRowsFn kernel = q::packed_kernel_avx2(types[ti]);
+    ASSERT_NE(kernel, nullptr) << type_name(types[ti]);
     const QuantType t = types[ti];
     // 18 blocks: SmolLM2's k = 576 (a chunk and a pair); 39: two chunks, a run of 4, a pair, one.
     for (int64_t nb : {1, 2, 3, 7, 16, 18, 39, 48}) {
@@ -648,12 +650,12 @@ TEST(QMatMul, PackedTilesMatchOneRowAtATimeAndTheF64Dot) {
       const float poison = std::numeric_limits<float>::quiet_NaN();
       std::vector<float> alone(4 * ldo, poison);
       for (int i = 0; i < 4; i++)
-        avx2[ti](packed.data(), row_bytes, n, k, xs + i, 1, ldo, &alone[i * ldo]);
+        kernel(packed.data(), row_bytes, n, k, xs + i, 1, ldo, &alone[i * ldo]);
       for (int n_x = 1; n_x <= 4; n_x++) {
         const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) +
                                  " n=" + std::to_string(n) + " x rows=" + std::to_string(n_x);
         std::vector<float> out(4 * ldo, poison);
-        avx2[ti](packed.data(), row_bytes, n, k, xs, n_x, ldo, out.data());
+        kernel(packed.data(), row_bytes, n, k, xs, n_x, ldo, out.data());
         for (int64_t i = 0; i < 4; i++)
           for (int64_t o = 0; o < static_cast<int64_t>(ldo); o++) {
             const float got = out[static_cast<size_t>(i) * ldo + static_cast<size_t>(o)];

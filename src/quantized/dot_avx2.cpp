@@ -241,8 +241,10 @@ WICK_AVX2 void dot_rows_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_row
 // loaded once per tile, and the tile ends in one horizontal reduction. A full chunk is two halves
 // of 8 blocks (bytes 0-31 and 32-63 of every slice), lane b of a half's dot holding block b. q4
 // codes (0..15) go through maddubs into i16 sums over all 8 slices (at most 8 * 2 * 15 * 127 =
-// 30480, no overflow) and one madd; q8_0 codes are turned back into signed values and use the
-// sign trick (|q| x sign(x, q)), with i32 sums per slice, so its offset coefficient is not needed.
+// 30480, no overflow) and one madd, q5 codes (0..31, the nibbles or'ed with their fifth bits)
+// into two i16 sums of 4 slices and two madds; q8_0 codes are turned back into signed values and
+// use the sign trick (|q| x sign(x, q)), with i32 sums per slice, so its offset coefficient is not
+// needed.
 //
 // Float order of every output, the same whatever the tile (so a row's outputs do not depend on
 // how many x rows share the call): per half chunk acc = fma(dot, dw * dx, acc), then (q4)
@@ -284,11 +286,13 @@ WICK_AVX2 void packed_tile(const uint8_t* w, size_t row_bytes, int64_t k, const 
   constexpr bool kQ8 = F::kCodeBytes == 32;  // no offset term (see above)
   const int64_t nb = k / kQK;
   const uint8_t* codes[NW];
+  const uint8_t* bits[NW];  // q5: the fifth bits
   const uint8_t* d_ptr[NW];
   const uint8_t* m_ptr[NW];
   for (int j = 0; j < NW; j++) {
     codes[j] = w + static_cast<size_t>(j) * row_bytes;
-    d_ptr[j] = codes[j] + F::kCodeBytes * nb;
+    bits[j] = codes[j] + F::kCodeBytes * nb;
+    d_ptr[j] = bits[j] + F::kBitBytes * nb;
     m_ptr[j] = d_ptr[j] + 2 * nb;
   }
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
@@ -324,9 +328,15 @@ WICK_AVX2 void packed_tile(const uint8_t* w, size_t row_bytes, int64_t k, const 
           }
         }
       } else {
+        // i16 sums of up to 8 maddubs for q4 codes, 4 for q5 (31 * 127 * 2 * 4 < 2^15), then one
+        // madd into the i32 dots.
+        constexpr int kFold = F::kBitBytes ? 2 : 4;
         __m256i sum16[NX][NW];
         for (int i = 0; i < NX; i++)
-          for (int j = 0; j < NW; j++) sum16[i][j] = _mm256_setzero_si256();
+          for (int j = 0; j < NW; j++) {
+            sum16[i][j] = _mm256_setzero_si256();
+            dot[i][j] = _mm256_setzero_si256();
+          }
         for (int s = 0; s < 4; s++) {
           __m256i lo[NW], hi[NW];
           for (int j = 0; j < NW; j++) {
@@ -334,6 +344,11 @@ WICK_AVX2 void packed_tile(const uint8_t* w, size_t row_bytes, int64_t k, const 
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[j] + wo + 64 * s));
             lo[j] = _mm256_and_si256(q, m4);
             hi[j] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if constexpr (F::kBitBytes != 0) {  // words 8h + 2s (low nibbles), + 1 (high)
+              const uint8_t* word = bits[j] + 4 * c0 + 32 * h + 8 * s;
+              lo[j] = _mm256_or_si256(lo[j], fifth_bits(word));
+              hi[j] = _mm256_or_si256(hi[j], fifth_bits(word + 4));
+            }
           }
           for (int i = 0; i < NX; i++) {
             const __m256i x_lo =
@@ -345,9 +360,15 @@ WICK_AVX2 void packed_tile(const uint8_t* w, size_t row_bytes, int64_t k, const 
               sum16[i][j] = _mm256_add_epi16(sum16[i][j], _mm256_maddubs_epi16(hi[j], x_hi));
             }
           }
+          if ((s + 1) % kFold == 0) {
+            for (int i = 0; i < NX; i++)
+              for (int j = 0; j < NW; j++) {
+                const __m256i d32 = _mm256_madd_epi16(sum16[i][j], ones);
+                dot[i][j] = s + 1 == kFold ? d32 : _mm256_add_epi32(dot[i][j], d32);
+                sum16[i][j] = _mm256_setzero_si256();
+              }
+          }
         }
-        for (int i = 0; i < NX; i++)
-          for (int j = 0; j < NW; j++) dot[i][j] = _mm256_madd_epi16(sum16[i][j], ones);
       }
       __m256 dw[NW], coef[NW];
       for (int j = 0; j < NW; j++) {
@@ -379,6 +400,8 @@ WICK_AVX2 void packed_tile(const uint8_t* w, size_t row_bytes, int64_t k, const 
       float dw[NW], coef[NW];
       for (int j = 0; j < NW; j++) {
         wc[j] = tail_codes<F>(codes[j] + F::kCodeBytes * c0, run, jb);
+        if constexpr (F::kBitBytes != 0)
+          wc[j] = _mm256_or_si256(wc[j], fifth_bits(bits[j] + 4 * b));
         dw[j] = load_half(d_ptr[j] + 2 * b);
         if constexpr (F::kHasMin)
           coef[j] = load_half(m_ptr[j] + 2 * b);
@@ -688,6 +711,10 @@ PackedRowsFn packed_kernel_avx2(QuantType t) {
       return dot_rows_packed<PackedQ4_0>;
     case QuantType::Q4_1:
       return dot_rows_packed<PackedQ4_1>;
+    case QuantType::Q5_0:
+      return dot_rows_packed<PackedQ5_0>;
+    case QuantType::Q5_1:
+      return dot_rows_packed<PackedQ5_1>;
     case QuantType::Q8_0:
       return dot_rows_packed<PackedQ8_0>;
     default:

@@ -1,7 +1,10 @@
-// Repacking of q4_0 / q4_1 / q8_0 rows (and of activation codes) into the layout of packed.h.
+// Repacking of q4_0 / q4_1 / q5_0 / q5_1 / q8_0 rows (and of activation codes) into the layout of
+// packed.h.
 #include "quantized/packed.h"
 
+#include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "cpu/parallel.h"
 #include "quantized/blocks.h"
@@ -41,18 +44,40 @@ void pack_nibbles(const uint8_t* codes, int64_t nb, uint8_t* dst) {
   if (nb - b >= 1) emit(1);
 }
 
+// The fifth bits of q5 blocks (element e of block b: bit e of qh[b]) in packed.h's order.
+void pack_fifth_bits(const uint32_t* qh, int64_t nb, uint8_t* dst) {
+  int64_t b = 0;
+  for (; b + kChunkBlocks <= nb; b += kChunkBlocks) {
+    uint32_t words[16] = {};
+    for (int64_t h = 0; h < 2; h++)
+      for (int64_t s = 0; s < kSlices / 2; s++)
+        for (int64_t n = 0; n < 2; n++)
+          for (int64_t i = 0; i < 32; i++) {  // byte i of the half slice: block 8h + i / 4
+            const int64_t e = 16 * n + 4 * s + i % 4;
+            words[8 * h + 2 * s + n] |= ((qh[b + 8 * h + i / 4] >> e) & 1u) << i;
+          }
+    std::memcpy(dst + 4 * b, words, sizeof(words));
+  }
+  std::memcpy(dst + 4 * b, qh + b, static_cast<size_t>(4 * (nb - b)));
+}
+
 template <typename Block>
 void pack_nibble_row(const Block* blocks, int64_t nb, uint8_t* dst, uint8_t* codes) {
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
+  constexpr bool kMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+  const int64_t d_at = (kQ5 ? 20 : 16) * nb;
+  std::vector<uint32_t> qh(kQ5 ? static_cast<size_t>(nb) : 0);
   for (int64_t b = 0; b < nb; b++) {
     for (int j = 0; j < 16; j++) {
       codes[b * kQK + j] = blocks[b].qs[j] & 0xF;
       codes[b * kQK + j + 16] = blocks[b].qs[j] >> 4;
     }
-    std::memcpy(dst + 16 * nb + 2 * b, &blocks[b].d, 2);
-    if constexpr (std::is_same_v<Block, BlockQ4_1>)
-      std::memcpy(dst + 18 * nb + 2 * b, &blocks[b].m, 2);
+    std::memcpy(dst + d_at + 2 * b, &blocks[b].d, 2);
+    if constexpr (kMin) std::memcpy(dst + d_at + 2 * nb + 2 * b, &blocks[b].m, 2);
+    if constexpr (kQ5) std::memcpy(&qh[static_cast<size_t>(b)], blocks[b].qh, 4);
   }
   pack_nibbles(codes, nb, dst);
+  if constexpr (kQ5) pack_fifth_bits(qh.data(), nb, dst + 16 * nb);
 }
 
 void pack_q8_0_row(const BlockQ8_0* blocks, int64_t nb, uint8_t* dst, uint8_t* codes) {
@@ -77,7 +102,8 @@ PackedRowsFn packed_kernel(QuantType t, SimdLevel level) {
 }
 
 bool packable(QuantType t) {
-  return t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0;
+  return t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q5_0 ||
+         t == QuantType::Q5_1 || t == QuantType::Q8_0;
 }
 
 std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k) {
@@ -94,6 +120,10 @@ std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, 
         pack_nibble_row(reinterpret_cast<const BlockQ4_0*>(row), nb, dst, codes.data());
       else if (t == QuantType::Q4_1)
         pack_nibble_row(reinterpret_cast<const BlockQ4_1*>(row), nb, dst, codes.data());
+      else if (t == QuantType::Q5_0)
+        pack_nibble_row(reinterpret_cast<const BlockQ5_0*>(row), nb, dst, codes.data());
+      else if (t == QuantType::Q5_1)
+        pack_nibble_row(reinterpret_cast<const BlockQ5_1*>(row), nb, dst, codes.data());
       else
         pack_q8_0_row(reinterpret_cast<const BlockQ8_0*>(row), nb, dst, codes.data());
     }

@@ -1,11 +1,12 @@
 // Weights of the common 32-element formats repacked for the SIMD kernels (built once by QMatMul
-// on AVX2 and AVX-512 CPUs). A packed row has exactly as many bytes as ggml's, so the same memory
-// traffic; only the order changes.
+// on AVX2 and AVX-512 CPUs; q5_0/q5_1 have an AVX2 kernel only, which AVX-512 CPUs run too). A
+// packed row has exactly as many bytes as ggml's, so the same memory traffic; only the order
+// changes.
 //
 // ggml interleaves each block's scale (and min) with its codes, and a block's 32 codes make 8
 // partial sums in a vpdpbusd result that must be reduced or scaled one block at a time. A packed
 // row instead holds
-//   codes | d[nb] (f16) | m[nb] (f16, q4_1 only)
+//   codes | fifth bits (q5 only, 4 bytes a block) | d[nb] (f16) | m[nb] (f16, q4_1 / q5_1 only)
 // and its codes come in chunks of 16 blocks laid out in 8 "slices": slice s holds bytes 4s..4s+3
 // of each of the 16 blocks (64 bytes), so vpdpbusd over the 8 slices leaves lane b holding the
 // whole dot product of block b, and one multiply by 16 scales finishes the chunk. Activations get
@@ -14,6 +15,10 @@
 // The last nb % 16 blocks keep element order: q8_0 as is; q4 in runs of 4 blocks (64 bytes: byte
 // i holds code i of the run in its low nibble and code 64 + i in its high one), then a pair (codes
 // i and 32 + i) and a single block (ggml's order: i and 16 + i).
+// q5 codes are q4's nibbles plus a fifth bit each. A full chunk's 64 bytes of fifth bits are 16
+// words, word 8h + 2s + n (half h, slice s, n = 0: the slice's low nibbles, 1: its high ones)
+// holding in bit 4b + t the fifth bit of the code in nibble n of byte 4b + t of that half slice;
+// a tail block's word is its ggml qh (bit e: element e).
 #pragma once
 
 #include <cstdint>
@@ -36,16 +41,25 @@ size_t packed_weight_bytes(const QMatMul& mm);
 // Per block a packed kernel computes d_w * d_x * sum(code * q_x) + c * s_x, with
 // s_x = d_x * sum(q_x) and c = m (q4_1) or kOffset * d_w: codes are q + 8 (q4_0) and q + 128
 // (q8_0).
+// (q + 16 for q5_0; q5_1: m). kBitBytes: the fifth bits' bytes per block.
 struct PackedQ4_0 {
-  static constexpr int kCodeBytes = 16, kOffset = -8;
+  static constexpr int kCodeBytes = 16, kBitBytes = 0, kOffset = -8;
   static constexpr bool kHasMin = false;
 };
 struct PackedQ4_1 {
-  static constexpr int kCodeBytes = 16, kOffset = 0;
+  static constexpr int kCodeBytes = 16, kBitBytes = 0, kOffset = 0;
+  static constexpr bool kHasMin = true;
+};
+struct PackedQ5_0 {
+  static constexpr int kCodeBytes = 16, kBitBytes = 4, kOffset = -16;
+  static constexpr bool kHasMin = false;
+};
+struct PackedQ5_1 {
+  static constexpr int kCodeBytes = 16, kBitBytes = 4, kOffset = 0;
   static constexpr bool kHasMin = true;
 };
 struct PackedQ8_0 {
-  static constexpr int kCodeBytes = 32, kOffset = -128;
+  static constexpr int kCodeBytes = 32, kBitBytes = 0, kOffset = -128;
   static constexpr bool kHasMin = false;
 };
 
