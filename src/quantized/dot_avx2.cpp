@@ -480,6 +480,14 @@ WICK_AVX2 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_row
   }
 }
 
+// The sum of 8 i32 lanes.
+WICK_AVX2 inline int hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
 // out[x * ldo] = hsum(acc[x]) - sub[x] for x < n <= 4, in reduce4's order.
 WICK_AVX2 inline void store_reduced(const __m256* acc, const float* sub, int n, size_t ldo,
                                     float* out) {
@@ -562,6 +570,11 @@ WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs,
     const Block& b = blocks[i];
     uint8_t sc[8], mn[8];
     k4_scales_mins(b.scales, sc, mn);
+    // Each min twice, as 16 i16 beside the activations' 16 sums of 16 (group g: sums 2g, 2g + 1).
+    uint64_t mn_bytes;
+    std::memcpy(&mn_bytes, mn, 8);
+    const __m128i mn8 = _mm_cvtsi64_si128(static_cast<long long>(mn_bytes));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
     __m256i qh = _mm256_setzero_si256();
     if constexpr (kFifthBit) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
     __m256i isum[NX];
@@ -589,9 +602,8 @@ WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs,
     }
     const float d = half_to_float(b.d), dmin = half_to_float(b.dmin);
     for (int x = 0; x < NX; x++) {
-      const int16_t* bs = xs[x].bsums + i * 16;
-      int msum = 0;
-      for (int g = 0; g < 8; g++) msum += mn[g] * (bs[2 * g] + bs[2 * g + 1]);
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[x].bsums + i * 16));
+      const int msum = hsum_i32(_mm256_madd_epi16(mins, bs));
       const float dx = xs[x].ds[i];
       acc[x] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d), _mm256_cvtepi32_ps(isum[x]), acc[x]);
       macc[x] += dx * dmin * static_cast<float>(msum);
@@ -601,20 +613,22 @@ WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs,
 }
 
 // out[i * ldo] = dot(the row, xs[i]) for i < NX, Q6_K: codes 0..63 (value + 32); the -32 offset
-// comes back through the activation group sums.
+// comes back through the activation group sums, subtracted from the integer sums of each block.
 template <int NX>
 WICK_AVX2 void dot_row_q6_k_multi(const uint8_t* row, int64_t k, const ActRow* xs, size_t ldo,
                                   float* out) {
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
   const auto* blocks = reinterpret_cast<const BlockQ6_K*>(row);
   __m256 acc[NX];
-  float macc[NX];
-  for (int x = 0; x < NX; x++) {
-    acc[x] = _mm256_setzero_ps();
-    macc[x] = 0;
-  }
+  for (int x = 0; x < NX; x++) acc[x] = _mm256_setzero_ps();
+  // Scale pair (g, g + 1) of one i32 of the 16 scales widened to i16, spread to the low / high
+  // lane.
+  const __m256i lo_hi = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3,
+                                         2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
   for (int64_t i = 0; i < k / kQKK; i++) {
     const BlockQ6_K& b = blocks[i];
+    const __m256i sc16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
     __m256i isum[NX];
     for (int x = 0; x < NX; x++) isum[x] = _mm256_setzero_si256();
     for (int half = 0; half < 2; half++) {
@@ -631,7 +645,7 @@ WICK_AVX2 void dot_row_q6_k_multi(const uint8_t* row, int64_t k, const ActRow* x
         const __m256i codes = _mm256_or_si256(lo, high);
         const int g = 8 * half + 2 * s;  // elements 0..15 use scale g, 16..31 scale g + 1
         const __m256i scales =
-            _mm256_set_m128i(_mm_set1_epi16(b.scales[g + 1]), _mm_set1_epi16(b.scales[g]));
+            _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g / 2)), lo_hi);
         for (int x = 0; x < NX; x++) {
           const __m256i xq = _mm256_loadu_si256(
               reinterpret_cast<const __m256i*>(xs[x].qs + i * kQKK + 128 * half + 32 * s));
@@ -642,15 +656,15 @@ WICK_AVX2 void dot_row_q6_k_multi(const uint8_t* row, int64_t k, const ActRow* x
     }
     const float dw = half_to_float(b.d);
     for (int x = 0; x < NX; x++) {
-      const int16_t* bs = xs[x].bsums + i * 16;
-      int offset_sum = 0;
-      for (int g = 0; g < 16; g++) offset_sum += b.scales[g] * bs[g];
-      const float d = xs[x].ds[i] * dw;
-      acc[x] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum[x]), acc[x]);
-      macc[x] += d * static_cast<float>(32 * offset_sum);
+      // The -32 offset in integers: minus 32 times each scale times its 16 activations' sum.
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[x].bsums + i * 16));
+      const __m256i dot =
+          _mm256_sub_epi32(isum[x], _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5));
+      acc[x] = _mm256_fmadd_ps(_mm256_set1_ps(xs[x].ds[i] * dw), _mm256_cvtepi32_ps(dot), acc[x]);
     }
   }
-  store_reduced(acc, macc, NX, ldo, out);
+  const float no_offset[NX] = {};
+  store_reduced(acc, no_offset, NX, ldo, out);
 }
 
 template <typename Block, bool kFifthBit>
