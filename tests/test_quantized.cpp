@@ -564,6 +564,8 @@ TEST(QMatMul, SimdActivationQuantizersRoundHalvesToEven) {
     // Q8_K: the same bits as the scalar quantizer.
     std::vector<float> x256(x);
     x256[131] = 1.0f;
+    std::fill(x256.end() - 256, x256.end(), 0.0f);  // an all-zero Q8_K block
+    x256[200] = -127.0f;  // ties x[96]'s magnitude: the first one's sign sets the scale
     q::quantize_act_row_scalar(q::ActKind::Block256, x256.data(), k, ref_q.data(), ref_d.data(),
                                ref_bs.data());
     fn(q::ActKind::Block256, x256.data(), k, got_q.data(), got_d.data(), got_bs.data());

@@ -9,7 +9,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "quantized/blocks.h"
@@ -26,6 +28,14 @@ WICK_AVX2 inline float hsum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// The sum of 8 i32 lanes.
+WICK_AVX2 inline int hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
 }
 
 // The 4 sums: lane j = ((a_j0 + a_j1) + (a_j2 + a_j3)) + ((a_j4 + a_j5) + (a_j6 + a_j7)).
@@ -96,16 +106,73 @@ WICK_AVX2 inline Unpacked unpack(const BlockQ5_1& b) {
           half_to_float(b.m)};
 }
 
+// The largest of 8 lanes.
+WICK_AVX2 inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// 32 i32 (4 x 8) saturated to i8 in element order.
+WICK_AVX2 inline __m256i pack_i8(const __m256i (&q)[4]) {
+  // Lanes come out of the packs interleaved per 128 bits; the permute restores element order.
+  return _mm256_permutevar8x32_epi32(
+      _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])),
+      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// ggml's Q8_K (quantize_row_q8_k) of 256 values, bit for bit: the first value of largest
+// magnitude sets iscale = -127 / max, q = min(127, round-to-even(iscale * x)) (saturating packs:
+// |iscale * x| <= 127 up to rounding), sums of 16 q, d = 1 / iscale.
+WICK_AVX2 void quantize_q8_k_avx2(const float* x, int8_t* qs, float* d, int16_t* bsums) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 vmax = _mm256_setzero_ps();
+  for (int j = 0; j < kQKK; j += 8)
+    vmax = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), vmax);
+  const float amax = hmax(vmax);
+  if (amax == 0) {
+    std::memset(qs, 0, kQKK);
+    std::memset(bsums, 0, 32);
+    *d = 0;
+    return;
+  }
+  float max = 0;
+  for (int j = 0; j < kQKK; j++) {
+    if (std::fabs(x[j]) == amax) {
+      max = x[j];
+      break;
+    }
+  }
+  const float iscale = -127.f / max;
+  const __m256 is = _mm256_set1_ps(iscale);
+  for (int j = 0; j < kQKK; j += 32) {
+    __m256i q[4];
+    for (int v = 0; v < 4; v++)
+      q[v] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * v), is));
+    const __m256i q8 = pack_i8(q);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + j), q8);
+    // Sums of 4 bytes, then of 16: lane 0 of each 128-bit half.
+    __m256i s =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
+    s = _mm256_hadd_epi32(s, s);
+    s = _mm256_hadd_epi32(s, s);
+    bsums[j / 16] = static_cast<int16_t>(_mm256_cvtsi256_si32(s));
+    bsums[j / 16 + 1] = static_cast<int16_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(s, 1)));
+  }
+  *d = 1 / iscale;
+}
+
 // x rows to 8 bits: 32-element blocks as the scalar quantizer, but rounding halves to even
-// (cvtps); Q8_K's blocks, which round to even there too, by the scalar code.
+// (cvtps); Q8_K's blocks as ggml's, which round to even too.
 WICK_AVX2 void quantize_act_avx2(ActKind kind, const float* x, int64_t k, int8_t* qs, float* ds,
                                  int16_t* bsums) {
   if (kind != ActKind::Block32) {
-    quantize_act_row_scalar(kind, x, k, qs, ds, bsums);
+    for (int64_t i = 0; i < k / kQKK; i++)
+      quantize_q8_k_avx2(x + kQKK * i, qs + kQKK * i, ds + i, bsums + 16 * i);
     return;
   }
   const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int64_t i = 0; i < k / kQK; i++) {
     __m256 v[4];
     __m256 vmax = _mm256_setzero_ps();
@@ -113,25 +180,17 @@ WICK_AVX2 void quantize_act_avx2(ActKind kind, const float* x, int64_t k, int8_t
       v[j] = _mm256_loadu_ps(x + kQK * i + 8 * j);
       vmax = _mm256_max_ps(_mm256_andnot_ps(sign, v[j]), vmax);  // a NaN gives way, as in std::max
     }
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const float d = hmax(vmax) / 127.0f;
     const __m256 id = _mm256_set1_ps(d != 0 ? 1.0f / d : 0.0f);
     __m256i q[4];
     for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], id));
-    // Lanes come out of the packs interleaved per 128 bits; the permute restores element order.
-    const __m256i q8 = _mm256_permutevar8x32_epi32(
-        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])), order);
+    const __m256i q8 = pack_i8(q);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + kQK * i), q8);
     // The sum of the stored bytes (a NaN's saturated -128 too, so s matches what is stored).
     const __m256i s8 =
         _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8), _mm256_set1_epi16(1));
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
     ds[2 * i] = d;
-    ds[2 * i + 1] = d * static_cast<float>(_mm_cvtsi128_si32(s));
+    ds[2 * i + 1] = d * static_cast<float>(hsum_i32(s8));
   }
 }
 
@@ -480,14 +539,6 @@ WICK_AVX2 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_row
   }
 }
 
-// The sum of 8 i32 lanes.
-WICK_AVX2 inline int hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(s);
-}
-
 // out[x * ldo] = hsum(acc[x]) - sub[x] for x < n <= 4, in reduce4's order.
 WICK_AVX2 inline void store_reduced(const __m256* acc, const float* sub, int n, size_t ldo,
                                     float* out) {
@@ -554,27 +605,23 @@ struct Row32Multi {
 
 // out[i * ldo] = dot(the row, xs[i]) for i < NX, Q4_K / Q5_K: per 64-element chunk, two groups
 // of 32 (low and high nibbles); the group scale multiplies the i16 pair sums in madd; mins use the
-// activation group sums.
+// activation group sums, subtracted lane by lane from the same accumulator.
 template <typename Block, bool kFifthBit, int NX>
 WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs, size_t ldo,
                                 float* out) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const auto* blocks = reinterpret_cast<const Block*>(row);
   __m256 acc[NX];
-  float macc[NX];
-  for (int x = 0; x < NX; x++) {
-    acc[x] = _mm256_setzero_ps();
-    macc[x] = 0;
-  }
+  for (int x = 0; x < NX; x++) acc[x] = _mm256_setzero_ps();
   for (int64_t i = 0; i < k / kQKK; i++) {
     const Block& b = blocks[i];
-    uint8_t sc[8], mn[8];
-    k4_scales_mins(b.scales, sc, mn);
+    alignas(16) uint8_t sm[16];  // the 8 scales, then the 8 mins
+    k4_scales_mins(b.scales, sm, sm + 8);
     // Each min twice, as 16 i16 beside the activations' 16 sums of 16 (group g: sums 2g, 2g + 1).
-    uint64_t mn_bytes;
-    std::memcpy(&mn_bytes, mn, 8);
-    const __m128i mn8 = _mm_cvtsi64_si128(static_cast<long long>(mn_bytes));
+    const __m128i mn8 = _mm_unpackhi_epi64(_mm_load_si128(reinterpret_cast<const __m128i*>(sm)),
+                                           _mm_setzero_si128());
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
+    const uint8_t* sc = sm;
     __m256i qh = _mm256_setzero_si256();
     if constexpr (kFifthBit) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
     __m256i isum[NX];
@@ -603,13 +650,15 @@ WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs,
     const float d = half_to_float(b.d), dmin = half_to_float(b.dmin);
     for (int x = 0; x < NX; x++) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xs[x].bsums + i * 16));
-      const int msum = hsum_i32(_mm256_madd_epi16(mins, bs));
       const float dx = xs[x].ds[i];
       acc[x] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d), _mm256_cvtepi32_ps(isum[x]), acc[x]);
-      macc[x] += dx * dmin * static_cast<float>(msum);
+      // The mins' term, lane by lane like the codes' (no scalar chain from block to block).
+      acc[x] = _mm256_fnmadd_ps(_mm256_set1_ps(dx * dmin),
+                                _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bs)), acc[x]);
     }
   }
-  store_reduced(acc, macc, NX, ldo, out);
+  const float no_offset[NX] = {};
+  store_reduced(acc, no_offset, NX, ldo, out);
 }
 
 // out[i * ldo] = dot(the row, xs[i]) for i < NX, Q6_K: codes 0..63 (value + 32); the -32 offset
