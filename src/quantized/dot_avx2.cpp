@@ -618,10 +618,11 @@ WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs,
     alignas(16) uint8_t sm[16];  // the 8 scales, then the 8 mins
     k4_scales_mins(b.scales, sm, sm + 8);
     // Each min twice, as 16 i16 beside the activations' 16 sums of 16 (group g: sums 2g, 2g + 1).
-    const __m128i mn8 = _mm_unpackhi_epi64(_mm_load_si128(reinterpret_cast<const __m128i*>(sm)),
-                                           _mm_setzero_si128());
+    const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+    const __m128i mn8 = _mm_unpackhi_epi64(sm8, _mm_setzero_si128());
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
-    const uint8_t* sc = sm;
+    // The scales as i16 in both 128-bit lanes: scale j is bytes 2j, 2j + 1 of each lane.
+    const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
     __m256i qh = _mm256_setzero_si256();
     if constexpr (kFifthBit) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
     __m256i isum[NX];
@@ -637,7 +638,8 @@ WICK_AVX2 void dot_row_k4_multi(const uint8_t* row, int64_t k, const ActRow* xs,
         hi = _mm256_or_si256(
             hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
       }
-      const __m256i s0 = _mm256_set1_epi16(sc[2 * c]), s1 = _mm256_set1_epi16(sc[2 * c + 1]);
+      const __m256i s0 = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16(0x0100 + 0x0404 * c)),
+                    s1 = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16(0x0302 + 0x0404 * c));
       for (int x = 0; x < NX; x++) {
         const int8_t* q = xs[x].qs + i * kQKK + 64 * c;
         const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
@@ -670,14 +672,14 @@ WICK_AVX2 void dot_row_q6_k_multi(const uint8_t* row, int64_t k, const ActRow* x
   const auto* blocks = reinterpret_cast<const BlockQ6_K*>(row);
   __m256 acc[NX];
   for (int x = 0; x < NX; x++) acc[x] = _mm256_setzero_ps();
-  // Scale pair (g, g + 1) of one i32 of the 16 scales widened to i16, spread to the low / high
-  // lane.
-  const __m256i lo_hi = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3,
-                                         2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
   for (int64_t i = 0; i < k / kQKK; i++) {
     const BlockQ6_K& b = blocks[i];
-    const __m256i sc16 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    // Scales 0..7 and 8..15 as i16 in both 128-bit lanes (scale j: bytes 2j, 2j + 1 of a lane).
+    const __m256i half_scales[2] = {
+        _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc8)),
+        _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_unpackhi_epi64(sc8, sc8)))};
     __m256i isum[NX];
     for (int x = 0; x < NX; x++) isum[x] = _mm256_setzero_si256();
     for (int half = 0; half < 2; half++) {
@@ -692,9 +694,10 @@ WICK_AVX2 void dot_row_q6_k_multi(const uint8_t* row, int64_t k, const ActRow* x
         const __m256i high =
             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), m2), 4);
         const __m256i codes = _mm256_or_si256(lo, high);
-        const int g = 8 * half + 2 * s;  // elements 0..15 use scale g, 16..31 scale g + 1
-        const __m256i scales =
-            _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(g / 2)), lo_hi);
+        // Elements 0..15 use scale 8 half + 2 s, 16..31 the next.
+        const __m256i scales = _mm256_shuffle_epi8(
+            half_scales[half], _mm256_setr_m128i(_mm_set1_epi16(0x0100 + 0x0404 * s),
+                                                 _mm_set1_epi16(0x0302 + 0x0404 * s)));
         for (int x = 0; x < NX; x++) {
           const __m256i xq = _mm256_loadu_si256(
               reinterpret_cast<const __m256i*>(xs[x].qs + i * kQKK + 128 * half + 32 * s));
