@@ -39,9 +39,8 @@ constexpr int64_t kChunkBlocks = 16;
 size_t packed_weight_bytes(const QMatMul& mm);
 
 // Per block a packed kernel computes d_w * d_x * sum(code * q_x) + c * s_x, with
-// s_x = d_x * sum(q_x) and c = m (q4_1) or kOffset * d_w: codes are q + 8 (q4_0) and q + 128
-// (q8_0).
-// (q + 16 for q5_0; q5_1: m). kBitBytes: the fifth bits' bytes per block.
+// s_x = d_x * sum(q_x) and c = m (q4_1, q5_1) or kOffset * d_w: codes are q + 8 (q4_0), q + 16
+// (q5_0) and q + 128 (q8_0). kBitBytes: the bytes of fifth bits a block has.
 struct PackedQ4_0 {
   static constexpr int kCodeBytes = 16, kBitBytes = 0, kOffset = -8;
   static constexpr bool kHasMin = false;
