@@ -51,6 +51,12 @@ const T* data_of(backend::View v) {
   return cpu_storage(v.storage).as<T>();
 }
 
+// f16/bf16 a @ b for at most a few dozen rows of a, where b is the transpose of a matrix with
+// contiguous rows (x @ W^T): dot products over W's rows as stored (half_matmul.cpp). False, and
+// nothing written, where it does not apply.
+bool half_matmul_few_rows(backend::View a, backend::View b, const backend::MatmulDims& d,
+                          backend::Storage& dst);
+
 class CpuDevice final : public backend::BackendDevice {
  public:
   CpuDevice();

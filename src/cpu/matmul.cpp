@@ -1,5 +1,6 @@
 // CPU matmul. f32/f64 go to OpenBLAS; f16/bf16 are widened to f32 for sgemm and rounded back
-// once; u8/u32/i64 use a plain i-k-j loop that wraps in the dtype, as numpy and PyTorch do.
+// once (x @ W^T for a few rows: dot products over W's rows, half_matmul.cpp); u8/u32/i64 use a
+// plain i-k-j loop that wraps in the dtype, as numpy and PyTorch do.
 //
 // Operands arrive as (batch..., rows, cols) views with any strides. Each batch's matrix is found
 // through the per-dim batch strides (the seed used one batch stride and read wrong memory for a
@@ -234,6 +235,7 @@ void CpuDevice::matmul(View a, View b, const MatmulDims& d, Storage& dst) {
       return blas_matmul<double>(*this, a, b, d, out.as<double>());
     case DType::F16:
     case DType::BF16:
+      if (half_matmul_few_rows(a, b, d, dst)) return;
       return widened_matmul(*this, a, b, d, dst);
     case DType::U8:
       return int_matmul<uint8_t>(*this, a, b, d, out.as<uint8_t>());

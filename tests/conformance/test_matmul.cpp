@@ -59,6 +59,38 @@ TEST_P(Matmul, EveryDTypeAndLayout) {
       }
 }
 
+// x @ W^T with W's rows contiguous (a Linear's plain weight): the CPU multiplies f16/bf16 rows of x
+// by W's rows as stored, 8 x rows a pass (half_matmul.cpp). Row counts around the pass and the
+// 64-row limit, k around the 8- and 32-element vector steps, batches sharing one W, x strided.
+TEST_P(Matmul, HalfRowsTimesTransposedWeight) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  for (DType dt : {DType::F16, DType::BF16})
+    for (int64_t m : {1, 2, 3, 5, 8, 9, 17, 64, 65})
+      for (int64_t k : {1, 7, 8, 31, 33, 100, 576}) {
+        const int64_t n = rng.integer(1, 40);
+        const Ref x = random_values(rng, {2, m, k}, dt), w = random_values(rng, {n, k}, dt);
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " m=" + std::to_string(m) +
+                     " k=" + std::to_string(k) + " n=" + std::to_string(n));
+        const Ref rx = round_ref(x, dt), rw = round_ref(w, dt);
+        Ref wt{Shape{k, n}, std::vector<double>(static_cast<size_t>(k * n))};
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t p = 0; p < k; p++)
+            wt.v[static_cast<size_t>(p * n + j)] = rw.v[static_cast<size_t>(j * k + p)];
+        Ref want_in{Shape{2, k, n}, {}};
+        for (int bi = 0; bi < 2; bi++) want_in.v.insert(want_in.v.end(), wt.v.begin(), wt.v.end());
+        const Ref want = round_ref(ref_matmul(rx, want_in), dt);
+        const Tensor wv = make_tensor(rw, dt, dev).t();  // (k, n), W's rows contiguous
+        for (Variant vx : {Variant::Contiguous, Variant::Transposed, Variant::Narrowed}) {
+          const Tensor got = make_tensor(rx, dt, dev, vx).matmul(wv);
+          EXPECT_EQ(got.dtype(), dt);
+          ASSERT_EQ(got.shape(), (Shape{2, m, n})) << variant_name(vx);
+          WICK_EXPECT_CLOSE(got, want, matmul_tol(dt, k)) << variant_name(vx);
+        }
+      }
+}
+
 TEST_P(Matmul, DegenerateDims) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
