@@ -51,6 +51,17 @@ const T* data_of(backend::View v) {
   return cpu_storage(v.storage).as<T>();
 }
 
+// Element offset of batch b's matrix in l: the last two dims are the matrix, the batches count
+// the others in row-major order.
+inline int64_t matrix_batch_offset(const Layout& l, int64_t b) {
+  int64_t off = l.start_offset;
+  for (size_t i = l.rank() - 2; i-- > 0 && b > 0;) {
+    off += (b % l.shape[i]) * l.strides[i];
+    b /= l.shape[i];
+  }
+  return off;
+}
+
 // f16/bf16 a @ b for at most a few dozen rows of a, where b is the transpose of a matrix with
 // contiguous rows (x @ W^T): dot products over W's rows as stored (half_matmul.cpp). False, and
 // nothing written, where it does not apply.

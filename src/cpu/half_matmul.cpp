@@ -133,16 +133,6 @@ void dots_best(const float* x, int rows, int64_t k, const uint16_t* w, float* c,
 }
 #endif
 
-// Element offset of batch b's matrix in l (batches in row-major order of the batch dims).
-int64_t batch_offset(const Layout& l, int64_t b) {
-  int64_t off = l.start_offset;
-  for (size_t i = l.rank() - 2; i-- > 0 && b > 0;) {
-    off += (b % l.shape[i]) * l.strides[i];
-    b /= l.shape[i];
-  }
-  return off;
-}
-
 template <typename H>
 void half_rows_matmul(View a, View b, const MatmulDims& d, Storage& dst) {
   const size_t r = a.layout.rank();
@@ -154,9 +144,9 @@ void half_rows_matmul(View a, View b, const MatmulDims& d, Storage& dst) {
   std::vector<float> x(static_cast<size_t>(m * k)), c(static_cast<size_t>(d.batch * m * n));
   const int64_t grain = std::max<int64_t>(1, kBytesPerTask / (2 * k));
   for (int64_t bi = 0; bi < d.batch; bi++) {
-    const H* ab = pa + batch_offset(a.layout, bi);
+    const H* ab = pa + matrix_batch_offset(a.layout, bi);
     for (int64_t i = 0; i < m; i++) widen_row(ab + i * a_rs, a_cs, x.data() + i * k, k);
-    const uint16_t* wb = pw + batch_offset(b.layout, bi);
+    const uint16_t* wb = pw + matrix_batch_offset(b.layout, bi);
     float* cb = c.data() + bi * m * n;
     parallel_for(n, grain, [&](int64_t j0, int64_t j1) {
       for (int64_t j = j0; j < j1; j++)

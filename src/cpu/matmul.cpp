@@ -44,15 +44,7 @@ struct MatrixOperand {
   std::shared_ptr<const Layout> packed_at;  // and its layout
 
   // Element offset of batch b's matrix, batches counted in row-major order of the batch dims.
-  int64_t batch_offset(int64_t b) const {
-    const Layout& l = *layout;
-    int64_t off = l.start_offset;
-    for (size_t i = l.rank() - 2; i-- > 0 && b > 0;) {
-      off += (b % l.shape[i]) * l.strides[i];
-      b /= l.shape[i];
-    }
-    return off;
-  }
+  int64_t batch_offset(int64_t b) const { return matrix_batch_offset(*layout, b); }
 };
 
 MatrixOperand in_place(View v) {
