@@ -45,6 +45,13 @@ struct Knobs {
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
   bool cuda_dependent_launch = true;
+  // WICK_VK_PROFILE: 1/on makes Vulkan write a GPU timestamp after every dispatch and print, when
+  // the device goes, each kernel's share of GPU time (from the end of the dispatch before it to
+  // its own end: barrier, launch and run). For finding where a step's time goes; default off.
+  bool vk_profile = false;
+  // WICK_VK_QUEUE: "universal" makes Vulkan submit to a queue family that also does graphics
+  // (where the device has one) instead of a compute-only family; for measuring. Default: compute.
+  bool vk_universal_queue = false;
   // WICK_DEVICE: default device of the CLI ("cpu", "vulkan[:N]", "cuda[:N]"); empty -> cpu.
   std::string device;
 };

@@ -79,6 +79,9 @@ Knobs read_knobs() {
   }
   if (const char* v = env("WICK_QMATVEC_FUSE")) k.qmatvec_fuse = off(v) ? 0 : 1;
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
+  if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
+  if (const char* v = env("WICK_VK_QUEUE"))
+    k.vk_universal_queue = std::string_view(v) == "universal";
   return k;
 }
 
@@ -111,6 +114,8 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
                             : k.qmatvec_fuse == 0 ? "off"
                                                   : "on"},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
+      {"WICK_VK_PROFILE", k.vk_profile ? "on" : "off"},
+      {"WICK_VK_QUEUE", k.vk_universal_queue ? "universal" : "compute"},
   };
 }
 

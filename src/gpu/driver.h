@@ -94,6 +94,8 @@ struct CompileRequest {
 class Pipeline {
  public:
   virtual ~Pipeline() = default;
+  // What the kernel cache built it from (source, defines, constants): for profiles and messages.
+  std::string label;
 };
 
 // A buffer bound to a dispatch (the whole allocation, at binding index = position).

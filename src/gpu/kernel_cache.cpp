@@ -84,6 +84,22 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// "qmatvec.comp QTYPE=3 ACT_Q8=1 WG_SIZE=32 [1,2]": a pipeline's source, defines (not the
+// device's WICK_ capabilities) and constants.
+std::string pipeline_label(const KernelKey& key) {
+  std::string s = key.source;
+  if (key.entry != "main") s.append(":").append(key.entry);
+  for (const auto& [name, value] : key.defines) {
+    if (name.starts_with("WICK_")) continue;  // the device's capabilities, the same everywhere
+    s.append(" ").append(name);
+    if (!value.empty()) s.append("=").append(value);
+  }
+  for (size_t i = 0; i < key.constants.size(); i++)
+    s.append(i ? "," : " [").append(std::to_string(key.constants[i]));
+  if (!key.constants.empty()) s.append("]");
+  return s;
+}
+
 }  // namespace
 
 KernelCache::KernelCache(Driver& driver, const SourceTable& sources, DiskCache disk, bool fast_math)
@@ -241,6 +257,7 @@ const Pipeline& KernelCache::pipeline(const KernelKey& key) {
       }
       slot->pipeline = driver_.create_pipeline(*fresh, key.entry, key.constants, key.block);
     }
+    slot->pipeline->label = pipeline_label(key);
     std::lock_guard<std::mutex> lock(mu_);
     stats_.pipelines++;
     stats_.pipeline_ms += ms_since(t0);

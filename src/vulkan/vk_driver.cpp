@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "vulkan/vk_compiler.h"
+#include "wick/config.h"
 #include "wick/error.h"
 
 namespace wick::vulkan {
@@ -111,11 +112,6 @@ bool VkDriver::exiting() {
   return g_exiting.load();
 }
 
-void VkDriver::finish_for_exit() {
-  vkDeviceWaitIdle(device_);
-  save_pipeline_cache();
-}
-
 // ---- the process-wide instance ----------------------------------------------------------------
 
 struct VulkanInstance {
@@ -181,7 +177,17 @@ struct VkDriver::CmdList {
   uint64_t submission = 0;              // 0: never submitted
   std::vector<VkDescriptorPool> pools;  // descriptor-pool fallback only
   size_t pool_index = 0;
+  VkProfiler::Marks marks;  // WICK_VK_PROFILE only
 };
+
+void VkDriver::finish_for_exit() {
+  vkDeviceWaitIdle(device_);
+  save_pipeline_cache();
+  if (profile_) {
+    for (auto& l : lists_) profile_->harvest(l->marks, l->submission);
+    profile_->print();
+  }
+}
 
 VkDriver::BufferObj& VkDriver::buffer_of(uint64_t handle) {
   return *reinterpret_cast<VkDriver::BufferObj*>(static_cast<uintptr_t>(handle));
@@ -347,16 +353,19 @@ void VkDriver::create_device() {
     }
   }
 
-  // A queue that computes; a compute-only family when there is one.
+  // A queue that computes; a compute-only family when there is one (WICK_VK_QUEUE=universal:
+  // one that also does graphics).
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, nullptr);
   std::vector<VkQueueFamilyProperties> qs(nq);
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, qs.data());
+  const bool want_graphics = knobs().vk_universal_queue;
   int best = -1;
   for (uint32_t i = 0; i < nq; i++) {
     if (!(qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
-    if (best < 0 || !(qs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) best = static_cast<int>(i);
-    if (!(qs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) break;
+    const bool preferred = ((qs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) != 0) == want_graphics;
+    if (best < 0 || preferred) best = static_cast<int>(i);
+    if (preferred) break;
   }
   queue_family_ = static_cast<uint32_t>(best);
   const float priority = 1.0f;
@@ -411,6 +420,8 @@ void VkDriver::create_device() {
   plci.pPushConstantRanges = &push;
   check(vkCreatePipelineLayout(device_, &plci, nullptr, &pipeline_layout_),
         "vkCreatePipelineLayout");
+  if (knobs().vk_profile)
+    profile_ = VkProfiler::create(physical_, device_, queue_family_, caps_.name);
 }
 
 VkDriver::~VkDriver() {
@@ -418,9 +429,16 @@ VkDriver::~VkDriver() {
     std::lock_guard<std::mutex> lock(g_live_mu);
     g_live.erase(std::remove(g_live.begin(), g_live.end(), this), g_live.end());
   }
-  if (!device_ || exiting()) return;
+  if (!device_ || exiting()) {
+    if (profile_) profile_.release();  // no Vulkan calls at exit: its query pools stay
+    return;
+  }
   vkDeviceWaitIdle(device_);
   for (auto& l : returned_) lists_.push_back(std::move(l));
+  if (profile_) {
+    for (auto& l : lists_) profile_->harvest(l->marks, l->submission);
+    profile_.reset();  // prints; destroys the query pools while the device lives
+  }
   for (auto& l : lists_)
     for (VkDescriptorPool p : l->pools) vkDestroyDescriptorPool(device_, p, nullptr);
   lists_.clear();
@@ -635,6 +653,7 @@ VkDriver::CmdList& VkDriver::current() {
         break;
       }
   if (list) {
+    if (profile_) profile_->harvest(list->marks, list->submission);
     check(vkResetCommandBuffer(list->cb, 0), "vkResetCommandBuffer");
     for (VkDescriptorPool p : list->pools) vkResetDescriptorPool(device_, p, 0);
     list->pool_index = 0;
@@ -659,6 +678,7 @@ VkDriver::CmdList& VkDriver::current() {
   bi.flags = capturing_ ? VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT
                         : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(list->cb, &bi), "vkBeginCommandBuffer");
+  if (profile_) profile_->begin(list->cb, list->marks);
   open_ = list;
   bound_ = VK_NULL_HANDLE;
   pushed_valid_ = false;
@@ -737,6 +757,7 @@ void VkDriver::record_dispatch(const gpu::Dispatch& d) {
     std::copy(d.push_constants.begin(), d.push_constants.end(), pushed_words_.begin());
   }
   vkCmdDispatch(list.cb, d.groups[0], d.groups[1], d.groups[2]);
+  if (profile_) profile_->after_dispatch(list.cb, list.marks, d.pipeline->label);
 }
 
 void VkDriver::record_barrier() {
@@ -798,6 +819,8 @@ std::unique_ptr<gpu::Recording> VkDriver::end_capture() {
 
 void VkDriver::replay(const gpu::Recording& r, uint64_t id) {
   const auto& c = static_cast<const CapturedList&>(r);
+  if (c.list && profile_ && c.list->submission <= completed())  // the previous replay's times
+    profile_->harvest(c.list->marks, c.list->submission);
   if (c.list) c.list->submission = id;
   submit(c.list ? c.list->cb : VK_NULL_HANDLE, id);
 }

@@ -19,6 +19,7 @@
 
 #include "gpu/disk_cache.h"
 #include "gpu/driver.h"
+#include "vulkan/vk_profile.h"
 
 namespace wick::gpu {
 // The files of kernels/glsl and kernels/shared (generated at build time).
@@ -150,6 +151,7 @@ class VkDriver final : public gpu::Driver {
   std::atomic<uint64_t> free_count_{0};
   size_t pushed_words_n_ = 0;  // 0: nothing pushed in this command buffer
   std::array<uint32_t, gpu::kMaxPushConstantBytes / 4> pushed_words_{};
+  std::unique_ptr<VkProfiler> profile_;  // WICK_VK_PROFILE only
 };
 
 }  // namespace wick::vulkan
