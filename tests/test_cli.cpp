@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "args.h"
@@ -421,6 +422,47 @@ TEST(CliBinary, InfoSaysWhyABackendIsAbsent) {
     EXPECT_HAS(open.output, "device error");
   }
 #endif
+}
+
+// WICK_VK_PROFILE: a table of the kernels that ran, their calls adding up to the dispatches the
+// header counts and their shares to 100%; nothing without the knob.
+TEST(CliBinary, VulkanProfileCountsEveryDispatch) {
+  if (backend::device_count(DeviceKind::Vulkan) == 0) GTEST_SKIP() << "no Vulkan device";
+  const std::string args = "bench elementwise --quick --device vulkan";
+  const RunResult plain = run_wick(args);
+  EXPECT_EQ(plain.status, 0);
+  EXPECT_EQ(plain.output.find("WICK_VK_PROFILE"), std::string::npos);
+  const RunResult r = run_wick(args, "WICK_VK_PROFILE=1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const size_t at = r.output.find("wick: WICK_VK_PROFILE, ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  std::istringstream lines(r.output.substr(at));
+  std::string header, columns, line;
+  std::getline(lines, header);
+  std::getline(lines, columns);
+  const size_t d = header.find(" dispatches");
+  ASSERT_NE(d, std::string::npos) << header;
+  const size_t start = header.rfind(' ', d - 1) + 1;
+  const long dispatches = std::stol(header.substr(start, d - start));
+  EXPECT_GT(dispatches, 0);
+  long calls = 0;
+  double share = 0;
+  bool binary = false;
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+    std::istringstream row(line);
+    std::string pct, kernel;
+    double total_ms = 0, mean_us = 0;
+    long n = 0;
+    row >> pct >> total_ms >> n >> mean_us >> kernel;
+    ASSERT_FALSE(row.fail()) << line;
+    share += std::stod(pct);
+    calls += n;
+    EXPECT_GE(total_ms, 0) << line;
+    binary = binary || kernel == "binary.comp";
+  }
+  EXPECT_EQ(calls, dispatches);
+  EXPECT_NEAR(share, 100.0, 0.1 * 20);  // each share rounded to 0.1%
+  EXPECT_TRUE(binary) << r.output;      // the adds of the benchmark, named by their source
 }
 
 TEST(CliBinary, BenchStorage) {
