@@ -421,7 +421,8 @@ void VkDriver::create_device() {
   check(vkCreatePipelineLayout(device_, &plci, nullptr, &pipeline_layout_),
         "vkCreatePipelineLayout");
   if (knobs().vk_profile)
-    profile_ = VkProfiler::create(physical_, device_, queue_family_, caps_.name);
+    profile_ = VkProfiler::create(device_, qs[queue_family_].timestampValidBits,
+                                  lim.timestampPeriod, caps_.name);
 }
 
 VkDriver::~VkDriver() {

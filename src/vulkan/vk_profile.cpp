@@ -9,23 +9,16 @@ namespace {
 constexpr uint32_t kQueries = 4096;  // timestamps per command buffer; later dispatches untimed
 }  // namespace
 
-std::unique_ptr<VkProfiler> VkProfiler::create(VkPhysicalDevice physical, VkDevice device,
-                                               uint32_t queue_family, std::string device_name) {
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(physical, &props);
-  uint32_t nq = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, nullptr);
-  std::vector<VkQueueFamilyProperties> qs(nq);
-  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, qs.data());
-  const uint32_t bits = queue_family < nq ? qs[queue_family].timestampValidBits : 0;
-  if (bits == 0 || props.limits.timestampPeriod <= 0) {
+std::unique_ptr<VkProfiler> VkProfiler::create(VkDevice device, uint32_t valid_bits,
+                                               float ns_per_tick, std::string device_name) {
+  if (valid_bits == 0 || ns_per_tick <= 0) {
     std::fprintf(stderr, "wick: WICK_VK_PROFILE: %s writes no timestamps on its compute queue\n",
                  device_name.c_str());
     return nullptr;
   }
-  const uint64_t mask = bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  const uint64_t mask = valid_bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << valid_bits) - 1;
   return std::unique_ptr<VkProfiler>(
-      new VkProfiler(device, props.limits.timestampPeriod, mask, std::move(device_name)));
+      new VkProfiler(device, ns_per_tick, mask, std::move(device_name)));
 }
 
 VkProfiler::~VkProfiler() {

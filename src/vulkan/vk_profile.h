@@ -32,9 +32,11 @@ class VkProfiler {
     uint64_t harvested = 0;        // the submission last added
   };
 
-  // Null (with a warning on stderr) when the queue family writes no timestamps.
-  static std::unique_ptr<VkProfiler> create(VkPhysicalDevice physical, VkDevice device,
-                                            uint32_t queue_family, std::string device_name);
+  // For a queue family whose timestamps have `valid_bits` bits of `ns_per_tick` each (its
+  // timestampValidBits, the device's timestampPeriod). Null (with a warning on stderr) when
+  // the family writes none.
+  static std::unique_ptr<VkProfiler> create(VkDevice device, uint32_t valid_bits, float ns_per_tick,
+                                            std::string device_name);
   ~VkProfiler();
   VkProfiler(const VkProfiler&) = delete;
   VkProfiler& operator=(const VkProfiler&) = delete;
