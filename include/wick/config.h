@@ -29,9 +29,11 @@ struct Knobs {
   int64_t qmatvec_rows = -1;
   // WICK_QMATVEC_SHAPE: "threads,rows": threads and output rows per workgroup of a GPU's quantized
   // matrix-vector kernel, for tuning (threads 32..256, a multiple of 32; rows 1..8,
-  // threads x rows <= 1024). Unset or
-  // invalid -> 0,0 (the backend's default).
+  // threads x rows <= 1024), for every matrix; "threads,rows,wide_threads,wide_rows": the second
+  // pair for matrices with many output rows (an lm_head; the backend's threshold), the first for
+  // the rest. Unset or invalid -> 0 (the backend's defaults).
   int64_t qmatvec_threads = 0, qmatvec_rows_per_group = 0;
+  int64_t qmatvec_wide_threads = 0, qmatvec_wide_rows = 0;
   // WICK_QMATMUL_F16: x rows from which a GPU's quantized matmul dequantizes W to f16 and runs the
   // float GEMM (tensor cores). Unset or unparsable -> -1 (the backend's default: only where matmul
   // has tensor cores); 0/off -> never; "on" -> -2 (the default row count, on any device); n > 0 ->
@@ -52,6 +54,9 @@ struct Knobs {
   // WICK_VK_QUEUE: "universal" makes Vulkan submit to a queue family that also does graphics
   // (where the device has one) instead of a compute-only family; for measuring. Default: compute.
   bool vk_universal_queue = false;
+  // WICK_VK_COOP_SHAPE: "tile,threads" of Vulkan's cooperative-matrix f16 GEMM (tile 64 or 128,
+  // threads 128 or 256) for every product, for tuning. Unset or invalid -> 0 (chosen by shape).
+  int64_t vk_coop_tile = 0, vk_coop_threads = 0;
   // WICK_DEVICE: default device of the CLI ("cpu", "vulkan[:N]", "cuda[:N]"); empty -> cpu.
   std::string device;
 };

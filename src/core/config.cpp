@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 namespace wick {
 
@@ -63,14 +64,27 @@ Knobs read_knobs() {
     k.qmatvec_rows = parse_int(v, n) && n >= 0 ? n : -1;
   }
   if (const char* v = env("WICK_QMATVEC_SHAPE")) {
-    const std::string_view sv(v);
-    const size_t comma = sv.find(',');
-    int64_t t = 0, r = 0;
-    if (comma != std::string_view::npos && parse_int(sv.substr(0, comma), t) &&
-        parse_int(sv.substr(comma + 1), r) && t >= 32 && t <= 256 && t % 32 == 0 && r >= 1 &&
-        r <= 8 && t * r <= 1024) {
-      k.qmatvec_threads = t;
-      k.qmatvec_rows_per_group = r;
+    std::vector<int64_t> n;
+    std::string_view sv(v);
+    for (bool ok = true; ok && n.size() < 5;) {
+      const size_t comma = sv.find(',');
+      int64_t x = 0;
+      ok = parse_int(sv.substr(0, comma), x);
+      if (ok) n.push_back(x);
+      if (comma == std::string_view::npos) break;
+      sv.remove_prefix(comma + 1);
+    }
+    auto shape_ok = [](int64_t t, int64_t r) {
+      return t >= 32 && t <= 256 && t % 32 == 0 && r >= 1 && r <= 8 && t * r <= 1024;
+    };
+    if ((n.size() == 2 || n.size() == 4) && shape_ok(n[0], n[1]) &&
+        (n.size() == 2 || shape_ok(n[2], n[3]))) {
+      k.qmatvec_threads = n[0];
+      k.qmatvec_rows_per_group = n[1];
+      if (n.size() == 4) {
+        k.qmatvec_wide_threads = n[2];
+        k.qmatvec_wide_rows = n[3];
+      }
     }
   }
   if (const char* v = env("WICK_QMATMUL_F16")) {
@@ -80,6 +94,17 @@ Knobs read_knobs() {
   if (const char* v = env("WICK_QMATVEC_FUSE")) k.qmatvec_fuse = off(v) ? 0 : 1;
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
+  if (const char* v = env("WICK_VK_COOP_SHAPE")) {
+    const std::string_view sv(v);
+    const size_t comma = sv.find(',');
+    int64_t tile = 0, threads = 0;
+    if (comma != std::string_view::npos && parse_int(sv.substr(0, comma), tile) &&
+        parse_int(sv.substr(comma + 1), threads) && (tile == 64 || tile == 128) &&
+        (threads == 128 || threads == 256)) {
+      k.vk_coop_tile = tile;
+      k.vk_coop_threads = threads;
+    }
+  }
   if (const char* v = env("WICK_VK_QUEUE"))
     k.vk_universal_queue = std::string_view(v) == "universal";
   return k;
@@ -103,9 +128,13 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_POOL_LIMIT", k.pool_limit == 0 ? "default" : std::to_string(k.pool_limit)},
       {"WICK_DEVICE", k.device.empty() ? "cpu" : k.device},
       {"WICK_QMATVEC_ROWS", k.qmatvec_rows < 0 ? "default" : std::to_string(k.qmatvec_rows)},
-      {"WICK_QMATVEC_SHAPE", k.qmatvec_threads == 0 ? "default"
-                                                    : std::to_string(k.qmatvec_threads) + "," +
-                                                          std::to_string(k.qmatvec_rows_per_group)},
+      {"WICK_QMATVEC_SHAPE",
+       k.qmatvec_threads == 0
+           ? "default"
+           : std::to_string(k.qmatvec_threads) + "," + std::to_string(k.qmatvec_rows_per_group) +
+                 (k.qmatvec_wide_threads == 0 ? ""
+                                              : "," + std::to_string(k.qmatvec_wide_threads) + "," +
+                                                    std::to_string(k.qmatvec_wide_rows))},
       {"WICK_QMATMUL_F16", k.qmatmul_f16_rows == -1   ? "default"
                            : k.qmatmul_f16_rows == -2 ? "on"
                            : k.qmatmul_f16_rows == 0  ? "off"
@@ -115,6 +144,9 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
                                                   : "on"},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
       {"WICK_VK_PROFILE", k.vk_profile ? "on" : "off"},
+      {"WICK_VK_COOP_SHAPE", k.vk_coop_tile == 0 ? "default"
+                                                 : std::to_string(k.vk_coop_tile) + "," +
+                                                       std::to_string(k.vk_coop_threads)},
       {"WICK_VK_QUEUE", k.vk_universal_queue ? "universal" : "compute"},
   };
 }

@@ -44,8 +44,12 @@ const Layout& Tensor::layout() const {
 const std::shared_ptr<backend::Storage>& Tensor::storage() const {
   return impl().storage;
 }
-bool Tensor::shares_storage_with(const Tensor& o) const { return storage() == o.storage(); }
-int64_t Tensor::dim(int64_t d) const { return shape()[shape().dim(d, "dim")]; }
+bool Tensor::shares_storage_with(const Tensor& o) const {
+  return storage() == o.storage();
+}
+int64_t Tensor::dim(int64_t d) const {
+  return shape()[shape().dim(d, "dim")];
+}
 
 std::string Tensor::str() const {
   if (!impl_) return "Tensor[undefined]";
@@ -116,7 +120,8 @@ void Tensor::check_data_type(DType dt) const {
 
 void Tensor::check_numel(size_t n, const Shape& shape, const char* op) {
   if (static_cast<int64_t>(n) != shape.numel(op))
-    fail(ErrorKind::Shape, op, n, " elements given for shape ", shape, " (", shape.numel(), " elements)");
+    fail(ErrorKind::Shape, op, n, " elements given for shape ", shape, " (", shape.numel(),
+         " elements)");
 }
 
 namespace core {
@@ -162,6 +167,39 @@ std::string describe(const Tensor& t) {
   return os.str();
 }
 
+std::optional<std::vector<int64_t>> reshape_strides(const Layout& l, const Shape& to) {
+  const std::vector<int64_t>& from = l.shape.dims();
+  const std::vector<int64_t>& dims = to.dims();
+  if (l.numel() == 0) return to.contiguous_strides();
+  std::vector<int64_t> out(dims.size(), 0);
+  // Walk both shapes from the last dim. A run of l's dims ends where the next dim out is not
+  // laid out just outside it (size-1 dims join any run); `to`'s dims are handed out over the
+  // run until their product reaches its element count, strided from the run's innermost stride.
+  int64_t next = static_cast<int64_t>(dims.size()) - 1;
+  int64_t run_elems = 1, base = from.empty() ? 1 : l.strides.back();
+  for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; d--) {
+    run_elems *= from[d];
+    const bool run_ends = d == 0 || (from[d - 1] != 1 && l.strides[d - 1] != run_elems * base);
+    if (!run_ends) continue;
+    int64_t taken = 1;
+    while (next >= 0 && (taken < run_elems || dims[next] == 1)) {
+      out[next] = taken * base;
+      taken *= dims[next];
+      next--;
+    }
+    if (taken != run_elems) return std::nullopt;
+    if (d > 0) {
+      base = l.strides[d - 1];
+      run_elems = 1;
+    }
+  }
+  for (; next >= 0; next--) {  // leading size-1 dims of `to`
+    if (dims[next] != 1) return std::nullopt;
+    out[next] = 1;
+  }
+  return out;
+}
+
 Layout broadcast_layout(const Layout& l, const Shape& to, const char* op) {
   to.numel(op);  // no negative dims, no overflowing count
   if (to.rank() < l.rank())
@@ -170,9 +208,12 @@ Layout broadcast_layout(const Layout& l, const Shape& to, const char* op) {
   std::vector<int64_t> st(to.rank(), 0);
   for (size_t i = 0; i < l.rank(); i++) {
     const int64_t from = l.shape[i], want = to[pad + i];
-    if (from == want) st[pad + i] = l.strides[i];
-    else if (from == 1) st[pad + i] = 0;
-    else fail(ErrorKind::Shape, op, "cannot broadcast shape ", l.shape, " to ", to);
+    if (from == want)
+      st[pad + i] = l.strides[i];
+    else if (from == 1)
+      st[pad + i] = 0;
+    else
+      fail(ErrorKind::Shape, op, "cannot broadcast shape ", l.shape, " to ", to);
   }
   return Layout(to, std::move(st), l.start_offset);
 }
@@ -386,6 +427,10 @@ Tensor Tensor::reshape(const Shape& s) const {
   if (target.numel("reshape") != numel())
     fail(ErrorKind::Shape, "reshape", "cannot reshape ", shape(), " (", numel(), " elements) to ",
          target);
+  // A view wherever the elements already lie at strides of the new shape (as PyTorch's reshape):
+  // q, k, v narrowed from a fused projection's rows split into heads without a copy.
+  if (auto strides = core::reshape_strides(layout(), target))
+    return with_layout(*this, Layout(target, std::move(*strides), layout().start_offset));
   const Tensor src = contiguous();
   return with_layout(src, Layout::contiguous(target, src.layout().start_offset));
 }
@@ -425,7 +470,8 @@ Tensor Tensor::squeeze() const {
 Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t r = static_cast<int64_t>(rank());
   const int64_t k = d < 0 ? d + r + 1 : d;
-  if (k < 0 || k > r) fail(ErrorKind::OutOfRange, "unsqueeze", "dim ", d, " out of range for shape ", shape());
+  if (k < 0 || k > r)
+    fail(ErrorKind::OutOfRange, "unsqueeze", "dim ", d, " out of range for shape ", shape());
   Layout l = layout();
   std::vector<int64_t> sh = l.shape.dims();
   // A size-1 dim's stride never meets a non-zero index; this one keeps the layout readable as
@@ -456,7 +502,8 @@ Tensor Tensor::get(int64_t index) const {
   if (rank() == 0) fail(ErrorKind::Shape, "get", "cannot index a scalar");
   const int64_t n = shape()[0];
   const int64_t i = index < 0 ? index + n : index;
-  if (i < 0 || i >= n) fail(ErrorKind::OutOfRange, "get", "index ", index, " out of range for shape ", shape());
+  if (i < 0 || i >= n)
+    fail(ErrorKind::OutOfRange, "get", "index ", index, " out of range for shape ", shape());
   return narrow(0, i, 1).squeeze(0);
 }
 
@@ -468,7 +515,9 @@ Tensor Tensor::copy() const {
   return out;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : copy(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : copy();
+}
 
 Tensor Tensor::to_dtype(DType dt) const {
   if (dt == dtype()) return *this;

@@ -1,6 +1,8 @@
 // Internals shared by the op front ends in src/core.
 #pragma once
 
+#include <optional>
+
 #include "backend/backend.h"
 #include "wick/tensor.h"
 
@@ -15,7 +17,9 @@ struct Tensor::Impl {
 
 namespace core {
 
-inline backend::View view(const Tensor& t) { return {*t.storage(), t.layout()}; }
+inline backend::View view(const Tensor& t) {
+  return {*t.storage(), t.layout()};
+}
 
 // Throws unless numel(shape) elements of `dt` can be allocated at all: Shape errors as
 // Shape::numel, OutOfMemory (naming `op`) when their bytes reach kSizeLimit.
@@ -38,6 +42,11 @@ void check_index_dtype(const char* op, const Tensor& ids);
 
 // A view of t with stride-0 dims so that it has shape `to` (numpy rules); throws Shape.
 Layout broadcast_layout(const Layout& l, const Shape& to, const char* op);
+
+// Strides that give layout l's elements, in row-major order, the shape `to` (same numel) without
+// moving them, or nothing when no strides can (then a reshape copies). Dims of l that are
+// contiguous with each other form runs; each run of `to`'s dims must multiply to one of them.
+std::optional<std::vector<int64_t>> reshape_strides(const Layout& l, const Shape& to);
 
 // "[2, 3] f32" for messages.
 std::string describe(const Tensor& t);

@@ -41,7 +41,12 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   if (k.qmatvec_threads > 0) {
     o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
     o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);
-    o.qmatvec.wide_min_out = std::numeric_limits<int64_t>::max();  // the knob's shape everywhere
+    if (k.qmatvec_wide_threads > 0) {  // a second shape for wide matrices
+      o.qmatvec.wide_threads = static_cast<uint32_t>(k.qmatvec_wide_threads);
+      o.qmatvec.wide_rows = static_cast<uint32_t>(k.qmatvec_wide_rows);
+    } else {
+      o.qmatvec.wide_min_out = std::numeric_limits<int64_t>::max();  // one shape everywhere
+    }
   }
   return o;
 }

@@ -2,6 +2,8 @@
 // points. Every op is GpuDevice's, but for the cooperative-matrix GEMM (vk_matmul.cpp).
 #include "vulkan/vk_device.h"
 
+#include "wick/config.h"
+
 namespace wick::vulkan {
 
 std::shared_ptr<backend::BackendDevice> open_device(int ordinal) {
@@ -21,6 +23,8 @@ std::string absent_reason() {
 VulkanOptions VulkanOptions::from_knobs(const DeviceCaps& caps) {
   VulkanOptions o;
   static_cast<gpu::GpuOptions&>(o) = gpu::GpuOptions::from_knobs(caps);
+  o.coop_tile = static_cast<uint32_t>(knobs().vk_coop_tile);
+  o.coop_threads = static_cast<uint32_t>(knobs().vk_coop_threads);
   return o;
 }
 
