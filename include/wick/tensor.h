@@ -156,7 +156,9 @@ class Tensor {
   Tensor transpose(int64_t d0, int64_t d1) const;
   Tensor permute(const std::vector<int64_t>& dims) const;
   Tensor t() const;  // swaps the last two dims
-  // A view when contiguous, otherwise a contiguous copy. One dim may be -1 (inferred).
+  // A view wherever the elements, in row-major order, already lie at strides of the new shape
+  // (always when contiguous; also e.g. splitting the last dim of narrowed rows), otherwise a
+  // contiguous copy, as PyTorch's reshape. One dim may be -1 (inferred).
   Tensor reshape(const Shape& shape) const;
   Tensor broadcast_as(const Shape& shape) const;
   Tensor broadcast_left(const Shape& left) const;  // prepends dims
