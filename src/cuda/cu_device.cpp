@@ -33,9 +33,12 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
   // (SmolLM2-135M's decode, 2026-12-04) a one-token pass took 0.78 ms against 0.85 at the GPU
   // default 32 x 2, a pass of 8 sequences 1.47 against 1.72 ms: at k = 576 a row's 18 units of 32
   // left a 32-thread workgroup two rounds of loads, a 128-thread one a single round.
+  // Wide matrices (the lm_head) 128 x 8: 17 us for SmolLM2's on the H200 (ncu, session 14).
   if (knobs().qmatvec_threads == 0) {
     o.qmatvec.threads = 128;
     o.qmatvec.rows = 4;
+    o.qmatvec.wide_threads = 128;
+    o.qmatvec.wide_rows = 8;
   }
   const char* tf32 = std::getenv("WICK_TF32");
   o.tf32 = tf32 && (std::strcmp(tf32, "1") == 0 || std::strcmp(tf32, "on") == 0);

@@ -106,13 +106,18 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   // CPU implementations (lavapipe) run a workgroup on one host thread, 8 invocations per SIMD
   // vector: one vector per workgroup (no barrier) and 8 rows measured fastest (SmolLM2 shapes,
   // 1.5-2.4x faster than 32 x 2 or 64 x 4). Their barriers are slow: the tiled kernel lost to
-  // qmatvec at every m tried (m = 16: 12x, m = 64: 5x), so qmatvec takes every x. GPUs: one
-  // 32-wide subgroup and two rows per workgroup (ggml's choice for NVIDIA; on the H200's Vulkan
-  // 128 x 4 measured slower: decode 466 against 500 tok/s), and the tiled kernel beyond 8 x
-  // rows. The CUDA backend's qmatvec.cu takes its own (CudaOptions::from_knobs).
+  // qmatvec at every m tried (m = 16: 12x, m = 64: 5x), so qmatvec takes every x. GPUs: two
+  // 32-wide subgroups and two rows per workgroup, 64 x 4 for wide matrices, and the tiled kernel
+  // beyond 8 x rows. On the H200's Vulkan (SmolLM2-135M decode, session 14, WICK_VK_PROFILE):
+  // 64 x 2 took 6.9-7.2 us a projection against 7.3-9.0 at ggml's 32 x 2 (decode 520-528 against
+  // 482-496 tok/s; 128 x 4 was slower, 466 against 500), and the lm_head 62 us at 64 x 4
+  // against 80 at 128 x 8 (162 against 266 us for 8 x rows). The CUDA backend's qmatvec.cu
+  // takes its own (CudaOptions::from_knobs).
   if (caps.is_cpu) return {8, 8, std::numeric_limits<int64_t>::max()};
-  QMatVecShape s{32, 2, kMaxVecCols};
+  QMatVecShape s{64, 2, kMaxVecCols};
   s.wide_min_out = 16384;  // SmolLM2's lm_head (49152 x 576)
+  s.wide_threads = 64;
+  s.wide_rows = 4;
   return s;
 }
 

@@ -431,7 +431,7 @@ VkDriver::~VkDriver() {
     g_live.erase(std::remove(g_live.begin(), g_live.end(), this), g_live.end());
   }
   if (!device_ || exiting()) {
-    if (profile_) profile_.release();  // no Vulkan calls at exit: its query pools stay
+    if (profile_) profile_->forget_pools();  // no Vulkan calls at exit: the OS takes them
     return;
   }
   vkDeviceWaitIdle(device_);

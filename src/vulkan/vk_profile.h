@@ -49,6 +49,8 @@ class VkProfiler {
   void harvest(Marks& marks, uint64_t submission);
   // The table, to stderr (once; later calls print nothing new unless more was harvested).
   void print();
+  // At process exit, when no Vulkan call may be made: the destructor leaves the pools alone.
+  void forget_pools() { pools_.clear(); }
 
  private:
   VkProfiler(VkDevice device, double ns_per_tick, uint64_t mask, std::string name)
