@@ -327,8 +327,13 @@ WICK_AVX512 void quantize_act_avx512(ActKind kind, const float* x, int64_t k, in
       const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
       const float d = amax / 127.0f;
       const __m512 id = _mm512_set1_ps(d != 0 ? 1.0f / d : 0.0f);
-      const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, id)),
-                    qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, id));
+      // Clamped to the stored bytes' range before the sum, so s matches what is stored: a NaN
+      // converts to INT_MIN and is stored as -128 (its sum was d * ~-2^31 before).
+      const __m512i lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
+      const __m512i qa = _mm512_max_epi32(
+                        _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(a, id)), hi), lo),
+                    qb = _mm512_max_epi32(
+                        _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(b, id)), hi), lo);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + kQK * i), _mm512_cvtsepi32_epi8(qa));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + kQK * i + 16), _mm512_cvtsepi32_epi8(qb));
       ds[2 * i] = d;
