@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,19 @@ bool parse_int(std::string_view s, int64_t& out) {
   }
   out = v;
   return true;
+}
+
+// "a,b,..." as integers (parse_int each); nothing when any piece is not one.
+std::optional<std::vector<int64_t>> parse_int_list(std::string_view s) {
+  std::vector<int64_t> out;
+  for (;;) {
+    const size_t comma = s.find(',');
+    int64_t x = 0;
+    if (!parse_int(s.substr(0, comma), x)) return std::nullopt;
+    out.push_back(x);
+    if (comma == std::string_view::npos) return out;
+    s.remove_prefix(comma + 1);
+  }
 }
 
 uint64_t parse_bytes(std::string_view s) {
@@ -64,16 +78,7 @@ Knobs read_knobs() {
     k.qmatvec_rows = parse_int(v, n) && n >= 0 ? n : -1;
   }
   if (const char* v = env("WICK_QMATVEC_SHAPE")) {
-    std::vector<int64_t> n;
-    std::string_view sv(v);
-    for (bool ok = true; ok && n.size() < 5;) {
-      const size_t comma = sv.find(',');
-      int64_t x = 0;
-      ok = parse_int(sv.substr(0, comma), x);
-      if (ok) n.push_back(x);
-      if (comma == std::string_view::npos) break;
-      sv.remove_prefix(comma + 1);
-    }
+    const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
     auto shape_ok = [](int64_t t, int64_t r) {
       return t >= 32 && t <= 256 && t % 32 == 0 && r >= 1 && r <= 8 && t * r <= 1024;
     };
@@ -95,14 +100,10 @@ Knobs read_knobs() {
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
   if (const char* v = env("WICK_VK_COOP_SHAPE")) {
-    const std::string_view sv(v);
-    const size_t comma = sv.find(',');
-    int64_t tile = 0, threads = 0;
-    if (comma != std::string_view::npos && parse_int(sv.substr(0, comma), tile) &&
-        parse_int(sv.substr(comma + 1), threads) && (tile == 64 || tile == 128) &&
-        (threads == 128 || threads == 256)) {
-      k.vk_coop_tile = tile;
-      k.vk_coop_threads = threads;
+    const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
+    if (n.size() == 2 && (n[0] == 64 || n[0] == 128) && (n[1] == 128 || n[1] == 256)) {
+      k.vk_coop_tile = n[0];
+      k.vk_coop_threads = n[1];
     }
   }
   if (const char* v = env("WICK_VK_QUEUE"))
