@@ -164,6 +164,26 @@ WICK_CUDA_COMPILE_CASES(quantized) {
     cases.add("qmatmul.cu", {dtype_defines("", kActDTypes[(v + 1) % 3]), qtype,
                              spec_define(0, tile), spec_define(1, tile), spec_define(2, v % 4)});
   }
+  // qmatvec quantizing its own x (ACT_INLINE, each prologue): 32-element blocks (the staged
+  // path, k = 576 in 4.5 rounds of 128 threads, 1536 over two chunks of 32 threads) and 256-element
+  // ones (a block per warp), with and without the residual, one and two x rows, each x dtype.
+  uint32_t inline_variant = 0;
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q4_K})
+    for (uint32_t prologue : {0u, 1u, 2u})
+      for (uint32_t threads : {32u, 128u}) {
+        const uint32_t iv = inline_variant++;
+        const uint32_t block = quant_type_info(t)->block_elems == 32 ? 32u : 256u;
+        const uint32_t k = block == 32 ? (threads == 32 ? 1536u : 576u) : 512u;
+        const uint32_t row_words = (k / 4 + (block == 32 ? 2 * (k / 32) : k / 256) + 3) / 4 * 4;
+        const DType dt = kActDTypes[iv % 3];
+        cases.add("qmatvec.cu",
+                  {dtype_defines("", dt), param_defines(dt),
+                   define("QTYPE", static_cast<uint32_t>(t)), define("ACT_INLINE", prologue),
+                   define("ACT_BLOCK", block), define("ACT_K", k),
+                   define("ACT_ROW_WORDS", row_words), define("NORM_LANES", 256),
+                   define("WG_SIZE", threads), spec_define(0, 1 + iv % 2),
+                   spec_define(1, threads == 32 ? 2 : 4), iv % 2 ? define("RESIDUAL", 1) : gpu::Defines{}});
+      }
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ class GpuQMatMul : public GpuDeviceTest {
   // qact then the product (qmatvec quantizing its own x: test_qmatvec_fuse.cpp).
   Device d = private_device([](gpu::GpuOptions& o) {
     o.queue.ops_per_buffer = 1000;
-    o.qmatvec_fuse = false;
+    o.qmatvec_fuse_rows = 0;
   });
   Rng rng;
   gpu::GpuDevice::Stats stats() const { return gpu(d).stats(); }
@@ -110,7 +110,7 @@ TEST_P(GpuQMatMul, LongXOnTheF16PathIsDequantCastGemmCast) {
   const Device f16 = private_device([](gpu::GpuOptions& o) {
     o.queue.ops_per_buffer = 1000;
     o.dequant_rows = 16;
-    o.qmatvec_fuse = false;
+    o.qmatvec_fuse_rows = 0;
   });
   EXPECT_FALSE(gpu(f16).qmatmul_dequantizes(15));
   EXPECT_TRUE(gpu(f16).qmatmul_dequantizes(16));

@@ -377,7 +377,7 @@ class GpuQMatMulPrologues : public GpuDeviceTest {
   // qact then the product (qmatvec quantizing its own x: test_qmatvec_fuse.cpp).
   Device d = private_device([](gpu::GpuOptions& o) {
     o.queue.ops_per_buffer = 1000;
-    o.qmatvec_fuse = false;
+    o.qmatvec_fuse_rows = 0;
   });
   Rng rng;
   gpu::CommandQueue::Stats queue() const { return gpu(d).stats().queue; }

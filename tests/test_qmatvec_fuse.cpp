@@ -5,6 +5,7 @@
 // on a GPU's (32 threads, and the wide one of an lm_head); and the fallback to two dispatches
 // where the rows do not fit in shared memory.
 #include <cstring>
+#include <limits>
 
 #include "gpu_test_util.h"
 #include "quantized/kernels.h"
@@ -72,7 +73,7 @@ class GpuQMatVecFuse : public GpuDeviceTest {
     return private_device([&](gpu::GpuOptions& o) {
       o.queue.ops_per_buffer = 1000;
       o.qmatvec = shape;
-      o.qmatvec_fuse = fuse;
+      o.qmatvec_fuse_rows = fuse ? std::numeric_limits<int64_t>::max() : 0;
     });
   }
 
@@ -139,8 +140,8 @@ TEST_P(GpuQMatVecFuse, DeclaresItsOperandsToTheHazardTracker) {
 }
 
 TEST_P(GpuQMatVecFuse, RowsBeyondTheSharedMemoryBudgetTakeTwoDispatches) {
-  // 8 rows of k = 2048 in 32-element blocks: 8 x 640 words (20 KiB), over the 16 KiB budget;
-  // one row fits.
+  // 8 rows of k = 2048 in 32-element blocks, staged in f32 and quantized (8 x 2688 words, 84
+  // KiB), over the 16 KiB budget; one row (10.5 KiB) fits.
   PoisonOff quiet;
   const Device on = with(device_shape(), true), off = with(device_shape(), false);
   const QTensor w = random_weight(rng, 24, 2048, QuantType::Q8_0);
@@ -184,19 +185,14 @@ TEST_P(GpuQMatVecFuse, SameBitsAsQactThenQmatvecForEveryFormat) {
                                                               {wide, "wide 128x8"}};
   for (const auto& [shape, label] : shapes) {
     const Device s_on = with(shape, true), s_off = with(shape, false);
-    // Fused on this shape (the wide one's partial sums take 32 KiB of qmatvec.comp's shared
-    // memory: fused only where the device has room for the rows beside them).
-    const uint32_t max_shared = gpu(s_on).device_caps().max_shared_memory;
-    const bool fuses = std::string(label) == "32x2" || max_shared >= 32768 + 4096 + 2048;
-    {
+    {  // fused on this shape
       PoisonOff quiet;
       const QMatMul mm(random_weight(rng, 37, 768, QuantType::Q8_0), s_on);
       const Tensor x = make_tensor(random_ref(rng, {1, 768}), DType::F32, s_on);
       s_on.synchronize();
       const uint64_t d0 = gpu(s_on).stats().queue.dispatches;
       mm.forward(x);
-      EXPECT_EQ(gpu(s_on).stats().queue.dispatches - d0, fuses ? 1u : 2u)
-          << label << ", " << max_shared << " bytes of shared memory";
+      EXPECT_EQ(gpu(s_on).stats().queue.dispatches - d0, 1u) << label;
     }
     for (int64_t m : {1, 5}) {
       check(s_on, s_off, QuantType::Q8_0, 37, m, 768, DType::F32, Variant::Contiguous, label,
@@ -251,12 +247,16 @@ TEST_P(GpuQMatVecFuse, FollowsTheCpuQuantizersRounding) {
 TEST_P(GpuQMatVecFuse, KnobIsParsed) {
   const std::string exe = self_exe();
   const auto fuse = [&](const std::string& env) {
-    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_fuse"];
+    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_fuse_rows"];
   };
-  EXPECT_EQ(fuse("-u WICK_QMATVEC_FUSE"), "0") << "off by default";
+  const std::string all = std::to_string(std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(fuse("-u WICK_QMATVEC_FUSE"),
+            std::to_string(gpu::default_qmatvec_fuse_rows(gpu(device()).device_caps())))
+      << "the table's default";
   EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=0"), "0");
   EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=off"), "0");
-  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=1"), "1");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=1"), all);
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=on"), all);
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatVecFuse);

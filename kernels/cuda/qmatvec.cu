@@ -141,9 +141,100 @@ WICK_DEV void prefetch_weights(const wick::KernelArgs& args) {
               uint64_t(min(NUM_ROWS, pc.n_out - row0)) * pc.row_bytes);
 }
 
-#ifdef ACT_INLINE
+#if defined(ACT_INLINE) && ACT_BLOCK == 32 && NORM_LANES % WG_SIZE == 0
 // x rows col0 .. col0 + n_cols - 1 quantized into xq (ACT_ROW_WORDS words apart), as qact.cu
-// would have written them: the warps take the (row, block) pairs in turn. Every thread calls it.
+// would have written them. Thread t holds a row's elements t, t + WG_SIZE, ... (its "rounds"), so
+// a warp holds one 32-element block per round; ACT_CHUNK rounds are loaded at once, every load in
+// flight together (a block per warp and round trip cost ~4 us a product at k = 576, more than the
+// launch it saved). rms_norm: element e belongs to lane e % NORM_LANES of norm.cu's block, so
+// thread t's rounds i with i % (NORM_LANES / WG_SIZE) = q are lane t + q WG_SIZE's elements, in
+// norm's order; their sums go through norm's warp and block reductions. Every thread calls it.
+constexpr uint32_t ACT_ROUNDS = (ACT_K + WG_SIZE - 1) / WG_SIZE;
+constexpr uint32_t ACT_CHUNK = 8u;
+WICK_DEV void quantize_x(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t col0,
+                         uint32_t n_cols, uint32_t* xq) {
+  const ActST* x = buffer_at<const ActST>(args, 1) + pc.x_offset + col0 * pc.x_row;
+  const uint32_t t = threadIdx.x, lane = t % 32u;
+  const bool ties_away = pc.ties_away != 0u;
+#if ACT_INLINE == 1
+  constexpr uint32_t LANES_PER_THREAD = NORM_LANES / WG_SIZE;
+  static_assert(ACT_CHUNK % LANES_PER_THREAD == 0u, "qmatvec.cu: a chunk holds whole lanes");
+  __shared__ ActCT s_red[NUM_COLS][NORM_LANES / 32u];
+#pragma unroll
+  for (uint32_t c = 0u; c < NUM_COLS; c++) {
+    if (c >= n_cols) break;  // uniform per block
+    const ActAt at{x + c * pc.x_row, pc.x_k};
+    ActCT ss[LANES_PER_THREAD];
+#pragma unroll
+    for (uint32_t q = 0u; q < LANES_PER_THREAD; q++) ss[q] = ActCT(0);
+    for (uint32_t i0 = 0u; i0 < ACT_ROUNDS; i0 += ACT_CHUNK) {
+      ActCT v[ACT_CHUNK];
+#pragma unroll
+      for (uint32_t j = 0u; j < ACT_CHUNK; j++) {
+        const uint32_t e = t + WG_SIZE * (i0 + j);
+        v[j] = e < ACT_K ? at(e) : ActCT(0);
+      }
+#pragma unroll
+      for (uint32_t j = 0u; j < ACT_CHUNK; j++) {
+        if (t + WG_SIZE * (i0 + j) >= ACT_K) continue;
+        const ActCT d = v[j] - ActCT(0);  // as row_inv_rms: (x - mean)^2, mean 0
+        ss[j % LANES_PER_THREAD] += d * d;
+      }
+    }
+#pragma unroll
+    for (uint32_t q = 0u; q < LANES_PER_THREAD; q++) {
+      const ActCT s = warp_allreduce(ss[q], SumOp());
+      if (lane == 0u) s_red[c][t / 32u + q * WICK_WARPS] = s;
+    }
+  }
+  __syncthreads();
+  ActCT inv[NUM_COLS];
+#pragma unroll
+  for (uint32_t c = 0u; c < NUM_COLS; c++) {
+    ActCT r = s_red[c][0];
+#pragma unroll
+    for (uint32_t w = 1u; w < NORM_LANES / 32u; w++) r = SumOp()(r, s_red[c][w]);
+    inv[c] = c < n_cols ? ActCT(1) / sqrt(r / ActCT(pc.k) + ActCT(pc.eps)) : ActCT(0);
+  }
+  const ActST* alpha = buffer_at<const ActST>(args, P_BINDING) + pc.p_offset;
+#elif ACT_INLINE == 2
+  const ActST* up = buffer_at<const ActST>(args, P_BINDING) + pc.p_offset + col0 * pc.p_row;
+#endif
+#pragma unroll
+  for (uint32_t c = 0u; c < NUM_COLS; c++) {
+    if (c >= n_cols) break;
+    const ActAt at{x + c * pc.x_row, pc.x_k};
+#if ACT_INLINE == 2
+    const ActAt up_at{up + c * pc.p_row, pc.p_k};
+#endif
+    for (uint32_t i0 = 0u; i0 < ACT_ROUNDS; i0 += ACT_CHUNK) {
+      float v[ACT_CHUNK];
+#pragma unroll
+      for (uint32_t j = 0u; j < ACT_CHUNK; j++) {
+        const uint32_t e = t + WG_SIZE * (i0 + j);
+        if (e >= ACT_K) continue;
+#if ACT_INLINE == 0
+        v[j] = float(at(e));
+#elif ACT_INLINE == 1
+        v[j] = act_rms_value(at(e), ActCT(LOAD(DT, alpha[e * pc.p_k])), inv[c]);
+#else
+        v[j] = act_swiglu_value(at(e), up_at(e));
+#endif
+      }
+#pragma unroll
+      for (uint32_t j = 0u; j < ACT_CHUNK; j++) {
+        const uint32_t e = t + WG_SIZE * (i0 + j);
+        if (e < ACT_K)  // uniform per warp (k and WG_SIZE are multiples of 32)
+          quantize_act_block(ActGiven{v[j]}, xq, c, e / 32u, ACT_K, ACT_ROW_WORDS, ties_away,
+                             lane);
+      }
+    }
+  }
+  __syncthreads();
+}
+#elif defined(ACT_INLINE)
+// 256-element blocks (or a block size not dividing norm's): the warps take the (row, block)
+// pairs in turn, each loading its block when it quantizes it. Every thread calls it.
 WICK_DEV void quantize_x(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t col0,
                          uint32_t n_cols, uint32_t* xq) {
   const ActST* x = buffer_at<const ActST>(args, 1) + pc.x_offset + col0 * pc.x_row;

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // y (m, n_out) = x (m, k) @ W^T for a few x rows (decode), W in a block format (QTYPE, see
 // include/quant.glsl) decoded on the fly, so every weight byte is read once per NUM_COLS x rows.
 // A workgroup computes NUM_ROWS output rows for NUM_COLS x rows (workgroup z: which NUM_COLS;
@@ -8,11 +9,13 @@
 // shared-memory pass over the subgroups' sums (over every thread's without subgroups).
 // ACT_Q8: x comes quantized to 8 bits by qact.comp, and each run is the CPU's integer dot product
 // (decode8_int in include/quant.glsl) times the two scales; otherwise x is read in f32.
-// ACT_INLINE (0, 1, 2: qact.comp's PROLOGUE): the workgroup quantizes its NUM_COLS x rows (DT)
-// itself, as qact.comp would have (include/qact.glsl, qact_value.glsl: the same bits), into
-// shared memory (ACT_ROW_WORDS words per row; a block per invocation), then runs ACT_Q8's loop on
-// them: decode takes one dispatch, not two. Every workgroup quantizes the rows again: cheaper
-// than a dispatch at decode's sizes.
+// ACT_INLINE (0, 1, 2: qact.comp's PROLOGUE): the workgroup quantizes its NUM_COLS x rows (DT,
+// ACT_K elements) itself, as qact.comp would have (include/qact.glsl, qact_value.glsl: the same
+// bits), then runs ACT_Q8's loop on them: decode takes one dispatch, not two. The rows after the
+// prologue are staged in shared memory first (stage_rows: every invocation's loads in flight at
+// once), then quantized there, a block per invocation (ACT_ROW_WORDS words per row). Every
+// workgroup quantizes the rows again; loading and reducing them a block at a time cost more
+// than the dispatch saved (the H200, session 14).
 // RESIDUAL: y = residual + the product (binding 3, f32; one rounding, as the add kernel's).
 // ACT_INLINE 1, 2: the prologue's operand (alpha, or up) follows, at binding 4 or 3.
 #ifdef WICK_SUBGROUP_ARITHMETIC
@@ -49,10 +52,69 @@ uint g_col0;  // the workgroup's first x row
 uint act_row(uint row) { return g_col0 + row; }
 #include "include/qact_value.glsl"
 #if PROLOGUE == 1
-CT g_inv[MAX_COLS];
-CT act_inv(uint row) { return g_inv[row]; }
+CT act_inv(uint row) { return CT(0); }  // act_value's; stage_rows computes its own
+#if NORM_LANES % WG_SIZE != 0
+#error "qmatvec: ACT_INLINE 1 takes WG_SIZE dividing NORM_LANES"
 #endif
+#define LANES_PER_INVOCATION (NORM_LANES / WG_SIZE)
+shared float s_alpha[ACT_K];
+shared CT s_sums[NUM_COLS * WG_SIZE];
+#endif
+// The rows after the prologue, in f32 (DT's values), row c at c * ACT_K.
+shared float s_rows[NUM_COLS * ACT_K];
+float staged_value(uint row, uint e) { return s_rows[row * ACT_K + e]; }
+#define ACT_SERIAL_VALUE staged_value
 #include "include/qact.glsl"
+
+// x rows col0 .. col0 + n_cols - 1 after the prologue into s_rows, as qact.comp computes them;
+// invocation t takes elements t, t + WG_SIZE, ... rms_norm: element e is lane e % NORM_LANES of
+// norm.comp's workgroup, so invocation t's elements i WG_SIZE + t with i % LANES_PER_INVOCATION
+// = q are lane t + q WG_SIZE's, in its order; norm's tree then folds its lanes (first within
+// each invocation, then across the workgroup), so the sums are norm's bits. Every invocation
+// calls it.
+void stage_rows(uint t, uint n_cols) {
+#if PROLOGUE == 1
+  for (uint e = t; e < ACT_K; e += WG_SIZE) s_alpha[e] = LOAD(DT, p[pc.p_offset + e * pc.p_k]);
+  for (uint c = 0u; c < n_cols; c++) {
+    const uint base = pc.x_offset + act_row(c) * pc.x_row;
+    CT ss[LANES_PER_INVOCATION];
+    [[unroll]] for (uint q = 0u; q < LANES_PER_INVOCATION; q++) ss[q] = CT(0);
+    for (uint i0 = 0u; i0 * WG_SIZE < ACT_K; i0 += LANES_PER_INVOCATION) {
+      [[unroll]] for (uint q = 0u; q < LANES_PER_INVOCATION; q++) {
+        const uint e = t + WG_SIZE * (i0 + q);
+        if (e >= ACT_K) break;
+        const CT x = at(base, e);
+        s_rows[c * ACT_K + e] = float(x);
+        const CT v = x - CT(0);  // as row_inv_rms: (x - mean)^2, mean 0
+        ss[q] += v * v;
+      }
+    }
+    // norm's tree steps NORM_LANES / 2 .. WG_SIZE: lanes of this invocation.
+    [[unroll]] for (uint step = NORM_LANES / 2u; step >= WG_SIZE; step >>= 1)
+      [[unroll]] for (uint q = 0u; q < step / WG_SIZE; q++)
+        ss[q] = ss[q] + ss[q + step / WG_SIZE];
+    s_sums[c * WG_SIZE + t] = ss[0];
+  }
+  barrier();
+  for (uint step = WG_SIZE / 2u; step > 0u; step >>= 1) {  // the rest of norm's tree
+    if (t < step)
+      for (uint c = 0u; c < n_cols; c++)
+        s_sums[c * WG_SIZE + t] = s_sums[c * WG_SIZE + t] + s_sums[c * WG_SIZE + t + step];
+    barrier();
+  }
+  for (uint c = 0u; c < n_cols; c++) {
+    const CT inv = inversesqrt(s_sums[c * WG_SIZE] / CT(pc.k) + CT(pc.eps));
+    for (uint e = t; e < ACT_K; e += WG_SIZE) {
+      const CT v = row_normalized(CT(s_rows[c * ACT_K + e]), CT(0), inv, CT(s_alpha[e]));
+      s_rows[c * ACT_K + e] = LOAD(DT, PACK_W(DT, v));
+    }
+  }
+#else
+  for (uint c = 0u; c < n_cols; c++)
+    for (uint e = t; e < ACT_K; e += WG_SIZE) s_rows[c * ACT_K + e] = act_value(c, e);
+#endif
+  barrier();
+}
 #elif defined(ACT_Q8)
 // x quantized by qact.comp: row c at word c * pc.x_row (x_offset and x_k unused).
 layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
@@ -65,7 +127,7 @@ layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
 layout(set = 0, binding = 3) readonly buffer R { float residual[]; };
 #endif
 
-shared float s_part[MAX_ROWS * MAX_COLS * WG_SIZE];
+shared float s_part[NUM_ROWS * NUM_COLS * WG_SIZE];
 
 // y's element (x row c, output row `row`).
 void store(uint c, uint row, float v) {
@@ -85,14 +147,9 @@ void main() {
 
 #ifdef ACT_INLINE
   g_col0 = col0;
-#if PROLOGUE == 1
-  for (uint c = 0u; c < NUM_COLS; c++)  // n_cols: uniform per workgroup
-    g_inv[c] = c < n_cols ? row_inv_rms_as(pc.x_offset + (col0 + c) * pc.x_row, pc.k, CT(0),
-                                           CT(pc.eps))
-                          : CT(0);
-#endif
-  for (uint item = t; item < n_cols * (pc.k / ACT_BLOCK); item += WG_SIZE)
-    quantize_act_block_serial(item / (pc.k / ACT_BLOCK), item % (pc.k / ACT_BLOCK), pc.k,
+  stage_rows(t, n_cols);  // n_cols: uniform per workgroup
+  for (uint item = t; item < n_cols * (ACT_K / ACT_BLOCK); item += WG_SIZE)
+    quantize_act_block_serial(item / (ACT_K / ACT_BLOCK), item % (ACT_K / ACT_BLOCK), ACT_K,
                               ACT_ROW_WORDS, pc.ties_away != 0u);
   barrier();
 #endif

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "wick/config.h"
@@ -37,7 +38,9 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   if (k.qmatvec_rows >= 0) o.qmatvec.max_rows = k.qmatvec_rows;
   // -2: "on", the default row count on any device.
   o.dequant_rows = k.qmatmul_f16_rows == -2 ? default_dequant_rows() : k.qmatmul_f16_rows;
-  o.qmatvec_fuse = k.qmatvec_fuse == 1;  // off by default: slower where measured (config.h)
+  o.qmatvec_fuse_rows = k.qmatvec_fuse < 0    ? default_qmatvec_fuse_rows(caps)
+                        : k.qmatvec_fuse == 0 ? 0
+                                              : std::numeric_limits<int64_t>::max();
   if (k.qmatvec_threads > 0) {
     o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
     o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);

@@ -64,6 +64,8 @@ struct QMatVecShape {
 };
 // The measured defaults per device class (the table in gpu_quantized.cpp).
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);
+// The x rows up to which qmatvec quantizes x itself by default (the table in gpu_quantized.cpp).
+int64_t default_qmatvec_fuse_rows(const DeviceCaps& caps);
 // x rows from which qmatmul dequantizes W to f16 and multiplies on the device's tensor-core GEMM,
 // where it has one (the table in gpu_quantized.cpp).
 int64_t default_dequant_rows();
@@ -84,10 +86,11 @@ struct GpuOptions {
   // cores (f16_tensor_gemm()), never elsewhere; 0: never; n > 0: from n rows on any device (tests,
   // A/B). WICK_QMATMUL_F16 sets it.
   int64_t dequant_rows = -1;
-  // qmatvec quantizes its own x rows (with the prologue) into shared memory where they fit,
-  // instead of a qact dispatch before it (decode: a dispatch less per product; the same bits).
-  // WICK_QMATVEC_FUSE sets it.
-  bool qmatvec_fuse = false;
+  // Up to this many x rows, qmatvec quantizes its own x rows (with the prologue) in shared
+  // memory where they fit, instead of a qact dispatch before it (decode: a dispatch less per
+  // product; the same bits). 0: never. default_qmatvec_fuse_rows(), or WICK_QMATVEC_FUSE (on: every
+  // m qmatvec takes, off: 0).
+  int64_t qmatvec_fuse_rows = 0;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
 

@@ -23,8 +23,9 @@
 // stored them and quantizes them, so the product takes 2 dispatches instead of 3 or 4. Where x is
 // not quantized, the prologue's own ops run first.
 // Decode takes one: qmatvec's ACT_INLINE variant quantizes its workgroup's x rows itself (with
-// the prologue, qact's code and bits) into shared memory, where they fit (kInlineActBytes), and
-// GpuOptions::qmatvec_fuse (WICK_QMATVEC_FUSE) is on; elsewhere qact runs first.
+// the prologue, qact's code and bits) in shared memory, for up to GpuOptions::qmatvec_fuse_rows x
+// rows (default_qmatvec_fuse_rows, WICK_QMATVEC_FUSE) where they fit (kInlineActBytes);
+// elsewhere qact runs first.
 #include <algorithm>
 #include <limits>
 #include <span>
@@ -44,8 +45,8 @@ namespace {
 constexpr int64_t kMaxVecCols = 8;           // MAX_COLS in qmatvec.comp
 constexpr uint32_t kMaxVecRowsPerGroup = 8;  // MAX_ROWS
 constexpr uint64_t kActLanes = 32;           // qact's threads per 8-bit block (include/qact.*)
-// The most shared memory qmatvec's quantized x rows may take (ACT_INLINE): Vulkan's least
-// maxComputeSharedMemorySize, and 8 rows of k = 1536 (SmolLM2-135M's down_proj) in Block32.
+// The most shared memory qmatvec's staged and quantized x rows may take (ACT_INLINE): Vulkan's
+// least maxComputeSharedMemorySize; 2 rows of k = 1536 (SmolLM2-135M's down_proj).
 constexpr int64_t kInlineActBytes = 16384;
 
 bool has_kernel(QuantType t) {
@@ -119,6 +120,13 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   s.wide_threads = 64;
   s.wide_rows = 4;
   return s;
+}
+
+int64_t default_qmatvec_fuse_rows(const DeviceCaps& caps) {
+  // GPUs: one x row (decode of one sequence), where a dispatch costs more than every workgroup
+  // quantizing the row again. CPU implementations (lavapipe): never, each workgroup's
+  // quantization is a host thread's work.
+  return caps.is_cpu ? 0 : 1;
 }
 
 void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
@@ -230,18 +238,20 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
   const bool vec = m <= v.max_rows && col_groups <= device_caps().max_group_count_z;
   const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
-  // qmatvec quantizes x itself where its rows fit in shared memory (rows 16 bytes apart for
-  // CUDA's vector loads), next to qmatvec.comp's partial sums and the rms_norm tree.
-  const int64_t inline_row_words = (act_row_words + 3) / 4 * 4;
-  const int64_t inline_bytes = cols * inline_row_words * 4;
-  const bool act_inline =
-      act_q8 && vec && options_.qmatvec_fuse && inline_bytes <= kInlineActBytes &&
-      inline_bytes + int64_t{kMaxVecRowsPerGroup} * kMaxVecCols * 4 * v.threads +
-              int64_t{kWorkgroupSize} * 8 <=
-          device_caps().max_shared_memory;
-
   // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
   const bool rms = prologue.kind == Prologue::RmsNorm;
+  // qmatvec quantizes x itself for up to qmatvec_fuse_rows rows where they fit in shared memory
+  // (qmatvec.comp: the rows in f32, then quantized, 16 bytes apart for CUDA's vector loads; with
+  // rms_norm alpha and the lane sums), next to its partial sums; its rms_norm sums are norm's
+  // lanes folded onto the workgroup, which must divide them.
+  const int64_t inline_row_words = (act_row_words + 3) / 4 * 4;
+  const int64_t inline_bytes =
+      cols * (k + inline_row_words) * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
+  const bool act_inline =
+      act_q8 && vec && m <= options_.qmatvec_fuse_rows && inline_bytes <= kInlineActBytes &&
+      (!rms || kWorkgroupSize % v.threads == 0) &&
+      inline_bytes + (int64_t{v.rows} * cols + 1) * 4 * v.threads <=
+          device_caps().max_shared_memory;
   int64_t p_row = 0, p_k = 0;
   if (prologue.kind != Prologue::None) {
     const Layout& pl = prologue.operand->layout;
@@ -373,7 +383,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     if (act_inline) {
       pipeline = &kernel(KernelFamily::QMatVecAct,
                          {cols, v.rows, v.threads, qtype, static_cast<uint32_t>(dt),
-                          with_residual | code << 1, static_cast<uint32_t>(inline_row_words)},
+                          with_residual | code << 1, static_cast<uint32_t>(k)},
                          [&] {
                            Defines defs;
                            add_dtype(defs, "", dt);
@@ -381,6 +391,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
                            defs.emplace_back("QTYPE", std::to_string(qtype));
                            defs.emplace_back("ACT_INLINE", std::to_string(code));
                            defs.emplace_back("ACT_BLOCK", std::to_string(act_block));
+                           defs.emplace_back("ACT_K", std::to_string(k));
                            defs.emplace_back("ACT_ROW_WORDS", std::to_string(inline_row_words));
                            // rms_norm: the sums of norm's workgroup size.
                            defs.emplace_back("NORM_LANES", std::to_string(kWorkgroupSize));

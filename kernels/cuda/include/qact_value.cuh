@@ -28,21 +28,32 @@ struct ActX {
   WICK_DEV float operator()(uint32_t e) const { return float(at(e)); }
 };
 
+// The prologues' values from their operands (x, alpha's a, 1 / rms; gate, up).
+WICK_DEV float act_rms_value(ActCT x, ActCT a, ActCT inv) {
+  return float(LOAD(DT, PACK(DT, row_normalized(x, ActCT(0), inv, a))));
+}
+WICK_DEV float act_swiglu_value(ActCT gate, ActCT up) {
+  const ActCT silu = ActCT(LOAD(DT, PACK(DT, silu_c(gate))));
+  return float(LOAD(DT, PACK(DT, silu * up)));  // binary.cu's MUL
+}
+
 struct ActRms {
   ActAt at;
   const ActST* alpha;  // alpha's element 0
   uint32_t a_k;
   ActCT inv;
   WICK_DEV float operator()(uint32_t e) const {
-    const ActCT a = ActCT(LOAD(DT, alpha[e * a_k]));
-    return float(LOAD(DT, PACK(DT, row_normalized(at(e), ActCT(0), inv, a))));
+    return act_rms_value(at(e), ActCT(LOAD(DT, alpha[e * a_k])), inv);
   }
 };
 
 struct ActSwiglu {
   ActAt gate, up;
-  WICK_DEV float operator()(uint32_t e) const {
-    const ActCT silu = ActCT(LOAD(DT, PACK(DT, silu_c(gate(e)))));
-    return float(LOAD(DT, PACK(DT, silu * up(e))));  // binary.cu's MUL
-  }
+  WICK_DEV float operator()(uint32_t e) const { return act_swiglu_value(gate(e), up(e)); }
+};
+
+// A value already computed (the caller's lane's element).
+struct ActGiven {
+  float v;
+  WICK_DEV float operator()(uint32_t) const { return v; }
 };

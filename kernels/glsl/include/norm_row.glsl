@@ -31,31 +31,5 @@ CT row_inv_rms(uint base, uint n, CT mean, CT eps) {
   return inversesqrt(group_reduce(ss, false) / CT(n) + eps);
 }
 
-#ifdef NORM_LANES
-// row_inv_rms as a workgroup of NORM_LANES invocations (norm.comp's WG_SIZE) computes it, on a
-// workgroup of WG_SIZE (qmatvec.comp's): invocation t stands for that workgroup's t,
-// t + WG_SIZE, ..., and the tree is that workgroup's, so the bits are norm's.
-shared CT s_lanes[NORM_LANES];
-CT row_inv_rms_as(uint base, uint n, CT mean, CT eps) {
-  const uint t = gl_LocalInvocationID.x;
-  for (uint l = t; l < NORM_LANES; l += WG_SIZE) {
-    CT ss = CT(0);
-    for (uint j = l; j < n; j += NORM_LANES) {
-      const CT v = at(base, j) - mean;
-      ss += v * v;
-    }
-    s_lanes[l] = ss;
-  }
-  barrier();
-  for (uint step = NORM_LANES / 2u; step > 0u; step >>= 1) {
-    for (uint l = t; l < step; l += WG_SIZE) s_lanes[l] = s_lanes[l] + s_lanes[l + step];
-    barrier();
-  }
-  const CT r = s_lanes[0];
-  barrier();
-  return inversesqrt(r / CT(n) + eps);
-}
-#endif
-
 // Element x of the row normalised and scaled by alpha's a (layer_norm then adds beta's).
 CT row_normalized(CT x, CT mean, CT inv, CT a) { return (x - mean) * inv * a; }

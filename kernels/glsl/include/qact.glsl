@@ -42,6 +42,10 @@ int act_round(float scaled, bool ties_away) {
 }
 
 #ifdef ACT_SERIAL
+// The values it reads: act_value, or the includer's ACT_SERIAL_VALUE (qmatvec.comp's staged rows).
+#ifndef ACT_SERIAL_VALUE
+#define ACT_SERIAL_VALUE act_value
+#endif
 // Block b of row `row`, by the invocation that calls it (no barriers).
 void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ties_away) {
   const uint e0 = b * ACT_BLOCK;
@@ -51,7 +55,7 @@ void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ti
   float v[32];
   float amax = 0.0;
   for (uint i = 0u; i < 32u; i++) {
-    v[i] = act_value(row, e0 + i);
+    v[i] = ACT_SERIAL_VALUE(row, e0 + i);
     amax = max(amax, abs(v[i]));
   }
   const float d = div_rn(amax, 127.0);
@@ -73,7 +77,7 @@ void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ti
   // registers), the same bits both times.
   float amax = 0.0, mx = 0.0;
   for (uint i = 0u; i < 256u; i++) {
-    const float v = act_value(row, e0 + i);
+    const float v = ACT_SERIAL_VALUE(row, e0 + i);
     if (abs(v) > amax) {
       amax = abs(v);
       mx = v;
@@ -88,7 +92,7 @@ void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ti
   for (uint w = 0u; w < 64u; w++) {
     uint word = 0u;
     for (uint i = 0u; i < 4u; i++) {
-      const int q = min(127, int(roundEven(iscale * act_value(row, e0 + 4u * w + i))));
+      const int q = min(127, int(roundEven(iscale * ACT_SERIAL_VALUE(row, e0 + 4u * w + i))));
       word |= (uint(q) & 0xffu) << (8u * i);
     }
     xq[out_q + w] = word;
