@@ -60,6 +60,8 @@ CT act_inv(uint row) { return CT(0); }  // act_value's; stage_rows computes its 
 shared float s_alpha[ACT_K];
 shared CT s_sums[NUM_COLS * WG_SIZE];
 #endif
+// Each invocation's elements of a row: t, t + WG_SIZE, ...
+#define ACT_ROUNDS ((ACT_K + WG_SIZE - 1u) / WG_SIZE)
 // The rows after the prologue, in f32 (DT's values), row c at c * ACT_K.
 shared float s_rows[NUM_COLS * ACT_K];
 float staged_value(uint row, uint e) { return s_rows[row * ACT_K + e]; }
@@ -74,12 +76,15 @@ float staged_value(uint row, uint e) { return s_rows[row * ACT_K + e]; }
 // calls it.
 void stage_rows(uint t, uint n_cols) {
 #if PROLOGUE == 1
-  for (uint e = t; e < ACT_K; e += WG_SIZE) s_alpha[e] = LOAD(DT, p[pc.p_offset + e * pc.p_k]);
+  for (uint i = 0u; i < ACT_ROUNDS; i++) {
+    const uint e = t + WG_SIZE * i;
+    if (e < ACT_K) s_alpha[e] = LOAD(DT, p[pc.p_offset + e * pc.p_k]);
+  }
   for (uint c = 0u; c < n_cols; c++) {
     const uint base = pc.x_offset + act_row(c) * pc.x_row;
     CT ss[LANES_PER_INVOCATION];
     [[unroll]] for (uint q = 0u; q < LANES_PER_INVOCATION; q++) ss[q] = CT(0);
-    for (uint i0 = 0u; i0 * WG_SIZE < ACT_K; i0 += LANES_PER_INVOCATION) {
+    for (uint i0 = 0u; i0 < ACT_ROUNDS; i0 += LANES_PER_INVOCATION) {
       [[unroll]] for (uint q = 0u; q < LANES_PER_INVOCATION; q++) {
         const uint e = t + WG_SIZE * (i0 + q);
         if (e >= ACT_K) break;
@@ -111,7 +116,10 @@ void stage_rows(uint t, uint n_cols) {
   }
 #else
   for (uint c = 0u; c < n_cols; c++)
-    for (uint e = t; e < ACT_K; e += WG_SIZE) s_rows[c * ACT_K + e] = act_value(c, e);
+    for (uint i = 0u; i < ACT_ROUNDS; i++) {
+      const uint e = t + WG_SIZE * i;
+      if (e < ACT_K) s_rows[c * ACT_K + e] = act_value(c, e);
+    }
 #endif
   barrier();
 }

@@ -122,11 +122,13 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   return s;
 }
 
-int64_t default_qmatvec_fuse_rows(const DeviceCaps& caps) {
-  // GPUs: one x row (decode of one sequence), where a dispatch costs more than every workgroup
-  // quantizing the row again. CPU implementations (lavapipe): never, each workgroup's
-  // quantization is a host thread's work.
-  return caps.is_cpu ? 0 : 1;
+int64_t default_qmatvec_fuse_rows(const DeviceCaps&) {
+  // Off until measured: the kernel that quantized a block per warp and round trip was 1.6x
+  // slower on the H200 than qact + qmatvec (docs/perf.md, session 14); the staged one (session 15)
+  // has run on lavapipe only. The candidate: one x row on GPUs (decode of one sequence), never
+  // on CPU implementations (lavapipe: each workgroup's quantization is a host thread's work).
+  // .dev/s15/run1.sh measures it.
+  return 0;
 }
 
 void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
