@@ -39,10 +39,10 @@ struct Knobs {
   // has tensor cores); 0/off -> never; "on" -> -2 (the default row count, on any device); n > 0 ->
   // from n rows on any device.
   int64_t qmatmul_f16_rows = -1;
-  // WICK_QMATVEC_FUSE: 0/false/off makes a GPU's quantized matrix-vector kernel read x quantized
-  // by a kernel before it (two dispatches) instead of quantizing it itself; anything else: on.
-  // Unset -> -1: off (measured slower: on the H200 decode fell from ~1130 to ~300 tok/s, on
-  // lavapipe from 35 to 23; docs/perf.md, session 11).
+  // WICK_QMATVEC_FUSE: 0/false/off makes a GPU's quantized matrix-vector kernel always read x
+  // quantized by a kernel before it (two dispatches); anything else: it quantizes x itself for
+  // every row count that fits. Unset -> -1: the device's default (gpu::default_qmatvec_fuse_rows:
+  // none until the staged kernel is measured on a GPU; docs/architecture.md).
   int qmatvec_fuse = -1;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).

@@ -127,7 +127,7 @@ int64_t default_qmatvec_fuse_rows(const DeviceCaps&) {
   // slower on the H200 than qact + qmatvec (docs/perf.md, session 14); the staged one (session 15)
   // has run on lavapipe only. The candidate: one x row on GPUs (decode of one sequence), never
   // on CPU implementations (lavapipe: each workgroup's quantization is a host thread's work).
-  // .dev/s15/run1.sh measures it.
+  // docs/runs/pending/s15_run1.sh measures it.
   return 0;
 }
 
