@@ -176,13 +176,13 @@ WICK_CUDA_COMPILE_CASES(quantized) {
         const uint32_t k = block == 32 ? (threads == 32 ? 1536u : 576u) : 512u;
         const uint32_t row_words = (k / 4 + (block == 32 ? 2 * (k / 32) : k / 256) + 3) / 4 * 4;
         const DType dt = kActDTypes[iv % 3];
-        cases.add("qmatvec.cu",
-                  {dtype_defines("", dt), param_defines(dt),
-                   define("QTYPE", static_cast<uint32_t>(t)), define("ACT_INLINE", prologue),
-                   define("ACT_BLOCK", block), define("ACT_K", k),
-                   define("ACT_ROW_WORDS", row_words), define("NORM_LANES", 256),
-                   define("WG_SIZE", threads), spec_define(0, 1 + iv % 2),
-                   spec_define(1, threads == 32 ? 2 : 4), iv % 2 ? define("RESIDUAL", 1) : gpu::Defines{}});
+        cases.add("qmatvec.cu", {dtype_defines("", dt), param_defines(dt),
+                                 define("QTYPE", static_cast<uint32_t>(t)),
+                                 define("ACT_INLINE", prologue), define("ACT_BLOCK", block),
+                                 define("ACT_K", k), define("ACT_ROW_WORDS", row_words),
+                                 define("NORM_LANES", 256), define("WG_SIZE", threads),
+                                 spec_define(0, 1 + iv % 2), spec_define(1, threads == 32 ? 2 : 4),
+                                 iv % 2 ? define("RESIDUAL", 1) : gpu::Defines{}});
       }
 }
 

@@ -158,6 +158,30 @@ TEST_P(GpuQMatVecFuse, RowsBeyondTheSharedMemoryBudgetTakeTwoDispatches) {
   }
 }
 
+TEST_P(GpuQMatVecFuse, FusesUpToQmatvecFuseRowsXRows) {
+  // qmatvec_fuse_rows = 2: one dispatch for 1 and 2 x rows, two for 3; the products equal the
+  // unfused ones.
+  PoisonOff quiet;
+  const Device limited = private_device([&](gpu::GpuOptions& o) {
+    o.queue.ops_per_buffer = 1000;
+    o.qmatvec = device_shape();
+    o.qmatvec_fuse_rows = 2;
+  });
+  const Device off = with(device_shape(), false);
+  const QTensor w = random_weight(rng, 21, 128, QuantType::Q4_1);
+  const QMatMul mm(w, limited);
+  for (int64_t m : {1, 2, 3}) {
+    const Ref x = random_ref(rng, {m, 128});
+    const Tensor xt = make_tensor(x, DType::F32, limited);
+    limited.synchronize();
+    const uint64_t d0 = gpu(limited).stats().queue.dispatches;
+    const Tensor y = mm.forward(xt);
+    EXPECT_EQ(gpu(limited).stats().queue.dispatches - d0, m <= 2 ? 1u : 2u) << "m=" << m;
+    expect_same_bits(y, QMatMul(w, off).forward(make_tensor(x, DType::F32, off)),
+                     "m=" + std::to_string(m));
+  }
+}
+
 // The kernel's bits against the two-dispatch path: the kernels' numbers, not host code (minutes
 // under ASan on lavapipe; instantiated as Devices/, which that pass leaves out).
 class GpuQMatVecFuseSweeps : public GpuQMatVecFuse {};

@@ -225,8 +225,7 @@ WICK_DEV void quantize_x(const QMatmulParams& pc, const wick::KernelArgs& args, 
       for (uint32_t j = 0u; j < ACT_CHUNK; j++) {
         const uint32_t e = t + WG_SIZE * (i0 + j);
         if (e < ACT_K)  // uniform per warp (k and WG_SIZE are multiples of 32)
-          quantize_act_block(ActGiven{v[j]}, xq, c, e / 32u, ACT_K, ACT_ROW_WORDS, ties_away,
-                             lane);
+          quantize_act_block(ActGiven{v[j]}, xq, c, e / 32u, ACT_K, ACT_ROW_WORDS, ties_away, lane);
       }
     }
   }

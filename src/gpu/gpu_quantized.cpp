@@ -249,11 +249,11 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   const int64_t inline_row_words = (act_row_words + 3) / 4 * 4;
   const int64_t inline_bytes =
       cols * (k + inline_row_words) * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
-  const bool act_inline =
-      act_q8 && vec && m <= options_.qmatvec_fuse_rows && inline_bytes <= kInlineActBytes &&
-      (!rms || kWorkgroupSize % v.threads == 0) &&
-      inline_bytes + (int64_t{v.rows} * cols + 1) * 4 * v.threads <=
-          device_caps().max_shared_memory;
+  const bool act_inline = act_q8 && vec && m <= options_.qmatvec_fuse_rows &&
+                          inline_bytes <= kInlineActBytes &&
+                          (!rms || kWorkgroupSize % v.threads == 0) &&
+                          inline_bytes + (int64_t{v.rows} * cols + 1) * 4 * v.threads <=
+                              device_caps().max_shared_memory;
   int64_t p_row = 0, p_k = 0;
   if (prologue.kind != Prologue::None) {
     const Layout& pl = prologue.operand->layout;
