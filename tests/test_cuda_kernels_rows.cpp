@@ -150,6 +150,12 @@ WICK_CUDA_COMPILE_CASES(quantized) {
                                spec_define(0, 1), spec_define(1, 2)});
       cases.add("qmatvec.cu", {act, qtype, define("RESIDUAL", 1), define("WG_SIZE", 128),
                                spec_define(0, 2), spec_define(1, 1)});
+      // x staged in shared memory (ACT_STAGE): 8 and 2 x rows, with and without the residual.
+      cases.add("qmatvec.cu", {act, qtype, define("ACT_STAGE", 1), define("ACT_ROW_WORDS", 180),
+                               define("WG_SIZE", 128), spec_define(0, 8), spec_define(1, 4)});
+      cases.add("qmatvec.cu", {act, qtype, define("ACT_STAGE", 1), define("ACT_ROW_WORDS", 482),
+                               define("RESIDUAL", 1), define("WG_SIZE", 32), spec_define(0, 2),
+                               spec_define(1, 2)});
       for (uint32_t tile : {32u, 64u})
         cases.add("qmatmul.cu", {act, qtype, spec_define(0, tile), spec_define(1, tile),
                                  spec_define(2, tile == 64 ? 3 : 0)});

@@ -287,7 +287,74 @@ TEST_P(GpuQMatVecFuse, KnobIsParsed) {
   EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=on"), all);
 }
 
+TEST_P(GpuQMatVecFuse, StageKnobIsParsed) {
+  const std::string exe = self_exe();
+  const auto stage = [&](const std::string& env) {
+    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_stage_rows"];
+  };
+  const std::string def =
+      std::to_string(gpu::default_qmatvec_stage_rows(gpu(device()).device_caps()));
+  EXPECT_EQ(stage("-u WICK_QMATVEC_STAGE"), def) << "the table's default";
+  EXPECT_EQ(stage("WICK_QMATVEC_STAGE=off"), "0");
+  EXPECT_EQ(stage("WICK_QMATVEC_STAGE=0"), "0");
+  EXPECT_EQ(stage("WICK_QMATVEC_STAGE=on"), "2");
+  EXPECT_EQ(stage("WICK_QMATVEC_STAGE=5"), "5");
+  EXPECT_EQ(stage("WICK_QMATVEC_STAGE=abc"), def) << "unparsable falls back to the default";
+  EXPECT_EQ(stage("WICK_QMATVEC_STAGE=-2"), def);
+}
+
+// qmatvec copying qact's rows into shared memory first (GpuOptions::qmatvec_stage_rows): used
+// from that many x rows where they fit, and the same bits as reading them in place, for 32- and
+// 256-element activation blocks, with and without the residual, on the device's shape and a
+// GPU's.
+class GpuQMatVecStageSweeps : public GpuQMatVecFuse {
+ protected:
+  Device staged(const gpu::QMatVecShape& shape, int64_t from_rows) const {
+    return private_device([&](gpu::GpuOptions& o) {
+      o.queue.ops_per_buffer = 1000;
+      o.qmatvec = shape;
+      o.qmatvec_fuse_rows = 0;
+      o.qmatvec_stage_rows = from_rows;
+    });
+  }
+};
+
+TEST_P(GpuQMatVecStageSweeps, SameBitsAsReadingTheRowsInPlace) {
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  const gpu::QMatVecShape shapes[] = {device_shape(), gpu::QMatVecShape{32, 2, 8}};
+  for (const gpu::QMatVecShape& shape : shapes) {
+    const Device on = staged(shape, 2), off = with(shape, false);
+    for (QuantType t : {QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K}) {
+      const int64_t k = quant_type_info(t)->block_elems == 32 ? 160 : 512;
+      const QTensor w = random_weight(rng, 23, k, t);
+      const QMatMul mm_on(w, on), mm_off(w, off);
+      for (int64_t m : {1, 2, 5, 8}) {
+        const Ref x = random_ref(rng, {m, k});
+        const Ref r = random_ref(rng, {m, 23}, -10, 10);
+        const uint64_t s0 = gpu(on).stats().staged_qmatvecs;
+        const Tensor y_on = mm_on.forward(make_tensor(x, DType::F32, on),
+                                          make_tensor(r, DType::F32, on, Variant::Offset));
+        const Tensor z_on = mm_on.forward(make_tensor(x, DType::F32, on, Variant::Transposed));
+        EXPECT_EQ(gpu(on).stats().staged_qmatvecs - s0, m >= 2 ? 2u : 0u)
+            << quant_type_info(t)->name << " m=" << m;
+        const std::string what = std::string(quant_type_info(t)->name) + " m=" + std::to_string(m) +
+                                 " " + std::to_string(shape.threads) + "x" +
+                                 std::to_string(shape.rows);
+        expect_same_bits(y_on,
+                         mm_off.forward(make_tensor(x, DType::F32, off),
+                                        make_tensor(r, DType::F32, off, Variant::Offset)),
+                         what + " +residual");
+        expect_same_bits(z_on, mm_off.forward(make_tensor(x, DType::F32, off, Variant::Transposed)),
+                         what);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatVecFuse);
+WICK_INSTANTIATE_GPU_SWEEPS(GpuQMatVecStageSweeps);
 WICK_INSTANTIATE_GPU_SWEEPS(GpuQMatVecFuseSweeps);
 
 }  // namespace

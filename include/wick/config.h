@@ -44,6 +44,11 @@ struct Knobs {
   // every row count that fits. Unset -> -1: the device's default (gpu::default_qmatvec_fuse_rows:
   // none until the staged kernel is measured on a GPU; docs/architecture.md).
   int qmatvec_fuse = -1;
+  // WICK_QMATVEC_STAGE: n makes a GPU's quantized matrix-vector kernel copy its x rows (quantized
+  // by a kernel before it) into shared memory before its dot loop from n x rows on; on: from 2;
+  // 0/false/off: never. Unset -> -1: the device's default (gpu::default_qmatvec_stage_rows: never
+  // until measured on a GPU).
+  int64_t qmatvec_stage_rows = -1;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
   bool cuda_dependent_launch = true;

@@ -16,6 +16,8 @@
 // RESIDUAL: y = residual + the product (one rounding, as the add kernel's).
 // Bindings: 0 the weight's blocks, 1 x (ACT_Q8: its quantized rows), 2 y (f32), 3 (RESIDUAL) the
 // residual (f32), then (ACT_INLINE 1, 2) the prologue's operand: alpha or up.
+// ACT_STAGE (with ACT_Q8): the block first copies its x rows, quantized by qact.cu, into shared
+// memory (ACT_ROW_WORDS words per row), where the dot loop reads them.
 // Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8).
 #ifdef ACT_INLINE
 #define ACT_Q8 1
@@ -55,7 +57,7 @@ WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATVEC_ACT(WICK_CU_FIELD, WICK_CU
 WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATMUL(WICK_CU_FIELD, WICK_CU_ARRAY))
 #endif
 
-#ifdef ACT_INLINE
+#if defined(ACT_INLINE) || defined(ACT_STAGE)
 // The quantized rows in shared memory: plain loads (__ldg is for global memory).
 #define XQ_LOAD(p) (*(p))
 #elif defined(ACT_Q8)
@@ -274,6 +276,31 @@ WICK_DEV void quantize_x(const QMatmulParams& pc, const wick::KernelArgs& args, 
 }
 #endif
 
+#ifdef ACT_STAGE
+// The block's quantized x rows (qact.cu's, pc.x_row words apart) copied into xq (ACT_ROW_WORDS
+// apart), 16 bytes a load where the rows are 16-byte aligned: the dot loop then reads each x
+// word from shared memory once per weight row instead of from L1 (NUM_COLS x rows: most of its
+// loads). Every thread calls it.
+WICK_DEV void stage_x(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t col0,
+                      uint32_t n_cols, uint32_t* xq) {
+  const uint32_t* src = buffer_at<const uint32_t>(args, 1) + col0 * pc.x_row;
+  if (pc.x_row % 4u == 0u && ACT_ROW_WORDS % 4u == 0u) {
+    const uint32_t vecs = pc.x_row / 4u;
+    for (uint32_t i = threadIdx.x; i < n_cols * vecs; i += WG_SIZE) {
+      const uint32_t c = i / vecs, v = i - c * vecs;
+      reinterpret_cast<uint4*>(xq + c * ACT_ROW_WORDS)[v] =
+          __ldg(reinterpret_cast<const uint4*>(src + c * pc.x_row) + v);
+    }
+  } else {
+    for (uint32_t i = threadIdx.x; i < n_cols * pc.x_row; i += WG_SIZE) {
+      const uint32_t c = i / pc.x_row, v = i - c * pc.x_row;
+      xq[c * ACT_ROW_WORDS + v] = __ldg(src + c * pc.x_row + v);
+    }
+  }
+  __syncthreads();
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
   prefetch_weights(args);
@@ -286,6 +313,11 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
 #ifdef ACT_INLINE
   __shared__ __align__(16) uint32_t s_xq[NUM_COLS * ACT_ROW_WORDS];
   quantize_x(pc, args, col0, n_cols, s_xq);
+  const XT* x = s_xq;
+  const uint32_t xq_row = ACT_ROW_WORDS;
+#elif defined(ACT_STAGE)
+  __shared__ __align__(16) uint32_t s_xq[NUM_COLS * ACT_ROW_WORDS];
+  stage_x(pc, args, col0, n_cols, s_xq);
   const XT* x = s_xq;
   const uint32_t xq_row = ACT_ROW_WORDS;
 #elif defined(ACT_Q8)

@@ -16,6 +16,8 @@
 // once), then quantized there, a block per invocation (ACT_ROW_WORDS words per row). Every
 // workgroup quantizes the rows again; loading and reducing them a block at a time cost more
 // than the dispatch saved (the H200, session 14).
+// ACT_STAGE: ACT_Q8's rows are first copied into shared memory (ACT_ROW_WORDS words per row), where
+// the dot loop reads them (NUM_COLS x rows: most of its loads).
 // RESIDUAL: y = residual + the product (binding 3, f32; one rounding, as the add kernel's).
 // ACT_INLINE 1, 2: the prologue's operand (alpha, or up) follows, at binding 4 or 3.
 #ifdef WICK_SUBGROUP_ARITHMETIC
@@ -25,6 +27,9 @@
 #define ACT_Q8 1
 #define PROLOGUE ACT_INLINE
 #define ACT_SERIAL 1
+#endif
+#if defined(ACT_STAGE) && !defined(ACT_Q8)
+#define ACT_Q8 1
 #endif
 #include "include/common.glsl"
 #include "include/dtype.glsl"
@@ -123,6 +128,11 @@ void stage_rows(uint t, uint n_cols) {
 #endif
   barrier();
 }
+#elif defined(ACT_STAGE)
+// x quantized by qact.comp (row c at word c * pc.x_row), copied into shared memory first.
+layout(set = 0, binding = 1) readonly buffer XQ { uint xq_rows[]; };
+shared uint xq[NUM_COLS * ACT_ROW_WORDS];
+uint xq_base(uint col0, uint c) { return c * ACT_ROW_WORDS; }
 #elif defined(ACT_Q8)
 // x quantized by qact.comp: row c at word c * pc.x_row (x_offset and x_k unused).
 layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
@@ -159,6 +169,12 @@ void main() {
   for (uint item = t; item < n_cols * (ACT_K / ACT_BLOCK); item += WG_SIZE)
     quantize_act_block_serial(item / (ACT_K / ACT_BLOCK), item % (ACT_K / ACT_BLOCK), ACT_K,
                               ACT_ROW_WORDS, pc.ties_away != 0u);
+  barrier();
+#elif defined(ACT_STAGE)
+  for (uint i = t; i < n_cols * pc.x_row; i += WG_SIZE) {
+    const uint c = i / pc.x_row, w = i - c * pc.x_row;
+    xq[c * ACT_ROW_WORDS + w] = xq_rows[(col0 + c) * pc.x_row + w];
+  }
   barrier();
 #endif
 #ifdef ACT_Q8

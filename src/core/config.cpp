@@ -97,6 +97,13 @@ Knobs read_knobs() {
     k.qmatmul_f16_rows = off(v) ? 0 : std::string_view(v) == "on" ? -2 : parse_int(v, n) ? n : -1;
   }
   if (const char* v = env("WICK_QMATVEC_FUSE")) k.qmatvec_fuse = off(v) ? 0 : 1;
+  if (const char* v = env("WICK_QMATVEC_STAGE")) {
+    int64_t n;
+    k.qmatvec_stage_rows = off(v)                        ? 0
+                           : std::string_view(v) == "on" ? 2
+                           : parse_int(v, n) && n >= 1   ? n
+                                                         : -1;
+  }
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
   if (const char* v = env("WICK_VK_COOP_SHAPE")) {
@@ -143,6 +150,9 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_QMATVEC_FUSE", k.qmatvec_fuse < 0    ? "default"
                             : k.qmatvec_fuse == 0 ? "off"
                                                   : "on"},
+      {"WICK_QMATVEC_STAGE", k.qmatvec_stage_rows < 0    ? "default"
+                             : k.qmatvec_stage_rows == 0 ? "off"
+                                                         : std::to_string(k.qmatvec_stage_rows)},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
       {"WICK_VK_PROFILE", k.vk_profile ? "on" : "off"},
       {"WICK_VK_COOP_SHAPE", k.vk_coop_tile == 0 ? "default"

@@ -41,6 +41,8 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   o.qmatvec_fuse_rows = k.qmatvec_fuse < 0    ? default_qmatvec_fuse_rows(caps)
                         : k.qmatvec_fuse == 0 ? 0
                                               : std::numeric_limits<int64_t>::max();
+  o.qmatvec_stage_rows =
+      k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
   if (k.qmatvec_threads > 0) {
     o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
     o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);
@@ -181,8 +183,12 @@ void GpuDevice::refuse_device_errors(BufferRef record, uint64_t submission, cons
 }
 
 GpuDevice::Stats GpuDevice::stats() const {
-  return {queue_->stats(), device_pool_->stats(), host_pool_->stats(), kernels_->stats(),
-          coop_matmuls_.load(std::memory_order_relaxed)};
+  return {queue_->stats(),
+          device_pool_->stats(),
+          host_pool_->stats(),
+          kernels_->stats(),
+          coop_matmuls_.load(std::memory_order_relaxed),
+          staged_qmatvecs_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace wick::gpu

@@ -66,6 +66,8 @@ struct QMatVecShape {
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);
 // The x rows up to which qmatvec quantizes x itself by default (the table in gpu_quantized.cpp).
 int64_t default_qmatvec_fuse_rows(const DeviceCaps& caps);
+// The x rows from which qmatvec stages x in shared memory by default (gpu_quantized.cpp).
+int64_t default_qmatvec_stage_rows(const DeviceCaps& caps);
 // x rows from which qmatmul dequantizes W to f16 and multiplies on the device's tensor-core GEMM,
 // where it has one (the table in gpu_quantized.cpp).
 int64_t default_dequant_rows();
@@ -91,6 +93,9 @@ struct GpuOptions {
   // product; the same bits). 0: never. default_qmatvec_fuse_rows(), or WICK_QMATVEC_FUSE (on: every
   // m qmatvec takes, off: 0).
   int64_t qmatvec_fuse_rows = 0;
+  // From this many x rows (0: never), qmatvec copies its x rows, quantized by qact, into shared
+  // memory before its dot loop (default_qmatvec_stage_rows, WICK_QMATVEC_STAGE).
+  int64_t qmatvec_stage_rows = 0;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -284,7 +289,8 @@ class GpuDevice : public backend::BackendDevice {
     CommandQueue::Stats queue;
     BufferPool::Stats device_pool, host_pool;
     KernelCache::Stats kernels;
-    uint64_t coop_matmuls = 0;  // matmuls recorded on tensor cores
+    uint64_t coop_matmuls = 0;     // matmuls recorded on tensor cores
+    uint64_t staged_qmatvecs = 0;  // qmatvec products that staged x in shared memory (ACT_STAGE)
   };
   Stats stats() const;
 
@@ -389,6 +395,7 @@ class GpuDevice : public backend::BackendDevice {
   std::unique_ptr<CommandQueue> queue_;
   double creation_ms_ = 0;
   std::atomic<uint64_t> coop_matmuls_{0};
+  std::atomic<uint64_t> staged_qmatvecs_{0};
   std::unique_ptr<DeviceErrors> errors_;
   BufferRef unused_record_;  // bound by integer binary ops that cannot fail (never read)
   // The split counters of ops whose rows are split over workgroups (attention_cached, long

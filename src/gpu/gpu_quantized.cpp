@@ -26,6 +26,8 @@
 // the prologue, qact's code and bits) in shared memory, for up to GpuOptions::qmatvec_fuse_rows x
 // rows (default_qmatvec_fuse_rows, WICK_QMATVEC_FUSE) where they fit (kInlineActBytes);
 // elsewhere qact runs first.
+// From GpuOptions::qmatvec_stage_rows x rows (ACT_STAGE), qmatvec copies qact's rows into shared
+// memory before its dot loop and reads them there.
 #include <algorithm>
 #include <limits>
 #include <span>
@@ -128,6 +130,12 @@ int64_t default_qmatvec_fuse_rows(const DeviceCaps&) {
   // has run on lavapipe only. The candidate: one x row on GPUs (decode of one sequence), never
   // on CPU implementations (lavapipe: each workgroup's quantization is a host thread's work).
   // docs/runs/pending/s15_run1.sh measures it.
+  return 0;
+}
+
+int64_t default_qmatvec_stage_rows(const DeviceCaps&) {
+  // Never until measured (docs/runs/pending/s15_run1.sh): the candidate is 2 x rows and more on
+  // GPUs, where the dot loop's x loads (NUM_COLS rows per weight run) outnumber its weight loads.
   return 0;
 }
 
@@ -254,6 +262,12 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
                           (!rms || kWorkgroupSize % v.threads == 0) &&
                           inline_bytes + (int64_t{v.rows} * cols + 1) * 4 * v.threads <=
                               device_caps().max_shared_memory;
+  // From qmatvec_stage_rows x rows, qmatvec copies the quantized rows into shared memory first.
+  const int64_t stage_bytes = cols * inline_row_words * 4;
+  const bool act_stage =
+      act_q8 && vec && !act_inline && options_.qmatvec_stage_rows > 0 &&
+      m >= options_.qmatvec_stage_rows && stage_bytes <= kInlineActBytes &&
+      stage_bytes + int64_t{v.rows} * cols * 4 * v.threads <= device_caps().max_shared_memory;
   int64_t p_row = 0, p_k = 0;
   if (prologue.kind != Prologue::None) {
     const Layout& pl = prologue.operand->layout;
@@ -400,9 +414,17 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
                            return vec_defines(std::move(defs));
                          });
     } else {
-      pipeline =
-          &kernel(KernelFamily::QMatVec, {cols, v.rows, v.threads, qtype, x_code, with_residual},
-                  [&] { return vec_defines(base_defines()); });
+      pipeline = &kernel(KernelFamily::QMatVec,
+                         {cols, v.rows, v.threads, qtype, x_code, with_residual,
+                          act_stage ? static_cast<uint32_t>(inline_row_words) : 0u},
+                         [&] {
+                           Defines defs = base_defines();
+                           if (act_stage) {
+                             defs.emplace_back("ACT_STAGE", "1");
+                             defs.emplace_back("ACT_ROW_WORDS", std::to_string(inline_row_words));
+                           }
+                           return vec_defines(std::move(defs));
+                         });
     }
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
@@ -445,6 +467,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     if (quantize) r.dispatch(*quantize, qbound, qwords, qgroups);
     r.dispatch(*pipeline, bound, words, groups);
   });
+  if (act_stage) staged_qmatvecs_.fetch_add(1, std::memory_order_relaxed);
   if (product) {
     const Layout rows = Layout::contiguous(Shape{m, n_out});
     binary(backend::BinaryOp::Add, *residual, {*product, rows}, dst);
