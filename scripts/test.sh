@@ -13,8 +13,9 @@ for flavour in release asan; do
   # The conformance suite runs on every device in the release pass (the CPU and lavapipe); under
   # ASan+UBSan it runs on the CPU only, while the GPU runtime's own tests (Gpu/*, Vulkan*) run on
   # lavapipe in both: an instrumented pass over every kernel on a software GPU would double CI time.
-  # The two sweeps of every quantized format through lavapipe's kernels (Devices/GpuQMatMulSweeps:
-  # 3 minutes under ASan, the kernels' numbers, not host code) and the NVRTC compile of every CUDA
+  # The sweeps of the quantized formats through lavapipe's kernels (Devices/GpuQMatMulSweeps,
+  # Devices/GpuQMatVecFuseSweeps, Devices/GpuQMatVecStageSweeps: minutes under ASan, the kernels'
+  # numbers, not host code) and the NVRTC compile of every CUDA
   # kernel (CudaKernels.*: NVRTC's time, not wick's host code) run in the release pass only (the
   # ASan build has no CUDA backend: scripts/build.sh).
   exclude=()
