@@ -68,13 +68,19 @@ class GpuQMatVecFuse : public GpuDeviceTest {
  protected:
   Rng rng;
   gpu::QMatVecShape device_shape() { return gpu(device()).gpu_options().qmatvec; }
-  // A device of shape `shape` with the fusion on or off.
-  Device with(const gpu::QMatVecShape& shape, bool fuse) const {
+  // A device of shape `shape` that fuses x's quantization up to fuse_rows x rows and stages
+  // qact's rows from stage_rows (0: never), whatever the knobs say.
+  Device with_rows(const gpu::QMatVecShape& shape, int64_t fuse_rows, int64_t stage_rows) const {
     return private_device([&](gpu::GpuOptions& o) {
       o.queue.ops_per_buffer = 1000;
       o.qmatvec = shape;
-      o.qmatvec_fuse_rows = fuse ? std::numeric_limits<int64_t>::max() : 0;
+      o.qmatvec_fuse_rows = fuse_rows;
+      o.qmatvec_stage_rows = stage_rows;
     });
+  }
+  // A device of shape `shape` with the fusion on (every row count) or off, staging off.
+  Device with(const gpu::QMatVecShape& shape, bool fuse) const {
+    return with_rows(shape, fuse ? std::numeric_limits<int64_t>::max() : 0, 0);
   }
 
   // Every combination for weight `t` (n x k) and m x rows: fused == unfused, bit for bit.
@@ -162,11 +168,7 @@ TEST_P(GpuQMatVecFuse, FusesUpToQmatvecFuseRowsXRows) {
   // qmatvec_fuse_rows = 2: one dispatch for 1 and 2 x rows, two for 3; the products equal the
   // unfused ones.
   PoisonOff quiet;
-  const Device limited = private_device([&](gpu::GpuOptions& o) {
-    o.queue.ops_per_buffer = 1000;
-    o.qmatvec = device_shape();
-    o.qmatvec_fuse_rows = 2;
-  });
+  const Device limited = with_rows(device_shape(), 2, 0);
   const Device off = with(device_shape(), false);
   const QTensor w = random_weight(rng, 21, 128, QuantType::Q4_1);
   const QMatMul mm(w, limited);
@@ -306,17 +308,7 @@ TEST_P(GpuQMatVecFuse, StageKnobIsParsed) {
 // qmatvec copying qact's rows into shared memory first (GpuOptions::qmatvec_stage_rows): used
 // from that many x rows where they fit, and the same bits as reading them in place, for 32- and
 // 256-element activation blocks, with and without the residual, x contiguous and transposed.
-class GpuQMatVecStageSweeps : public GpuQMatVecFuse {
- protected:
-  Device staged(const gpu::QMatVecShape& shape, int64_t from_rows) const {
-    return private_device([&](gpu::GpuOptions& o) {
-      o.queue.ops_per_buffer = 1000;
-      o.qmatvec = shape;
-      o.qmatvec_fuse_rows = 0;
-      o.qmatvec_stage_rows = from_rows;
-    });
-  }
-};
+class GpuQMatVecStageSweeps : public GpuQMatVecFuse {};
 
 TEST_P(GpuQMatVecStageSweeps, SameBitsAsReadingTheRowsInPlace) {
   SCOPED_TRACE(rng.seed());
@@ -325,7 +317,7 @@ TEST_P(GpuQMatVecStageSweeps, SameBitsAsReadingTheRowsInPlace) {
   // GPU's (up to 8 rows).
   const gpu::QMatVecShape shapes[] = {device_shape(), gpu::QMatVecShape{32, 2, 8}};
   for (const gpu::QMatVecShape& shape : shapes) {
-    const Device on = staged(shape, 2), off = with(shape, false);
+    const Device on = with_rows(shape, 0, 2), off = with(shape, false);
     for (QuantType t : {QuantType::Q4_1, QuantType::Q4_K}) {
       const int64_t k = quant_type_info(t)->block_elems == 32 ? 160 : 512;
       const QTensor w = random_weight(rng, 23, k, t);

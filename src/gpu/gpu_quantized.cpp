@@ -255,19 +255,19 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   // rms_norm alpha and the lane sums), next to its partial sums; its rms_norm sums are norm's
   // lanes folded onto the workgroup, which must divide them.
   const int64_t inline_row_words = (act_row_words + 3) / 4 * 4;
+  const int64_t xq_bytes = cols * inline_row_words * 4;                  // the quantized rows
+  const int64_t partial_bytes = int64_t{v.rows} * cols * 4 * v.threads;  // qmatvec.comp's s_part
   const int64_t inline_bytes =
-      cols * (k + inline_row_words) * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
-  const bool act_inline = act_q8 && vec && m <= options_.qmatvec_fuse_rows &&
-                          inline_bytes <= kInlineActBytes &&
-                          (!rms || kWorkgroupSize % v.threads == 0) &&
-                          inline_bytes + (int64_t{v.rows} * cols + 1) * 4 * v.threads <=
-                              device_caps().max_shared_memory;
+      xq_bytes + cols * k * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
+  // Beside them: the partial sums, and norm_row.glsl's s_red (a float per thread).
+  const bool act_inline =
+      act_q8 && vec && m <= options_.qmatvec_fuse_rows && inline_bytes <= kInlineActBytes &&
+      (!rms || kWorkgroupSize % v.threads == 0) &&
+      inline_bytes + partial_bytes + 4 * int64_t{v.threads} <= device_caps().max_shared_memory;
   // From qmatvec_stage_rows x rows, qmatvec copies the quantized rows into shared memory first.
-  const int64_t stage_bytes = cols * inline_row_words * 4;
-  const bool act_stage =
-      act_q8 && vec && !act_inline && options_.qmatvec_stage_rows > 0 &&
-      m >= options_.qmatvec_stage_rows && stage_bytes <= kInlineActBytes &&
-      stage_bytes + int64_t{v.rows} * cols * 4 * v.threads <= device_caps().max_shared_memory;
+  const bool act_stage = act_q8 && vec && !act_inline && options_.qmatvec_stage_rows > 0 &&
+                         m >= options_.qmatvec_stage_rows && xq_bytes <= kInlineActBytes &&
+                         xq_bytes + partial_bytes <= device_caps().max_shared_memory;
   int64_t p_row = 0, p_k = 0;
   if (prologue.kind != Prologue::None) {
     const Layout& pl = prologue.operand->layout;
