@@ -11,7 +11,12 @@
 #include <vector>
 
 #include "cpu/cpu_device.h"
+#include "cpu/half_convert.h"
 #include "cpu/row_math.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace wick::cpu {
 
@@ -176,11 +181,43 @@ double softmax_weights_any(double* s, int64_t n) {
   return sum_plain(s, n);
 }
 
+// 16-bit cache rows widened for the dot loops: vcvtph2ps where the CPU has it, else the portable
+// conversion at the host's vector width. Converted in baseline SSE2 code, this took 10% of a
+// batched decode step (8 sequences, f16 cache; perf), 4.8% at AVX2 width.
+#if defined(__x86_64__) && defined(__GNUC__)
+WICK_AVX2_F16C void widen_rows_f16c(const f16* p, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+  for (; i < n; i++) out[i] = half_to_float(p[i]);
+}
+#endif
+WICK_MULTIVERSION void widen_rows_portable(const f16* p, int64_t n, float* out) {
+  widen_row(p, 1, out, n);
+}
+WICK_MULTIVERSION void widen_rows_portable(const bf16* p, int64_t n, float* out) {
+  widen_row(p, 1, out, n);
+}
+template <typename H>
+void widen_rows(const H* p, int64_t n, float* out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if constexpr (std::is_same_v<H, f16>)
+    if (runs_avx2_f16c()) return widen_rows_f16c(p, n, out);
+#endif
+  widen_rows_portable(p, n, out);
+}
+
 // `len` contiguous rows of d elements as compute-type values: the rows themselves when T is
 // its own compute type, else converted into buf.
 template <typename T>
 const compute_t<T>* cache_rows(const T* rows, int64_t len, int64_t d, compute_t<T>* buf) {
-  return row_view(rows, 1, len * d, buf);
+  if constexpr (std::is_same_v<T, compute_t<T>>) {
+    return rows;
+  } else {
+    widen_rows(rows, len * d, buf);
+    return buf;
+  }
 }
 
 // Per-thread buffers of one attention task: g query rows attending to up to n keys.

@@ -14,7 +14,6 @@
 #include "cpu/parallel.h"
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -51,19 +50,6 @@ void dots_portable(const float* x, int rows, int64_t k, const uint16_t* w, float
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define WICK_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
-
-// AVX2 (with the OS's support, as isa.h checks it) plus FMA and F16C from cpuid: clang's
-// __builtin_cpu_supports does not know "f16c".
-bool runs_avx2_f16c() {
-  static const bool ok = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-    return (ecx & bit_FMA) != 0 && (ecx & bit_F16C) != 0;
-  }();
-  return ok && active_isa() >= Isa::Avx2;
-}
-
 template <typename H>
 WICK_AVX2_F16C inline __m256 widen8(const uint16_t* p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));

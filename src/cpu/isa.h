@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <atomic>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 namespace wick::cpu {
 
 enum class Isa : int { Baseline = 0, Avx2 = 1, Avx512 = 2 };
@@ -48,6 +52,26 @@ inline Isa active_isa() {
   return static_cast<Isa>(
       std::min(static_cast<int>(detected_isa()), isa_cap.load(std::memory_order_relaxed)));
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// Target of functions that use AVX2 with FMA and F16C (vcvtph2ps) intrinsics.
+#define WICK_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
+
+// The active ISA is at least AVX2 and the CPU has FMA and F16C (from cpuid: clang's
+// __builtin_cpu_supports does not know "f16c").
+inline bool runs_avx2_f16c() {
+  static const bool ok = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    return (ecx & bit_FMA) != 0 && (ecx & bit_F16C) != 0;
+  }();
+  return ok && active_isa() >= Isa::Avx2;
+}
+#else
+inline bool runs_avx2_f16c() {
+  return false;
+}
+#endif
 
 // Marks a lambda for with_best_isa: its body must be inlined to be compiled for each ISA.
 #define WICK_ALWAYS_INLINE __attribute__((always_inline))

@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "cpu/isa.h"
 #include "harness.h"
 
 namespace wick::testing {
@@ -1086,6 +1087,34 @@ TEST_P(AttentionCached, Errors) {
 }
 
 WICK_INSTANTIATE_DEVICES(AttentionCached);
+
+// The CPU widens 16-bit cache rows with vcvtph2ps where it can, else portably: the same bits.
+TEST(AttentionCachedCpu, HalfCachesGiveTheSameBitsOnEveryIsa) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = Device::cpu();
+  for (DType kv : {DType::F16, DType::BF16}) {
+    const Dims x = {2, 9, 3, 1, 64, 200, 150};
+    AttentionCase c = random_attention_case(rng, x, DType::F32);
+    const Tensor q = make_tensor(c.q, DType::F32, dev);
+    const Tensor kc = make_cache(round_ref(c.kc, kv), kv, dev, false);
+    const Tensor vc = make_cache(round_ref(c.vc, kv), kv, dev, true);
+    const std::vector<float> best =
+        attention_cached(q, kc, vc, pos_tensor(x.pos, dev)).to_vec<float>();
+    std::vector<float> base;
+    {
+      struct BaselineIsa {
+        BaselineIsa() { cpu::set_isa_cap(cpu::Isa::Baseline); }
+        ~BaselineIsa() { cpu::set_isa_cap(cpu::Isa::Avx512); }
+      } capped;
+      base = attention_cached(q, kc, vc, pos_tensor(x.pos, dev)).to_vec<float>();
+    }
+    ASSERT_EQ(best.size(), base.size());
+    for (size_t i = 0; i < best.size(); i++)
+      ASSERT_EQ(std::bit_cast<uint32_t>(best[i]), std::bit_cast<uint32_t>(base[i]))
+          << kv << " cache, element " << i << ": " << best[i] << " against " << base[i];
+  }
+}
 
 }  // namespace
 }  // namespace wick::testing
