@@ -244,6 +244,12 @@ TEST(CliArgs, BenchGenOptionsNeedTheGenBenchmark) {
   expect_usage_error({"bench", "storage", "--model", "x.gguf"}, "--model is an option of the gen");
   expect_usage_error({"bench", "queue", "--prompt-tokens", "4"}, "--prompt-tokens is an option");
   expect_usage_error({"bench", "gen", "--ctx", "5"}, "unknown option '--ctx' for 'wick bench'");
+  expect_usage_error({"bench", "matmul", "--batch", "4"}, "--batch is an option of the gen");
+  expect_usage_error({"bench", "gen", "--batch", "1"}, "--batch needs a whole number in [2, 256]");
+  expect_usage_error({"bench", "gen", "--batch", "257"},
+                     "--batch needs a whole number in [2, 256]");
+  EXPECT_EQ(parse({"bench", "gen", "--batch", "8"}).batch, 8);
+  EXPECT_EQ(parse({"bench", "gen"}).batch, 0);
   EXPECT_EQ(parse({"bench", "-n", "5"}).n_predict, 5);  // every benchmark, gen among them
   // --quick shrinks the defaults only: explicit sizes win.
   const Args q = parse({"bench", "gen", "--quick"});
@@ -703,6 +709,35 @@ TEST(CliBinary, BenchGenJson) {
     EXPECT_GT(row.at(k).get<double>(), 0) << k;
 }
 
+// --batch: rows for 1, 2, 4 and 5 sequences decoding together, in the text table and the JSON.
+TEST(CliBinary, BenchGenBatched) {
+  const RunResult r = run_wick("bench gen --quick --json --batch 5");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  const nlohmann::json& rows = j.at("batched");
+  ASSERT_EQ(rows.size(), 4u);
+  const int64_t want[] = {1, 2, 4, 5};
+  for (size_t i = 0; i < rows.size(); i++) {
+    SCOPED_TRACE(i);
+    const nlohmann::json& row = rows[i];
+    const int64_t b = row.at("sequences").get<int64_t>();
+    EXPECT_EQ(b, want[i]);
+    const double ms = row.at("pass_ms").get<double>(), tps = row.at("decode_tokens_per_s");
+    EXPECT_GT(ms, 0);
+    EXPECT_NEAR(tps, static_cast<double>(b) * 1e3 / ms, 1e-9 * tps);
+    EXPECT_NEAR(row.at("ratio_to_one_sequence").get<double>(),
+                tps / rows[0].at("decode_tokens_per_s").get<double>(), 1e-12);
+    EXPECT_TRUE(row.at("dispatches_per_pass").is_null()) << "the CPU launches no kernels";
+  }
+  const RunResult plain = run_wick("bench gen --quick --json");
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  EXPECT_FALSE(nlohmann::json::parse(plain.output).contains("batched"));
+  const RunResult text = run_wick("bench gen --quick --batch 2");
+  ASSERT_EQ(text.status, 0) << text.output;
+  for (const char* cell : {"| sequences |", "aggregate decode tok/s", "| cpu    | 2 ", "1.00x"})
+    EXPECT_HAS(text.output, cell);
+}
+
 // `wick chat` driven through stdin: a turn per line ("> " prompt, the line echoed as stdin is
 // not a terminal, the reply), empty lines skipped, end of input ends the session with a summary;
 // a context too small for the conversation drops the oldest turns with a notice.
@@ -783,8 +818,9 @@ TEST(CliArgs, Serve) {
   EXPECT_EQ(a.max_queue, 64);
   EXPECT_EQ(a.max_body, 1 << 20);
   EXPECT_EQ(a.n_predict, 512);
-  a = parse({"serve", "-m", "m.gguf", "--host", "0.0.0.0", "--port", "0", "-np", "8", "-c", "1024",
-             "--max-queue", "0", "--max-body", "4096", "-n", "64", "-t", "2", "--device", "cpu"});
+  a = parse({"serve", "-m", "m.gguf", "--host", "0.0.0.0",     "--port",   "0",
+             "-np",   "8",  "-c",     "1024",   "--max-queue", "0",        "--max-body",
+             "4096",  "-n", "64",     "-t",     "2",           "--device", "cpu"});
   EXPECT_EQ(a.host, "0.0.0.0");
   EXPECT_EQ(a.port, 0);
   EXPECT_EQ(a.parallel, 8);

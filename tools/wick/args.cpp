@@ -56,6 +56,8 @@ std::string all_bench_names() {
 }
 
 constexpr uint64_t kMaxCount = INT32_MAX;
+// bench gen --batch: at most this many sequences (each holds a KV cache of the whole context).
+constexpr uint64_t kMaxBatch = 256;
 
 // Every numeric flag of every command is read by one of these two: plain decimal digits (no
 // sign, hex, exponent, spaces, inf or nan), the whole word, in range.
@@ -180,6 +182,9 @@ Args parse_args(int argc, const char* const* argv) {
         throw UsageError("--kv-type: unknown type '" + v + "' (f16, f32, bf16)");
       }
       if (bench) gen_only();
+    } else if (bench && name == "--batch") {
+      a.batch = static_cast<int64_t>(parse_integer(name, value("a count"), 2, kMaxBatch));
+      gen_only();
     } else if (bench && name == "--save-model") {
       a.save_model = value("a path");
       gen_only();
@@ -322,13 +327,16 @@ std::string help_text(Command command) {
              "  --json       gen: print the figures as one JSON object instead of the table\n"
              "               (alone: wick bench gen --json)\n"
              "  --kv-type T  gen: the KV cache's element type, f16 (default), bf16 or f32\n"
+             "  --batch B    gen: also B sequences decoding together (as wick serve's slots),\n"
+             "               each after a prompt of its own: ms per pass and aggregate tok/s\n"
+             "               for 1, 2, 4, ... and B sequences\n"
              "  -t N         CPU threads (default: OMP_NUM_THREADS, else every core)\n"
              "  --full       also the slow sizes (matmul n = 4096 on the CPU)\n"
              "  --quick      small sizes and few runs (for tests and sanitizer builds)\n"
              "  --worker     internal: the re-executed child of queue / first\n"
              "\n"
-             "Numbers are decimal digits. --model, --save-model, --prompt-tokens, -n, --json and\n"
-             "--kv-type need\n"
+             "Numbers are decimal digits. --model, --save-model, --prompt-tokens, -n, --json,\n"
+             "--kv-type and --batch need\n"
              "the gen benchmark among those run; a context (prompt + generated tokens) beyond the\n"
              "model's context length is refused.\n"
              "\n"

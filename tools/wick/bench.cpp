@@ -98,6 +98,7 @@ int run_bench(const Args& args, const std::string& command) {
   ctx.model = args.model;
   ctx.save_model = args.save_model;
   ctx.kv_type = args.kv_type;
+  ctx.batch = args.batch;
   ctx.prompt_tokens = args.prompt_tokens;
   ctx.n_predict = args.n_predict;
   ctx.json = args.json;

@@ -24,6 +24,7 @@ struct BenchContext {
   int64_t n_predict = 128;      // gen: -n
   bool json = false;            // gen: --json
   KvCacheType kv_type = KvCacheType::F16;  // gen: --kv-type
+  int64_t batch = 0;                       // gen: --batch (0: one sequence only)
   std::ostream* out = nullptr;
 
   Device device() const { return Device::parse(device_spec); }

@@ -235,9 +235,67 @@ bool bench_gen(const BenchContext& ctx) {
     rows.push_back(std::move(row));
   }
   model.set_replay(true);
-  // After every run: the peak covers loading, prefill and decode.
+  // After every run of one sequence: the peak covers loading, prefill and decode (not the
+  // batched sequences' caches below).
   const ProcessMemory mem = process_memory();
   const auto mib = [](int64_t b) { return b < 0 ? std::string("?") : fixed(b / 1048576.0, 1); };
+
+  // --batch: b sequences decoding together through forward_batch, as `wick serve` runs its
+  // slots. Each run: every sequence's own prompt in one pass, then one-token passes of all b
+  // whose greedy tokens come from one argmax on the device.
+  Table bt({"device", "sequences", "ms per pass", "aggregate decode tok/s", "/ 1 sequence",
+            "dispatches per pass"});
+  nlohmann::ordered_json batched = nlohmann::ordered_json::array();
+  if (ctx.batch > 0) {
+    std::vector<int64_t> sizes = {1};
+    for (int64_t b = 2; b < ctx.batch; b *= 2) sizes.push_back(b);
+    sizes.push_back(ctx.batch);
+    std::vector<std::vector<uint32_t>> prompts(static_cast<size_t>(ctx.batch));
+    for (auto& p : prompts) {
+      p.resize(static_cast<size_t>(prompt_len));
+      for (uint32_t& t : p) t = static_cast<uint32_t>(gen() % static_cast<uint64_t>(vocab));
+    }
+    std::vector<LlamaSequence> seqs;
+    const int64_t passes = decode_len - 1;
+    double one_tps = 0;
+    for (const int64_t b : sizes) {
+      while (static_cast<int64_t>(seqs.size()) < b) seqs.push_back(model.new_sequence());
+      std::vector<double> pass_ms, dispatches;
+      for (int r = 0; r <= runs; r++) {  // run 0: kernels compiled, steps captured
+        std::vector<LlamaModel::SequenceStep> steps;
+        for (int64_t i = 0; i < b; i++) {
+          seqs[static_cast<size_t>(i)].reset();
+          steps.push_back({&seqs[static_cast<size_t>(i)], prompts[static_cast<size_t>(i)]});
+        }
+        std::vector<uint32_t> next = model.forward_batch(steps).argmax(1).to_vec<uint32_t>();
+        const uint64_t d0 = dispatch_count(dev);
+        const double ms = time_ms([&] {
+          for (int64_t p = 0; p < passes; p++) {
+            for (int64_t i = 0; i < b; i++)
+              steps[static_cast<size_t>(i)].tokens = {next[static_cast<size_t>(i)]};
+            next = model.forward_batch(steps).argmax(1).to_vec<uint32_t>();
+          }
+        });
+        if (r == 0) continue;
+        pass_ms.push_back(ms / static_cast<double>(passes));
+        dispatches.push_back(static_cast<double>(dispatch_count(dev) - d0) /
+                             static_cast<double>(passes));
+      }
+      const double ms = median(pass_ms), tps = static_cast<double>(b) * 1e3 / ms;
+      if (b == 1) one_tps = tps;
+      bt.add_row({dev.name(), std::to_string(b), fixed(ms, 3), fixed(tps, 1),
+                  fixed(tps / one_tps, 2) + "x",
+                  dev.is_cpu() ? "-" : fixed(median(dispatches), 1)});
+      nlohmann::ordered_json row;
+      row["sequences"] = b;
+      row["pass_ms"] = ms;
+      row["decode_tokens_per_s"] = tps;
+      row["ratio_to_one_sequence"] = tps / one_tps;
+      row["dispatches_per_pass"] =
+          dev.is_cpu() ? nlohmann::ordered_json() : nlohmann::ordered_json(median(dispatches));
+      batched.push_back(std::move(row));
+    }
+  }
   if (ctx.json) {
     const MachineFacts m = machine_facts();
     nlohmann::ordered_json j;
@@ -258,6 +316,7 @@ bool bench_gen(const BenchContext& ctx) {
     j["peak_rss_bytes"] = mem.peak_rss;
     j["rss_bytes"] = mem.rss;
     j["rows"] = std::move(rows);
+    if (ctx.batch > 0) j["batched"] = std::move(batched);
     ctx.os() << j.dump(2) << "\n";
     return true;
   }
@@ -271,6 +330,13 @@ bool bench_gen(const BenchContext& ctx) {
            << " runs after a first run (each run: reset the cache, prefill the "
            << "prompt of random token ids, decode greedily). Dispatches per token: the kernels "
            << "(and library calls) a decode step launches, a replay's included.\n\n";
+  if (ctx.batch > 0) {
+    bt.print(ctx.os());
+    ctx.os() << "\nSequences decoding together (LlamaModel::forward_batch, as wick serve's "
+             << "slots): each run prefills every sequence's own prompt in one pass, then times "
+             << decode_len - 1 << " one-token passes of all of them, greedy tokens from one "
+             << "argmax on the device; medians of " << runs << " runs after a first.\n\n";
+  }
   return true;
 }
 
