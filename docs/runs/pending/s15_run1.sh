@@ -29,6 +29,15 @@ for i in 1 2; do
     done
   done
 done
+# In-process batching (session 16's bench gen --batch): b = 1, 2, 4, 8 at the default and with
+# the staged rows (the serve goal's b = 8 pass).
+B=$O/batch.txt
+for dev in cuda vulkan; do
+  for st in 0 2; do
+    echo "== $dev stage=$st" >> $B
+    WICK_QMATVEC_STAGE=$st timeout 60 ./wick bench gen --device $dev --model /tmp/m.gguf --batch 8 -n 64 >> $B 2>&1; echo "rc=$?" >> $B
+  done
+done
 WICK_QMATVEC_FUSE=1 WICK_VK_PROFILE=1 timeout 60 ./fbprof /tmp/m.gguf vulkan 1 40 > $O/vkprof_b1.txt 2>&1
 T=$O/tests.txt
 WICK_TEST_DEVICES=cpu timeout 40 ./wick_tests --gtest_filter="*SimdActivation*:*QMatMul*Simd*" --gtest_brief=1 > $O/tests_cpu.txt 2>&1; echo "rc=$?" >> $O/tests_cpu.txt
@@ -40,5 +49,6 @@ tar cJf $OUT/run1.tar.xz -C $O .
 grep -hE "FAILED|rc=|PASSED|tests ran" $T $O/tests_cpu.txt | grep -v LlamaCppVocab | head -20
 for f in $O/fb_*; do echo "$f: $(grep -E 'b=(1|8) pass' $f | tail -2 | tr '\n' ' ')"; done
 grep -hE "==|\| (cuda|vulkan)" $G | cut -c1-170
+grep -hE "==|\| (cuda|vulkan) +\| [0-9]" $B | cut -c1-150
 grep -E "GPU time" $O/vkprof_b1.txt | cut -c1-150
 grep -A12 "share" $O/vkprof_b1.txt | cut -c1-130
