@@ -1,8 +1,11 @@
 // The `wick` CLI: argument parsing (linked in), and the built binary run as a user would.
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -249,6 +252,9 @@ TEST(CliArgs, BenchGenOptionsNeedTheGenBenchmark) {
   expect_usage_error({"bench", "gen", "--batch", "257"},
                      "--batch needs a whole number in [2, 256]");
   EXPECT_EQ(parse({"bench", "gen", "--batch", "8"}).batch, 8);
+  expect_usage_error({"bench", "gen", "--save-text", "t.txt"},
+                     "--save-text is an option of the tokenizer benchmark");
+  EXPECT_EQ(parse({"bench", "tokenizer", "--save-text", "t.txt"}).save_text, "t.txt");
   EXPECT_EQ(parse({"bench", "gen"}).batch, 0);
   EXPECT_EQ(parse({"bench", "-n", "5"}).n_predict, 5);  // every benchmark, gen among them
   // --quick shrinks the defaults only: explicit sizes win.
@@ -736,6 +742,35 @@ TEST(CliBinary, BenchGenBatched) {
   ASSERT_EQ(text.status, 0) << text.output;
   for (const char* cell : {"| sequences |", "aggregate decode tok/s", "| cpu    | 2 ", "1.00x"})
     EXPECT_HAS(text.output, cell);
+}
+
+// --save-text: the text the tokenizer benchmark encodes, whole, for another tokenizer to time.
+TEST(CliBinary, BenchTokenizerSavesItsText) {
+  TempDir dir;
+  const std::string path = dir.file("text.txt");
+  // No vocabularies: the rows say "missing", the text is still written.
+  const std::string env = "WICK_LLAMA_VOCAB_DIR='" + dir.file("none") + "'";
+  const RunResult r = run_wick("bench tokenizer --quick --save-text '" + path + "'", env);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "text written to " + path + " (262144 bytes)");
+  std::ifstream f(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(text.size(), 262144u);
+  EXPECT_TRUE(std::isupper(static_cast<unsigned char>(text[0]))) << text.substr(0, 40);
+  EXPECT_NE(text.find(". "), std::string::npos);
+  EXPECT_NE(text.find("\n\n"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(path + ".part"));
+  // The same text every time.
+  const RunResult again = run_wick("bench tokenizer --quick --save-text '" + path + "2'", env);
+  ASSERT_EQ(again.status, 0) << again.output;
+  std::ifstream f2(path + "2", std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(f2)), std::istreambuf_iterator<char>()),
+            text);
+  const RunResult bad =
+      run_wick("bench tokenizer --quick --save-text '" + dir.file("no/such/dir/t.txt") + "'", env);
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_HAS(bad.output, "cannot write the text to ");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("no/such/dir/t.txt.part")));
 }
 
 // `wick chat` driven through stdin: a turn per line ("> " prompt, the line echoed as stdin is

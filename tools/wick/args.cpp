@@ -125,7 +125,8 @@ Args parse_args(int argc, const char* const* argv) {
   const bool serve = a.command == Command::Serve;
   const bool gen = a.command == Command::Generate || chat;
   const bool model_cmd = bench || gen || serve;
-  std::vector<std::string> gen_flags;  // bench: options that only the gen benchmark reads
+  std::vector<std::string> gen_flags;        // bench: options that only the gen benchmark reads
+  std::vector<std::string> tokenizer_flags;  // ... and the tokenizer benchmark
   for (int i = 2; i < argc; i++) {
     const std::string_view arg = argv[i];
     // "--opt VALUE" or "--opt=VALUE" for options that take one.
@@ -185,6 +186,9 @@ Args parse_args(int argc, const char* const* argv) {
     } else if (bench && name == "--batch") {
       a.batch = static_cast<int64_t>(parse_integer(name, value("a count"), 2, kMaxBatch));
       gen_only();
+    } else if (bench && name == "--save-text") {
+      a.save_text = value("a path");
+      tokenizer_flags.emplace_back(name);
     } else if (bench && name == "--save-model") {
       a.save_model = value("a path");
       gen_only();
@@ -253,6 +257,10 @@ Args parse_args(int argc, const char* const* argv) {
     if (!gen_flags.empty() &&
         std::find(a.benches.begin(), a.benches.end(), "gen") == a.benches.end())
       throw UsageError(gen_flags[0] + " is an option of the gen benchmark, which is not run");
+    if (!tokenizer_flags.empty() &&
+        std::find(a.benches.begin(), a.benches.end(), "tokenizer") == a.benches.end())
+      throw UsageError(tokenizer_flags[0] +
+                       " is an option of the tokenizer benchmark, which is not run");
     if (a.json && a.benches != std::vector<std::string>{"gen"})
       throw UsageError("--json prints the gen benchmark alone: run 'wick bench gen --json'");
   }
@@ -330,6 +338,8 @@ std::string help_text(Command command) {
              "  --batch B    gen: also B sequences decoding together (as wick serve's slots),\n"
              "               each after a prompt of its own: ms per pass and aggregate tok/s\n"
              "               for 1, 2, 4, ... and B sequences\n"
+             "  --save-text P  tokenizer: also write the text it encodes to P (for other\n"
+             "               tokenizers, such as bench/llama_tokenize.cpp's llama.cpp)\n"
              "  -t N         CPU threads (default: OMP_NUM_THREADS, else every core)\n"
              "  --full       also the slow sizes (matmul n = 4096 on the CPU)\n"
              "  --quick      small sizes and few runs (for tests and sanitizer builds)\n"

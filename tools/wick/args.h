@@ -41,6 +41,7 @@ struct Args {
   std::string model;  // -m/--model PATH; bench gen: empty -> the fetched SmolLM2, else synthetic
   std::string save_model;          // bench gen: --save-model PATH keeps the synthetic model there
   int64_t batch = 0;               // bench gen: --batch B, also B sequences decoding together
+  std::string save_text;           // bench tokenizer: --save-text PATH writes the text it encodes
   std::string prompt;              // -p/--prompt TEXT
   std::string prompt_file;         // -f/--file PATH: the prompt is that file's text
   int64_t n_predict = 0;           // -n N: tokens to generate (default 128; bench --quick: 8)

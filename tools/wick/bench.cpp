@@ -99,6 +99,7 @@ int run_bench(const Args& args, const std::string& command) {
   ctx.save_model = args.save_model;
   ctx.kv_type = args.kv_type;
   ctx.batch = args.batch;
+  ctx.save_text = args.save_text;
   ctx.prompt_tokens = args.prompt_tokens;
   ctx.n_predict = args.n_predict;
   ctx.json = args.json;

@@ -25,6 +25,7 @@ struct BenchContext {
   bool json = false;            // gen: --json
   KvCacheType kv_type = KvCacheType::F16;  // gen: --kv-type
   int64_t batch = 0;                       // gen: --batch (0: one sequence only)
+  std::string save_text;                   // tokenizer: --save-text
   std::ostream* out = nullptr;
 
   Device device() const { return Device::parse(device_spec); }

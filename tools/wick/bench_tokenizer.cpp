@@ -3,8 +3,10 @@
 // the goal of 10 MB/s per core. The vocabularies are llama.cpp's vocab-only GGUF files, which
 // scripts/install-deps.sh puts in .cache/llama-vocab/ (WICK_LLAMA_VOCAB_DIR overrides).
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "bench.h"
@@ -99,6 +101,16 @@ std::string english_text(size_t bytes) {
   return text;
 }
 
+// FNV-1a over the ids (as bench/llama_tokenize.cpp prints llama.cpp's): the same text gives the
+// same hash only for the same ids.
+std::string fnv1a_hex(const std::vector<int32_t>& ids) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t id : ids) h = (h ^ static_cast<uint32_t>(id)) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 std::filesystem::path vocab_dir() {
   if (const char* env = std::getenv("WICK_LLAMA_VOCAB_DIR"); env && *env) return env;
   return ".cache/llama-vocab";
@@ -111,9 +123,24 @@ bool bench_tokenizer(const BenchContext& ctx) {
   std::ostream& os = ctx.os();
   const size_t bytes = ctx.quick ? (256u << 10) : (4u << 20);
   const std::string text = english_text(bytes);
+  if (!ctx.save_text.empty()) {
+    // Whole or not at all: written beside the destination, then renamed over it.
+    const std::filesystem::path dst(ctx.save_text), tmp = dst.string() + ".part";
+    {
+      std::ofstream f(tmp, std::ios::binary);
+      f.write(text.data(), static_cast<std::streamsize>(text.size()));
+      if (!f.flush()) {
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        fail(ErrorKind::Io, "bench tokenizer", "cannot write the text to ", tmp.string());
+      }
+    }
+    std::filesystem::rename(tmp, dst);
+    os << "text written to " << dst.string() << " (" << text.size() << " bytes)\n";
+  }
   const double budget_ms = ctx.quick ? 200 : 3000;
   Table table({"vocabulary", "model", "encode MB/s", "vs goal", "decode MB/s", "bytes/token",
-               "first run", "runs"});
+               "first run", "runs", "ids FNV-1a"});
   std::vector<std::string> notes;
   struct Row {
     const char* file;
@@ -146,14 +173,16 @@ bool bench_tokenizer(const BenchContext& ctx) {
     table.add_row({r.file, r.label, fixed(enc_mbps, 1), fixed(enc_mbps / kGoalMBps, 2) + "×",
                    fixed(mb / (dec.median_ms / 1e3), 0),
                    fixed(double(text.size()) / double(ids.size()), 2),
-                   fixed(enc.first_ms, 1) + " ms", std::to_string(enc.later_runs)});
+                   fixed(enc.first_ms, 1) + " ms", std::to_string(enc.later_runs), fnv1a_hex(ids)});
   }
   table.print(os);
   os << "\nOne thread; " << fixed(double(bytes) / 1e6, 2)
      << " MB of English-like text (common words, punctuation, numbers, paragraphs), encoded "
         "without special tokens. MB/s = text bytes / median time of the runs after the first; "
         "vs goal: against "
-     << fixed(kGoalMBps, 0) << " MB/s per core.\n";
+     << fixed(kGoalMBps, 0)
+     << " MB/s per core. --save-text writes the text; bench/llama_tokenize.cpp times llama.cpp "
+        "on it and prints its ids' hash.\n";
   print_notes(os, notes);
   return ok;
 }
