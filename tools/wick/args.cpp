@@ -346,9 +346,9 @@ std::string help_text(Command command) {
              "  --worker     internal: the re-executed child of queue / first\n"
              "\n"
              "Numbers are decimal digits. --model, --save-model, --prompt-tokens, -n, --json,\n"
-             "--kv-type and --batch need\n"
-             "the gen benchmark among those run; a context (prompt + generated tokens) beyond the\n"
-             "model's context length is refused.\n"
+             "--kv-type and --batch need the gen benchmark among those run, --save-text the\n"
+             "tokenizer benchmark; a context (prompt + generated tokens) beyond the model's\n"
+             "context length is refused.\n"
              "\n"
              "exit status: 0 when every benchmark ran and every check passed, 1 otherwise.\n";
     case Command::Generate:
