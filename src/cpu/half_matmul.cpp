@@ -50,15 +50,6 @@ void dots_portable(const float* x, int rows, int64_t k, const uint16_t* w, float
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-template <typename H>
-WICK_AVX2_F16C inline __m256 widen8(const uint16_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (std::is_same_v<H, f16>)
-    return _mm256_cvtph_ps(h);
-  else
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
 WICK_AVX2_F16C inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));

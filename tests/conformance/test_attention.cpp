@@ -9,8 +9,8 @@
 #include <limits>
 #include <sstream>
 
-#include "cpu/isa.h"
 #include "harness.h"
+#include "isa_cap.h"
 
 namespace wick::testing {
 namespace {
@@ -1103,10 +1103,7 @@ TEST(AttentionCachedCpu, HalfCachesGiveTheSameBitsOnEveryIsa) {
         attention_cached(q, kc, vc, pos_tensor(x.pos, dev)).to_vec<float>();
     std::vector<float> base;
     {
-      struct BaselineIsa {
-        BaselineIsa() { cpu::set_isa_cap(cpu::Isa::Baseline); }
-        ~BaselineIsa() { cpu::set_isa_cap(cpu::Isa::Avx512); }
-      } capped;
+      IsaCap capped(cpu::Isa::Baseline);
       base = attention_cached(q, kc, vc, pos_tensor(x.pos, dev)).to_vec<float>();
     }
     ASSERT_EQ(best.size(), base.size());

@@ -9,6 +9,7 @@
 #include "cpu/float_math.h"
 #include "cpu/half_convert.h"
 #include "cpu/isa.h"
+#include "isa_cap.h"
 
 namespace wick::testing {
 namespace {
@@ -147,13 +148,6 @@ TEST(CpuFloatMath, ErrorInUlpOverSweepsAndSpecials) {
                                 << "): got " << c.fn(worst_x) << ", want " << c.ref(worst_x);
   }
 }
-
-// Caps the ISA for one scope.
-class IsaCap {
- public:
-  explicit IsaCap(cpu::Isa isa) { cpu::set_isa_cap(isa); }
-  ~IsaCap() { cpu::set_isa_cap(cpu::Isa::Avx512); }
-};
 
 std::vector<cpu::Isa> available_isas() {
   std::vector<cpu::Isa> out;

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "bench.h"
+#include "io/file.h"
 #include "report.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
@@ -123,20 +123,11 @@ bool bench_tokenizer(const BenchContext& ctx) {
   std::ostream& os = ctx.os();
   const size_t bytes = ctx.quick ? (256u << 10) : (4u << 20);
   const std::string text = english_text(bytes);
-  if (!ctx.save_text.empty()) {
-    // Whole or not at all: written beside the destination, then renamed over it.
-    const std::filesystem::path dst(ctx.save_text), tmp = dst.string() + ".part";
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      f.write(text.data(), static_cast<std::streamsize>(text.size()));
-      if (!f.flush()) {
-        std::error_code ec;
-        std::filesystem::remove(tmp, ec);
-        fail(ErrorKind::Io, "bench tokenizer", "cannot write the text to ", tmp.string());
-      }
-    }
-    std::filesystem::rename(tmp, dst);
-    os << "text written to " << dst.string() << " (" << text.size() << " bytes)\n";
+  if (!ctx.save_text.empty()) {  // whole or not at all
+    io::AtomicFileWriter file(ctx.save_text, "bench tokenizer --save-text");
+    file.write(text.data(), text.size());
+    file.commit();
+    os << "text written to " << ctx.save_text << " (" << text.size() << " bytes)\n";
   }
   const double budget_ms = ctx.quick ? 200 : 3000;
   Table table({"vocabulary", "model", "encode MB/s", "vs goal", "decode MB/s", "bytes/token",
