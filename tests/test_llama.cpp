@@ -374,7 +374,9 @@ TEST_P(Llama, Gemma2MatchesTheFloat64Reference) {
   cfg.arch = "gemma2";
   cfg.layers = 3;
   cfg.key_length = 16;
-  cfg.attn_softcap = 0.5f;
+  // 0.25, not 0.5: with 0.5 the cap moved the logits of 1 random model in ~200 by less than the
+  // 2% asked below (0.0179, 0.0186); with 0.25 the least of 700 draws was 0.039.
+  cfg.attn_softcap = 0.25f;
   cfg.final_softcap = 1.5f;
   cfg.sliding_window = 3;
   for (const KvCacheType kv : {KvCacheType::F32, KvCacheType::F16}) {
