@@ -170,6 +170,27 @@ WICK_CUDA_COMPILE_CASES(quantized) {
     cases.add("qmatmul.cu", {dtype_defines("", kActDTypes[(v + 1) % 3]), qtype,
                              spec_define(0, tile), spec_define(1, tile), spec_define(2, v % 4)});
   }
+  // The decode q/k/v projection's stores rotating q and k and writing the caches (ROPE_KV): each
+  // cache dtype, one warp and several, after qact, staged, x in f32, and quantizing its own x.
+  const DType kv_types[] = {DType::F32, DType::F16, DType::BF16};
+  for (uint32_t i = 0; i < 3; i++) {
+    const gpu::Defines rope = define("ROPE_KV", 1), kv = dtype_defines("KV_", kv_types[i]);
+    const gpu::Defines qtype = define("QTYPE", static_cast<uint32_t>(QuantType::Q4_1));
+    cases.add("qmatvec.cu", {define("ACT_Q8", 1), qtype, rope, kv, param_defines(DType::F32),
+                             define("WG_SIZE", i == 1 ? 32 : 128), spec_define(0, 1 + 3 * i),
+                             spec_define(1, i == 1 ? 2 : 4)});
+    cases.add("qmatvec.cu", {define("ACT_Q8", 1), qtype, rope, kv, param_defines(DType::F32),
+                             define("ACT_STAGE", 1), define("ACT_ROW_WORDS", 180),
+                             define("WG_SIZE", 128), spec_define(0, 8), spec_define(1, 2 * i + 2)});
+    cases.add("qmatvec.cu",
+              {dtype_defines("", kActDTypes[i]), qtype, rope, kv, param_defines(DType::F32),
+               define("WG_SIZE", 32), spec_define(0, 2), spec_define(1, 2)});
+    cases.add("qmatvec.cu",
+              {dtype_defines("", kActDTypes[i]), param_defines(kActDTypes[i]), qtype, rope, kv,
+               define("ACT_INLINE", 1), define("ACT_BLOCK", 32), define("ACT_K", 576),
+               define("ACT_ROW_WORDS", 180), define("NORM_LANES", 256), define("WG_SIZE", 128),
+               spec_define(0, 1), spec_define(1, 4)});
+  }
   // qmatvec quantizing its own x (ACT_INLINE, each prologue): 32-element blocks (the staged
   // path, k = 576 in 4.5 rounds of 128 threads, 1536 over two chunks of 32 threads) and 256-element
   // ones (a block per warp), with and without the residual, one and two x rows, each x dtype.

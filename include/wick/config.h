@@ -49,6 +49,10 @@ struct Knobs {
   // 0/false/off: never. Unset -> -1: the device's default (gpu::default_qmatvec_stage_rows: never
   // until measured on a GPU).
   int64_t qmatvec_stage_rows = -1;
+  // WICK_QMATVEC_ROPE: 0/false/off makes a GPU's decode q/k/v projection store its product and
+  // run rope_kv_cache after it (two dispatches) instead of rotating and writing the caches from
+  // the product's kernel (QMatMul::forward_rope_kv; the same bits). Default on; for measuring.
+  bool qmatvec_rope = true;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
   bool cuda_dependent_launch = true;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "wick/attention.h"
 #include "wick/quant_type.h"
 #include "wick/tensor.h"
 
@@ -87,6 +88,17 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
 //     give the same products and differ only in summation order. Plain weights (f32/f16/bf16)
 //     are held as an f32 device tensor and go through the f32 matmul. The host QTensor is kept
 //     too (weight()).
+// Where QMatMul::forward_rope_kv sends its product: rope_kv_cache's arguments (wick/attention.h)
+// but q, k and v, which are the product's columns.
+struct RopeKvTarget {
+  int64_t heads = 0, kv_heads = 0;  // h and kvh: the head dim is n_out / (h + 2 kvh)
+  Tensor k_cache, v_cache;
+  RotaryTables tables;
+  Tensor pos;
+  bool interleaved = false;
+  Tensor slots;  // optional, as rope_kv_cache's
+};
+
 class QMatMul {
  public:
   // On the CPU. Throws Error(Shape) unless `weight` is 2-D, Error(Unsupported) for a type it
@@ -118,6 +130,18 @@ class QMatMul {
   // residual + forward_swiglu(gate, up), bit for bit, the residual added as forward(x, residual)
   // adds it.
   Tensor forward_swiglu(const Tensor& gate, const Tensor& up, const Tensor& residual) const;
+  // A decode step's fused q/k/v projection and its rope_kv_cache: for x (b, k), one new token of
+  // batch item i per row, y = forward_rms_norm(x, norm_alpha, eps) (forward(x) when norm_alpha
+  // is undefined) is split along its n_out = (h + 2 kvh) d columns into q (b, h, 1, d), k and v
+  // (b, kvh, 1, d), and the result is rope_kv_cache(q, k, v, target's caches, tables, pos,
+  // interleaved, slots): the rotated q (b, h, 1, d) f32, the caches written in place. Bit for bit
+  // those ops; on a GPU one dispatch where it can (rope_i pairs, x rows decode's qmatvec takes:
+  // the rotation and the cache writes join the product's stores; WICK_QMATVEC_ROPE=0 turns it
+  // off), else the ops one after the other. The tables are f32 (the product's dtype). Errors as
+  // forward_rms_norm's for x and alpha (named QMatMul::forward_rope_kv), Error(Shape) for x not
+  // 2-D or heads that do not divide n_out, and rope_kv_cache's for the rest.
+  Tensor forward_rope_kv(const Tensor& x, const RopeKvTarget& target,
+                         const Tensor& norm_alpha = Tensor(), double eps = 0) const;
 
   const QTensor& weight() const;
   const Device& device() const;  // where forward() runs

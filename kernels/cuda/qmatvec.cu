@@ -18,6 +18,14 @@
 // residual (f32), then (ACT_INLINE 1, 2) the prologue's operand: alpha or up.
 // ACT_STAGE (with ACT_Q8): the block first copies its x rows, quantized by qact.cu, into shared
 // memory (ACT_ROW_WORDS words per row), where the dot loop reads them.
+// ROPE_KV: the product's columns are q (h heads), k and v (kvh heads) of head dim d, one token of
+// batch item c per x row c, and they go where rope_kv_cache (rope_kv.cu) would put them: q rotated
+// into y (b, h, 1, d), k rotated and v as it is into the caches (KV_DT) at the item's position,
+// in its slot. Rotation pairs are adjacent columns (rope_i), so a block's rows (even, from an
+// even row) hold whole pairs; each pair's two sums meet in one thread, which rotates them with
+// rope.cuh's arithmetic (the same bits as the unfused ops). No residual. Bindings after the
+// prologue's operand (binding 3, bound even when unused): 4 pos, 5 slots, 6-9 cos_q, sin_q,
+// cos_k, sin_k (f32), 10 k_cache, 11 v_cache, 12 the op's error record.
 // Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8).
 #ifdef ACT_INLINE
 #define ACT_Q8 1
@@ -26,6 +34,10 @@
 #include "include/dtype.cuh"
 #include "include/quant.cuh"
 #include "include/warp.cuh"
+#ifdef ROPE_KV
+#include "include/errors.cuh"
+#include "include/rope.cuh"
+#endif
 #ifdef ACT_INLINE
 #include "include/qact.cuh"
 #include "include/qact_value.cuh"
@@ -51,7 +63,9 @@ static_assert(NUM_COLS >= 1u && NUM_COLS <= 8u && NUM_ROWS >= 1u && NUM_ROWS <= 
               "qmatvec.cu: 1 .. 8 x rows and output rows per block");
 constexpr uint32_t UNIT = 32u;
 
-#ifdef ACT_INLINE
+#if defined(ROPE_KV)
+WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATVEC_ROPE(WICK_CU_FIELD, WICK_CU_ARRAY))
+#elif defined(ACT_INLINE)
 WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATVEC_ACT(WICK_CU_FIELD, WICK_CU_ARRAY))
 #else
 WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATMUL(WICK_CU_FIELD, WICK_CU_ARRAY))
@@ -133,6 +147,54 @@ WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs& args, uint3
 #endif
   buffer_at<float>(args, 2)[c * pc.n_out + row] = v;
 }
+
+#ifdef ROPE_KV
+static_assert(NUM_ROWS % 2u == 0u, "qmatvec.cu: ROPE_KV takes whole rotation pairs");
+typedef STORAGE_T(KV_DT) KT;
+// Output rows `row` (even) and row + 1 of x row c, the sums a and b: rope_kv.cu's stores for
+// them. An item at a position past the cache (or in a slot past it) gets nothing written; its
+// first pair reports it.
+WICK_DEV void store_pair(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c,
+                         uint32_t row, float a, float b) {
+  const uint32_t d = pc.d, q_cols = pc.h * d, k_cols = pc.kvh * d;
+  const uint32_t p = buffer_at<const uint32_t>(args, 4)[pc.pos_offset + c * pc.pos_stride];
+  const uint32_t slot =
+      pc.cache_slots > 0u ? buffer_at<const uint32_t>(args, 5)[pc.slots_offset + c] : c;
+  uint32_t* err = buffer_at<uint32_t>(args, 12);
+  if (p >= pc.max_seq) {
+    if (row == 0u) report_error(err, WICK_ERROR_CACHE_POSITION, p, pc.max_seq);
+    return;
+  }
+  if (pc.cache_slots > 0u && slot >= pc.cache_slots) {
+    if (row == 0u) report_error(err, WICK_ERROR_CACHE_SLOT, slot, pc.cache_slots);
+    return;
+  }
+  const uint32_t part = row < q_cols ? 0u : row < q_cols + k_cols ? 1u : 2u;
+  const uint32_t col = part == 0u ? row : part == 1u ? row - q_cols : row - q_cols - k_cols;
+  const uint32_t head = col / d, i = col % d;  // i even: the pair (i, i + 1)
+  const uint32_t cache_at = ((slot * pc.kvh + head) * pc.max_seq + p) * d + i;
+  if (part == 2u) {
+    KT* v_cache = buffer_at<KT>(args, 11) + pc.vc_offset + cache_at;
+    v_cache[0] = PACK(KV_DT, a);
+    v_cache[1] = PACK(KV_DT, b);
+    return;
+  }
+  const uint32_t at = p * pc.table_rows[part] + i / 2u;  // bindings 6 + 2 part, 7 + 2 part
+  const float cs = buffer_at<const float>(args, 6 + 2 * int(part))[pc.table_offsets[2u * part] + at];
+  const float sn =
+      buffer_at<const float>(args, 7 + 2 * int(part))[pc.table_offsets[2u * part + 1u] + at];
+  const float lo = rope_rotate(true, a, b, cs, sn), hi = rope_rotate(false, a, b, cs, sn);
+  if (part == 0u) {
+    float* q = buffer_at<float>(args, 2) + (c * pc.h + head) * d + i;
+    q[0] = lo;
+    q[1] = hi;
+  } else {
+    KT* k_cache = buffer_at<KT>(args, 10) + pc.kc_offset + cache_at;
+    k_cache[0] = PACK(KV_DT, lo);
+    k_cache[1] = PACK(KV_DT, hi);
+  }
+}
+#endif
 
 // The block's weight rows: constant while the previous kernel runs (common.cuh, prefetch_l2).
 WICK_DEV void prefetch_weights(const wick::KernelArgs& args) {
@@ -351,13 +413,22 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
 #pragma unroll
     for (uint32_t c = 0u; c < NUM_COLS; c++) acc[r][c] = warp_sum(acc[r][c]);
   const uint32_t lane = t % 32u, warp = t / 32u;
-  if (WICK_WARPS == 1) {  // one warp: its sums are final, and lane r * NUM_COLS + c writes one
+  if (WICK_WARPS == 1) {  // one warp: its sums are final
+#ifdef ROPE_KV             // lane (r / 2) * NUM_COLS + c writes a pair
+#pragma unroll
+    for (uint32_t r = 0u; r < NUM_ROWS; r += 2u)
+#pragma unroll
+      for (uint32_t c = 0u; c < NUM_COLS; c++)
+        if (lane == (r / 2u * NUM_COLS + c) % 32u && row0 + r < pc.n_out && c < n_cols)
+          store_pair(pc, args, col0 + c, row0 + r, acc[r][c], acc[r + 1u][c]);
+#else  // lane r * NUM_COLS + c writes one
 #pragma unroll
     for (uint32_t r = 0u; r < NUM_ROWS; r++)
 #pragma unroll
       for (uint32_t c = 0u; c < NUM_COLS; c++)
         if (lane == (r * NUM_COLS + c) % 32u && row0 + r < pc.n_out && c < n_cols)
           store(pc, args, col0 + c, row0 + r, acc[r][c]);
+#endif
     return;
   }
   __shared__ float s_part[NUM_ROWS * NUM_COLS][WICK_WARPS];
@@ -367,6 +438,20 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
 #pragma unroll
       for (uint32_t c = 0u; c < NUM_COLS; c++) s_part[r * NUM_COLS + c][warp] = acc[r][c];
   __syncthreads();
+#ifdef ROPE_KV
+  for (uint32_t v = t; v < NUM_ROWS / 2u * NUM_COLS; v += WG_SIZE) {  // v = (pair, c)
+    const uint32_t r = 2u * (v / NUM_COLS), c = v % NUM_COLS;
+    if (row0 + r >= pc.n_out || c >= n_cols) continue;
+    const uint32_t v0 = r * NUM_COLS + c, v1 = v0 + NUM_COLS;
+    float a = 0.0f, b = 0.0f;
+#pragma unroll
+    for (uint32_t p = 0u; p < WICK_WARPS; p++) {
+      a += s_part[v0][p];
+      b += s_part[v1][p];
+    }
+    store_pair(pc, args, col0 + c, row0 + r, a, b);
+  }
+#else
   for (uint32_t v = t; v < NUM_ROWS * NUM_COLS; v += WG_SIZE) {
     const uint32_t row = row0 + v / NUM_COLS, c = v % NUM_COLS;
     if (row >= pc.n_out || c >= n_cols) continue;
@@ -375,4 +460,5 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     for (uint32_t p = 0u; p < WICK_WARPS; p++) sum += s_part[v][p];
     store(pc, args, col0 + c, row, sum);
   }
+#endif
 }

@@ -20,6 +20,14 @@
 // the dot loop reads them (NUM_COLS x rows: most of its loads).
 // RESIDUAL: y = residual + the product (binding 3, f32; one rounding, as the add kernel's).
 // ACT_INLINE 1, 2: the prologue's operand (alpha, or up) follows, at binding 4 or 3.
+// ROPE_KV: the product's columns are q (h heads), k and v (kvh heads) of head dim d, one token of
+// batch item c per x row c, and they go where rope_kv_cache (rope_kv.comp) would put them: q
+// rotated into y (b, h, 1, d), k rotated and v as it is into the caches (KV_DT) at the item's
+// position, in its slot. Rotation pairs are adjacent columns (rope_i), so a workgroup's rows
+// (even, from an even row) hold whole pairs; each pair's two sums meet in one invocation, which
+// rotates them with rope.glsl's arithmetic (the same bits as the unfused ops). No residual.
+// Bindings after the prologue's operand (binding 3, bound even when unused): 4 pos, 5 slots,
+// 6-9 cos_q, sin_q, cos_k, sin_k (f32), 10 k_cache, 11 v_cache, 12 the op's error record.
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -147,6 +155,61 @@ layout(set = 0, binding = 3) readonly buffer R { float residual[]; };
 
 shared float s_part[NUM_ROWS * NUM_COLS * WG_SIZE];
 
+#ifdef ROPE_KV
+layout(set = 0, binding = 4) readonly buffer Pos { uint pos[]; };
+layout(set = 0, binding = 5) readonly buffer Slots { uint slots[]; };
+layout(set = 0, binding = 6) readonly buffer CosQ { float cos_q[]; };
+layout(set = 0, binding = 7) readonly buffer SinQ { float sin_q[]; };
+layout(set = 0, binding = 8) readonly buffer CosK { float cos_k[]; };
+layout(set = 0, binding = 9) readonly buffer SinK { float sin_k[]; };
+layout(set = 0, binding = 10) writeonly buffer KCache { STORAGE_T(KV_DT) k_cache[]; };
+layout(set = 0, binding = 11) writeonly buffer VCache { STORAGE_T(KV_DT) v_cache[]; };
+#define ERROR_BINDING 12
+#include "include/errors.glsl"
+#ifndef CT  // ACT_INLINE's (qact_value.glsl) is float too: x is f32, f16 or bf16
+#define CT float
+#endif
+#include "include/rope.glsl"
+
+// Output rows `row` (even) and row + 1 of x row c, the sums a and b: rope_kv.comp's stores for
+// them. An item at a position past the cache (or in a slot past it) gets nothing written; its
+// first pair reports it.
+void store_pair(uint c, uint row, float a, float b) {
+  const uint d = pc.d, q_cols = pc.h * d, k_cols = pc.kvh * d;
+  const uint p = pos[pc.pos_offset + c * pc.pos_stride];
+  const uint slot = pc.cache_slots > 0u ? slots[pc.slots_offset + c] : c;
+  if (p >= pc.max_seq) {
+    if (row == 0u) report_error(WICK_ERROR_CACHE_POSITION, p, 0u, pc.max_seq);
+    return;
+  }
+  if (pc.cache_slots > 0u && slot >= pc.cache_slots) {
+    if (row == 0u) report_error(WICK_ERROR_CACHE_SLOT, slot, 0u, pc.cache_slots);
+    return;
+  }
+  const uint part = row < q_cols ? 0u : row < q_cols + k_cols ? 1u : 2u;
+  const uint col = part == 0u ? row : part == 1u ? row - q_cols : row - q_cols - k_cols;
+  const uint head = col / d, i = col % d;  // i even: the pair (i, i + 1)
+  const uint cache_at = ((slot * pc.kvh + head) * pc.max_seq + p) * d + i;
+  if (part == 2u) {
+    v_cache[pc.vc_offset + cache_at] = PACK(KV_DT, a);
+    v_cache[pc.vc_offset + cache_at + 1u] = PACK(KV_DT, b);
+    return;
+  }
+  const uint tab = part * 2u, at = p * pc.table_rows[part] + i / 2u;
+  const float cs = part == 0u ? cos_q[pc.table_offsets[0] + at] : cos_k[pc.table_offsets[2] + at];
+  const float sn = part == 0u ? sin_q[pc.table_offsets[1] + at] : sin_k[pc.table_offsets[3] + at];
+  const float lo = rope_rotate(true, a, b, cs, sn), hi = rope_rotate(false, a, b, cs, sn);
+  if (part == 0u) {
+    const uint q_at = (c * pc.h + head) * d + i;
+    y[q_at] = lo;
+    y[q_at + 1u] = hi;
+  } else {
+    k_cache[pc.kc_offset + cache_at] = PACK(KV_DT, lo);
+    k_cache[pc.kc_offset + cache_at + 1u] = PACK(KV_DT, hi);
+  }
+}
+#endif
+
 // y's element (x row c, output row `row`).
 void store(uint c, uint row, float v) {
 #ifdef RESIDUAL
@@ -265,16 +328,38 @@ void main() {
   const bool writer = true;
 #endif
   if (n_part == 1u) {  // one subgroup: its sums are final
+#ifdef ROPE_KV
+    if (writer)
+      for (uint r = 0u; r + 1u < NUM_ROWS; r += 2u)
+        for (uint c = 0u; c < NUM_COLS; c++)
+          if (row0 + r < pc.n_out && c < n_cols)
+            store_pair(col0 + c, row0 + r, acc[r][c], acc[r + 1u][c]);
+#else
     if (writer)
       for (uint r = 0u; r < NUM_ROWS; r++)
         for (uint c = 0u; c < NUM_COLS; c++)
           if (row0 + r < pc.n_out && c < n_cols) store(col0 + c, row0 + r, acc[r][c]);
+#endif
     return;
   }
   if (writer)
     for (uint r = 0u; r < NUM_ROWS; r++)
       for (uint c = 0u; c < NUM_COLS; c++) s_part[(r * NUM_COLS + c) * n_part + part] = acc[r][c];
   barrier();
+#ifdef ROPE_KV
+  // A pair of rows per invocation: v = (pair, c).
+  for (uint v = t; v < NUM_ROWS / 2u * NUM_COLS; v += WG_SIZE) {
+    const uint r = 2u * (v / NUM_COLS), c = v % NUM_COLS;
+    if (row0 + r >= pc.n_out || c >= n_cols) continue;
+    const uint v0 = r * NUM_COLS + c, v1 = v0 + NUM_COLS;
+    float a = 0.0, b = 0.0;
+    for (uint p = 0u; p < n_part; p++) {
+      a += s_part[v0 * n_part + p];
+      b += s_part[v1 * n_part + p];
+    }
+    store_pair(col0 + c, row0 + r, a, b);
+  }
+#else
   for (uint v = t; v < NUM_ROWS * NUM_COLS; v += WG_SIZE) {
     const uint row = row0 + v / NUM_COLS, c = v % NUM_COLS;
     if (row >= pc.n_out || c >= n_cols) continue;
@@ -282,4 +367,5 @@ void main() {
     for (uint p = 0u; p < n_part; p++) s += s_part[v * n_part + p];
     store(col0 + c, row, s);
   }
+#endif
 }

@@ -180,6 +180,24 @@
   F(wick_u32, p_row)                  \
   F(wick_u32, p_k)                    \
   F(wick_param_t, eps)
+// qmatvec whose product goes to rope_kv_cache (ROPE_KV: decode's fused q/k/v projection): the
+// ACT block, then rope_kv's fields for one new token per x row (x row i is batch item i): heads,
+// the position and slot of each item, the caches' and tables' offsets (tables with a unit stride
+// along d/2 and one row stride per pair: q's, k's).
+#define WICK_PARAMS_QMATVEC_ROPE(F, A) \
+  WICK_PARAMS_QMATVEC_ACT(F, A)        \
+  F(wick_u32, h)                       \
+  F(wick_u32, kvh)                     \
+  F(wick_u32, d)                       \
+  F(wick_u32, max_seq)                 \
+  F(wick_u32, pos_offset)              \
+  F(wick_u32, pos_stride)              \
+  F(wick_u32, slots_offset)            \
+  F(wick_u32, cache_slots)             \
+  F(wick_u32, kc_offset)               \
+  F(wick_u32, vc_offset)               \
+  A(wick_u32, table_offsets, 4)        \
+  A(wick_u32, table_rows, 2)
 
 // What a kernel reports in its op's error record, four words {code, a low, a high, b}: the first
 // error wins (compare-and-swap on the code).

@@ -135,6 +135,18 @@ struct QPrologue {
   double eps = 0;
 };
 
+// Where qmatmul_rope_kv sends the product (decode's fused q/k/v projection): its n_out =
+// (h + 2 kvh) d columns of x row i are batch item i's q, k and v for one new token (t = 1), as
+// rope_kv_cache takes them; the other fields are rope_kv_cache's, checked by its front end.
+struct QRopeKv {
+  int64_t h, kvh, d;
+  CacheView k_cache, v_cache;
+  RopeTableViews tables;
+  View pos;
+  const View* slots;  // null: item i in slot i
+  bool interleaved;
+};
+
 class BackendDevice {
  public:
   virtual ~BackendDevice() = default;
@@ -236,6 +248,15 @@ class BackendDevice {
   // CpuDevice refuses it with Unsupported. A backend without a kernel for `type` does the same.
   virtual void qmatmul(View x, const QPrologue& prologue, const Storage& wblocks, QuantType type,
                        int64_t n_out, int64_t k, const View* residual, Storage& dst) = 0;
+  // rope_kv_cache(q, k, v, ...) of qmatmul's product split into q, k and v (QRopeKv), in one
+  // kernel where the backend has one for these arguments: q_out (b, h, 1, d) contiguous f32 gets
+  // rope_kv_cache's q and the caches their rows, bit for bit as the two ops would write them.
+  // Returns false, having recorded nothing, where it has none; the caller then runs the two.
+  virtual bool qmatmul_rope_kv(View /*x*/, const QPrologue& /*prologue*/,
+                               const Storage& /*wblocks*/, QuantType /*type*/, int64_t /*n_out*/,
+                               int64_t /*k*/, const QRopeKv& /*rope*/, Storage& /*q_out*/) {
+    return false;
+  }
   // Whether qmatmul() runs on this device (false: QMatMul multiplies on the host with weights it
   // prepares, as for the CPU).
   virtual bool runs_qmatmul() const { return true; }

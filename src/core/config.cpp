@@ -104,6 +104,7 @@ Knobs read_knobs() {
                            : parse_int(v, n) && n >= 1   ? n
                                                          : -1;
   }
+  if (const char* v = env("WICK_QMATVEC_ROPE")) k.qmatvec_rope = !off(v);
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
   if (const char* v = env("WICK_VK_COOP_SHAPE")) {
@@ -153,6 +154,7 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_QMATVEC_STAGE", k.qmatvec_stage_rows < 0    ? "default"
                              : k.qmatvec_stage_rows == 0 ? "off"
                                                          : std::to_string(k.qmatvec_stage_rows)},
+      {"WICK_QMATVEC_ROPE", k.qmatvec_rope ? "on" : "off"},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
       {"WICK_VK_PROFILE", k.vk_profile ? "on" : "off"},
       {"WICK_VK_COOP_SHAPE", k.vk_coop_tile == 0 ? "default"

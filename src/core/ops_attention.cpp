@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/rope_kv.h"
 #include "core/tensor_impl.h"
 #include "wick/attention.h"
 
@@ -100,10 +101,11 @@ Tensor unaliased(const Tensor& t, const Tensor& k_cache, const Tensor& v_cache) 
 
 }  // namespace
 
-Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
-                     const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos_in,
-                     bool interleaved, const Tensor& slots_in) {
-  const char* op = "rope_kv_cache";
+namespace core {
+
+RopeKvInputs check_rope_kv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const Tensor& k_cache, const Tensor& v_cache, const RotaryTables& tables,
+                           const Tensor& pos_in, const Tensor& slots_in) {
   core::check_float(op, q);
   const Tensor* same[] = {&k, &v, &tables.cos_q, &tables.sin_q, &tables.cos_k, &tables.sin_k};
   for (const Tensor* t : same) {
@@ -113,7 +115,9 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   core::check_same_device(op, q, pos_in);  // an undefined pos is named before q's shape
   if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
   const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
-  const Tensor pos = checked_pos(op, q, pos_in, b), slots = checked_slots(op, q, slots_in, b);
+  RopeKvInputs in;
+  in.pos = checked_pos(op, q, pos_in, b);
+  in.slots = checked_slots(op, q, slots_in, b);
   if (d % 2 != 0) fail(ErrorKind::Shape, op, "head dim must be even, got q ", q.shape());
   if (k.rank() != 4 || k.dim(0) != b || k.dim(2) != t || k.dim(3) != d)
     fail(ErrorKind::Shape, op, "k must be (", b, ", kvh, ", t, ", ", d, ") for q ", q.shape(),
@@ -122,7 +126,7 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
     fail(ErrorKind::Shape, op, "v ", v.shape(), " must have k's shape ", k.shape());
   const int64_t kvh = k.dim(1);
   check_heads(op, q, kvh);
-  check_caches(op, q, k_cache, v_cache, slots.defined() ? -1 : b, kvh, d);
+  check_caches(op, q, k_cache, v_cache, in.slots.defined() ? -1 : b, kvh, d);
   const int64_t max_seq = k_cache.dim(2);
   const char* names[] = {"cos_q", "sin_q", "cos_k", "sin_k"};
   for (size_t i = 0; i < 4; i++) {
@@ -132,21 +136,38 @@ Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Te
            ") for q ", q.shape(), ", got ", tab.shape());
   }
   check_tokens_fit(op, t, max_seq);
+  in.q = unaliased(q, k_cache, v_cache);
+  in.k = unaliased(k, k_cache, v_cache);
+  in.v = unaliased(v, k_cache, v_cache);
+  in.cos_q = unaliased(tables.cos_q, k_cache, v_cache);
+  in.sin_q = unaliased(tables.sin_q, k_cache, v_cache);
+  in.cos_k = unaliased(tables.cos_k, k_cache, v_cache);
+  in.sin_k = unaliased(tables.sin_k, k_cache, v_cache);
+  return in;
+}
+
+void record_rope_kv(const RopeKvInputs& in, const Tensor& k_cache, const Tensor& v_cache,
+                    bool interleaved, const Tensor& out) {
+  const std::optional<backend::View> slot_view =
+      in.slots.defined() ? std::optional(core::view(in.slots)) : std::nullopt;
+  in.q.device().backend().rope_kv_cache(
+      core::view(in.q), core::view(in.k), core::view(in.v), {*k_cache.storage(), k_cache.layout()},
+      {*v_cache.storage(), v_cache.layout()},
+      {core::view(in.cos_q), core::view(in.sin_q), core::view(in.cos_k), core::view(in.sin_k)},
+      core::view(in.pos), slot_view ? &*slot_view : nullptr, interleaved, *out.storage());
+}
+
+}  // namespace core
+
+Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
+                     const Tensor& v_cache, const RotaryTables& tables, const Tensor& pos,
+                     bool interleaved, const Tensor& slots) {
+  const char* op = "rope_kv_cache";
+  const core::RopeKvInputs in =
+      core::check_rope_kv(op, q, k, v, k_cache, v_cache, tables, pos, slots);
   Tensor out = core::empty(q.shape(), q.dtype(), q.device(), op);
   if (out.numel() == 0) return out;
-  const Tensor qs = unaliased(q, k_cache, v_cache), ks = unaliased(k, k_cache, v_cache),
-               vs = unaliased(v, k_cache, v_cache);
-  const std::optional<backend::View> slot_view =
-      slots.defined() ? std::optional(core::view(slots)) : std::nullopt;
-  const Tensor cq = unaliased(tables.cos_q, k_cache, v_cache),
-               sq = unaliased(tables.sin_q, k_cache, v_cache),
-               ck = unaliased(tables.cos_k, k_cache, v_cache),
-               sk = unaliased(tables.sin_k, k_cache, v_cache);
-  q.device().backend().rope_kv_cache(
-      core::view(qs), core::view(ks), core::view(vs), {*k_cache.storage(), k_cache.layout()},
-      {*v_cache.storage(), v_cache.layout()},
-      {core::view(cq), core::view(sq), core::view(ck), core::view(sk)}, core::view(pos),
-      slots.defined() ? &slot_view.value() : nullptr, interleaved, *out.storage());
+  core::record_rope_kv(in, k_cache, v_cache, interleaved, out);
   return out;
 }
 

@@ -43,6 +43,7 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
                                               : std::numeric_limits<int64_t>::max();
   o.qmatvec_stage_rows =
       k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
+  o.qmatvec_rope = k.qmatvec_rope;
   if (k.qmatvec_threads > 0) {
     o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
     o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);

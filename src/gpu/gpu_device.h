@@ -96,6 +96,9 @@ struct GpuOptions {
   // From this many x rows (0: never), qmatvec copies its x rows, quantized by qact, into shared
   // memory before its dot loop (default_qmatvec_stage_rows, WICK_QMATVEC_STAGE).
   int64_t qmatvec_stage_rows = 0;
+  // qmatmul_rope_kv in qmatvec's stores where it can (WICK_QMATVEC_ROPE); off: the product, then
+  // rope_kv_cache.
+  bool qmatvec_rope = true;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -241,6 +244,9 @@ class GpuDevice : public backend::BackendDevice {
   void qmatmul(backend::View x, const backend::QPrologue& prologue, const backend::Storage& wblocks,
                QuantType type, int64_t n_out, int64_t k, const backend::View* residual,
                backend::Storage& dst) override;
+  bool qmatmul_rope_kv(backend::View x, const backend::QPrologue& prologue,
+                       const backend::Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
+                       const backend::QRopeKv& rope, backend::Storage& q_out) override;
   // Whether matmul multiplies f16 on tensor cores (backends that can override it).
   virtual bool f16_tensor_gemm() const { return false; }
   // Whether qmatmul of m rows of x dequantizes W to f16 for matmul (GpuOptions::dequant_rows).
@@ -318,6 +324,15 @@ class GpuDevice : public backend::BackendDevice {
   // beyond the device's limit).
   void record_matmul(const Pipeline& pipeline, std::array<uint32_t, 3> groups, const MatmulPlan& p,
                      backend::Storage& dst);
+  // qmatmul's work; with `rope` (qmatmul_rope_kv, which checked that qmatvec takes it), the
+  // product goes to rope_kv_cache's outputs through qmatvec's ROPE_KV stores, dst being q_out.
+  void record_qmatmul(backend::View x, const backend::QPrologue& prologue,
+                      const backend::Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
+                      const backend::View* residual, const backend::QRopeKv* rope,
+                      backend::Storage& dst);
+  // qmatvec's workgroup shape for a matrix of n_out rows, and whether it takes m rows of x.
+  QMatVecShape qmatvec_shape(int64_t n_out) const;
+  bool qmatvec_takes(int64_t m) const;
   // norm: 0 softmax, 1 log_softmax, 2 rms_norm, 3 layer_norm.
   void norm(uint32_t kind, const char* name, backend::View x, const backend::View* alpha,
             const backend::View* beta, double eps, backend::Storage& dst);

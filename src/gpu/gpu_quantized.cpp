@@ -139,9 +139,55 @@ int64_t default_qmatvec_stage_rows(const DeviceCaps&) {
   return 0;
 }
 
+QMatVecShape GpuDevice::qmatvec_shape(int64_t n_out) const {
+  QMatVecShape v = options_.qmatvec;
+  if (n_out >= v.wide_min_out) {
+    v.threads = v.wide_threads;
+    v.rows = v.wide_rows;
+  }
+  return v;
+}
+
+bool GpuDevice::qmatvec_takes(int64_t m) const {
+  const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
+  return !qmatmul_dequantizes(m) && m <= options_.qmatvec.max_rows &&
+         col_groups <= device_caps().max_group_count_z;
+}
+
 void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
                         QuantType type, int64_t n_out, int64_t k, const View* residual,
                         Storage& dst) {
+  record_qmatmul(x, prologue, wblocks, type, n_out, k, residual, nullptr, dst);
+}
+
+bool GpuDevice::qmatmul_rope_kv(View x, const backend::QPrologue& prologue, const Storage& wblocks,
+                                QuantType type, int64_t n_out, int64_t k,
+                                const backend::QRopeKv& rope, Storage& q_out) {
+  // qmatvec's stores rotate adjacent pairs (rope_i) in f32 tables read with a unit stride along
+  // d/2 and one row stride per pair (rope_kv's direct case); each workgroup's rows are whole
+  // pairs. Elsewhere the caller runs the product and rope_kv_cache.
+  const int64_t m = x.layout.shape[0];
+  const QMatVecShape v = qmatvec_shape(n_out);
+  if (!options_.qmatvec_rope || !rope.interleaved || !qmatvec_takes(m) || v.rows % 2 != 0 ||
+      rope.d % 2 != 0 || n_out != (rope.h + 2 * rope.kvh) * rope.d ||
+      rope.tables.cos_q.storage.dtype() != DType::F32)
+    return false;
+  const View* t[4] = {&rope.tables.cos_q, &rope.tables.sin_q, &rope.tables.cos_k,
+                      &rope.tables.sin_k};
+  const int64_t max_seq = rope.k_cache.layout.shape[2];
+  for (size_t pair = 0; pair < 4; pair += 2) {
+    const Layout &l0 = t[pair]->layout, &l1 = t[pair + 1]->layout;
+    if ((rope.d > 2 && (l0.strides[1] != 1 || l1.strides[1] != 1)) ||
+        (max_seq > 1 && l0.strides[0] != l1.strides[0]))
+      return false;
+  }
+  record_qmatmul(x, prologue, wblocks, type, n_out, k, nullptr, &rope, q_out);
+  return true;
+}
+
+void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
+                               QuantType type, int64_t n_out, int64_t k, const View* residual,
+                               const backend::QRopeKv* rope, Storage& dst) {
   using Prologue = backend::QPrologue::Kind;
   const char* op = "qmatmul";
   const DType dt = x.storage.dtype();
@@ -190,7 +236,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
         unary(backend::UnaryOp::Silu, {}, x, *silu);
         binary(backend::BinaryOp::Mul, {*silu, rows}, *prologue.operand, *staged);
       }
-      qmatmul({*staged, rows}, {}, wblocks, type, n_out, k, residual, dst);
+      record_qmatmul({*staged, rows}, {}, wblocks, type, n_out, k, residual, rope, dst);
       return;
     }
   }
@@ -237,16 +283,13 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
 
   // qmatvec's shape, and whether it takes x.
-  QMatVecShape v = options_.qmatvec;
-  if (n_out >= v.wide_min_out) {
-    v.threads = v.wide_threads;
-    v.rows = v.wide_rows;
-  }
+  const QMatVecShape v = qmatvec_shape(n_out);
   // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
   WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
               v.threads * v.rows * kMaxVecCols * 4 <= 32768);
   const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
-  const bool vec = m <= v.max_rows && col_groups <= device_caps().max_group_count_z;
+  const bool vec = qmatvec_takes(m);
+  WICK_ASSERT(vec || !rope);
   const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
   // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
   const bool rms = prologue.kind == Prologue::RmsNorm;
@@ -346,7 +389,8 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     }
   }
 
-  QMatVecActParams<float> pc{};  // its first fields are WICK_PARAMS_QMATMUL's
+  // Its first fields are WICK_PARAMS_QMATMUL's, then WICK_PARAMS_QMATVEC_ACT's, then rope's.
+  QMatVecRopeParams<float> pc{};
   pc.m = to_index(m, "rows");
   pc.n_out = to_index(n_out, "n_out");
   pc.k = to_index(k, "k");
@@ -366,9 +410,43 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     pc.r_col = to_index(residual->layout.strides[1], "stride");
   }
   if (act_inline) fill_prologue(pc);
-  // ACT_INLINE takes all 15 words, the others WICK_PARAMS_QMATMUL's 10.
+  uint32_t rope_key = 0;  // the kernel ids' ROPE_KV bits: on, and the caches' dtype
+  if (rope) {
+    const DType kv = rope->k_cache.storage.dtype();
+    rope_key = 1u | static_cast<uint32_t>(kv) << 1;
+    pc.h = to_index(rope->h, "dim");
+    pc.kvh = to_index(rope->kvh, "dim");
+    pc.d = to_index(rope->d, "dim");
+    pc.max_seq = to_index(rope->k_cache.layout.shape[2], "dim");
+    pc.pos_offset = to_index(rope->pos.layout.start_offset, "offset");
+    pc.pos_stride = rope->pos.layout.numel() > 1 ? 1u : 0u;
+    if (rope->slots) {
+      pc.slots_offset = to_index(rope->slots->layout.start_offset, "offset");
+      pc.cache_slots = to_index(rope->k_cache.layout.shape[0], "dim");
+    }
+    pc.kc_offset = to_index(rope->k_cache.layout.start_offset, "offset");
+    pc.vc_offset = to_index(rope->v_cache.layout.start_offset, "offset");
+    for (const backend::CacheView* c : {&rope->k_cache, &rope->v_cache}) {
+      backend::check_span(c->layout, c->storage, op);
+      to_index(c->layout.storage_span().second - 1, "element offset");
+    }
+    const View* tabs[4] = {&rope->tables.cos_q, &rope->tables.sin_q, &rope->tables.cos_k,
+                           &rope->tables.sin_k};
+    const int64_t half = rope->d / 2;
+    for (size_t i = 0; i < 4; i++) {  // the rows a position can reach: 0 .. max_seq - 1
+      const Layout& l = tabs[i]->layout;
+      pc.table_offsets[i] = to_index(l.start_offset, "offset");
+      to_index(l.start_offset + (pc.max_seq - 1) * l.strides[0] + (half - 1) * l.strides[1],
+               "element offset");
+    }
+    pc.table_rows[0] = to_index(pc.max_seq > 1 ? tabs[0]->layout.strides[0] : 0, "stride");
+    pc.table_rows[1] = to_index(pc.max_seq > 1 ? tabs[2]->layout.strides[0] : 0, "stride");
+  }
+  // ROPE_KV takes all 31 words, ACT_INLINE the first 15, the others WICK_PARAMS_QMATMUL's 10.
   const std::span<const uint32_t> words =
-      param_words(pc).first(act_inline ? sizeof(pc) / 4 : sizeof(QMatMulParams) / 4);
+      param_words(pc).first(rope         ? sizeof(pc) / 4
+                            : act_inline ? sizeof(QMatVecActParams<float>) / 4
+                                         : sizeof(QMatMulParams) / 4);
 
   // Kernel ids: x's dtype, or one past the last dtype code for the quantized rows.
   const uint32_t x_code = act_q8 ? 0xffu : static_cast<uint32_t>(dt);
@@ -392,6 +470,11 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     const uint32_t with_residual = fuse_residual ? 1u : 0u;
     auto vec_defines = [&](Defines defs) {
       if (fuse_residual) defs.emplace_back("RESIDUAL", "1");
+      if (rope) {
+        defs.emplace_back("ROPE_KV", "1");
+        add_dtype(defs, "KV_", rope->k_cache.storage.dtype());
+        if (!act_inline) defs.emplace_back("PARAM_T", "float");  // the ACT block's eps field
+      }
       if (device_caps().subgroup_arithmetic && options_.subgroups)
         defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
       return key_for("qmatvec", std::move(defs), {cols, v.rows}, v.threads);
@@ -399,7 +482,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     if (act_inline) {
       pipeline = &kernel(KernelFamily::QMatVecAct,
                          {cols, v.rows, v.threads, qtype, static_cast<uint32_t>(dt),
-                          with_residual | code << 1, static_cast<uint32_t>(k)},
+                          with_residual | code << 1 | rope_key << 3, static_cast<uint32_t>(k)},
                          [&] {
                            Defines defs;
                            add_dtype(defs, "", dt);
@@ -415,7 +498,7 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
                          });
     } else {
       pipeline = &kernel(KernelFamily::QMatVec,
-                         {cols, v.rows, v.threads, qtype, x_code, with_residual,
+                         {cols, v.rows, v.threads, qtype, x_code, with_residual | rope_key << 1,
                           act_stage ? static_cast<uint32_t>(inline_row_words) : 0u},
                          [&] {
                            Defines defs = base_defines();
@@ -445,8 +528,9 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     groups = {to_index((n_out + t.bn - 1) / t.bn, "tile count"), static_cast<uint32_t>(gy), 1};
   }
   // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y,
-  // the residual when it joins, then (ACT_INLINE) the prologue's operand.
-  std::array<BufferAccess, 5> args{};
+  // the residual when it joins, then (ACT_INLINE) the prologue's operand; ROPE_KV: the operand's
+  // binding (x again when there is none), then rope_kv's buffers and the error record.
+  std::array<BufferAccess, 13> args{};
   size_t n_args = 0;
   args[n_args++] = {&buffer(wblocks), Access::Read};
   args[n_args++] = {xq ? xq.get() : &buffer(x.storage), Access::Read};
@@ -454,6 +538,21 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
   if (fuse_residual) args[n_args++] = {&buffer(residual->storage), Access::Read};
   if (act_inline && prologue.kind != Prologue::None)
     args[n_args++] = {&buffer(prologue.operand->storage), Access::Read};
+  else if (rope)
+    args[n_args++] = {&buffer(x.storage), Access::Read};
+  BufferRef record;
+  if (rope) {
+    record = errors_->acquire();
+    const backend::RopeTableViews& t = rope->tables;
+    args[n_args++] = {&buffer(rope->pos.storage), Access::Read};
+    args[n_args++] = {&buffer(rope->slots ? rope->slots->storage : rope->pos.storage),
+                      Access::Read};
+    for (const View* tab : {&t.cos_q, &t.sin_q, &t.cos_k, &t.sin_k})
+      args[n_args++] = {&buffer(tab->storage), Access::Read};
+    args[n_args++] = {&buffer(rope->k_cache.storage), Access::Write};
+    args[n_args++] = {&buffer(rope->v_cache.storage), Access::Write};
+    args[n_args++] = {record.get(), Access::Unordered};
+  }
   const std::span<const BufferAccess> bound(args.data(), n_args);
   // qact's: x, the prologue's operand if any, the quantized rows.
   std::array<BufferAccess, 3> qargs{};
@@ -463,10 +562,12 @@ void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storag
     qargs[n_qargs++] = {&buffer(prologue.operand->storage), Access::Read};
   qargs[n_qargs++] = {xq.get(), Access::Write};
   const std::span<const BufferAccess> qbound(qargs.data(), n_qargs);
-  queue_->record([&](CommandQueue::Recorder& r) {
+  const uint64_t submission = queue_->record([&](CommandQueue::Recorder& r) {
     if (quantize) r.dispatch(*quantize, qbound, qwords, qgroups);
     r.dispatch(*pipeline, bound, words, groups);
   });
+  if (rope)  // a position or slot past the caches, as rope_kv_cache reports it
+    errors_->add(std::move(record), submission, "rope_kv_cache", std::to_string(m) + " sequences");
   if (act_stage) staged_qmatvecs_.fetch_add(1, std::memory_order_relaxed);
   if (product) {
     const Layout rows = Layout::contiguous(Shape{m, n_out});

@@ -41,6 +41,12 @@ struct Projections {
     for (const nn::Linear& l : linears) out.push_back(l.forward(x));
     return add_biases(std::move(out));
   }
+  // The one quantized matrix of q, k and v without biases (QMatMul::forward_rope_kv takes it),
+  // else null.
+  const QMatMul* fused() const {
+    return linears.size() == 1 && sizes.size() == 3 && biases.empty() ? linears[0].quantized()
+                                                                      : nullptr;
+  }
   // forward(x.rms_norm(alpha, eps)), the norm fused into the matmul's input where it can be.
   std::vector<Tensor> forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const {
     if (linears.size() == 1) return add_biases(split(linears[0].forward_rms_norm(x, alpha, eps)));
@@ -839,9 +845,16 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position,
   for (size_t li = 0; li < layers.size(); li++) {
     const Layer& l = layers[li];
     const Tensor &kc = caches.k[li], &vc = caches.v[li];
-    const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
-    const Tensor q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), kc, vc,
-                                   tables, position, cfg.rope_interleaved, caches.slots);
+    Tensor q;
+    if (const QMatMul* fused = l.qkv.fused()) {  // the rotation and cache writes join the product
+      q = fused->forward_rope_kv(
+          x, {h, kvh, kc, vc, tables, position, cfg.rope_interleaved, caches.slots}, l.attn_norm,
+          cfg.rms_eps);
+    } else {
+      const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
+      q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), kc, vc, tables,
+                        position, cfg.rope_interleaved, caches.slots);
+    }
     const Tensor y = attention_cached(q, kc, vc, position, caches.slots,
                                       attention_options(l));  // (b, h, 1, d)
     x = attn_residual(l, y.reshape({b, h * d}), x, true);

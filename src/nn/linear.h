@@ -27,6 +27,8 @@ class Linear {
   Tensor forward(const Tensor& x, const Tensor& residual) const;
   Tensor forward_swiglu(const Tensor& gate, const Tensor& up, const Tensor& residual) const;
   int64_t out_features() const;
+  // The quantized matrix, or null for a plain weight.
+  const QMatMul* quantized() const { return qmatmul_ ? &*qmatmul_ : nullptr; }
 
  private:
   Tensor weight_;

@@ -17,10 +17,12 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <optional>
 #include <vector>
 
+#include "core/rope_kv.h"
 #include "core/tensor_impl.h"
 #include "cpu/cpu_device.h"
 #include "cpu/parallel.h"
@@ -403,6 +405,72 @@ Tensor QMatMul::forward_rms_norm(const Tensor& x, const Tensor& alpha, double ep
     return forward(x.rms_norm(alpha, eps));
   return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::RmsNorm, &alpha, eps,
                         nullptr);
+}
+
+Tensor QMatMul::forward_rope_kv(const Tensor& x, const RopeKvTarget& target,
+                                const Tensor& norm_alpha, double eps) const {
+  const char* op = "QMatMul::forward_rope_kv";
+  const Impl& w = *impl_;
+  check_x(op, w, x, "x");
+  const bool norm = norm_alpha.defined();
+  if (norm) {
+    if (norm_alpha.rank() != 1 || norm_alpha.dim(0) != w.k)
+      fail(ErrorKind::Shape, op, "alpha must have shape [", w.k, "], got ", norm_alpha.shape(),
+           " for x ", x.shape(), " (weight ", w.weight.str(), ")");
+    check_operand(op, w, norm_alpha, "alpha", x, "x");
+  }
+  const int64_t h = target.heads, kvh = target.kv_heads, heads = h + 2 * kvh;
+  if (x.rank() != 2)
+    fail(ErrorKind::Shape, op, "x must be (b, k): a token per row, got ", x.shape(), " (weight ",
+         w.weight.str(), ")");
+  if (h < 1 || kvh < 1 || w.n_out % heads != 0)
+    fail(ErrorKind::Shape, op, "heads ", h, " and kv_heads ", kvh, " must be >= 1 and h + 2 kvh ",
+         "must divide the weight's ", w.n_out, " rows (weight ", w.weight.str(), ")");
+  const int64_t b = x.dim(0), d = w.n_out / heads;
+  // q, k and v as views of the product y (b, n_out).
+  auto split = [&](const Tensor& y) {
+    auto part = [&](int64_t first, int64_t n) {
+      return y.narrow(1, first * d, n * d).reshape({b, 1, n, d}).transpose(1, 2);
+    };
+    return std::array<Tensor, 3>{part(0, h), part(h, kvh), part(h + kvh, kvh)};
+  };
+  const bool device = w.device.backend().runs_qmatmul() && !w.dense_device.defined();
+  if (!device || b == 0 || w.k == 0) {
+    const Tensor y = norm ? forward_rms_norm(x, norm_alpha, eps) : forward(x);
+    const std::array<Tensor, 3> qkv = split(y);
+    return rope_kv_cache(qkv[0], qkv[1], qkv[2], target.k_cache, target.v_cache, target.tables,
+                         target.pos, target.interleaved, target.slots);
+  }
+  const Tensor y = core::empty(Shape{b, w.n_out}, DType::F32, w.device, op);
+  const std::array<Tensor, 3> qkv = split(y);
+  const core::RopeKvInputs in =
+      core::check_rope_kv("rope_kv_cache", qkv[0], qkv[1], qkv[2], target.k_cache, target.v_cache,
+                          target.tables, target.pos, target.slots);
+  Tensor out = core::empty(qkv[0].shape(), DType::F32, w.device, op);
+  const Tensor x2 = as_rows(x, b, w.k);
+  const backend::View alpha_view = core::view(norm ? norm_alpha : x2);
+  const backend::QPrologue pro{
+      norm ? backend::QPrologue::Kind::RmsNorm : backend::QPrologue::Kind::None,
+      norm ? &alpha_view : nullptr, eps};
+  const std::optional<backend::View> slot_view =
+      in.slots.defined() ? std::optional(core::view(in.slots)) : std::nullopt;
+  const backend::QRopeKv rope{
+      h,
+      kvh,
+      d,
+      {*target.k_cache.storage(), target.k_cache.layout()},
+      {*target.v_cache.storage(), target.v_cache.layout()},
+      {core::view(in.cos_q), core::view(in.sin_q), core::view(in.cos_k), core::view(in.sin_k)},
+      core::view(in.pos),
+      slot_view ? &*slot_view : nullptr,
+      target.interleaved};
+  backend::BackendDevice& be = w.device.backend();
+  if (be.qmatmul_rope_kv(core::view(x2), pro, *w.blocks, w.type, w.n_out, w.k, rope,
+                         *out.storage()))
+    return out;
+  be.qmatmul(core::view(x2), pro, *w.blocks, w.type, w.n_out, w.k, nullptr, *y.storage());
+  core::record_rope_kv(in, target.k_cache, target.v_cache, target.interleaved, out);
+  return out;
 }
 
 Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up) const {

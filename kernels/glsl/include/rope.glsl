@@ -16,4 +16,9 @@ void rope_pair(uint i, uint d, bool interleaved, out uint pair, out uint lo, out
 }
 
 // The pair (a, b) = (x[lo], x[hi]) rotated by (c, s): element lo is a c - b s, element hi a s + b c.
-CT rope_rotate(bool is_lo, CT a, CT b, CT c, CT s) { return is_lo ? a * c - b * s : a * s + b * c; }
+// precise: no fma contraction, which a compiler may choose differently in each kernel that rotates
+// (rope.comp, rope_kv.comp, qmatvec.comp's ROPE_KV), and they must agree bit for bit.
+CT rope_rotate(bool is_lo, CT a, CT b, CT c, CT s) {
+  precise CT r = is_lo ? a * c - b * s : a * s + b * c;
+  return r;
+}
