@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -273,6 +274,17 @@ Tol tol_for(DType dt) {
     default:
       return {0, 0};
   }
+}
+
+::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
+  if (got.shape() != want.shape() || got.dtype() != want.dtype())
+    return ::testing::AssertionFailure() << got.str() << " against " << want.str();
+  const std::vector<double> g = got.to_vec_f64(), w = want.to_vec_f64();
+  for (size_t i = 0; i < g.size(); i++)
+    if (std::bit_cast<uint64_t>(g[i]) != std::bit_cast<uint64_t>(w[i]))
+      return ::testing::AssertionFailure()
+             << "element " << i << " of " << got.str() << ": " << g[i] << " != " << w[i];
+  return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult close(const Tensor& got, const Ref& want, Tol tol) {

@@ -119,6 +119,10 @@ inline bool computes(const Device& dev, DType dt) {
 }
 std::vector<DType> compute_dtypes(const Device& dev);
 
+// Equal shapes, dtypes and values bit for bit (read back through f64, which every float dtype
+// converts to exactly): a fused op against the ops it stands for.
+::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want);
+
 // Expects `f` to throw wick::Error of `kind` whose message contains every string in `needles`.
 void expect_error(const std::function<void()>& f, ErrorKind kind,
                   const std::vector<std::string>& needles = {});

@@ -28,17 +28,6 @@ QTensor random_weight(Rng& rng, int64_t n, int64_t k, QuantType t) {
   return quantize(Tensor::from_vec(block_test_data(rng, n, k, block), {n, k}), t);
 }
 
-::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
-  if (got.shape() != want.shape() || got.dtype() != want.dtype())
-    return ::testing::AssertionFailure() << got.str() << " against " << want.str();
-  const std::vector<double> g = got.to_vec_f64(), w = want.to_vec_f64();
-  for (size_t i = 0; i < g.size(); i++)
-    if (std::bit_cast<uint64_t>(g[i]) != std::bit_cast<uint64_t>(w[i]))
-      return ::testing::AssertionFailure()
-             << "element " << i << " of " << got.str() << ": " << g[i] << " != " << w[i];
-  return ::testing::AssertionSuccess();
-}
-
 Tensor u32_tensor(const std::vector<uint32_t>& v, const Device& dev) {
   return Tensor::from_vec(v, Shape{static_cast<int64_t>(v.size())}, dev);
 }

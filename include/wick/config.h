@@ -42,12 +42,12 @@ struct Knobs {
   // WICK_QMATVEC_FUSE: 0/false/off makes a GPU's quantized matrix-vector kernel always read x
   // quantized by a kernel before it (two dispatches); anything else: it quantizes x itself for
   // every row count that fits. Unset -> -1: the device's default (gpu::default_qmatvec_fuse_rows:
-  // none until the staged kernel is measured on a GPU; docs/architecture.md).
+  // none, the fused kernel measured slower on the H200; docs/architecture.md).
   int qmatvec_fuse = -1;
   // WICK_QMATVEC_STAGE: n makes a GPU's quantized matrix-vector kernel copy its x rows (quantized
   // by a kernel before it) into shared memory before its dot loop from n x rows on; on: from 2;
-  // 0/false/off: never. Unset -> -1: the device's default (gpu::default_qmatvec_stage_rows: never
-  // until measured on a GPU).
+  // 0/false/off: never. Unset -> -1: the device's default (CUDA from 2 rows, Vulkan never: as
+  // measured on the H200; gpu::default_qmatvec_stage_rows, CudaOptions::from_knobs).
   int64_t qmatvec_stage_rows = -1;
   // WICK_QMATVEC_ROPE: 0/false/off makes a GPU's decode q/k/v projection store its product and
   // run rope_kv_cache after it (two dispatches) instead of rotating and writing the caches from

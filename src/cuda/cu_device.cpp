@@ -40,6 +40,11 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
     o.qmatvec.wide_threads = 128;
     o.qmatvec.wide_rows = 8;
   }
+  // qmatvec.cu copies qact's rows into shared memory from 2 x rows unless WICK_QMATVEC_STAGE says
+  // otherwise: on the H200 (SmolLM2-135M, session 17) passes of 2 / 4 / 8 sequences took
+  // 0.856-0.857 / 0.987 / 1.198-1.201 ms against 0.855-0.899 / 1.046-1.088 / 1.277-1.284 ms, one
+  // sequence's unchanged (Vulkan's qmatvec.comp lost: gpu_quantized.cpp).
+  if (knobs().qmatvec_stage_rows < 0) o.qmatvec_stage_rows = 2;
   const char* tf32 = std::getenv("WICK_TF32");
   o.tf32 = tf32 && (std::strcmp(tf32, "1") == 0 || std::strcmp(tf32, "on") == 0);
   return o;

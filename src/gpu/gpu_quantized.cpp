@@ -125,17 +125,16 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
 }
 
 int64_t default_qmatvec_fuse_rows(const DeviceCaps&) {
-  // Off until measured: the kernel that quantized a block per warp and round trip was 1.6x
-  // slower on the H200 than qact + qmatvec (docs/perf.md, session 14); the staged one (session 15)
-  // has run on lavapipe only. The candidate: one x row on GPUs (decode of one sequence), never
-  // on CPU implementations (lavapipe: each workgroup's quantization is a host thread's work).
-  // docs/runs/pending/s15_run1.sh measures it.
+  // Never: each workgroup quantizing its own x rows cost more than the qact dispatch it saved on
+  // the H200, even staged (session 17, SmolLM2-135M decode: CUDA 828-836 against 1251-1270
+  // tok/s, Vulkan 450-465 against 584-588; docs/perf.md), as the unstaged kernel of session 14.
   return 0;
 }
 
 int64_t default_qmatvec_stage_rows(const DeviceCaps&) {
-  // Never until measured (docs/runs/pending/s15_run1.sh): the candidate is 2 x rows and more on
-  // GPUs, where the dot loop's x loads (NUM_COLS rows per weight run) outnumber its weight loads.
+  // Never on Vulkan: staging qact's rows in shared memory made the H200's passes of 2 to 8
+  // sequences slower (session 17: 8 sequences 2.749-2.757 ms against 2.390-2.396). CUDA's
+  // qmatvec.cu gained and takes 2 (CudaOptions::from_knobs).
   return 0;
 }
 

@@ -43,19 +43,6 @@ Tensor pos_tensor(int64_t p, const Device& dev) {
   return Tensor::from_vec(std::vector<uint32_t>{static_cast<uint32_t>(p)}, Shape{1}, dev);
 }
 
-// Expects equal shapes and equal values bit for bit (read back through f64, which every float
-// dtype converts to exactly).
-::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
-  if (got.shape() != want.shape())
-    return ::testing::AssertionFailure() << "shape " << got.shape() << " != " << want.shape();
-  const std::vector<double> g = got.to_vec_f64(), w = want.to_vec_f64();
-  for (size_t i = 0; i < g.size(); i++)
-    if (std::bit_cast<uint64_t>(g[i]) != std::bit_cast<uint64_t>(w[i]))
-      return ::testing::AssertionFailure()
-             << "element " << i << " of " << got.str() << ": " << g[i] << " != " << w[i];
-  return ::testing::AssertionSuccess();
-}
-
 // ---- inputs --------------------------------------------------------------------------------
 
 // How q, k and v are laid out: one of the harness's variants each, or (kFused) the model's views
