@@ -75,6 +75,8 @@ class GpuQMatVecFuse : public GpuDeviceTest {
       o.queue.ops_per_buffer = 1000;
       o.qmatvec = shape;
       o.qmatvec_fuse_rows = fuse_rows;
+      o.qmatvec_fuse_max_k = std::numeric_limits<int64_t>::max();
+      o.qmatvec_fuse_wide = true;
       o.qmatvec_stage_rows = stage_rows;
     });
   }
@@ -274,19 +276,58 @@ TEST_P(GpuQMatVecFuseSweeps, FollowsTheCpuQuantizersRounding) {
   }
 }
 
+TEST_P(GpuQMatVecFuse, FusesUpToMaxKAndNotWideMatricesByDefault) {
+  // The defaults' limits: x rows of at most qmatvec_fuse_max_k elements, matrices of the wide
+  // shape never (unless qmatvec_fuse_wide); the products equal the unfused ones either way.
+  PoisonOff quiet;
+  gpu::QMatVecShape shape = device_shape();
+  shape.wide_min_out = 64;  // a 96-row matrix takes the wide shape
+  const Device limited = private_device([&](gpu::GpuOptions& o) {
+    o.queue.ops_per_buffer = 1000;
+    o.qmatvec = shape;
+    o.qmatvec_fuse_rows = 1;
+    o.qmatvec_fuse_max_k = 256;
+    o.qmatvec_fuse_wide = false;
+    o.qmatvec_stage_rows = 0;
+  });
+  const Device off = with(shape, false);
+  struct Product {
+    int64_t n, k;
+    uint64_t dispatches;
+  };
+  for (const Product& p : {Product{40, 256, 1}, Product{40, 288, 2}, Product{96, 128, 2}}) {
+    const QTensor w = random_weight(rng, p.n, p.k, QuantType::Q4_1);
+    const Ref x = random_ref(rng, {1, p.k});
+    const Tensor xt = make_tensor(x, DType::F32, limited);
+    limited.synchronize();
+    const uint64_t d0 = gpu(limited).stats().queue.dispatches;
+    const Tensor y = QMatMul(w, limited).forward(xt);
+    const std::string what = "n=" + std::to_string(p.n) + " k=" + std::to_string(p.k);
+    EXPECT_EQ(gpu(limited).stats().queue.dispatches - d0, p.dispatches) << what;
+    expect_same_bits(y, QMatMul(w, off).forward(make_tensor(x, DType::F32, off)), what);
+  }
+}
+
 TEST_P(GpuQMatVecFuse, KnobIsParsed) {
   const std::string exe = self_exe();
+  // rows, max_k and wide as the child's device has them.
   const auto fuse = [&](const std::string& env) {
-    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_fuse_rows"];
+    auto kv = run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions");
+    return kv["qmatvec_fuse_rows"] + " " + kv["qmatvec_fuse_max_k"] + " " + kv["qmatvec_fuse_wide"];
   };
   const std::string all = std::to_string(std::numeric_limits<int64_t>::max());
-  EXPECT_EQ(fuse("-u WICK_QMATVEC_FUSE"),
-            std::to_string(gpu::default_qmatvec_fuse_rows(gpu(device()).device_caps())))
-      << "the table's default";
-  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=0"), "0");
-  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=off"), "0");
-  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=1"), all);
-  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=on"), all);
+  const gpu::DeviceCaps& caps = gpu(device()).device_caps();
+  // The table's default; CUDA's own: none (CudaOptions::from_knobs).
+  const int64_t rows =
+      device().kind() == DeviceKind::Cuda ? 0 : gpu::default_qmatvec_fuse_rows(caps);
+  EXPECT_EQ(
+      fuse("-u WICK_QMATVEC_FUSE"),
+      std::to_string(rows) + " " + std::to_string(gpu::default_qmatvec_fuse_max_k(caps)) + " 0");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=0").substr(0, 2), "0 ");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=off").substr(0, 2), "0 ");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=1"), all + " " + all + " 1");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=on"), all + " " + all + " 1");
+  EXPECT_EQ(fuse("WICK_QMATVEC_FUSE=2,1024"), "2 1024 0");
 }
 
 TEST_P(GpuQMatVecFuse, StageKnobIsParsed) {
@@ -294,8 +335,11 @@ TEST_P(GpuQMatVecFuse, StageKnobIsParsed) {
   const auto stage = [&](const std::string& env) {
     return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")["qmatvec_stage_rows"];
   };
+  // The table's default; CUDA's own: 2 rows (CudaOptions::from_knobs).
   const std::string def =
-      std::to_string(gpu::default_qmatvec_stage_rows(gpu(device()).device_caps()));
+      device().kind() == DeviceKind::Cuda
+          ? "2"
+          : std::to_string(gpu::default_qmatvec_stage_rows(gpu(device()).device_caps()));
   EXPECT_EQ(stage("-u WICK_QMATVEC_STAGE"), def) << "the table's default";
   EXPECT_EQ(stage("WICK_QMATVEC_STAGE=off"), "0");
   EXPECT_EQ(stage("WICK_QMATVEC_STAGE=0"), "0");

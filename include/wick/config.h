@@ -40,10 +40,12 @@ struct Knobs {
   // from n rows on any device.
   int64_t qmatmul_f16_rows = -1;
   // WICK_QMATVEC_FUSE: 0/false/off makes a GPU's quantized matrix-vector kernel always read x
-  // quantized by a kernel before it (two dispatches); anything else: it quantizes x itself for
-  // every row count that fits. Unset -> -1: the device's default (gpu::default_qmatvec_fuse_rows:
-  // none, the fused kernel measured slower on the H200; docs/architecture.md).
-  int qmatvec_fuse = -1;
+  // quantized by a kernel before it (two dispatches); "R,K": it quantizes x itself for up to R x
+  // rows of at most K elements (matrices of the wide shape excepted); anything else: for every
+  // row count and matrix that fits. Unset -> -1: the device's default
+  // (gpu::default_qmatvec_fuse_rows and _max_k; docs/architecture.md).
+  int64_t qmatvec_fuse_rows = -1;
+  int64_t qmatvec_fuse_max_k = -1;  // with R,K: K; with "on": -2 (any k, wide matrices too)
   // WICK_QMATVEC_STAGE: n makes a GPU's quantized matrix-vector kernel copy its x rows (quantized
   // by a kernel before it) into shared memory before its dot loop from n x rows on; on: from 2;
   // 0/false/off: never. Unset -> -1: the device's default (CUDA from 2 rows, Vulkan never: as

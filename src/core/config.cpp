@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -96,7 +97,16 @@ Knobs read_knobs() {
     int64_t n;
     k.qmatmul_f16_rows = off(v) ? 0 : std::string_view(v) == "on" ? -2 : parse_int(v, n) ? n : -1;
   }
-  if (const char* v = env("WICK_QMATVEC_FUSE")) k.qmatvec_fuse = off(v) ? 0 : 1;
+  if (const char* v = env("WICK_QMATVEC_FUSE")) {
+    const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
+    if (n.size() == 2 && n[0] >= 0 && n[1] >= 1) {
+      k.qmatvec_fuse_rows = n[0];
+      k.qmatvec_fuse_max_k = n[1];
+    } else {
+      k.qmatvec_fuse_rows = off(v) ? 0 : std::numeric_limits<int64_t>::max();
+      k.qmatvec_fuse_max_k = -2;
+    }
+  }
   if (const char* v = env("WICK_QMATVEC_STAGE")) {
     int64_t n;
     k.qmatvec_stage_rows = off(v)                        ? 0
@@ -148,9 +158,12 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
                            : k.qmatmul_f16_rows == -2 ? "on"
                            : k.qmatmul_f16_rows == 0  ? "off"
                                                       : std::to_string(k.qmatmul_f16_rows)},
-      {"WICK_QMATVEC_FUSE", k.qmatvec_fuse < 0    ? "default"
-                            : k.qmatvec_fuse == 0 ? "off"
-                                                  : "on"},
+      {"WICK_QMATVEC_FUSE",
+       k.qmatvec_fuse_rows < 0    ? "default"
+       : k.qmatvec_fuse_rows == 0 ? "off"
+       : k.qmatvec_fuse_max_k == -2
+           ? "on"
+           : std::to_string(k.qmatvec_fuse_rows) + "," + std::to_string(k.qmatvec_fuse_max_k)},
       {"WICK_QMATVEC_STAGE", k.qmatvec_stage_rows < 0    ? "default"
                              : k.qmatvec_stage_rows == 0 ? "off"
                                                          : std::to_string(k.qmatvec_stage_rows)},

@@ -45,6 +45,10 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
   // 0.856-0.857 / 0.987 / 1.198-1.201 ms against 0.855-0.899 / 1.046-1.088 / 1.277-1.284 ms, one
   // sequence's unchanged (Vulkan's qmatvec.comp lost: gpu_quantized.cpp).
   if (knobs().qmatvec_stage_rows < 0) o.qmatvec_stage_rows = 2;
+  // qmatvec.cu quantizing its own x: off unless WICK_QMATVEC_FUSE says otherwise. Fused everywhere
+  // it made the H200's decode slower (session 17: 828-836 against 1251-1270 tok/s); which of its
+  // products lost is not measured per kernel yet (Vulkan's: gpu_quantized.cpp).
+  if (knobs().qmatvec_fuse_rows < 0) o.qmatvec_fuse_rows = 0;
   const char* tf32 = std::getenv("WICK_TF32");
   o.tf32 = tf32 && (std::strcmp(tf32, "1") == 0 || std::strcmp(tf32, "on") == 0);
   return o;

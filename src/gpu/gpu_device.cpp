@@ -38,9 +38,12 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   if (k.qmatvec_rows >= 0) o.qmatvec.max_rows = k.qmatvec_rows;
   // -2: "on", the default row count on any device.
   o.dequant_rows = k.qmatmul_f16_rows == -2 ? default_dequant_rows() : k.qmatmul_f16_rows;
-  o.qmatvec_fuse_rows = k.qmatvec_fuse < 0    ? default_qmatvec_fuse_rows(caps)
-                        : k.qmatvec_fuse == 0 ? 0
-                                              : std::numeric_limits<int64_t>::max();
+  o.qmatvec_fuse_rows =
+      k.qmatvec_fuse_rows < 0 ? default_qmatvec_fuse_rows(caps) : k.qmatvec_fuse_rows;
+  o.qmatvec_fuse_max_k = k.qmatvec_fuse_rows < 0      ? default_qmatvec_fuse_max_k(caps)
+                         : k.qmatvec_fuse_max_k == -2 ? std::numeric_limits<int64_t>::max()
+                                                      : k.qmatvec_fuse_max_k;
+  o.qmatvec_fuse_wide = k.qmatvec_fuse_max_k == -2;
   o.qmatvec_stage_rows =
       k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
   o.qmatvec_rope = k.qmatvec_rope;

@@ -66,6 +66,8 @@ struct QMatVecShape {
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);
 // The x rows up to which qmatvec quantizes x itself by default (the table in gpu_quantized.cpp).
 int64_t default_qmatvec_fuse_rows(const DeviceCaps& caps);
+// The longest x rows (k) qmatvec quantizes itself by default (gpu_quantized.cpp).
+int64_t default_qmatvec_fuse_max_k(const DeviceCaps& caps);
 // The x rows from which qmatvec stages x in shared memory by default (gpu_quantized.cpp).
 int64_t default_qmatvec_stage_rows(const DeviceCaps& caps);
 // x rows from which qmatmul dequantizes W to f16 and multiplies on the device's tensor-core GEMM,
@@ -93,6 +95,10 @@ struct GpuOptions {
   // product; the same bits). 0: never. default_qmatvec_fuse_rows(), or WICK_QMATVEC_FUSE (on: every
   // m qmatvec takes, off: 0).
   int64_t qmatvec_fuse_rows = 0;
+  // ... for products of at most this many x elements a row (k), and of the wide shape too when
+  // set (WICK_QMATVEC_FUSE "R,K" / on; default_qmatvec_fuse_max_k).
+  int64_t qmatvec_fuse_max_k = std::numeric_limits<int64_t>::max();
+  bool qmatvec_fuse_wide = true;
   // From this many x rows (0: never), qmatvec copies its x rows, quantized by qact, into shared
   // memory before its dot loop (default_qmatvec_stage_rows, WICK_QMATVEC_STAGE).
   int64_t qmatvec_stage_rows = 0;

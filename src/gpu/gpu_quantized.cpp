@@ -124,11 +124,20 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   return s;
 }
 
-int64_t default_qmatvec_fuse_rows(const DeviceCaps&) {
-  // Never: each workgroup quantizing its own x rows cost more than the qact dispatch it saved on
-  // the H200, even staged (session 17, SmolLM2-135M decode: CUDA 828-836 against 1251-1270
-  // tok/s, Vulkan 450-465 against 584-588; docs/perf.md), as the unstaged kernel of session 14.
-  return 0;
+int64_t default_qmatvec_fuse_rows(const DeviceCaps& caps) {
+  // One x row (decode of one sequence) on GPUs, for products of k <= default_qmatvec_fuse_max_k
+  // and not of the wide shape; never on CPU implementations (lavapipe: each workgroup's
+  // quantization is a host thread's work). On the H200's Vulkan (session 17, WICK_VK_PROFILE of
+  // SmolLM2-135M's one-token pass) the products that quantize x themselves took 12.1 (q/k/v,
+  // rms_norm), 10.6 (gate/up) and 7.8 us (o) against 12.9, 12.9 and 12.1 for qact + qmatvec, but
+  // the down projection (k = 1536, swiglu) 27.8 against 12.8 and the lm_head (12288 workgroups
+  // each quantizing x) 65 against 31; fused everywhere, decode was 450-465 against 584-588 tok/s
+  // (docs/perf.md). Two rows fused took 3.1 ms a pass against 1.8. CUDA: CudaOptions::from_knobs.
+  return caps.is_cpu ? 0 : 1;
+}
+
+int64_t default_qmatvec_fuse_max_k(const DeviceCaps&) {
+  return 576;  // the measured winners above; 1536 lost
 }
 
 int64_t default_qmatvec_stage_rows(const DeviceCaps&) {
@@ -303,7 +312,8 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
       xq_bytes + cols * k * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
   // Beside them: the partial sums, and norm_row.glsl's s_red (a float per thread).
   const bool act_inline =
-      act_q8 && vec && m <= options_.qmatvec_fuse_rows && inline_bytes <= kInlineActBytes &&
+      act_q8 && vec && m <= options_.qmatvec_fuse_rows && k <= options_.qmatvec_fuse_max_k &&
+      (options_.qmatvec_fuse_wide || n_out < v.wide_min_out) && inline_bytes <= kInlineActBytes &&
       (!rms || kWorkgroupSize % v.threads == 0) &&
       inline_bytes + partial_bytes + 4 * int64_t{v.threads} <= device_caps().max_shared_memory;
   // From qmatvec_stage_rows x rows, qmatvec copies the quantized rows into shared memory first.
