@@ -6,7 +6,9 @@
 # (WICK_QMATVEC_STAGE=2, ACT_STAGE), on CUDA and Vulkan: decode (replayed and op by op) and
 # forward_batch passes at b = 1, 2, 4, 8, two rounds; the Vulkan profile of 40 one-token passes
 # with FUSE 0 and 1; the kernels' tests on cuda:0 and vulkan:0, the llama tests with FUSE and
-# STAGE on, the host's AVX-512 quantizer tests. One tarball.
+# STAGE on, the host's AVX-512 quantizer tests. One tarball. fbprof is
+# ../2026-12-04-h200-s12/forward_batch_profile.cpp built against the release library; the bundle
+# (.dev/bundle.tar.xz) holds it, wick, wick_tests and the shared libraries the device lacks.
 cd "$(dirname "$0")/../.."
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
