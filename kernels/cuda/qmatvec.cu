@@ -180,9 +180,10 @@ WICK_DEV void store_pair(const QMatmulParams& pc, const wick::KernelArgs& args, 
     return;
   }
   const uint32_t at = p * pc.table_rows[part] + i / 2u;  // bindings 6 + 2 part, 7 + 2 part
-  const float cs = buffer_at<const float>(args, 6 + 2 * int(part))[pc.table_offsets[2u * part] + at];
-  const float sn =
-      buffer_at<const float>(args, 7 + 2 * int(part))[pc.table_offsets[2u * part + 1u] + at];
+  const float* cos_t = buffer_at<const float>(args, 6 + 2 * int(part));
+  const float* sin_t = buffer_at<const float>(args, 7 + 2 * int(part));
+  const float cs = cos_t[pc.table_offsets[2u * part] + at];
+  const float sn = sin_t[pc.table_offsets[2u * part + 1u] + at];
   const float lo = rope_rotate(true, a, b, cs, sn), hi = rope_rotate(false, a, b, cs, sn);
   if (part == 0u) {
     float* q = buffer_at<float>(args, 2) + (c * pc.h + head) * d + i;
@@ -413,15 +414,17 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
 #pragma unroll
     for (uint32_t c = 0u; c < NUM_COLS; c++) acc[r][c] = warp_sum(acc[r][c]);
   const uint32_t lane = t % 32u, warp = t / 32u;
-  if (WICK_WARPS == 1) {  // one warp: its sums are final
-#ifdef ROPE_KV             // lane (r / 2) * NUM_COLS + c writes a pair
+  // One warp: its sums are final; lane (r / 2) * NUM_COLS + c writes a pair (ROPE_KV), else lane
+  // r * NUM_COLS + c writes one.
+  if (WICK_WARPS == 1) {
+#ifdef ROPE_KV
 #pragma unroll
     for (uint32_t r = 0u; r < NUM_ROWS; r += 2u)
 #pragma unroll
       for (uint32_t c = 0u; c < NUM_COLS; c++)
         if (lane == (r / 2u * NUM_COLS + c) % 32u && row0 + r < pc.n_out && c < n_cols)
           store_pair(pc, args, col0 + c, row0 + r, acc[r][c], acc[r + 1u][c]);
-#else  // lane r * NUM_COLS + c writes one
+#else
 #pragma unroll
     for (uint32_t r = 0u; r < NUM_ROWS; r++)
 #pragma unroll
