@@ -6,6 +6,7 @@
 #include <bit>
 #include <string>
 
+#include "gpu/cache_params.h"
 #include "gpu/gpu_device.h"
 #include "gpu/kernel_params.h"
 
@@ -26,30 +27,8 @@ constexpr uint32_t kAttentionBlock = 128;
 // as long as the rest of a layer on the H200); splits past the position return at once.
 constexpr int64_t kAttentionGroups = 1024;
 
-// The last element a view reaches, as a kernel index (Unsupported beyond 32 bits).
-void check_reach(const Layout& l, const char* what) {
-  if (l.numel() > 0) to_index(l.storage_span().second - 1, what);
-}
-
 void put4(uint32_t (&dst)[4], const Layout& l) {
   for (size_t i = 0; i < 4; i++) dst[i] = to_index(l.strides[i], "stride");
-}
-
-// A position per batch item (else one for all).
-bool per_item(View pos) {
-  return pos.layout.numel() > 1;
-}
-
-// The kernels' pos_offset, slots_offset and cache_slots (kernel_params.h).
-template <typename P>
-void put_items(P& pc, View pos, const View* slots, int64_t cache_slots) {
-  pc.pos_offset = to_index(pos.layout.start_offset, "offset");
-  check_reach(pos.layout, "element offset");
-  if (slots) {
-    pc.slots_offset = to_index(slots->layout.start_offset, "offset");
-    pc.cache_slots = to_index(cache_slots, "dim");
-    check_reach(slots->layout, "element offset");
-  }
 }
 
 }  // namespace
@@ -93,8 +72,7 @@ void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
   const Shape used{max_seq, half};
   for (size_t pair = 0; pair < 4; pair += 2) {
     const Layout &l0 = views[pair]->layout, &l1 = views[pair + 1]->layout;
-    const bool direct = (half <= 1 || (l0.strides[1] == 1 && l1.strides[1] == 1)) &&
-                        (max_seq <= 1 || l0.strides[0] == l1.strides[0]);
+    const bool direct = tables_in_place(l0, l1, half, max_seq);
     pc.table_rows[pair / 2] = to_index(direct ? l0.strides[0] : half, "stride");
     for (size_t i = pair; i < pair + 2; i++) {
       const Layout& l = views[i]->layout;

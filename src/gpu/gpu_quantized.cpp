@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 
+#include "gpu/cache_params.h"
 #include "gpu/gpu_device.h"
 #include "gpu/kernel_params.h"
 #include "quantized/kernels.h"
@@ -180,15 +181,11 @@ bool GpuDevice::qmatmul_rope_kv(View x, const backend::QPrologue& prologue, cons
       rope.d % 2 != 0 || n_out != (rope.h + 2 * rope.kvh) * rope.d ||
       rope.tables.cos_q.storage.dtype() != DType::F32)
     return false;
-  const View* t[4] = {&rope.tables.cos_q, &rope.tables.sin_q, &rope.tables.cos_k,
-                      &rope.tables.sin_k};
-  const int64_t max_seq = rope.k_cache.layout.shape[2];
-  for (size_t pair = 0; pair < 4; pair += 2) {
-    const Layout &l0 = t[pair]->layout, &l1 = t[pair + 1]->layout;
-    if ((rope.d > 2 && (l0.strides[1] != 1 || l1.strides[1] != 1)) ||
-        (max_seq > 1 && l0.strides[0] != l1.strides[0]))
-      return false;
-  }
+  const backend::RopeTableViews& t = rope.tables;
+  const int64_t half = rope.d / 2, max_seq = rope.k_cache.layout.shape[2];
+  if (!tables_in_place(t.cos_q.layout, t.sin_q.layout, half, max_seq) ||
+      !tables_in_place(t.cos_k.layout, t.sin_k.layout, half, max_seq))
+    return false;
   record_qmatmul(x, prologue, wblocks, type, n_out, k, nullptr, &rope, q_out);
   return true;
 }
@@ -427,26 +424,21 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     pc.kvh = to_index(rope->kvh, "dim");
     pc.d = to_index(rope->d, "dim");
     pc.max_seq = to_index(rope->k_cache.layout.shape[2], "dim");
-    pc.pos_offset = to_index(rope->pos.layout.start_offset, "offset");
-    pc.pos_stride = rope->pos.layout.numel() > 1 ? 1u : 0u;
-    if (rope->slots) {
-      pc.slots_offset = to_index(rope->slots->layout.start_offset, "offset");
-      pc.cache_slots = to_index(rope->k_cache.layout.shape[0], "dim");
-    }
+    put_items(pc, rope->pos, rope->slots, rope->k_cache.layout.shape[0]);
+    pc.pos_stride = per_item(rope->pos) ? 1u : 0u;
     pc.kc_offset = to_index(rope->k_cache.layout.start_offset, "offset");
     pc.vc_offset = to_index(rope->v_cache.layout.start_offset, "offset");
     for (const backend::CacheView* c : {&rope->k_cache, &rope->v_cache}) {
       backend::check_span(c->layout, c->storage, op);
-      to_index(c->layout.storage_span().second - 1, "element offset");
+      check_reach(c->layout, "element offset");
     }
     const View* tabs[4] = {&rope->tables.cos_q, &rope->tables.sin_q, &rope->tables.cos_k,
                            &rope->tables.sin_k};
-    const int64_t half = rope->d / 2;
-    for (size_t i = 0; i < 4; i++) {  // the rows a position can reach: 0 .. max_seq - 1
+    const Shape used{rope->k_cache.layout.shape[2], rope->d / 2};  // the rows positions reach
+    for (size_t i = 0; i < 4; i++) {
       const Layout& l = tabs[i]->layout;
       pc.table_offsets[i] = to_index(l.start_offset, "offset");
-      to_index(l.start_offset + (pc.max_seq - 1) * l.strides[0] + (half - 1) * l.strides[1],
-               "element offset");
+      check_reach(Layout(used, l.strides, l.start_offset), "element offset");
     }
     pc.table_rows[0] = to_index(pc.max_seq > 1 ? tabs[0]->layout.strides[0] : 0, "stride");
     pc.table_rows[1] = to_index(pc.max_seq > 1 ? tabs[2]->layout.strides[0] : 0, "stride");

@@ -358,6 +358,14 @@ void check_operand(const char* op, const QMatMul::Impl& w, const Tensor& p, cons
          " but the weight ", w.weight.str(), " is on ", w.device.name(), "; move ", name, " there");
 }
 
+// rms_norm's alpha for x: 1-D of k elements, x's dtype, on the weight's device.
+void check_alpha(const char* op, const QMatMul::Impl& w, const Tensor& alpha, const Tensor& x) {
+  if (alpha.rank() != 1 || alpha.dim(0) != w.k)
+    fail(ErrorKind::Shape, op, "alpha must have shape [", w.k, "], got ", alpha.shape(), " for x ",
+         x.shape(), " (weight ", w.weight.str(), ")");
+  check_operand(op, w, alpha, "alpha", x, "x");
+}
+
 // A residual: f32, the product's shape, on the weight's device.
 void check_residual(const char* op, const QMatMul::Impl& w, const Tensor& residual,
                     const Shape& out_shape) {
@@ -397,10 +405,7 @@ Tensor QMatMul::forward_rms_norm(const Tensor& x, const Tensor& alpha, double ep
   const char* op = "QMatMul::forward_rms_norm";
   const Impl& w = *impl_;
   const XRows r = check_x(op, w, x, "x");
-  if (alpha.rank() != 1 || alpha.dim(0) != w.k)
-    fail(ErrorKind::Shape, op, "alpha must have shape [", w.k, "], got ", alpha.shape(), " for x ",
-         x.shape(), " (weight ", w.weight.str(), ")");
-  check_operand(op, w, alpha, "alpha", x, "x");
+  check_alpha(op, w, alpha, x);
   if (!w.device.backend().runs_qmatmul() || w.dense_device.defined())
     return forward(x.rms_norm(alpha, eps));
   return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::RmsNorm, &alpha, eps,
@@ -413,12 +418,7 @@ Tensor QMatMul::forward_rope_kv(const Tensor& x, const RopeKvTarget& target,
   const Impl& w = *impl_;
   check_x(op, w, x, "x");
   const bool norm = norm_alpha.defined();
-  if (norm) {
-    if (norm_alpha.rank() != 1 || norm_alpha.dim(0) != w.k)
-      fail(ErrorKind::Shape, op, "alpha must have shape [", w.k, "], got ", norm_alpha.shape(),
-           " for x ", x.shape(), " (weight ", w.weight.str(), ")");
-    check_operand(op, w, norm_alpha, "alpha", x, "x");
-  }
+  if (norm) check_alpha(op, w, norm_alpha, x);
   const int64_t h = target.heads, kvh = target.kv_heads, heads = h + 2 * kvh;
   if (x.rank() != 2)
     fail(ErrorKind::Shape, op, "x must be (b, k): a token per row, got ", x.shape(), " (weight ",
