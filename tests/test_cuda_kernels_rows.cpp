@@ -159,6 +159,16 @@ WICK_CUDA_COMPILE_CASES(quantized) {
       for (uint32_t tile : {32u, 64u})
         cases.add("qmatmul.cu", {act, qtype, spec_define(0, tile), spec_define(1, tile),
                                  spec_define(2, tile == 64 ? 3 : 0)});
+      // On the tensor cores (MMA, 32-element formats): x in place and staged, one warp and four,
+      // with the residual.
+      if (quant_type_info(t)->block_elems == 32) {
+        const gpu::Defines mma = define("MMA", 1);
+        cases.add("qmatvec.cu",
+                  {act, qtype, mma, define("WG_SIZE", 128), spec_define(0, 8), spec_define(1, 16)});
+        cases.add("qmatvec.cu", {act, qtype, mma, define("ACT_STAGE", 1),
+                                 define("ACT_ROW_WORDS", 484), define("RESIDUAL", 1),
+                                 define("WG_SIZE", 32), spec_define(0, 3), spec_define(1, 16)});
+      }
     }
     // Long x on the tensor-core GEMM: W decoded to f16.
     cases.add("dequant.cu", {qtype});
@@ -185,6 +195,10 @@ WICK_CUDA_COMPILE_CASES(quantized) {
     cases.add("qmatvec.cu",
               {dtype_defines("", kActDTypes[i]), qtype, rope, kv, param_defines(DType::F32),
                define("WG_SIZE", 32), spec_define(0, 2), spec_define(1, 2)});
+    cases.add("qmatvec.cu",
+              {define("ACT_Q8", 1), qtype, rope, kv, param_defines(DType::F32), define("MMA", 1),
+               define("ACT_STAGE", 1), define("ACT_ROW_WORDS", 180), define("WG_SIZE", 64 << i),
+               spec_define(0, 2 + 3 * i), spec_define(1, 16)});
     cases.add("qmatvec.cu",
               {dtype_defines("", kActDTypes[i]), param_defines(kActDTypes[i]), qtype, rope, kv,
                define("ACT_INLINE", 1), define("ACT_BLOCK", 32), define("ACT_K", 576),

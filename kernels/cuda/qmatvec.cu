@@ -26,7 +26,14 @@
 // rope.cuh's arithmetic (the same bits as the unfused ops). No residual. Bindings after the
 // prologue's operand (binding 3, bound even when unused): 4 pos, 5 slots, 6-9 cos_q, sin_q,
 // cos_k, sin_k (f32), 10 k_cache, 11 v_cache, 12 the op's error record.
-// Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8).
+// MMA (with ACT_Q8, 32-element formats): the products on the tensor cores. A block computes 16
+// output rows (NUM_ROWS) for its x rows; its warps split the row's units (warp w: units w,
+// w + warps, ...). Per unit each warp runs two 8-bit MMAs of k = 16 (include/mma.cuh), W's 16
+// rows as A and the 8 x rows as B, so the unit's integer sums (the CPU's) come out for 16 x 8
+// outputs at once, and each thread scales its four by d_w dx (+ m_w sx) as unit_dot does. MMA row
+// i < 8 is output row 2 i, i >= 8 row 2 (i - 8) + 1: a thread's two rows are an adjacent pair
+// (ROPE_KV's rotation pairs). The warps' sums meet in shared memory; warp 0 stores.
+// Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8; MMA: 16).
 #ifdef ACT_INLINE
 #define ACT_Q8 1
 #endif
@@ -34,6 +41,12 @@
 #include "include/dtype.cuh"
 #include "include/quant.cuh"
 #include "include/warp.cuh"
+#ifdef MMA
+#if !defined(ACT_Q8) || defined(ACT_INLINE) || QK != 32 || defined(QUANT_K)
+#error "qmatvec.cu: MMA reads x quantized by qact.cu, and 32-element formats"
+#endif
+#include "include/mma.cuh"
+#endif
 #ifdef ROPE_KV
 #include "include/errors.cuh"
 #include "include/rope.cuh"
@@ -59,8 +72,13 @@
 #endif
 constexpr uint32_t NUM_COLS = WICK_SPEC_0;  // x rows per block
 constexpr uint32_t NUM_ROWS = WICK_SPEC_1;  // output rows per block
+#ifdef MMA
+static_assert(NUM_COLS >= 1u && NUM_COLS <= 8u && NUM_ROWS == 16u,
+              "qmatvec.cu: MMA takes 1 .. 8 x rows and 16 output rows per block");
+#else
 static_assert(NUM_COLS >= 1u && NUM_COLS <= 8u && NUM_ROWS >= 1u && NUM_ROWS <= 8u,
               "qmatvec.cu: 1 .. 8 x rows and output rows per block");
+#endif
 constexpr uint32_t UNIT = 32u;
 
 #if defined(ROPE_KV)
@@ -364,13 +382,96 @@ WICK_DEV void stage_x(const QMatmulParams& pc, const wick::KernelArgs& args, uin
 }
 #endif
 
+#ifdef MMA
+// Word i of q (a runtime index) by selects: an indexed register array would go to local memory.
+WICK_DEV uint32_t pick_word(const uint32_t (&q)[8], uint32_t i) {
+  uint32_t v = q[0];
+#pragma unroll
+  for (uint32_t j = 1u; j < 8u; j++) v = i == j ? q[j] : v;
+  return v;
+}
+
+// The block's 16 output rows for its x rows (see the top of the file). Every thread calls it.
+WICK_DEV void mma_products(const QMatmulParams& pc, const wick::KernelArgs& args, const uint8_t* w,
+                           const XT* x, uint32_t xq_row, uint32_t row0, uint32_t col0,
+                           uint32_t n_cols) {
+  const uint32_t lane = threadIdx.x % 32u, warp = threadIdx.x / 32u;
+  const uint32_t g = lane / 4u, t = lane % 4u;
+  // A's rows g and g + 8: output rows r0 and r0 + 1 (the last row read again past n_out, its
+  // sums unused); B's column g: x row g (zeros past n_cols); C's columns 2t, 2t + 1.
+  const uint32_t r0 = row0 + 2u * g;
+  const uint32_t rows[2] = {min(r0, pc.n_out - 1u), min(r0 + 1u, pc.n_out - 1u)};
+  const bool has_x = g < n_cols;
+  const uint32_t units = pc.k / UNIT;
+  float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};  // [row r0 + i][column 2t + j]
+#pragma unroll 2
+  for (uint32_t u = warp; u < units; u += WICK_WARPS) {
+    const uint32_t e = u * UNIT;
+    WeightUnit wu[2];
+#pragma unroll
+    for (uint32_t i = 0u; i < 2u; i++)
+      wu[i] = decode_unit(w, rows[i] * pc.row_bytes + u * BLOCK_BYTES, 0u);
+    const uint32_t a_lo[2] = {pick_word(wu[0].q, t), pick_word(wu[1].q, t)};
+    const uint32_t a_hi[2] = {pick_word(wu[0].q, 4u + t), pick_word(wu[1].q, 4u + t)};
+    const XT* xg = x + g * xq_row + e / 4u;
+    const uint32_t b_lo = has_x ? XQ_LOAD(xg + t) : 0u, b_hi = has_x ? XQ_LOAD(xg + 4u + t) : 0u;
+    int c[4] = {0, 0, 0, 0};
+    mma_m16n8k16_s8(c, a_lo, b_lo);  // elements 0 .. 15 of the unit
+    mma_m16n8k16_s8(c, a_hi, b_hi);  // 16 .. 31
+    const uint32_t scale_word = act_scale_word(pc.k, e);
+#pragma unroll
+    for (uint32_t j = 0u; j < 2u; j++) {
+      const uint32_t col = 2u * t + j;
+      if (col >= n_cols) continue;
+      const float dx = __uint_as_float(XQ_LOAD(x + col * xq_row + scale_word));
+#ifdef QUANT_MIN
+      const float sx = __uint_as_float(XQ_LOAD(x + col * xq_row + scale_word + 1u));
+#endif
+#pragma unroll
+      for (uint32_t i = 0u; i < 2u; i++) {
+        float s = wu[i].d * dx * float(c[2u * i + j]);
+#ifdef QUANT_MIN
+        s += wu[i].m * sx;
+#endif
+        acc[i][j] += s;
+      }
+    }
+  }
+  // The warps' sums, added in warp order by warp 0.
+  if (WICK_WARPS > 1) {
+    __shared__ float s_acc[WICK_WARPS][4][32];
+#pragma unroll
+    for (uint32_t v = 0u; v < 4u; v++) s_acc[warp][v][lane] = acc[v / 2u][v % 2u];
+    __syncthreads();
+    if (warp != 0u) return;
+#pragma unroll
+    for (uint32_t v = 0u; v < 4u; v++) {
+      float sum = s_acc[0][v][lane];
+#pragma unroll
+      for (uint32_t p = 1u; p < WICK_WARPS; p++) sum += s_acc[p][v][lane];
+      acc[v / 2u][v % 2u] = sum;
+    }
+  }
+#pragma unroll
+  for (uint32_t j = 0u; j < 2u; j++) {
+    const uint32_t col = 2u * t + j;
+    if (col >= n_cols || r0 >= pc.n_out) continue;
+#ifdef ROPE_KV
+    store_pair(pc, args, col0 + col, r0, acc[0][j], acc[1][j]);
+#else
+    store(pc, args, col0 + col, r0, acc[0][j]);
+    if (r0 + 1u < pc.n_out) store(pc, args, col0 + col, r0 + 1u, acc[1][j]);
+#endif
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
   prefetch_weights(args);
   wick_kernel_begin();
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
-  const uint32_t t = threadIdx.x;
   const uint32_t row0 = group_index() * NUM_ROWS;
   const uint32_t col0 = blockIdx.z * NUM_COLS, n_cols = min(NUM_COLS, pc.m - col0);
 #ifdef ACT_INLINE
@@ -390,6 +491,10 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const XT* x = buffer_at<const XT>(args, 1);
   const uint32_t xq_row = 0u;
 #endif
+#ifdef MMA
+  mma_products(pc, args, w, x, xq_row, row0, col0, n_cols);
+#else
+  const uint32_t t = threadIdx.x;
   float acc[NUM_ROWS][NUM_COLS];
 #pragma unroll
   for (uint32_t r = 0u; r < NUM_ROWS; r++)
@@ -464,4 +569,5 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     store(pc, args, col0 + c, row, sum);
   }
 #endif
+#endif  // MMA
 }

@@ -114,6 +114,19 @@ Knobs read_knobs() {
                            : parse_int(v, n) && n >= 1   ? n
                                                          : -1;
   }
+  if (const char* v = env("WICK_QMATVEC_MMA")) {
+    const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
+    const bool threads_ok =
+        n.size() == 2 && (n[1] == 32 || n[1] == 64 || n[1] == 128 || n[1] == 256);
+    if (off(v)) {
+      k.qmatvec_mma_rows = 0;
+    } else if (std::string_view(v) == "on") {
+      k.qmatvec_mma_rows = 2;
+    } else if ((n.size() == 1 || threads_ok) && n[0] >= 1) {
+      k.qmatvec_mma_rows = n[0];
+      k.qmatvec_mma_threads = n.size() == 2 ? n[1] : 0;
+    }
+  }
   if (const char* v = env("WICK_QMATVEC_ROPE")) k.qmatvec_rope = !off(v);
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
@@ -167,6 +180,12 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_QMATVEC_STAGE", k.qmatvec_stage_rows < 0    ? "default"
                              : k.qmatvec_stage_rows == 0 ? "off"
                                                          : std::to_string(k.qmatvec_stage_rows)},
+      {"WICK_QMATVEC_MMA",
+       k.qmatvec_mma_rows < 0 ? "default"
+       : k.qmatvec_mma_rows == 0
+           ? "off"
+           : std::to_string(k.qmatvec_mma_rows) +
+                 (k.qmatvec_mma_threads > 0 ? "," + std::to_string(k.qmatvec_mma_threads) : "")},
       {"WICK_QMATVEC_ROPE", k.qmatvec_rope ? "on" : "off"},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
       {"WICK_VK_PROFILE", k.vk_profile ? "on" : "off"},

@@ -98,6 +98,7 @@ CuDriver::CuDriver(int ordinal) : api_(api_or_fail()), ordinal_(ordinal) {
   caps_.subgroup_arithmetic = true;
   caps_.sm_major = attribute(api_, device_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   caps_.sm_minor = attribute(api_, device_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  caps_.int8_mma = caps_.sm_major >= 8;  // mma.sync m16n8k16 .s8
   caps_.multiprocessors = attribute(api_, device_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   check(api_, api_.cuDriverGetVersion(&caps_.driver_version), "cuDriverGetVersion");
   caps_.nvrtc_version = nvrtc_version();

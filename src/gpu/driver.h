@@ -37,7 +37,8 @@ struct DeviceCaps {
   uint32_t subgroup_size = 0;
   uint32_t max_shared_memory = 0;    // bytes of shared memory per workgroup
   bool subgroup_arithmetic = false;  // subgroupAdd etc. (warp shuffles)
-  uint64_t device_local_bytes = 0;   // the largest device-local heap
+  bool int8_mma = false;  // warp-wide 8-bit integer MMA in the kernels (CUDA sm_80+: qmatvec's MMA)
+  uint64_t device_local_bytes = 0;  // the largest device-local heap
 };
 
 // A kernel source file compiled into the binary (see cmake/embed_kernels.cmake).

@@ -47,6 +47,11 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   o.qmatvec_stage_rows =
       k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
   o.qmatvec_rope = k.qmatvec_rope;
+  // Where the kernels have 8-bit MMA: off unless the knob or the backend's options say (CUDA:
+  // CudaOptions::from_knobs).
+  if (caps.int8_mma && k.qmatvec_mma_rows > 0) o.qmatvec_mma_rows = k.qmatvec_mma_rows;
+  if (caps.int8_mma && k.qmatvec_mma_threads > 0)
+    o.qmatvec_mma_threads = static_cast<uint32_t>(k.qmatvec_mma_threads);
   if (k.qmatvec_threads > 0) {
     o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
     o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);
@@ -192,7 +197,8 @@ GpuDevice::Stats GpuDevice::stats() const {
           host_pool_->stats(),
           kernels_->stats(),
           coop_matmuls_.load(std::memory_order_relaxed),
-          staged_qmatvecs_.load(std::memory_order_relaxed)};
+          staged_qmatvecs_.load(std::memory_order_relaxed),
+          mma_qmatvecs_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace wick::gpu

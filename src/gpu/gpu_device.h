@@ -102,6 +102,11 @@ struct GpuOptions {
   // From this many x rows (0: never), qmatvec copies its x rows, quantized by qact, into shared
   // memory before its dot loop (default_qmatvec_stage_rows, WICK_QMATVEC_STAGE).
   int64_t qmatvec_stage_rows = 0;
+  // From this many x rows (0: never), qmatvec multiplies on the tensor cores: its MMA variant, 16
+  // output rows a workgroup of qmatvec_mma_threads threads, for the 32-element formats of 8-bit
+  // x, where the kernels have 8-bit MMA (DeviceCaps::int8_mma). WICK_QMATVEC_MMA.
+  int64_t qmatvec_mma_rows = 0;
+  uint32_t qmatvec_mma_threads = 128;
   // qmatmul_rope_kv in qmatvec's stores where it can (WICK_QMATVEC_ROPE); off: the product, then
   // rope_kv_cache.
   bool qmatvec_rope = true;
@@ -303,6 +308,7 @@ class GpuDevice : public backend::BackendDevice {
     KernelCache::Stats kernels;
     uint64_t coop_matmuls = 0;     // matmuls recorded on tensor cores
     uint64_t staged_qmatvecs = 0;  // qmatvec products that staged x in shared memory (ACT_STAGE)
+    uint64_t mma_qmatvecs = 0;     // qmatvec products on the tensor cores (MMA)
   };
   Stats stats() const;
 
@@ -339,6 +345,8 @@ class GpuDevice : public backend::BackendDevice {
   // qmatvec's workgroup shape for a matrix of n_out rows, and whether it takes m rows of x.
   QMatVecShape qmatvec_shape(int64_t n_out) const;
   bool qmatvec_takes(int64_t m) const;
+  // Whether qmatvec's product of m x rows and `type` runs its MMA variant.
+  bool qmatvec_mma(int64_t m, QuantType type) const;
   // norm: 0 softmax, 1 log_softmax, 2 rms_norm, 3 layer_norm.
   void norm(uint32_t kind, const char* name, backend::View x, const backend::View* alpha,
             const backend::View* beta, double eps, backend::Storage& dst);
@@ -417,6 +425,7 @@ class GpuDevice : public backend::BackendDevice {
   double creation_ms_ = 0;
   std::atomic<uint64_t> coop_matmuls_{0};
   std::atomic<uint64_t> staged_qmatvecs_{0};
+  std::atomic<uint64_t> mma_qmatvecs_{0};
   std::unique_ptr<DeviceErrors> errors_;
   BufferRef unused_record_;  // bound by integer binary ops that cannot fail (never read)
   // The split counters of ops whose rows are split over workgroups (attention_cached, long

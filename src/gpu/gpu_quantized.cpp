@@ -47,6 +47,7 @@ namespace {
 
 constexpr int64_t kMaxVecCols = 8;           // MAX_COLS in qmatvec.comp
 constexpr uint32_t kMaxVecRowsPerGroup = 8;  // MAX_ROWS
+constexpr uint32_t kMmaRows = 16;            // qmatvec.cu's MMA: output rows per workgroup
 constexpr uint64_t kActLanes = 32;           // qact's threads per 8-bit block (include/qact.*)
 // The most shared memory qmatvec's staged and quantized x rows may take (ACT_INLINE): Vulkan's
 // least maxComputeSharedMemorySize; 2 rows of k = 1536 (SmolLM2-135M's down_proj).
@@ -163,6 +164,14 @@ bool GpuDevice::qmatvec_takes(int64_t m) const {
          col_groups <= device_caps().max_group_count_z;
 }
 
+bool GpuDevice::qmatvec_mma(int64_t m, QuantType type) const {
+  // x quantized in 32-element blocks (the CPU's integer dots) and a 32-element weight format.
+  return options_.qmatvec_mma_rows > 0 && m >= options_.qmatvec_mma_rows &&
+         device_caps().int8_mma && qmatvec_takes(m) && quantizes_x(type) &&
+         m < quantized::gemm_min_rows() && quant_type_info(type)->block_elems == 32 &&
+         quantized::act_kind(type) == quantized::ActKind::Block32;
+}
+
 void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
                         QuantType type, int64_t n_out, int64_t k, const View* residual,
                         Storage& dst) {
@@ -177,7 +186,8 @@ bool GpuDevice::qmatmul_rope_kv(View x, const backend::QPrologue& prologue, cons
   // pairs. Elsewhere the caller runs the product and rope_kv_cache.
   const int64_t m = x.layout.shape[0];
   const QMatVecShape v = qmatvec_shape(n_out);
-  if (!options_.qmatvec_rope || !rope.interleaved || !qmatvec_takes(m) || v.rows % 2 != 0 ||
+  const bool even_rows = v.rows % 2 == 0 || qmatvec_mma(m, type);  // MMA: 16 rows
+  if (!options_.qmatvec_rope || !rope.interleaved || !qmatvec_takes(m) || !even_rows ||
       rope.d % 2 != 0 || n_out != (rope.h + 2 * rope.kvh) * rope.d ||
       rope.tables.cos_q.storage.dtype() != DType::F32)
     return false;
@@ -296,6 +306,11 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const bool vec = qmatvec_takes(m);
   WICK_ASSERT(vec || !rope);
   const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
+  // On the tensor cores: workgroups of 16 output rows, their warps splitting k.
+  const bool mma = act_q8 && qmatvec_mma(m, type);
+  const uint32_t group_rows = mma ? kMmaRows : v.rows;
+  const uint32_t group_threads = mma ? options_.qmatvec_mma_threads : v.threads;
+  WICK_ASSERT(!mma || (group_threads % 32 == 0 && group_threads <= 256));
   // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
   const bool rms = prologue.kind == Prologue::RmsNorm;
   // qmatvec quantizes x itself for up to qmatvec_fuse_rows rows where they fit in shared memory
@@ -309,14 +324,20 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
       xq_bytes + cols * k * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
   // Beside them: the partial sums, and norm_row.glsl's s_red (a float per thread).
   const bool act_inline =
-      act_q8 && vec && m <= options_.qmatvec_fuse_rows && k <= options_.qmatvec_fuse_max_k &&
-      (options_.qmatvec_fuse_wide || n_out < v.wide_min_out) && inline_bytes <= kInlineActBytes &&
-      (!rms || kWorkgroupSize % v.threads == 0) &&
+      act_q8 && vec && !mma && m <= options_.qmatvec_fuse_rows &&
+      k <= options_.qmatvec_fuse_max_k && (options_.qmatvec_fuse_wide || n_out < v.wide_min_out) &&
+      inline_bytes <= kInlineActBytes && (!rms || kWorkgroupSize % v.threads == 0) &&
       inline_bytes + partial_bytes + 4 * int64_t{v.threads} <= device_caps().max_shared_memory;
   // From qmatvec_stage_rows x rows, qmatvec copies the quantized rows into shared memory first.
+  // MMA reads 8 rows' words at once: rows an odd number of 16-byte vectors apart meet no bank
+  // twice. Its partial sums: 4 floats a thread.
+  const int64_t stage_row_words =
+      mma && inline_row_words / 4 % 2 == 0 ? inline_row_words + 4 : inline_row_words;
+  const int64_t stage_bytes = cols * stage_row_words * 4;
   const bool act_stage = act_q8 && vec && !act_inline && options_.qmatvec_stage_rows > 0 &&
-                         m >= options_.qmatvec_stage_rows && xq_bytes <= kInlineActBytes &&
-                         xq_bytes + partial_bytes <= device_caps().max_shared_memory;
+                         m >= options_.qmatvec_stage_rows && stage_bytes <= kInlineActBytes &&
+                         stage_bytes + (mma ? 16 * int64_t{group_threads} : partial_bytes) <=
+                             device_caps().max_shared_memory;
   int64_t p_row = 0, p_k = 0;
   if (prologue.kind != Prologue::None) {
     const Layout& pl = prologue.operand->layout;
@@ -471,6 +492,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     const uint32_t with_residual = fuse_residual ? 1u : 0u;
     auto vec_defines = [&](Defines defs) {
       if (fuse_residual) defs.emplace_back("RESIDUAL", "1");
+      if (mma) defs.emplace_back("MMA", "1");
       if (rope) {
         defs.emplace_back("ROPE_KV", "1");
         add_dtype(defs, "KV_", rope->k_cache.storage.dtype());
@@ -478,7 +500,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
       }
       if (device_caps().subgroup_arithmetic && options_.subgroups)
         defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-      return key_for("qmatvec", std::move(defs), {cols, v.rows}, v.threads);
+      return key_for("qmatvec", std::move(defs), {cols, group_rows}, group_threads);
     };
     if (act_inline) {
       pipeline = &kernel(KernelFamily::QMatVecAct,
@@ -499,20 +521,21 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
                          });
     } else {
       pipeline = &kernel(KernelFamily::QMatVec,
-                         {cols, v.rows, v.threads, qtype, x_code, with_residual | rope_key << 1,
-                          act_stage ? static_cast<uint32_t>(inline_row_words) : 0u},
+                         {cols, group_rows, group_threads, qtype, x_code,
+                          with_residual | rope_key << 1 | (mma ? 1u << 12 : 0u),
+                          act_stage ? static_cast<uint32_t>(stage_row_words) : 0u},
                          [&] {
                            Defines defs = base_defines();
                            if (act_stage) {
                              defs.emplace_back("ACT_STAGE", "1");
-                             defs.emplace_back("ACT_ROW_WORDS", std::to_string(inline_row_words));
+                             defs.emplace_back("ACT_ROW_WORDS", std::to_string(stage_row_words));
                            }
                            return vec_defines(std::move(defs));
                          });
     }
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
-    const uint64_t n = (static_cast<uint64_t>(n_out) + v.rows - 1) / v.rows;
+    const uint64_t n = (static_cast<uint64_t>(n_out) + group_rows - 1) / group_rows;
     const uint64_t gx = std::clamp<uint64_t>(n, 1, device_caps().max_group_count_x);
     groups = {static_cast<uint32_t>(gx), static_cast<uint32_t>((n + gx - 1) / gx),
               static_cast<uint32_t>(col_groups)};
@@ -570,6 +593,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   if (rope)  // a position or slot past the caches, as rope_kv_cache reports it
     errors_->add(std::move(record), submission, "rope_kv_cache", std::to_string(m) + " sequences");
   if (act_stage) staged_qmatvecs_.fetch_add(1, std::memory_order_relaxed);
+  if (mma) mma_qmatvecs_.fetch_add(1, std::memory_order_relaxed);
   if (product) {
     const Layout rows = Layout::contiguous(Shape{m, n_out});
     binary(backend::BinaryOp::Add, *residual, {*product, rows}, dst);
