@@ -11,6 +11,9 @@ time from the first client's first token to the last client's last), total token
 whole wall time, and time to first token (median and worst); then the ratio N clients / 1.
 Each client runs in a process of its own: in threads of one process the openai client's parsing of
 the streamed chunks, serialized by the GIL, capped the rate the server was measured at.
+Then, per run, where the server's scheduler spent that time (its /health counters): passes of
+answer tokens only (count, mean batch, mean ms), passes with prompts, the longest pass, and the
+host's ms between passes per pass.
 """
 import argparse
 import concurrent.futures
@@ -21,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 import openai
 
@@ -50,6 +54,25 @@ def one(client, prompt, tokens):
         if ch.choices and ch.choices[0].text:
             times.append(time.perf_counter())
     return {"start": t0, "first": times[0], "last": times[-1], "tokens": n}
+
+
+def health(base):
+    with urllib.request.urlopen(base + "/health", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def scheduler_share(before, after):
+    d = {k: after[k] - before[k] for k in ("decode_steps", "decoded_rows", "decode_passes",
+                                            "prompt_passes", "decode_pass_ms", "prompt_pass_ms",
+                                            "host_ms")}
+    steps, decodes = max(d["decode_steps"], 1), max(d["decode_passes"], 1)
+    prompts = max(d["prompt_passes"], 1)
+    passes = max(d["decode_passes"] + d["prompt_passes"], 1)
+    return (f"passes of answer tokens only {d['decode_passes']} ({d['decode_pass_ms'] / decodes:.3f}"
+            f" ms), mean batch {d['decoded_rows'] / steps:.2f}, passes with prompts "
+            f"{d['prompt_passes']} "
+            f"({d['prompt_pass_ms'] / prompts:.2f} ms), host {d['host_ms'] / passes:.3f} ms a "
+            f"pass; longest pass since start {after['longest_pass_ms']:.1f} ms")
 
 
 def run(pool, prompts, tokens):
@@ -98,7 +121,12 @@ def main():
         # (or loaded from the disk cache) before anything is timed.
         run(pool, prompts[:1], 8)
         run(pool, prompts, 8)
-        results = [run(pool, prompts[:1], a.tokens), run(pool, prompts, a.tokens)]
+        base = f"http://127.0.0.1:{port}"
+        results, shares = [], []
+        for p in (prompts[:1], prompts):
+            before = health(base)
+            results.append(run(pool, p, a.tokens))
+            shares.append(scheduler_share(before, health(base)))
         print(f"| clients | tokens | aggregate decode tok/s | total tok/s | TTFT median ms "
               f"| TTFT max ms |")
         print("| --- | --- | --- | --- | --- | --- |")
@@ -107,6 +135,8 @@ def main():
                   f"{r['total_tok_s']:.1f} | {r['ttft_median_ms']:.0f} | {r['ttft_max_ms']:.0f} |")
         print(f"ratio {a.clients} clients / 1 (aggregate decode): "
               f"{results[1]['decode_tok_s'] / results[0]['decode_tok_s']:.2f}x")
+        for r, s in zip(results, shares):
+            print(f"scheduler, {r['clients']} client(s): {s}")
         print(json.dumps(results))
     finally:
         pool.shutdown()

@@ -123,7 +123,13 @@ class Server {
                                      {"completed", st.completed},
                                      {"cancelled", st.cancelled},
                                      {"decode_steps", st.steps},
-                                     {"decoded_rows", st.decoded_rows}}),
+                                     {"decoded_rows", st.decoded_rows},
+                                     {"decode_passes", st.decode_passes},
+                                     {"prompt_passes", st.prompt_passes},
+                                     {"decode_pass_ms", st.decode_pass_ms},
+                                     {"prompt_pass_ms", st.prompt_pass_ms},
+                                     {"host_ms", st.host_ms},
+                                     {"longest_pass_ms", st.longest_pass_ms}}),
                       kJson);
     });
     http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {

@@ -97,9 +97,25 @@ void Scheduler::warm_up() {
     model_.forward_batch(steps).argmax(1).to_device(Device::cpu());
     reset_all();
   }
+  // Prompts: one alone, every slot's together (past the rows where a GPU's quantized products
+  // change kernels: 64 and more rows take the tensor-core GEMM, whose first call per process
+  // loads its kernels: ~0.1-1 s of a first request's wait, measured on an H100), and prompts
+  // joining answers under way (the usual pass while clients arrive).
   if (!slots_.empty() && context_ > 1) {
     const auto n = static_cast<size_t>(std::min<int64_t>(16, context_));
     model_.forward_batch({{&slots_[0]->seq, std::vector<uint32_t>(n, 0)}}).to_device(Device::cpu());
+    reset_all();
+    steps.clear();
+    const auto per_slot =
+        static_cast<size_t>(std::min<int64_t>(context_ - 1, 64 / std::ssize(slots_) + 1));
+    for (auto& s : slots_) steps.push_back({&s->seq, std::vector<uint32_t>(per_slot, 0)});
+    model_.forward_batch(steps).argmax(1).to_device(Device::cpu());
+    if (slots_.size() > 1) {
+      steps.clear();
+      for (size_t i = 0; i + 1 < slots_.size(); i++) steps.push_back({&slots_[i]->seq, {0}});
+      steps.push_back({&slots_.back()->seq, std::vector<uint32_t>(n, 0)});
+      model_.forward_batch(steps).argmax(1).to_device(Device::cpu());
+    }
     reset_all();
   }
 }
@@ -189,10 +205,17 @@ bool Scheduler::advance(Slot& slot, uint32_t tok) {
 }
 
 void Scheduler::run() {
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  };
+  const auto idle = Clock::time_point::min();
+  Clock::time_point last_pass_end = idle;  // the last pass's end; idle: none since the last wait
   for (;;) {
     std::vector<Slot*> fresh;
     {
       std::unique_lock lk(mu_);
+      if (stopping_ || (queue_.empty() && stats_.active == 0)) last_pass_end = idle;
       cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || stats_.active > 0; });
       if (stopping_) return;
       for (auto& s : slots_) {
@@ -240,6 +263,7 @@ void Scheduler::run() {
       prompts = true;
     }
     if (steps.empty()) continue;
+    const Clock::time_point pass_start = Clock::now();
     try {
       const Tensor logits = model_.forward_batch(steps);
       // Greedy answers take the first maximum of their row, found for all rows at once (on a
@@ -252,11 +276,20 @@ void Scheduler::run() {
       const std::vector<uint32_t> best =
           any_greedy ? logits.argmax(1).to_vec<uint32_t>() : std::vector<uint32_t>{};
       const Tensor rows = all_greedy ? Tensor() : logits.to_device(Device::cpu());
-      if (decode_rows > 0) {
+      const Clock::time_point pass_end = Clock::now();
+      {
         std::lock_guard lk(mu_);
-        stats_.steps++;
-        stats_.decoded_rows += decode_rows;
+        if (decode_rows > 0) {
+          stats_.steps++;
+          stats_.decoded_rows += decode_rows;
+        }
+        const double pass_ms = ms(pass_end - pass_start);
+        (prompts ? stats_.prompt_pass_ms : stats_.decode_pass_ms) += pass_ms;
+        (prompts ? stats_.prompt_passes : stats_.decode_passes)++;
+        stats_.longest_pass_ms = std::max(stats_.longest_pass_ms, pass_ms);
+        if (last_pass_end != idle) stats_.host_ms += ms(pass_start - last_pass_end);
       }
+      last_pass_end = pass_end;
       for (size_t i = 0; i < batch.size(); i++)
         advance(*batch[i], batch[i]->sampler->plain_greedy()
                                ? best[i]

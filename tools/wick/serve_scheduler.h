@@ -81,6 +81,12 @@ struct SchedulerStats {
   int64_t steps = 0;         // passes (forward_batch calls) that decoded answer tokens
   int64_t decoded_rows = 0;  // answer tokens decoded by them (rows / steps: the mean batch)
   int64_t completed = 0, cancelled = 0;
+  // Where the scheduler's time went (ms, since start): passes of answer tokens only, passes with
+  // prompts (each from the forward_batch call to its tokens read back), and the host's work
+  // between passes (streaming the tokens, placing requests, building the next pass).
+  int64_t decode_passes = 0, prompt_passes = 0;
+  double decode_pass_ms = 0, prompt_pass_ms = 0, host_ms = 0;
+  double longest_pass_ms = 0;
 };
 
 class Scheduler {
