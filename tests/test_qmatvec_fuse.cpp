@@ -69,7 +69,8 @@ class GpuQMatVecFuse : public GpuDeviceTest {
   Rng rng;
   gpu::QMatVecShape device_shape() { return gpu(device()).gpu_options().qmatvec; }
   // A device of shape `shape` that fuses x's quantization up to fuse_rows x rows and stages
-  // qact's rows from stage_rows (0: never), whatever the knobs say.
+  // qact's rows from stage_rows (0: never), whatever the knobs say; the SIMT products only (MMA,
+  // which takes 8 x rows on CUDA by default, has its own tests: test_qmatvec_mma.cpp).
   Device with_rows(const gpu::QMatVecShape& shape, int64_t fuse_rows, int64_t stage_rows) const {
     return private_device([&](gpu::GpuOptions& o) {
       o.queue.ops_per_buffer = 1000;
@@ -78,6 +79,7 @@ class GpuQMatVecFuse : public GpuDeviceTest {
       o.qmatvec_fuse_max_k = std::numeric_limits<int64_t>::max();
       o.qmatvec_fuse_wide = true;
       o.qmatvec_stage_rows = stage_rows;
+      o.qmatvec_mma_rows = 0;
     });
   }
   // A device of shape `shape` with the fusion on (every row count) or off, staging off.

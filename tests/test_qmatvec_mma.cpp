@@ -1,9 +1,9 @@
 // qmatvec on the tensor cores (GpuOptions::qmatvec_mma_rows, WICK_QMATVEC_MMA: qmatvec.cu's MMA
-// variant) on each GPU device with 8-bit MMA: every 32-element format of 8-bit x, 2 to 11 x rows
-// (a group of 8 and one of 3), output rows that leave a partial tile, k of fewer units than the
-// warps and of many, one to eight warps, x read in place and staged; within the float64 bound of
-// the CPU's integer path and near the one-row kernel's sums; the residual's one rounding; taken
-// from qmatvec_mma_rows x rows and for 32-element formats only; the knob on every GPU device.
+// variant) on each GPU device with 8-bit MMA: every 32-element format of 8-bit x, 2 to 8 x rows
+// (11 too: the tiled kernel's on GPUs), output rows that leave a partial tile, k of fewer units
+// than the warps and of many, one to eight warps, x read in place and staged; within the float64
+// bound of the CPU's integer path and near the one-row kernel's sums; the residual's one rounding;
+// taken from qmatvec_mma_rows x rows and for 32-element formats only; the knob on every GPU device.
 #include <limits>
 
 #include "gpu_test_util.h"
@@ -14,8 +14,9 @@
 namespace wick::testing {
 namespace {
 
-// CudaOptions::from_knobs's qmatvec_mma_rows where the device has 8-bit MMA.
-constexpr int64_t kCudaDefaultRows = 0;
+// CudaOptions::from_knobs's qmatvec_mma_rows and _threads where the device has 8-bit MMA.
+constexpr int64_t kCudaDefaultRows = 8;
+constexpr uint32_t kCudaDefaultThreads = 256;
 
 std::vector<float> f32_values(const Ref& r) {
   std::vector<float> out(r.v.size());
@@ -66,7 +67,7 @@ TEST_P(GpuQMatVecMma, EveryFormatWithinTheFloat64BoundAndNearTheOneRowKernel) {
         const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), t);
         const std::vector<float> w = dequantize(qw).to_vec<float>();
         const QMatMul mm_on(qw, on), mm_off(qw, off);
-        for (int64_t m : {int64_t{2}, int64_t{3}, int64_t{8}, int64_t{11}}) {
+        for (int64_t m : {int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, int64_t{11}}) {
           const std::string what = std::string(quant_type_info(t)->name) +
                                    " k=" + std::to_string(k) + " m=" + std::to_string(m) + " " +
                                    std::to_string(cfg.threads) + " threads" +
@@ -75,7 +76,9 @@ TEST_P(GpuQMatVecMma, EveryFormatWithinTheFloat64BoundAndNearTheOneRowKernel) {
           const std::vector<float> xf = f32_values(round_ref(xr, DType::F32));
           const uint64_t before = gpu(on).stats().mma_qmatvecs;
           const Tensor y = mm_on.forward(make_tensor(xr, DType::F32, on));
-          EXPECT_EQ(gpu(on).stats().mma_qmatvecs - before, m > 8 ? 2u : 1u) << what;
+          // Past qmatvec's rows (8 on GPUs) the tiled kernel takes x.
+          const int64_t groups = m <= gpu(on).gpu_options().qmatvec.max_rows ? (m + 7) / 8 : 0;
+          EXPECT_EQ(gpu(on).stats().mma_qmatvecs - before, static_cast<uint64_t>(groups)) << what;
           check_qmatmul(y, expected_qmatmul(w, round_ref(xr, DType::F32).v, m, n, k, 32), what);
           // The same integer products as the one-row kernel, summed in another order.
           const Tensor z = mm_off.forward(make_tensor(xr, DType::F32, off));
@@ -141,13 +144,14 @@ TEST_P(GpuQMatVecMma, KnobIsParsed) {
   };
   // Devices without 8-bit MMA never take it, whatever the knob says.
   const bool on = has_mma();
+  const bool cuda = device().kind() == DeviceKind::Cuda && on;
+  const std::string threads = " " + std::to_string(cuda ? kCudaDefaultThreads : 128u);
   const std::string def = mma("-u WICK_QMATVEC_MMA");
-  const int64_t def_rows = device().kind() == DeviceKind::Cuda && on ? kCudaDefaultRows : 0;
-  EXPECT_EQ(def, std::to_string(def_rows) + " 128");
-  EXPECT_EQ(mma("WICK_QMATVEC_MMA=off"), "0 128");
-  EXPECT_EQ(mma("WICK_QMATVEC_MMA=0"), "0 128");
-  EXPECT_EQ(mma("WICK_QMATVEC_MMA=on"), on ? "2 128" : "0 128");
-  EXPECT_EQ(mma("WICK_QMATVEC_MMA=5"), on ? "5 128" : "0 128");
+  EXPECT_EQ(def, std::to_string(cuda ? kCudaDefaultRows : 0) + threads);
+  EXPECT_EQ(mma("WICK_QMATVEC_MMA=off"), "0" + threads);
+  EXPECT_EQ(mma("WICK_QMATVEC_MMA=0"), "0" + threads);
+  EXPECT_EQ(mma("WICK_QMATVEC_MMA=on"), (on ? "2" : "0") + threads);
+  EXPECT_EQ(mma("WICK_QMATVEC_MMA=5"), (on ? "5" : "0") + threads);
   EXPECT_EQ(mma("WICK_QMATVEC_MMA=3,64"), on ? "3 64" : "0 128");
   EXPECT_EQ(mma("WICK_QMATVEC_MMA=3,100"), def) << "threads outside 32/64/128/256: the default";
   EXPECT_EQ(mma("WICK_QMATVEC_MMA=abc"), def) << "unparsable falls back to the default";
