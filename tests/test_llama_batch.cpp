@@ -8,6 +8,7 @@
 #include "gguf_bytes.h"
 #include "harness.h"
 #include "tiny_llama.h"
+#include "wick/config.h"
 #include "wick/llama.h"
 
 namespace wick::testing {
@@ -67,12 +68,14 @@ void expect_same_step(const std::vector<float>& got, const std::vector<float>& w
 // 8-bit activations of block weights by a step now and then) and by forward_batch (to
 // `batch_rel_tol`).
 void check_batches(const Device& dev, const TinyLlamaConfig& cfg, double rel_tol,
-                   double batch_rel_tol) {
+                   double batch_rel_tol, int64_t prompt_rows = 64) {
   Rng rng;
-  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()) + ", prompt rows " +
+               std::to_string(prompt_rows));
   TempDir dir;
   write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
   LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 24);
+  model.set_prompt_rows(prompt_rows);
   const int64_t v = cfg.vocab;
   const Alone a = run_alone(model, random_ids(rng, 5, v), random_ids(rng, 6, v));
   const Alone b = run_alone(model, random_ids(rng, 3, v), random_ids(rng, 2, v));
@@ -123,7 +126,12 @@ void check_batches(const Device& dev, const TinyLlamaConfig& cfg, double rel_tol
 }
 
 TEST_P(LlamaBatch, EachSequenceMatchesItsRunAloneF32) {
-  check_batches(device(), TinyLlamaConfig{}, 2e-4, 2e-4);
+  // Prompts as rows of the decode step (up to 64 tokens), and each prompt's own attention (0; the
+  // path of longer prompts); 5: prompts of 3 and 5 tokens as rows, the one of 7 alone.
+  for (int64_t prompt_rows : {64, 0, 5}) {
+    check_batches(device(), TinyLlamaConfig{}, 2e-4, 2e-4, prompt_rows);
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST_P(LlamaBatch, EachSequenceMatchesItsRunAloneQuantized) {
@@ -229,6 +237,9 @@ TEST_P(LlamaBatch, Errors) {
   LlamaSequence foreign = other.new_sequence();
   const auto v = static_cast<uint32_t>(m.config.vocab);
   expect_error([&] { model.forward_batch({}); }, ErrorKind::Shape, {"no sequences"});
+  EXPECT_EQ(model.prompt_rows(), knobs().prompt_rows);
+  expect_error([&] { model.set_prompt_rows(-1); }, ErrorKind::Shape,
+               {"set_prompt_rows", "negative"});
   expect_error(
       [&] {
         model.forward_batch({{&s, {1}}, {&s2, {}}});

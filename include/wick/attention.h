@@ -14,8 +14,9 @@
 // slot slots[i] of caches (S, kvh, max_seq, d) for any S >= 1 instead: a server keeps every
 // sequence's cache as a slot of one tensor per layer and steps any subset of them together. A
 // slot >= S is found like a bad position (OutOfRange; a GPU writes nothing for it). The items
-// of one rope_kv_cache call must name different slots (else they write the same rows; the CPU
-// refuses, a GPU's result is then unspecified).
+// of one rope_kv_cache call must not write the same cache rows: items sharing a slot need
+// positions at least t apart (a prompt's tokens may be items of one token each, at consecutive
+// positions); the CPU refuses overlapping items, a GPU's result is then unspecified.
 //
 // Shapes: b batch, h query heads, kvh key/value heads (h a positive multiple of kvh: query head j
 // reads kv head j / (h / kvh)), t new tokens, d head dim, max_seq cache rows. With no elements

@@ -20,6 +20,11 @@ struct Knobs {
   // WICK_REPLAY: 0/false/off makes the llama model record every decode step op by op instead of
   // replaying one captured step (GPUs); default on.
   bool replay = true;
+  // WICK_PROMPT_ROWS: n makes LlamaModel::forward_batch run prompts of up to n tokens through the
+  // decode step's ops, a row per token (its op count then does not grow with the prompts in a
+  // pass); longer prompts, or 0/off, take the prompt path (attention over each prompt). Default
+  // 64; unparsable -> the default.
+  int64_t prompt_rows = 64;
   // WICK_KERNEL_CACHE: folder of the on-disk kernel cache; "off" disables; empty -> default.
   std::string kernel_cache;
   // WICK_POOL_LIMIT: bytes (suffixes K, M, G) of unused pooled GPU memory kept; 0 -> default.

@@ -179,8 +179,10 @@ class LlamaModel {
   LlamaSequence new_sequence() const;
   // One step of several sequences: the tokens of each (one to decode, or a whole prompt) run at
   // its next positions in ONE pass through the model, the matmuls over all rows stacked, the
-  // one-token steps' attention in one op over their cache slots, each prompt's over its own; their
-  // keys and values join each sequence's cache. On a GPU that can replay (replays()), a step of
+  // one-token steps' attention in one op over their cache slots; prompts of up to prompt_rows()
+  // tokens join them as rows of one token each (at consecutive positions: the pass's op count
+  // does not grow with its prompts), longer ones' attention runs over each prompt. Their keys and
+  // values join each sequence's cache. On a GPU that can replay (replays()), a step of
   // one-token steps only (of up to 16 sequences) is captured once per number of sequences and
   // replayed.
   // Returns the logits of each sequence's last token, f32 (steps.size(), vocab), row i for
@@ -194,6 +196,10 @@ class LlamaModel {
     std::vector<uint32_t> tokens;
   };
   Tensor forward_batch(const std::vector<SequenceStep>& steps);
+  // The longest prompt forward_batch runs as rows of the decode step (WICK_PROMPT_ROWS, default
+  // 64; 0: none).
+  int64_t prompt_rows() const;
+  void set_prompt_rows(int64_t tokens);
 
   struct Impl;
 

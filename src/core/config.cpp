@@ -71,6 +71,13 @@ Knobs read_knobs() {
   };
   if (const char* v = env("WICK_FAST_MATH")) k.fast_math = !off(v);
   if (const char* v = env("WICK_REPLAY")) k.replay = !off(v);
+  if (const char* v = env("WICK_PROMPT_ROWS")) {
+    int64_t n;
+    if (off(v))
+      k.prompt_rows = 0;
+    else if (parse_int(v, n) && n >= 1)
+      k.prompt_rows = n;
+  }
   if (const char* v = env("WICK_KERNEL_CACHE")) k.kernel_cache = v;
   if (const char* v = env("WICK_POOL_LIMIT")) k.pool_limit = parse_bytes(v);
   if (const char* v = env("WICK_DEVICE")) k.device = v;
@@ -156,6 +163,7 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
        k.compute_per_buffer < 0 ? "default" : std::to_string(k.compute_per_buffer)},
       {"WICK_FAST_MATH", k.fast_math ? "on" : "off"},
       {"WICK_REPLAY", k.replay ? "on" : "off"},
+      {"WICK_PROMPT_ROWS", k.prompt_rows == 0 ? "off" : std::to_string(k.prompt_rows)},
       {"WICK_KERNEL_CACHE", k.kernel_cache.empty() ? "default" : k.kernel_cache},
       {"WICK_POOL_LIMIT", k.pool_limit == 0 ? "default" : std::to_string(k.pool_limit)},
       {"WICK_DEVICE", k.device.empty() ? "cpu" : k.device},

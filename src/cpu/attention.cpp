@@ -30,7 +30,8 @@ constexpr int64_t kMaxGroup = 8;
 
 // Each batch item's position and cache slot (pos: 1 or b contiguous u32; slots: b contiguous
 // u32 or none, then slot i), checked against the caches: pos + t <= max_seq, slot < the caches'
-// slots, and (`distinct`: items that write) no slot named twice.
+// slots, and (`distinct`: items that write) no cache row written twice (items sharing a slot
+// need positions at least t apart).
 struct ItemSlots {
   std::vector<int64_t> pos, slot;
   int64_t max_pos = 0;
@@ -51,10 +52,12 @@ ItemSlots read_items(View pos, const View* slots, int64_t b, int64_t t, const La
       fail(ErrorKind::OutOfRange, op, "cache slot ", slot, " of batch item ", i,
            " is beyond the caches' ", n_slots, " slots");
     if (distinct)
-      for (int64_t j = 0; j < i; j++)
-        if (items.slot[static_cast<size_t>(j)] == slot)
-          fail(ErrorKind::Shape, op, "batch items ", j, " and ", i, " both write cache slot ",
-               slot);
+      for (int64_t j = 0; j < i; j++) {
+        const auto sj = static_cast<size_t>(j);
+        if (items.slot[sj] == slot && std::abs(items.pos[sj] - p) < t)
+          fail(ErrorKind::Shape, op, "batch items ", j, " and ", i, " both write cache slot ", slot,
+               " at position ", std::max(items.pos[sj], p));
+      }
     items.pos.push_back(p);
     items.slot.push_back(slot);
     items.max_pos = std::max(items.max_pos, p);

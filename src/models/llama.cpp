@@ -121,8 +121,12 @@ struct LlamaModel::Impl {
   std::vector<Tensor> own_k, own_v;
   // One token of each of b sequences through the layers with the fused decode ops: x (b, hidden)
   // to logits (b, vocab); positions read from `pos` (a u32 tensor on dev, 1 or b elements):
-  // nothing in it depends on the positions on the host, so it can be captured.
+  // nothing in it depends on the positions on the host, so it can be captured. Rows of one
+  // sequence (one slot) at consecutive positions are a prompt: the caches are written for all
+  // rows before any attention reads them, and each row attends up to its own position.
   Tensor decode_logits(Tensor x, const Tensor& pos, const DecodeCaches& caches);
+  Tensor decode_layers(Tensor x, const Tensor& pos, const DecodeCaches& caches);
+  Tensor head(const Tensor& x) const;  // the final norm, lm_head and soft-cap
   // A decode step captured once on a GPU and replayed for every token (WICK_REPLAY): forward's
   // (one sequence), and forward_batch's per batch size (its sequences' slots an input).
   struct DecodeStep {
@@ -132,6 +136,7 @@ struct LlamaModel::Impl {
   std::optional<DecodeStep> step;
   std::map<int64_t, DecodeStep> batch_steps;
   bool replay = knobs().replay;
+  int64_t prompt_rows = knobs().prompt_rows;  // forward_batch's longest prompt run as rows
 
   // The caches of new_sequence's sequences: per layer (slots, kvh, max_seq, d), a slot each, so
   // that one op serves every sequence of a batch. Slots are reused; the tensors grow by a slot
@@ -837,7 +842,16 @@ Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
   return y.transpose(1, 2).reshape({t, h * d});
 }
 
+Tensor LlamaModel::Impl::head(const Tensor& x) const {
+  return cap_logits(lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps));
+}
+
 Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position,
+                                       const DecodeCaches& caches) {
+  return head(decode_layers(std::move(x), position, caches));
+}
+
+Tensor LlamaModel::Impl::decode_layers(Tensor x, const Tensor& position,
                                        const DecodeCaches& caches) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim, b = x.dim(0);
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({b, 1, n, d}).transpose(1, 2); };
@@ -861,7 +875,7 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position,
     const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
     x = ffn_residual(l, gu, x, true);
   }
-  return cap_logits(lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps));
+  return x;
 }
 
 int64_t LlamaModel::Impl::take_slot() {
@@ -891,6 +905,16 @@ int64_t LlamaModel::Impl::take_slot() {
 void LlamaModel::Impl::free_slot(int64_t slot) {
   std::lock_guard lk(seqs.mu);
   seqs.used[static_cast<size_t>(slot)] = false;
+}
+
+int64_t LlamaModel::prompt_rows() const {
+  return impl_->prompt_rows;
+}
+
+void LlamaModel::set_prompt_rows(int64_t tokens) {
+  if (tokens < 0)
+    fail(ErrorKind::Shape, "LlamaModel::set_prompt_rows", "a negative token count (", tokens, ")");
+  impl_->prompt_rows = tokens;
 }
 
 void LlamaModel::set_replay(bool on) {
@@ -970,6 +994,26 @@ LlamaSequence LlamaModel::new_sequence() const {
   return s;
 }
 
+namespace {
+
+// Whether forward_batch runs its steps as rows of the decode step: some step is a prompt and none
+// is longer than `limit` tokens (LlamaModel::prompt_rows, WICK_PROMPT_ROWS). A prompt's rows then
+// cost the ops of one decode step however many prompts join the pass (the prompt path runs rope and
+// attention per prompt and layer: on an H100, passes of 3-8 prompts of ~11 tokens took 8-14 ms
+// against 3 for one, session 18); longer prompts keep the prompt path's attention over the whole
+// prompt.
+bool prompts_as_rows(const std::vector<LlamaModel::SequenceStep>& steps, int64_t limit) {
+  bool prompt = false;
+  for (const LlamaModel::SequenceStep& s : steps) {
+    const auto t = static_cast<int64_t>(s.tokens.size());
+    if (t > limit) return false;
+    prompt = prompt || t > 1;
+  }
+  return prompt;
+}
+
+}  // namespace
+
 Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
   const char* op = "LlamaModel::forward_batch";
   Impl& m = *impl_;
@@ -1015,10 +1059,25 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
   constexpr int64_t kMaxReplayedBatch = 16;
   if (n_dec == static_cast<int64_t>(steps.size()) && n_dec <= kMaxReplayedBatch && replays()) {
     logits = m.replay_batch(x, dec_pos, dec_slots);
+  } else if (prompts_as_rows(steps, m.prompt_rows)) {
+    // Every token a row at its own position in its sequence's slot: the decode step's ops.
+    std::vector<uint32_t> row_pos, row_slots;
+    for (size_t i : order) {
+      const LlamaSequence::State& st = *steps[i].seq->state_;
+      for (size_t j = 0; j < steps[i].tokens.size(); j++) {
+        row_pos.push_back(static_cast<uint32_t>(st.pos + static_cast<int64_t>(j)));
+        row_slots.push_back(static_cast<uint32_t>(st.slot));
+      }
+    }
+    const auto n = static_cast<int64_t>(row_pos.size());
+    x = m.decode_layers(x, Tensor::from_vec(row_pos, {n}, m.dev),
+                        {m.seqs.k, m.seqs.v, Tensor::from_vec(row_slots, {n}, m.dev)});
   } else {
     const Tensor positions = Tensor::from_vec(dec_pos, {n_dec}, m.dev);
     const Tensor slots = Tensor::from_vec(dec_slots, {n_dec}, m.dev);
     x = m.batch_layers(x, steps, order, n_dec, positions, slots);
+  }
+  if (!logits.defined()) {
     // The last row of each step, in the steps' order.
     Tensor last = x;
     bool in_order = static_cast<int64_t>(steps.size()) == x.dim(0);
@@ -1030,7 +1089,7 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
     }
     if (!in_order)
       last = x.index_select(Tensor::from_vec(idx, {static_cast<int64_t>(idx.size())}, m.dev), 0);
-    logits = m.cap_logits(m.lm_head.forward_rms_norm(last, m.out_norm, m.cfg.rms_eps));
+    logits = m.head(last);
   }
   for (const SequenceStep& s : steps) s.seq->state_->pos += static_cast<int64_t>(s.tokens.size());
   return logits;

@@ -544,7 +544,8 @@ TEST_P(RopeKvCache, PositionsAndSlotsPerItemAsEachItemAlone) {
 }
 
 // A slot beyond the caches: the CPU throws at the op; a GPU at the next read-back, having
-// written nothing for that item. Two items naming one slot: the CPU refuses them.
+// written nothing for that item. Two items writing one slot's row: the CPU refuses them; one slot
+// at two positions (a prompt's tokens as items) takes both rows.
 TEST_P(RopeKvCache, SlotBeyondTheCachesIsOutOfRange) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
@@ -580,9 +581,10 @@ TEST_P(RopeKvCache, SlotBeyondTheCachesIsOutOfRange) {
   if (dev.is_cpu())
     expect_error(
         [&] {
-          rope_kv_cache(q, k, v, kc, vc, tab, pos, false, u32_tensor({1, 1}, dev));
+          rope_kv_cache(q, k, v, kc, vc, tab, u32_tensor({4, 4}, dev), false,
+                        u32_tensor({1, 1}, dev));
         },
-        ErrorKind::Shape, {"rope_kv_cache", "both write cache slot 1"});
+        ErrorKind::Shape, {"rope_kv_cache", "both write cache slot 1 at position 4"});
   // Still usable: items in slots 2 and 0.
   rope_kv_cache(q, k, v, kc, vc, tab, pos, false, u32_tensor({2, 0}, dev));
   EXPECT_NO_THROW(dev.synchronize());
@@ -591,6 +593,12 @@ TEST_P(RopeKvCache, SlotBeyondTheCachesIsOutOfRange) {
   for (int64_t e = 0; e < 4; e++) {
     want_v.v[static_cast<size_t>(want_v.index({2, 0, 4, e}))] = c.v.at({0, 0, 0, e});
     want_v.v[static_cast<size_t>(want_v.index({0, 0, 5, e}))] = vb.at({0, 0, 0, e});
+  }
+  WICK_EXPECT_CLOSE(vc, want_v, Tol{0, 0});
+  rope_kv_cache(q, k, v, kc, vc, tab, pos, false, u32_tensor({1, 1}, dev));  // positions 4, 5
+  for (int64_t e = 0; e < 4; e++) {
+    want_v.v[static_cast<size_t>(want_v.index({1, 0, 4, e}))] = c.v.at({0, 0, 0, e});
+    want_v.v[static_cast<size_t>(want_v.index({1, 0, 5, e}))] = vb.at({0, 0, 0, e});
   }
   WICK_EXPECT_CLOSE(vc, want_v, Tol{0, 0});
 }
