@@ -161,21 +161,26 @@ TEST_P(LlamaBatch, RowsDoNotDependOnTheBatchOnTheCpu) {
   write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
   LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), device(), 16);
   const std::vector<uint32_t> prompt = random_ids(rng, 4, cfg.vocab);
-  LlamaSequence alone = model.new_sequence();
-  std::vector<LlamaSequence> others;
-  for (int i = 0; i < 5; i++) others.push_back(model.new_sequence());
-  LlamaSequence batched = model.new_sequence();
-  const std::vector<float> want = model.forward_batch({{&alone, prompt}}).get(0).to_vec<float>();
-  std::vector<LlamaModel::SequenceStep> steps;
-  for (LlamaSequence& o : others) steps.push_back({&o, random_ids(rng, 3, cfg.vocab)});
-  steps.insert(steps.begin() + 2, {&batched, prompt});
-  EXPECT_EQ(model.forward_batch(steps).get(2).to_vec<float>(), want);
-  const uint32_t next = static_cast<uint32_t>(argmax(want));
-  const std::vector<float> want2 = model.forward_batch({{&alone, {next}}}).get(0).to_vec<float>();
-  steps.clear();
-  for (LlamaSequence& o : others) steps.push_back({&o, {next}});
-  steps.push_back({&batched, {next}});
-  EXPECT_EQ(model.forward_batch(steps).get(5).to_vec<float>(), want2);
+  // Every prompt as rows; the others (3 tokens) as rows and this one (4) alone; every prompt alone.
+  for (int64_t prompt_rows : {64, 3, 0}) {
+    SCOPED_TRACE("prompt rows " + std::to_string(prompt_rows));
+    model.set_prompt_rows(prompt_rows);
+    LlamaSequence alone = model.new_sequence();
+    std::vector<LlamaSequence> others;
+    for (int i = 0; i < 5; i++) others.push_back(model.new_sequence());
+    LlamaSequence batched = model.new_sequence();
+    const std::vector<float> want = model.forward_batch({{&alone, prompt}}).get(0).to_vec<float>();
+    std::vector<LlamaModel::SequenceStep> steps;
+    for (LlamaSequence& o : others) steps.push_back({&o, random_ids(rng, 3, cfg.vocab)});
+    steps.insert(steps.begin() + 2, {&batched, prompt});
+    EXPECT_EQ(model.forward_batch(steps).get(2).to_vec<float>(), want);
+    const uint32_t next = static_cast<uint32_t>(argmax(want));
+    const std::vector<float> want2 = model.forward_batch({{&alone, {next}}}).get(0).to_vec<float>();
+    steps.clear();
+    for (LlamaSequence& o : others) steps.push_back({&o, {next}});
+    steps.push_back({&batched, {next}});
+    EXPECT_EQ(model.forward_batch(steps).get(5).to_vec<float>(), want2);
+  }
 }
 
 // Sequences made and dropped between decode steps (a GPU replays a captured step per batch size;

@@ -121,11 +121,8 @@ struct LlamaModel::Impl {
   std::vector<Tensor> own_k, own_v;
   // One token of each of b sequences through the layers with the fused decode ops: x (b, hidden)
   // to logits (b, vocab); positions read from `pos` (a u32 tensor on dev, 1 or b elements):
-  // nothing in it depends on the positions on the host, so it can be captured. Rows of one
-  // sequence (one slot) at consecutive positions are a prompt: the caches are written for all
-  // rows before any attention reads them, and each row attends up to its own position.
+  // nothing in it depends on the positions on the host, so it can be captured.
   Tensor decode_logits(Tensor x, const Tensor& pos, const DecodeCaches& caches);
-  Tensor decode_layers(Tensor x, const Tensor& pos, const DecodeCaches& caches);
   Tensor head(const Tensor& x) const;  // the final norm, lm_head and soft-cap
   // A decode step captured once on a GPU and replayed for every token (WICK_REPLAY): forward's
   // (one sequence), and forward_batch's per batch size (its sequences' slots an input).
@@ -150,8 +147,8 @@ struct LlamaModel::Impl {
   int64_t take_slot();
   void free_slot(int64_t slot);
   Tensor batch_layers(Tensor x, const std::vector<SequenceStep>& steps,
-                      const std::vector<size_t>& order, int64_t n_dec, const Tensor& positions,
-                      const Tensor& slots);
+                      const std::vector<size_t>& order, int64_t n_item_steps,
+                      const Tensor& positions, const Tensor& slots);
   Tensor replay_batch(const Tensor& x, const std::vector<uint32_t>& positions,
                       const std::vector<uint32_t>& slots);
 };
@@ -848,11 +845,6 @@ Tensor LlamaModel::Impl::head(const Tensor& x) const {
 
 Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position,
                                        const DecodeCaches& caches) {
-  return head(decode_layers(std::move(x), position, caches));
-}
-
-Tensor LlamaModel::Impl::decode_layers(Tensor x, const Tensor& position,
-                                       const DecodeCaches& caches) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim, b = x.dim(0);
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({b, 1, n, d}).transpose(1, 2); };
   const RotaryTables tables{cos_q, sin_q, cos, sin};
@@ -875,7 +867,7 @@ Tensor LlamaModel::Impl::decode_layers(Tensor x, const Tensor& position,
     const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
     x = ffn_residual(l, gu, x, true);
   }
-  return x;
+  return head(x);
 }
 
 int64_t LlamaModel::Impl::take_slot() {
@@ -994,26 +986,6 @@ LlamaSequence LlamaModel::new_sequence() const {
   return s;
 }
 
-namespace {
-
-// Whether forward_batch runs its steps as rows of the decode step: some step is a prompt and none
-// is longer than `limit` tokens (LlamaModel::prompt_rows, WICK_PROMPT_ROWS). A prompt's rows then
-// cost the ops of one decode step however many prompts join the pass (the prompt path runs rope and
-// attention per prompt and layer: on an H100, passes of 3-8 prompts of ~11 tokens took 8-14 ms
-// against 3 for one, session 18); longer prompts keep the prompt path's attention over the whole
-// prompt.
-bool prompts_as_rows(const std::vector<LlamaModel::SequenceStep>& steps, int64_t limit) {
-  bool prompt = false;
-  for (const LlamaModel::SequenceStep& s : steps) {
-    const auto t = static_cast<int64_t>(s.tokens.size());
-    if (t > limit) return false;
-    prompt = prompt || t > 1;
-  }
-  return prompt;
-}
-
-}  // namespace
-
 Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
   const char* op = "LlamaModel::forward_batch";
   Impl& m = *impl_;
@@ -1034,23 +1006,33 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
       fail(ErrorKind::OutOfRange, op, "step ", i, ": position ", pos, " + ", t,
            " tokens exceeds the cache of ", m.max_seq);
   }
-  // The steps of one token first (one op each for all of them), then the prompts, each alone.
+  // The steps of one token first, then prompts of up to prompt_rows tokens: every token of these
+  // is a row of one op each per layer (its own position, its sequence's slot); then the longer
+  // prompts, each alone. A prompt's path depends on its length only, so its rows' numbers do not
+  // depend on what joins the pass (on the CPU, bit for bit).
+  const auto rank = [&](const SequenceStep& s) {
+    const auto t = static_cast<int64_t>(s.tokens.size());
+    return t == 1 ? 0 : t <= m.prompt_rows ? 1 : 2;
+  };
   std::vector<size_t> order;
-  for (size_t i = 0; i < steps.size(); i++)
-    if (steps[i].tokens.size() == 1) order.push_back(i);
-  const auto n_dec = static_cast<int64_t>(order.size());
-  for (size_t i = 0; i < steps.size(); i++)
-    if (steps[i].tokens.size() > 1) order.push_back(i);
+  for (int r = 0; r < 3; r++)
+    for (size_t i = 0; i < steps.size(); i++)
+      if (rank(steps[i]) == r) order.push_back(i);
   std::vector<uint32_t> tokens;
-  std::vector<int64_t> rows(steps.size());  // the first row of each step in the stacked input
-  std::vector<uint32_t> dec_pos, dec_slots;
+  std::vector<int64_t> rows(steps.size());     // the first row of each step in the stacked input
+  std::vector<uint32_t> item_pos, item_slots;  // the rows of the steps of rank 0 and 1
+  int64_t n_dec = 0, n_item_steps = 0;
   for (size_t i : order) {
     const LlamaSequence::State& st = *steps[i].seq->state_;
     rows[i] = static_cast<int64_t>(tokens.size());
     tokens.insert(tokens.end(), steps[i].tokens.begin(), steps[i].tokens.end());
-    if (steps[i].tokens.size() == 1) {
-      dec_pos.push_back(static_cast<uint32_t>(st.pos));
-      dec_slots.push_back(static_cast<uint32_t>(st.slot));
+    const int r = rank(steps[i]);
+    if (r == 2) continue;
+    n_dec += r == 0 ? 1 : 0;
+    n_item_steps++;
+    for (size_t j = 0; j < steps[i].tokens.size(); j++) {
+      item_pos.push_back(static_cast<uint32_t>(st.pos + static_cast<int64_t>(j)));
+      item_slots.push_back(static_cast<uint32_t>(st.slot));
     }
   }
   Tensor x = m.embed_rows(tokens);  // (rows, hidden); checks the ids
@@ -1058,26 +1040,12 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
   // Captured steps pin their buffers (the logits: b x vocab floats each): up to 16 sequences.
   constexpr int64_t kMaxReplayedBatch = 16;
   if (n_dec == static_cast<int64_t>(steps.size()) && n_dec <= kMaxReplayedBatch && replays()) {
-    logits = m.replay_batch(x, dec_pos, dec_slots);
-  } else if (prompts_as_rows(steps, m.prompt_rows)) {
-    // Every token a row at its own position in its sequence's slot: the decode step's ops.
-    std::vector<uint32_t> row_pos, row_slots;
-    for (size_t i : order) {
-      const LlamaSequence::State& st = *steps[i].seq->state_;
-      for (size_t j = 0; j < steps[i].tokens.size(); j++) {
-        row_pos.push_back(static_cast<uint32_t>(st.pos + static_cast<int64_t>(j)));
-        row_slots.push_back(static_cast<uint32_t>(st.slot));
-      }
-    }
-    const auto n = static_cast<int64_t>(row_pos.size());
-    x = m.decode_layers(x, Tensor::from_vec(row_pos, {n}, m.dev),
-                        {m.seqs.k, m.seqs.v, Tensor::from_vec(row_slots, {n}, m.dev)});
+    logits = m.replay_batch(x, item_pos, item_slots);
   } else {
-    const Tensor positions = Tensor::from_vec(dec_pos, {n_dec}, m.dev);
-    const Tensor slots = Tensor::from_vec(dec_slots, {n_dec}, m.dev);
-    x = m.batch_layers(x, steps, order, n_dec, positions, slots);
-  }
-  if (!logits.defined()) {
+    const auto n_items = static_cast<int64_t>(item_pos.size());
+    const Tensor positions = Tensor::from_vec(item_pos, {n_items}, m.dev);
+    const Tensor slots = Tensor::from_vec(item_slots, {n_items}, m.dev);
+    x = m.batch_layers(x, steps, order, n_item_steps, positions, slots);
     // The last row of each step, in the steps' order.
     Tensor last = x;
     bool in_order = static_cast<int64_t>(steps.size()) == x.dim(0);
@@ -1095,10 +1063,11 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
   return logits;
 }
 
-// The layers over the stacked rows of forward_batch (`order`: its steps' order in them, the
-// n_dec one-token steps first, at `positions` in cache `slots`).
+// The layers over the stacked rows of forward_batch (`order`: its steps' order in them). The rows
+// of the first n_item_steps steps are items of one token, at `positions` in cache `slots`, and
+// take one rope_kv and one attention a layer together; each later step is a prompt run alone.
 Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>& steps,
-                                      const std::vector<size_t>& order, int64_t n_dec,
+                                      const std::vector<size_t>& order, int64_t n_item_steps,
                                       const Tensor& positions, const Tensor& slots) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
   const RotaryTables tables{cos_q, sin_q, cos, sin};
@@ -1106,9 +1075,10 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
   auto heads = [&](const Tensor& y, int64_t first, int64_t n, int64_t t, int64_t nh) {
     return y.narrow(0, first, n).reshape({n / t, t, nh, d}).transpose(1, 2);
   };
+  const int64_t n_items = positions.numel();
   // Each prompt's position, on the device once for every layer.
   std::vector<Tensor> prompt_pos;
-  for (size_t j = static_cast<size_t>(n_dec); j < order.size(); j++)
+  for (size_t j = static_cast<size_t>(n_item_steps); j < order.size(); j++)
     prompt_pos.push_back(
         Tensor::full(static_cast<double>(steps[order[j]].seq->state_->pos), {1}, DType::U32, dev));
   for (size_t li = 0; li < layers.size(); li++) {
@@ -1116,19 +1086,20 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
     const Tensor &kc = seqs.k[li], &vc = seqs.v[li];
     const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
     std::vector<Tensor> ys;
-    if (n_dec > 0) {  // the one-token steps together
-      const Tensor q = rope_kv_cache(heads(qkv[0], 0, n_dec, 1, h), heads(qkv[1], 0, n_dec, 1, kvh),
-                                     heads(qkv[2], 0, n_dec, 1, kvh), kc, vc, tables, positions,
-                                     cfg.rope_interleaved, slots);
+    if (n_items > 0) {  // the items together
+      const Tensor q =
+          rope_kv_cache(heads(qkv[0], 0, n_items, 1, h), heads(qkv[1], 0, n_items, 1, kvh),
+                        heads(qkv[2], 0, n_items, 1, kvh), kc, vc, tables, positions,
+                        cfg.rope_interleaved, slots);
       ys.push_back(attention_cached(q, kc, vc, positions, slots, attention_options(l))
-                       .reshape({n_dec, h * d}));
+                       .reshape({n_items, h * d}));
     }
-    int64_t row = n_dec;
-    for (size_t j = static_cast<size_t>(n_dec); j < order.size(); j++) {
+    int64_t row = n_items;
+    for (size_t j = static_cast<size_t>(n_item_steps); j < order.size(); j++) {
       const LlamaSequence::State& st = *steps[order[j]].seq->state_;
       const auto t = static_cast<int64_t>(steps[order[j]].tokens.size());
       const Tensor kcs = kc.narrow(0, st.slot, 1), vcs = vc.narrow(0, st.slot, 1);
-      const Tensor& pos = prompt_pos[j - static_cast<size_t>(n_dec)];
+      const Tensor& pos = prompt_pos[j - static_cast<size_t>(n_item_steps)];
       const Tensor q =
           rope_kv_cache(heads(qkv[0], row, t, t, h), heads(qkv[1], row, t, t, kvh),
                         heads(qkv[2], row, t, t, kvh), kcs, vcs, tables, pos, cfg.rope_interleaved);
