@@ -20,10 +20,10 @@ struct Knobs {
   // WICK_REPLAY: 0/false/off makes the llama model record every decode step op by op instead of
   // replaying one captured step (GPUs); default on.
   bool replay = true;
-  // WICK_PROMPT_ROWS: n makes LlamaModel::forward_batch run prompts of up to n tokens through the
-  // decode step's ops, a row per token (its op count then does not grow with the prompts in a
-  // pass); longer prompts, or 0/off, take the prompt path (attention over each prompt). Default
-  // 64; unparsable -> the default.
+  // WICK_PROMPT_ROWS: n makes LlamaModel::forward_batch run prompts of up to n tokens as rows of
+  // one token each beside the answers' tokens, in one rope_kv and one attention a layer (the
+  // pass's op count then does not grow with its prompts); longer prompts, or 0/off, take the
+  // prompt path (attention over each prompt). Default 64; unparsable -> the default.
   int64_t prompt_rows = 64;
   // WICK_KERNEL_CACHE: folder of the on-disk kernel cache; "off" disables; empty -> default.
   std::string kernel_cache;

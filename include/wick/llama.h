@@ -196,7 +196,7 @@ class LlamaModel {
     std::vector<uint32_t> tokens;
   };
   Tensor forward_batch(const std::vector<SequenceStep>& steps);
-  // The longest prompt forward_batch runs as rows of the decode step (WICK_PROMPT_ROWS, default
+  // The longest prompt forward_batch runs as rows of one token each (WICK_PROMPT_ROWS, default
   // 64; 0: none).
   int64_t prompt_rows() const;
   void set_prompt_rows(int64_t tokens);
