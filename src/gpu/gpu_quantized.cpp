@@ -27,7 +27,9 @@
 // rows (default_qmatvec_fuse_rows, WICK_QMATVEC_FUSE) where they fit (kInlineActBytes);
 // elsewhere qact runs first.
 // From GpuOptions::qmatvec_stage_rows x rows (ACT_STAGE), qmatvec copies qact's rows into shared
-// memory before its dot loop and reads them there.
+// memory before its dot loop and reads them there. Where the kernels have 8-bit MMA (CUDA), from
+// GpuOptions::qmatvec_mma_rows x rows qmatvec's MMA variant multiplies on the tensor cores (16
+// output rows a workgroup, 32-element formats).
 #include <algorithm>
 #include <limits>
 #include <span>
