@@ -867,6 +867,10 @@ TEST(CliArgs, Serve) {
   EXPECT_EQ(a.n_predict, 64);
   EXPECT_EQ(a.threads, 2);
   EXPECT_EQ(parse({"serve", "-m", "m", "--parallel=3"}).parallel, 3);
+  EXPECT_FALSE(a.log_passes);
+  EXPECT_TRUE(parse({"serve", "-m", "m", "--log-passes"}).log_passes);
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "--log-passes"},
+                     "unknown option '--log-passes'");
   expect_usage_error({"serve"}, "wick serve needs --model");
   expect_usage_error({"serve", "-m", "m", "--port", "65536"}, "--port");
   expect_usage_error({"serve", "-m", "m", "-np", "0"}, "-np");

@@ -2,7 +2,7 @@
 """Aggregate decode throughput of `wick serve` with 1 and with N concurrent greedy clients.
 
 usage: bench_serve.py WICK MODEL [--clients 8] [--tokens 128] [--ctx 512] [-t THREADS]
-                      [--device D]
+                      [--device D] [--log-passes]
 
 Starts `wick serve -np N`, then streams greedy completions of --tokens tokens each (ignore_eos,
 so every answer has that length): first one client alone, then N at once with different prompts.
@@ -99,12 +99,16 @@ def main():
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("-t", "--threads", default=None)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--log-passes", action="store_true",
+                    help="the server prints each pass on stderr (wick serve --log-passes)")
     a = ap.parse_args()
     cmd = [a.wick, "serve", "-m", a.model, "--port", "0", "-np", str(a.clients), "-c", str(a.ctx)]
     if a.threads:
         cmd += ["-t", a.threads]
     if a.device:
         cmd += ["--device", a.device]
+    if a.log_passes:
+        cmd += ["--log-passes"]
     srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     line = srv.stdout.readline()
     print(line.strip())

@@ -168,6 +168,8 @@ Args parse_args(int argc, const char* const* argv) {
       a.parallel = parse_count(name, value("a count"), 1);
     } else if (serve && name == "--max-queue") {
       a.max_queue = parse_count(name, value("a count"), 0);
+    } else if (serve && name == "--log-passes") {
+      a.log_passes = true;
     } else if (serve && name == "--max-body") {
       a.max_body = parse_count(name, value("a count"), 1);
     } else if (bench && name == "--json") {
@@ -422,6 +424,7 @@ std::string help_text(Command command) {
     case Command::Serve:
       return "usage: wick serve -m PATH [--host ADDR] [--port N] [-np N] [-c N] [-n N]\n"
              "                  [--max-queue N] [--max-body BYTES] [--device D] [-t N]\n"
+             "                  [--log-passes]\n"
              "\n"
              "Serves a llama-family model (a GGUF file or a Hugging Face folder) over HTTP\n"
              "with OpenAI's API: POST /v1/completions and /v1/chat/completions (\"stream\":\n"
@@ -442,6 +445,8 @@ std::string help_text(Command command) {
              "  --max-body BYTES   larger request bodies get 413 (default 1048576)\n"
              "  --device D         cpu, vulkan[:N], cuda[:N] (default: WICK_DEVICE, else cpu)\n"
              "  -t, --threads N    CPU threads (default: OMP_NUM_THREADS, else every core)\n"
+             "  --log-passes       print each pass of the scheduler on stderr: its answer\n"
+             "                     tokens, prompts and their tokens, and its milliseconds\n"
              "\n"
              "The server prints 'wick serve: listening on http://ADDR:PORT' on stdout once\n"
              "ready; SIGINT or SIGTERM stops it.\n";

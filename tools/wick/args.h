@@ -65,6 +65,7 @@ struct Args {
   int64_t port = 8080;             // --port N (0: any free port, printed)
   int64_t parallel = 4;            // -np/--parallel N: requests decoded together
   int64_t max_queue = 64;          // --max-queue N: requests waiting for a slot, then 503
+  bool log_passes = false;         // --log-passes: each scheduler pass on stderr
   int64_t max_body = 1 << 20;      // --max-body BYTES: larger request bodies get 413
 };
 

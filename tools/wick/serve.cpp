@@ -274,7 +274,7 @@ int run_serve(const Args& args) {
   if (served.tokenizer.eos_id() >= 0) served.eos_ids.push_back(served.tokenizer.eos_id());
   served.end_of_turn_ids = end_of_turn_ids(served.tokenizer, model.gguf());
   Scheduler scheduler(std::move(model), served.tokenizer,
-                      SchedulerOptions{args.parallel, args.max_queue});
+                      SchedulerOptions{args.parallel, args.max_queue, 512, args.log_passes});
   Server server(args, std::move(served), scheduler);
   const int port = server.bind();
 

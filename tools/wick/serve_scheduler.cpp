@@ -1,6 +1,7 @@
 #include "serve_scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "stop_strings.h"
 
@@ -263,6 +264,7 @@ void Scheduler::run() {
       prompts = true;
     }
     if (steps.empty()) continue;
+    const int64_t prompt_tokens = rows - decode_rows;
     const Clock::time_point pass_start = Clock::now();
     try {
       const Tensor logits = model_.forward_batch(steps);
@@ -288,6 +290,15 @@ void Scheduler::run() {
         (prompts ? stats_.prompt_passes : stats_.decode_passes)++;
         stats_.longest_pass_ms = std::max(stats_.longest_pass_ms, pass_ms);
         if (last_pass_end != idle) stats_.host_ms += ms(pass_start - last_pass_end);
+        if (opts_.log_passes)
+          std::fprintf(stderr,
+                       "wick serve: pass %lld: %lld answer tokens, %zu prompts of %lld tokens, "
+                       "%.3f ms (%.3f ms since the last)\n",
+                       static_cast<long long>(stats_.decode_passes + stats_.prompt_passes),
+                       static_cast<long long>(decode_rows),
+                       batch.size() - static_cast<size_t>(decode_rows),
+                       static_cast<long long>(prompt_tokens), pass_ms,
+                       last_pass_end != idle ? ms(pass_start - last_pass_end) : 0.0);
       }
       last_pass_end = pass_end;
       for (size_t i = 0; i < batch.size(); i++)

@@ -74,6 +74,7 @@ struct SchedulerOptions {
   // to dequantize + sgemm (1024 rows), a row's numbers do not depend on its neighbours, so a
   // greedy answer is the same under load as alone.
   int64_t max_step_rows = 512;
+  bool log_passes = false;  // each pass's rows and milliseconds on stderr (--log-passes)
 };
 
 struct SchedulerStats {
