@@ -279,27 +279,28 @@ void Scheduler::run() {
           any_greedy ? logits.argmax(1).to_vec<uint32_t>() : std::vector<uint32_t>{};
       const Tensor rows = all_greedy ? Tensor() : logits.to_device(Device::cpu());
       const Clock::time_point pass_end = Clock::now();
+      const double pass_ms = ms(pass_end - pass_start);
+      const double host_ms = last_pass_end != idle ? ms(pass_start - last_pass_end) : 0.0;
+      int64_t pass_number;
       {
         std::lock_guard lk(mu_);
         if (decode_rows > 0) {
           stats_.steps++;
           stats_.decoded_rows += decode_rows;
         }
-        const double pass_ms = ms(pass_end - pass_start);
         (prompts ? stats_.prompt_pass_ms : stats_.decode_pass_ms) += pass_ms;
         (prompts ? stats_.prompt_passes : stats_.decode_passes)++;
         stats_.longest_pass_ms = std::max(stats_.longest_pass_ms, pass_ms);
-        if (last_pass_end != idle) stats_.host_ms += ms(pass_start - last_pass_end);
-        if (opts_.log_passes)
-          std::fprintf(stderr,
-                       "wick serve: pass %lld: %lld answer tokens, %zu prompts of %lld tokens, "
-                       "%.3f ms (%.3f ms since the last)\n",
-                       static_cast<long long>(stats_.decode_passes + stats_.prompt_passes),
-                       static_cast<long long>(decode_rows),
-                       batch.size() - static_cast<size_t>(decode_rows),
-                       static_cast<long long>(prompt_tokens), pass_ms,
-                       last_pass_end != idle ? ms(pass_start - last_pass_end) : 0.0);
+        stats_.host_ms += host_ms;
+        pass_number = stats_.decode_passes + stats_.prompt_passes;
       }
+      if (opts_.log_passes)  // outside the lock: /health and submit() need not wait for stderr
+        std::fprintf(stderr,
+                     "wick serve: pass %lld: %lld answer tokens, %zu prompts of %lld tokens, "
+                     "%.3f ms (%.3f ms since the last)\n",
+                     static_cast<long long>(pass_number), static_cast<long long>(decode_rows),
+                     batch.size() - static_cast<size_t>(decode_rows),
+                     static_cast<long long>(prompt_tokens), pass_ms, host_ms);
       last_pass_end = pass_end;
       for (size_t i = 0; i < batch.size(); i++)
         advance(*batch[i], batch[i]->sampler->plain_greedy()
