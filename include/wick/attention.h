@@ -64,6 +64,11 @@ struct AttentionOptions {
   // > 0: the query at position p attends to rows max(0, p - window + 1) ..= p only (a sliding
   // window of `window` rows, its own included).
   int64_t window = 0;
+  // > 0: a bound on the keys any query attends to (pos + i + 1 <= max_keys for every item and
+  // query i; the caller knows the positions, the op may not read them before it runs). GPUs
+  // then launch workgroups for the first max_keys cache rows instead of all max_seq; the results
+  // are the same bits. A query beyond the bound is an error (OutOfRange), never a shortened row.
+  int64_t max_keys = 0;
 };
 
 // Causal attention of q (b, h, t, d) over the caches (b, kvh, max_seq, d; with slots (S, kvh,

@@ -66,20 +66,27 @@ WICK_DEV Item item_of(const AttentionParams& pc, const uint32_t* pos, const uint
   return it;
 }
 
-// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache (reported when
-// `report`); none for a slot beyond the caches.
+// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache, then to the op's
+// key_limit (the splits cover no more); none for a slot beyond the caches. `report`: this is the
+// item's reporting thread (its first head's first split, thread 0), which records the cache's
+// errors from query 0 and a key_limit exceeded from the last query (the item's most keys).
 WICK_DEV uint32_t key_count(const AttentionParams& pc, const Item& it, uint32_t ti, uint32_t* err,
                             bool report) {
   if (!it.slot_ok) {
-    if (report) report_error(err, WICK_ERROR_CACHE_SLOT, it.slot, pc.cache_slots);
+    if (report && ti == 0u) report_error(err, WICK_ERROR_CACHE_SLOT, it.slot, pc.cache_slots);
     return 0u;
   }
   const uint32_t p = it.pos;
+  uint32_t n = p + ti + 1u;
   if (p > pc.max_seq || pc.t > pc.max_seq - p) {
-    if (report) report_error(err, WICK_ERROR_CACHE_POSITION, p, pc.max_seq);
-    return p >= pc.max_seq ? pc.max_seq : min(p + ti + 1u, pc.max_seq);
+    if (report && ti == 0u) report_error(err, WICK_ERROR_CACHE_POSITION, p, pc.max_seq);
+    n = p >= pc.max_seq ? pc.max_seq : min(p + ti + 1u, pc.max_seq);
   }
-  return p + ti + 1u;
+  if (pc.key_limit > 0u && n > pc.key_limit) {
+    if (report && ti + 1u == pc.t) report_error(err, WICK_ERROR_KEY_LIMIT, n, pc.key_limit);
+    n = pc.key_limit;
+  }
+  return n;
 }
 
 // The first key of a row of n_keys: within the sliding window, if any.
@@ -106,8 +113,7 @@ WICK_DEV bool row_work(const AttentionParams& pc, const uint32_t* pos, const uin
   const uint32_t split = g % pc.n_splits;
   const uint32_t ti = w.row % pc.t, hi = w.row / pc.t % pc.h, bi = w.row / (pc.t * pc.h);
   const Item it = item_of(pc, pos, slots, w.row);
-  // One report per item: its first query row's first split.
-  const bool report = split == 0u && ti == 0u && hi == 0u && tid == 0u;
+  const bool report = split == 0u && hi == 0u && tid == 0u;
   const uint32_t n_keys = key_count(pc, it, ti, err, report);
   w.k0 = max(split * pc.span, first_key(pc, n_keys));
   w.k_end = min(split * pc.span + pc.span, n_keys);

@@ -93,19 +93,26 @@ Item item_of(uint row) {
   return it;
 }
 
-// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache (reported when
-// `report`); none for a slot beyond the caches.
+// The keys query ti of an item attends to: pos + ti + 1, clamped to the cache, then to the op's
+// key_limit (the splits cover no more); none for a slot beyond the caches. `report`: this is the
+// item's reporting invocation (first head, first split, invocation 0), which records the cache's
+// errors from query 0 and a key_limit exceeded from the last query (the item's most keys).
 uint key_count(Item it, uint ti, bool report) {
   if (!it.slot_ok) {
-    if (report) report_error(WICK_ERROR_CACHE_SLOT, it.slot, 0u, pc.cache_slots);
+    if (report && ti == 0u) report_error(WICK_ERROR_CACHE_SLOT, it.slot, 0u, pc.cache_slots);
     return 0u;
   }
   const uint p = it.pos;
+  uint n = p + ti + 1u;
   if (p > pc.max_seq || pc.t > pc.max_seq - p) {
-    if (report) report_error(WICK_ERROR_CACHE_POSITION, p, 0u, pc.max_seq);
-    return p >= pc.max_seq ? pc.max_seq : min(p + ti + 1u, pc.max_seq);
+    if (report && ti == 0u) report_error(WICK_ERROR_CACHE_POSITION, p, 0u, pc.max_seq);
+    n = p >= pc.max_seq ? pc.max_seq : min(p + ti + 1u, pc.max_seq);
   }
-  return p + ti + 1u;
+  if (pc.key_limit > 0u && n > pc.key_limit) {
+    if (report && ti + 1u == pc.t) report_error(WICK_ERROR_KEY_LIMIT, n, 0u, pc.key_limit);
+    n = pc.key_limit;
+  }
+  return n;
 }
 
 // sum_j s_p[j] v_cache[column + j d] over the keys j = first, first + step, ... < len: V_LOADS
@@ -153,8 +160,7 @@ bool row_work(uint g, uint tid, out RowWork w) {
   const uint split = g % pc.n_splits;
   const uint ti = w.row % pc.t, hi = w.row / pc.t % pc.h, bi = w.row / (pc.t * pc.h);
   const Item it = item_of(w.row);
-  // One report per item: its first query row's first split.
-  const uint n_keys = key_count(it, ti, split == 0u && ti == 0u && hi == 0u && tid == 0u);
+  const uint n_keys = key_count(it, ti, split == 0u && hi == 0u && tid == 0u);
   w.k0 = max(split * pc.span, first_key(n_keys));
   w.k_end = min(split * pc.span + pc.span, n_keys);
   w.q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];

@@ -128,7 +128,8 @@
   F(wick_u32, slots_offset)         \
   F(wick_u32, cache_slots)          \
   F(wick_u32, softcap_bits)         \
-  F(wick_u32, window)
+  F(wick_u32, window)               \
+  F(wick_u32, key_limit) /* 0: none; else the keys a query may attend to (max_keys) */
 
 // rand: Philox counters base .. base + numel under a 64-bit seed (lo, hi words).
 #define WICK_PARAMS_RAND(F, A) \
@@ -208,5 +209,6 @@
 #define WICK_ERROR_INT_DIV_BY_ZERO 5u  // a: the DType
 #define WICK_ERROR_CACHE_POSITION 6u   // a: pos, b: max_seq (pos + t > max_seq)
 #define WICK_ERROR_CACHE_SLOT 7u       // a: the slot, b: the caches' slots
+#define WICK_ERROR_KEY_LIMIT 8u        // a: a query's keys, b: the op's max_keys
 
 #endif

@@ -176,9 +176,11 @@ Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_
                         const AttentionOptions& options) {
   const char* op = "attention_cached";
   core::check_float(op, q);
-  if (!(options.softcap >= 0) || !std::isfinite(options.softcap) || options.window < 0)
-    fail(ErrorKind::Unsupported, op, "softcap ", options.softcap, " and window ", options.window,
-         ": a softcap is finite and >= 0 (0: none), a window >= 0 (0: none)");
+  if (!(options.softcap >= 0) || !std::isfinite(options.softcap) || options.window < 0 ||
+      options.max_keys < 0)
+    fail(ErrorKind::Unsupported, op, "softcap ", options.softcap, ", window ", options.window,
+         " and max_keys ", options.max_keys,
+         ": a softcap is finite and >= 0, a window and max_keys >= 0 (0: none)");
   core::check_same_device(op, q, pos_in);  // an undefined pos is named before q's shape
   if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
   const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);

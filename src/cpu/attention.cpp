@@ -347,6 +347,9 @@ void CpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
   check_span(k_cache.layout, k_cache.storage, op);
   check_span(v_cache.layout, v_cache.storage, op);
   const ItemSlots items = read_items(pos, slots, b, t, k_cache.layout, false, op);
+  if (options.max_keys > 0 && items.max_pos + t > options.max_keys)
+    fail(ErrorKind::OutOfRange, op, "a query attends to ", items.max_pos + t,
+         " cache rows, more than options.max_keys = ", options.max_keys);
   dispatch_cache(q.storage.dtype(), k_cache.storage.dtype(), op, [&](auto zero, auto kzero) {
     using T = decltype(zero);
     using K = decltype(kzero);

@@ -11,15 +11,15 @@
 
 namespace wick::cuda {
 
-#define WICK_LT_FUNCTIONS(X)                                                                \
-  X(cublasLtCreate)                                                                         \
-  X(cublasLtDestroy)                                                                        \
-  X(cublasLtGetVersion) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)            \
-      X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)                       \
-          X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                \
-              X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)          \
-                  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) \
-                      X(cublasLtMatmul)
+#define WICK_LT_FUNCTIONS(X)                                                                 \
+  X(cublasLtCreate)                                                                          \
+  X(cublasLtDestroy)                                                                         \
+  X(cublasLtGetVersion)                                                                      \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) \
+      X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                           \
+          X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)              \
+              X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)     \
+                  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulAlgoCheck) X(cublasLtMatmul)
 
 struct LtApi {
 #define WICK_LT_FN(name) decltype(&::name) name = nullptr;
@@ -120,8 +120,18 @@ LtGemm::~LtGemm() {
   if (handle_) api_.cublasLtDestroy(handle_);
 }
 
+int64_t lt_bucket_rows(int64_t m) {
+  if (m <= 64) return m;
+  if (m <= 1024) return (m + 63) / 64 * 64;
+  return (m + 255) / 256 * 256;
+}
+
 const LtGemm::Plan* LtGemm::plan(const LtProduct& p) {
   std::lock_guard<std::mutex> lock(mu_);
+  return plan_locked(p);
+}
+
+const LtGemm::Plan* LtGemm::plan_locked(const LtProduct& p) {
   auto& slot = plans_[p.key()];
   if (slot) return slot.get();
   auto plan = std::make_unique<Plan>();
@@ -165,6 +175,28 @@ const LtGemm::Plan* LtGemm::plan(const LtProduct& p) {
   else
     layout(plan->b, p.k, p.m, p.ld_a, p.batch_a);
   layout(plan->d, p.n, p.m, p.n, p.m * p.n);
+
+  // Each algorithm cuBLASLt picks is a kernel loaded at its first launch (~1 ms on the H100), and
+  // asking costs ~0.2 ms: rows m of a single product (prompts) share the algorithm picked for
+  // their bucket (lt_bucket_rows), checked for this m, so that a few launches load every kernel
+  // a server's passes will use.
+  const int64_t bucket = p.batch == 1 ? lt_bucket_rows(p.m) : p.m;
+  if (bucket != p.m) {
+    LtProduct rep = p;
+    rep.m = bucket;
+    if (rep.a_transposed) rep.ld_a = std::max(rep.ld_a, bucket);
+    const Plan* shared = plan_locked(rep);
+    cublasLtMatmulHeuristicResult_t check{};
+    if (shared->found &&
+        api_.cublasLtMatmulAlgoCheck(handle_, plan->desc, plan->a, plan->b, plan->d, plan->d,
+                                     &shared->algo, &check) == CUBLAS_STATUS_SUCCESS &&
+        check.workspaceSize <= kWorkspaceBytes) {
+      plan->algo = shared->algo;
+      plan->found = true;
+      slot = std::move(plan);  // a std::map's references outlive the insertion above
+      return slot.get();
+    }
+  }
 
   cublasLtMatmulPreference_t pref = nullptr;
   lt_check(api_.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");

@@ -46,6 +46,10 @@ struct LtProduct {
 bool lt_operand(int64_t rows, int64_t cols, int64_t s_rows, int64_t s_cols, bool& transposed,
                 int64_t& ld);
 
+// The rows whose algorithm a product of m rows shares: m up to 64, then m rounded up to 64 rows
+// (256 beyond 1024).
+int64_t lt_bucket_rows(int64_t m);
+
 class LtGemm {
  public:
   // Null (with `why`) when cuBLASLt cannot be loaded.
@@ -63,6 +67,7 @@ class LtGemm {
   struct Plan;
   explicit LtGemm(const LtApi& api);
   const Plan* plan(const LtProduct& p);
+  const Plan* plan_locked(const LtProduct& p);
 
   const LtApi& api_;
   cublasLtHandle_t handle_ = nullptr;

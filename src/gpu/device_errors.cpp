@@ -75,6 +75,9 @@ void DeviceErrors::raise(const Pending& p, const uint32_t w[4]) {
   if (w[0] == WICK_ERROR_CACHE_POSITION)  // the context names the token count
     fail(ErrorKind::OutOfRange, p.op, "position ", a, " + ", p.context, " exceeds the cache of ",
          w[3], " positions");
+  if (w[0] == WICK_ERROR_KEY_LIMIT)
+    fail(ErrorKind::OutOfRange, p.op, "a query attends to ", a,
+         " cache rows, more than options.max_keys = ", w[3]);
   if (w[0] == WICK_ERROR_CACHE_SLOT)
     fail(ErrorKind::OutOfRange, p.op, "cache slot ", a, " is beyond the caches' ", w[3], " slots");
   // Index errors: a is the index as the kernel read it (a negative i64 in two's complement).

@@ -149,16 +149,23 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
   pc.softcap_bits =
       options.softcap > 0 ? std::bit_cast<uint32_t>(static_cast<float>(options.softcap)) : 0u;
   pc.window = static_cast<uint32_t>(std::min<int64_t>(options.window, UINT32_MAX));
+  const bool limited = options.max_keys > 0 && options.max_keys < max_seq;
+  pc.key_limit = limited ? to_index(options.max_keys, "max_keys") : 0u;
   for (const Layout* l : {&lq, &k_cache.layout, &v_cache.layout}) check_reach(*l, "element offset");
-  // Splits of whole chunks; the host knows max_seq only (pos is on the device), so splits past a
-  // row's keys find nothing to do and return at once. Counted from one batch item's rows, so that
-  // an item's sums do not depend on the batch it is in.
-  const int64_t chunks = std::max<int64_t>(1, (max_seq + kAttentionBlock - 1) / kAttentionBlock);
+  // Splits of whole chunks; pos is on the device, so splits past a row's keys find nothing to do
+  // and return at once. Their length is counted from max_seq and one batch item's rows, so that
+  // an item's sums depend neither on the batch it is in nor on options.max_keys, which only
+  // drops the splits beyond it (a pass of prompts launched 4 splits a row for ~40 keys).
+  const auto chunks_of = [](int64_t keys) {
+    return std::max<int64_t>(1, (keys + kAttentionBlock - 1) / kAttentionBlock);
+  };
+  const int64_t chunks = chunks_of(max_seq);
   const int64_t item_rows = std::max<int64_t>(1, lq.shape[1] * t);
   const int64_t want =
       std::clamp<int64_t>((kAttentionGroups + item_rows - 1) / item_rows, 1, chunks);
   const int64_t per_split = (chunks + want - 1) / want;
-  const int64_t splits = (chunks + per_split - 1) / per_split;
+  const int64_t splits =
+      (chunks_of(limited ? options.max_keys : max_seq) + per_split - 1) / per_split;
   pc.n_splits = to_index(splits, "split count");
   pc.span = to_index(per_split * kAttentionBlock, "split length");
   const int64_t units = rows * splits;  // the workgroups, each with a scratch slot

@@ -58,7 +58,7 @@ struct QMatVecRopeParams {
 static_assert(sizeof(BatchParams) == 20 * 4 && sizeof(BatchParams) <= kMaxPushConstantBytes);
 static_assert(sizeof(RopeParams) == 18 * 4);
 static_assert(sizeof(RopeKvParams) == 32 * 4 && sizeof(RopeKvParams) <= kMaxPushConstantBytes);
-static_assert(sizeof(AttentionParams) == 21 * 4);
+static_assert(sizeof(AttentionParams) == 22 * 4);
 static_assert(sizeof(RandParams<float>) == 8 * 4 && sizeof(RandParams<double>) == 10 * 4);
 static_assert(sizeof(QActParams) == 7 * 4 && sizeof(QMatMulParams) == 10 * 4);
 static_assert(sizeof(QActPrologueParams<float>) == 11 * 4);

@@ -98,9 +98,10 @@ struct LlamaModel::Impl {
 
   Tensor attention(Layer& l, const Tensor& x, int64_t t) const;
   // What layer l's attention does besides causal attention (Gemma 2: score soft-capping, a
-  // sliding window on every other layer).
-  AttentionOptions attention_options(const Layer& l) const {
-    return {cfg.attn_softcap, l.sliding ? cfg.sliding_window : 0};
+  // sliding window on every other layer). `max_keys`: the most keys a query attends to where
+  // the host knows the positions (0: in a captured step, whose positions change).
+  AttentionOptions attention_options(const Layer& l, int64_t max_keys) const {
+    return {cfg.attn_softcap, l.sliding ? cfg.sliding_window : 0, max_keys};
   }
   // x + the attention's output y (rows of h * d) through o (and the post norm); x + the FFN's.
   // `fused`: the add joins the matmul (as decode does), else plain ops (as the prompt does).
@@ -122,7 +123,9 @@ struct LlamaModel::Impl {
   // One token of each of b sequences through the layers with the fused decode ops: x (b, hidden)
   // to logits (b, vocab); positions read from `pos` (a u32 tensor on dev, 1 or b elements):
   // nothing in it depends on the positions on the host, so it can be captured.
-  Tensor decode_logits(Tensor x, const Tensor& pos, const DecodeCaches& caches);
+  // `max_keys`: AttentionOptions::max_keys (0 in a captured step).
+  Tensor decode_logits(Tensor x, const Tensor& pos, const DecodeCaches& caches,
+                       int64_t max_keys = 0);
   Tensor head(const Tensor& x) const;  // the final norm, lm_head and soft-cap
   // A decode step captured once on a GPU and replayed for every token (WICK_REPLAY): forward's
   // (one sequence), and forward_batch's per batch size (its sequences' slots an input).
@@ -148,7 +151,7 @@ struct LlamaModel::Impl {
   void free_slot(int64_t slot);
   Tensor batch_layers(Tensor x, const std::vector<SequenceStep>& steps,
                       const std::vector<size_t>& order, int64_t n_item_steps,
-                      const Tensor& positions, const Tensor& slots);
+                      const Tensor& positions, const Tensor& slots, int64_t item_keys);
   Tensor replay_batch(const Tensor& x, const std::vector<uint32_t>& positions,
                       const std::vector<uint32_t>& slots);
 };
@@ -835,7 +838,7 @@ Tensor LlamaModel::Impl::attention(Layer& l, const Tensor& x, int64_t t) const {
       rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), l.k_cache, l.v_cache,
                     {cos_q, sin_q, cos, sin}, position, cfg.rope_interleaved);
   const Tensor y = attention_cached(q, l.k_cache, l.v_cache, position, {},
-                                    attention_options(l));  // (1, h, t, d)
+                                    attention_options(l, pos + t));  // (1, h, t, d)
   return y.transpose(1, 2).reshape({t, h * d});
 }
 
@@ -843,8 +846,8 @@ Tensor LlamaModel::Impl::head(const Tensor& x) const {
   return cap_logits(lm_head.forward_rms_norm(x, out_norm, cfg.rms_eps));
 }
 
-Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position,
-                                       const DecodeCaches& caches) {
+Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, const DecodeCaches& caches,
+                                       int64_t max_keys) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim, b = x.dim(0);
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({b, 1, n, d}).transpose(1, 2); };
   const RotaryTables tables{cos_q, sin_q, cos, sin};
@@ -862,7 +865,7 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position,
                         position, cfg.rope_interleaved, caches.slots);
     }
     const Tensor y = attention_cached(q, kc, vc, position, caches.slots,
-                                      attention_options(l));  // (b, h, 1, d)
+                                      attention_options(l, max_keys));  // (b, h, 1, d)
     x = attn_residual(l, y.reshape({b, h * d}), x, true);
     const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
     x = ffn_residual(l, gu, x, true);
@@ -945,7 +948,7 @@ Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
       logits = m.step->logits.copy();  // the step rewrites its output at the next replay
     } else {
       logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev),
-                               {m.own_k, m.own_v, {}});
+                               {m.own_k, m.own_v, {}}, m.pos + 1);
     }
     m.pos += 1;
     return logits.reshape({m.cfg.vocab_size});
@@ -1045,7 +1048,9 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
     const auto n_items = static_cast<int64_t>(item_pos.size());
     const Tensor positions = Tensor::from_vec(item_pos, {n_items}, m.dev);
     const Tensor slots = Tensor::from_vec(item_slots, {n_items}, m.dev);
-    x = m.batch_layers(x, steps, order, n_item_steps, positions, slots);
+    const int64_t item_keys =
+        item_pos.empty() ? 0 : *std::max_element(item_pos.begin(), item_pos.end()) + int64_t{1};
+    x = m.batch_layers(x, steps, order, n_item_steps, positions, slots, item_keys);
     // The last row of each step, in the steps' order.
     Tensor last = x;
     bool in_order = static_cast<int64_t>(steps.size()) == x.dim(0);
@@ -1068,7 +1073,8 @@ Tensor LlamaModel::forward_batch(const std::vector<SequenceStep>& steps) {
 // take one rope_kv and one attention a layer together; each later step is a prompt run alone.
 Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>& steps,
                                       const std::vector<size_t>& order, int64_t n_item_steps,
-                                      const Tensor& positions, const Tensor& slots) {
+                                      const Tensor& positions, const Tensor& slots,
+                                      int64_t item_keys) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim;
   const RotaryTables tables{cos_q, sin_q, cos, sin};
   // Rows [first, first + n) as heads (n / t, heads, t, d) of sequences of t tokens each.
@@ -1091,7 +1097,7 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
           rope_kv_cache(heads(qkv[0], 0, n_items, 1, h), heads(qkv[1], 0, n_items, 1, kvh),
                         heads(qkv[2], 0, n_items, 1, kvh), kc, vc, tables, positions,
                         cfg.rope_interleaved, slots);
-      ys.push_back(attention_cached(q, kc, vc, positions, slots, attention_options(l))
+      ys.push_back(attention_cached(q, kc, vc, positions, slots, attention_options(l, item_keys))
                        .reshape({n_items, h * d}));
     }
     int64_t row = n_items;
@@ -1103,7 +1109,7 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
       const Tensor q =
           rope_kv_cache(heads(qkv[0], row, t, t, h), heads(qkv[1], row, t, t, kvh),
                         heads(qkv[2], row, t, t, kvh), kcs, vcs, tables, pos, cfg.rope_interleaved);
-      const Tensor y = attention_cached(q, kcs, vcs, pos, {}, attention_options(l));
+      const Tensor y = attention_cached(q, kcs, vcs, pos, {}, attention_options(l, st.pos + t));
       ys.push_back(y.transpose(1, 2).reshape({t, h * d}));  // (1, h, t, d) -> (t, h * d)
       row += t;
     }

@@ -959,6 +959,86 @@ TEST_P(AttentionCached, PositionsAndSlotsPerItemAsEachItemAlone) {
       }
 }
 
+// options.max_keys: with the bound at the most keys any query reads (and above it), the same
+// bits as without it, for items in slots, prompts and decode over long caches (several splits
+// without the bound), rows past each item's keys NaN; a query beyond the bound is OutOfRange
+// (the CPU at the op, a GPU at the next wait), and the device stays usable.
+TEST_P(AttentionCached, MaxKeysGivesTheSameBitsAndRefusesQueriesBeyondIt) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  std::vector<Dims> shapes = {{5, 9, 3, 1, 64, 700, 0},   // items of one row: SmolLM2's heads
+                              {1, 9, 3, 34, 64, 512, 0},  // a prompt of 34 rows
+                              {3, 4, 2, 3, 16, 300, 0}};
+  Dims x = random_dims(rng, dev.is_cpu());
+  x.b = rng.integer(1, 4);
+  shapes.push_back(x);
+  int n = 0;
+  for (const Dims& x : shapes)
+    for (DType kv : {DType::F32, DType::F16}) {
+      const DType dt = DType::F32;
+      // Positions in the first quarter of the cache: without the bound most splits are idle.
+      const Items it =
+          random_items(rng, x.b, std::max<int64_t>(x.t + 1, x.max_seq / 4), x.t, n % 2 == 0, false);
+      SCOPED_TRACE(::testing::Message() << kv << " cache " << str(x) << " " << str(it));
+      int64_t keys = 0;
+      for (int64_t p : it.pos) keys = std::max(keys, p + x.t);
+      const double lim = 3.0 / std::sqrt(static_cast<double>(x.d));
+      const Ref q = round_ref(random_ref(rng, {x.b, x.h, x.t, x.d}, -lim, lim), dt);
+      Ref kc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}, -1.5, 1.5), kv);
+      Ref vc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}), kv);
+      for (Ref* r : {&kc_ref, &vc_ref})
+        for_each_index(r->shape, [&](const std::vector<int64_t>& i) {
+          const auto at = std::find(it.slot.begin(), it.slot.end(), i[0]);
+          const bool used =
+              at != it.slot.end() && i[2] < it.pos[static_cast<size_t>(at - it.slot.begin())] + x.t;
+          if (!used) r->v[static_cast<size_t>(r->index(i))] = NAN;
+        });
+      const Tensor qt = make_tensor(q, dt, dev, kAllVariants[n % 5]);
+      const Tensor kc = make_cache(kc_ref, kv, dev, n % 2), vc = make_cache(vc_ref, kv, dev, 0);
+      n++;
+      const Tensor pos = pos_of(it, dev), slots = slots_of(it, dev);
+      const Tensor free = attention_cached(qt, kc, vc, pos, slots);
+      for (int64_t bound : {keys, keys + 1, keys + 129, x.max_seq, x.max_seq + 5}) {
+        SCOPED_TRACE(bound);
+        AttentionOptions o;
+        o.max_keys = bound;
+        EXPECT_TRUE(same_bits(attention_cached(qt, kc, vc, pos, slots, o), free));
+      }
+      for (int64_t i = 0; i < x.b; i++) {
+        const auto ii = static_cast<size_t>(i);
+        const AttentionRef want = attention_ref(block(q, i), block(kc_ref, it.slot[ii]),
+                                                block(vc_ref, it.slot[ii]), it.pos[ii], dt);
+        WICK_EXPECT_CLOSE(free.narrow(0, i, 1), want.y, want.tol);
+      }
+      // One key short: the item with the most keys reads past the bound.
+      AttentionOptions short_by_one;
+      short_by_one.max_keys = keys - 1;
+      if (keys - 1 == 0) continue;
+      const std::vector<std::string> needles = {
+          "attention_cached", "attends to " + std::to_string(keys) + " cache rows",
+          "max_keys = " + std::to_string(keys - 1)};
+      auto call = [&] { attention_cached(qt, kc, vc, pos, slots, short_by_one); };
+      if (dev.is_cpu()) {
+        expect_error(call, ErrorKind::OutOfRange, needles);
+      } else {
+        EXPECT_NO_THROW(call());
+        expect_error([&] { dev.synchronize(); }, ErrorKind::OutOfRange, needles);
+      }
+      EXPECT_TRUE(same_bits(attention_cached(qt, kc, vc, pos, slots), free));  // still usable
+    }
+  AttentionOptions negative;
+  negative.max_keys = -1;
+  expect_error(
+      [&] {
+        attention_cached(Tensor::zeros({1, 1, 1, 4}, DType::F32, dev),
+                         Tensor::zeros({1, 1, 4, 4}, DType::F32, dev),
+                         Tensor::zeros({1, 1, 4, 4}, DType::F32, dev), pos_tensor(0, dev), {},
+                         negative);
+      },
+      ErrorKind::Unsupported, {"attention_cached", "max_keys -1"});
+}
+
 // A slot beyond the caches is OutOfRange (the CPU at the op, a GPU at the next wait); the
 // device stays usable.
 TEST_P(AttentionCached, SlotBeyondTheCachesIsOutOfRange) {

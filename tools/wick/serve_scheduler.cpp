@@ -118,6 +118,33 @@ void Scheduler::warm_up() {
       model_.forward_batch(steps).argmax(1).to_device(Device::cpu());
     }
     reset_all();
+    warm_up_row_counts();
+  }
+}
+
+// A tensor-core GEMM picks its kernel by the rows of the product, in steps of 64 (CUDA:
+// lt_bucket_rows), and a kernel's first launch loads it: ~4-6 ms more for a pass whose row count
+// was new (H100, session 19). One pass for each 64 rows up to the rows a pass can have (at most
+// 1024: longer prompts may still meet a new kernel), a prompt alone or, where the context is
+// shorter, prompts of up to prompt_rows() tokens that run as rows of one batch.
+void Scheduler::warm_up_row_counts() {
+  const int64_t most = std::min<int64_t>(1024, std::max(opts_.max_step_rows, context_));
+  const int64_t chunk = std::min(model_.prompt_rows(), context_ - 1);
+  std::vector<LlamaModel::SequenceStep> steps;
+  for (int64_t rows = 64; rows <= most; rows += 64) {
+    steps.clear();
+    if (rows <= context_ - 1) {
+      steps.push_back({&slots_[0]->seq, std::vector<uint32_t>(static_cast<size_t>(rows), 0)});
+    } else if (chunk > 0 && rows <= chunk * std::ssize(slots_)) {
+      for (int64_t done = 0, i = 0; done < rows; done += chunk, i++)
+        steps.push_back(
+            {&slots_[static_cast<size_t>(i)]->seq,
+             std::vector<uint32_t>(static_cast<size_t>(std::min(chunk, rows - done)), 0)});
+    } else {
+      break;
+    }
+    model_.forward_batch(steps).argmax(1).to_device(Device::cpu());
+    for (auto& s : slots_) s->seq.reset();
   }
 }
 

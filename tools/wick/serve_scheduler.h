@@ -109,6 +109,7 @@ class Scheduler {
 
  private:
   void warm_up();
+  void warm_up_row_counts();
   struct Job {
     GenRequest request;
     std::shared_ptr<RequestStream> stream;
