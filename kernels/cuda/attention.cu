@@ -4,11 +4,13 @@
 // the item's position; scores soft-capped when softcap_bits is not 0.
 // Flash-decoding in one dispatch: a block per (query row, split); split s takes the keys
 // [s span, (s + 1) span) of its row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l
-// and accumulator acc (the online softmax). With one split the block writes the row's output
-// acc / l itself; with more it writes (m, l, acc[d]) to its scratch slot, and the row's last
-// block to finish (include/split_rows.cuh) combines the used splits: out =
-// sum acc_s e^(m_s - M) / sum l_s e^(m_s - M), M = max m_s. (A second dispatch for the combine
-// cost more than the combine itself in a decode step.)
+// and accumulator acc (the online softmax). The row's used splits are those up to its last key
+// (pos is read on the device; the splits past it return at once). With one the block writes the
+// row's output acc / l itself; with more each writes (m, l, acc[d]) to its scratch slot, and the
+// row's last block to finish (include/split_rows.cuh) combines them: out =
+// sum acc_s e^(m_s - M) / sum l_s e^(m_s - M), M = max m_s (one split's combine would give the
+// same bits: e^0 = 1). (A second dispatch for the combine cost more than the combine itself in
+// a decode step.)
 // The caches are KV_DT: DT, or f16/bf16 under f32 (each element converted as it is loaded).
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
 // the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
@@ -102,9 +104,11 @@ WICK_DEV ACC_T cap_score(const AttentionParams& pc, ACC_T s) {
 }
 
 // What a block (query row, split) works on, for both forms: the keys [k0, k_end) of its
-// row in its split, q's row, and the element of cache row 0 of its kv head in its item's slot.
+// row in its split, q's row, and the element of cache row 0 of its kv head in its item's slot;
+// `used`, the splits up to the row's last key (those that take part: a split past it returns
+// at once, and a row of one used split is written by that block, with no combine).
 struct RowWork {
-  uint32_t row, k0, k_end, q_row, first;
+  uint32_t row, split, used, k0, k_end, q_row, first;
 };
 // False when the block has nothing to do (a split outside the row's keys: uniform per block).
 WICK_DEV bool row_work(const AttentionParams& pc, const uint32_t* pos, const uint32_t* slots,
@@ -115,6 +119,8 @@ WICK_DEV bool row_work(const AttentionParams& pc, const uint32_t* pos, const uin
   const Item it = item_of(pc, pos, slots, w.row);
   const bool report = split == 0u && hi == 0u && tid == 0u;
   const uint32_t n_keys = key_count(pc, it, ti, err, report);
+  w.split = split;
+  w.used = max(1u, (n_keys + pc.span - 1u) / pc.span);
   w.k0 = max(split * pc.span, first_key(pc, n_keys));
   w.k_end = min(split * pc.span + pc.span, n_keys);
   if (w.k0 >= w.k_end) return false;
@@ -205,15 +211,15 @@ WICK_DEV void partial_phase(const AttentionParams& pc, const ST* q, const KT* k_
     for (uint32_t i = 0u; i < ACC_REGS; i++) {
       const uint32_t e = tid + i * WG_SIZE;
       if (e >= d) break;
-      if (pc.n_splits == 1u)
+      if (w.used == 1u)
         y[row * d + e] = PACK(DT, acc[i] / l);
       else
         slot[2u + e] = acc[i];
     }
-  } else if (pc.n_splits == 1u) {
+  } else if (w.used == 1u) {
     for (uint32_t e = tid; e < d; e += WG_SIZE) y[row * d + e] = PACK(DT, slot[2u + e] / l);
   }
-  if (pc.n_splits > 1u && tid == 0u) {
+  if (w.used > 1u && tid == 0u) {
     slot[0] = m;
     slot[1] = l;
   }
@@ -317,12 +323,12 @@ WICK_DEV void partial_phase_vec(const AttentionParams& pc, const ST* q, const KT
   for (uint32_t e = tid; e < D; e += WG_SIZE) {
     ACC_T total = ACC_T(0);
     for (uint32_t k = 0u; k < GROUPS; k++) total += s_acc[k * D + e];
-    if (pc.n_splits == 1u)
+    if (w.used == 1u)
       y[row * D + e] = PACK(DT, total / l);
     else
       slot[2u + e] = total;
   }
-  if (pc.n_splits > 1u && tid == 0u) {
+  if (w.used > 1u && tid == 0u) {
     slot[0] = m;
     slot[1] = l;
   }
@@ -369,13 +375,14 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const uint32_t g = group_index(), tid = threadIdx.x;
   if (g >= pc.b * pc.h * pc.t * pc.n_splits) return;  // uniform per block
   RowWork w;
-  if (row_work(pc, pos, slots, err, g, tid, w)) {  // uniform per block
+  const bool work = row_work(pc, pos, slots, err, g, tid, w);  // uniform per block
+  if (w.split >= w.used) return;  // past the row's keys (a decode step sized for max_seq)
+  if (work) {
     if constexpr (LANES > 0u)
       partial_phase_vec<LANES>(pc, q, k_cache, v_cache, w, scratch, y, g, tid);
     else
       partial_phase(pc, q, k_cache, v_cache, w, scratch, y, g, tid);
   }
-  const uint32_t row = g / pc.n_splits;
-  if (pc.n_splits > 1u && last_of_row(counters + row, pc.n_splits))
-    combine_splits(pc, item_of(pc, pos, slots, row), scratch, y, row, tid);
+  if (w.used > 1u && last_of_row(counters + w.row, w.used))
+    combine_splits(pc, item_of(pc, pos, slots, w.row), scratch, y, w.row, tid);
 }

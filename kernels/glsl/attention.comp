@@ -5,10 +5,12 @@
 // the item's position; scores soft-capped when softcap_bits is not 0.
 // Flash-decoding in one dispatch: a workgroup per (query row, split); split s takes the keys
 // [s span, (s + 1) span) of its row, CHUNK (= WG_SIZE) at a time with a running maximum m, sum l
-// and accumulator acc (the online softmax). With one split the workgroup writes the row's output
-// acc / l itself; with more it writes (m, l, acc[d]) to its scratch slot, and the row's last
-// workgroup to finish (include/split_rows.glsl) combines the used splits:
-// out = sum acc_s e^(m_s - M) / sum l_s e^(m_s - M), M = max m_s.
+// and accumulator acc (the online softmax). The row's used splits are those up to its last key
+// (pos is read on the device; the splits past it return at once). With one the workgroup writes
+// the row's output acc / l itself; with more each writes (m, l, acc[d]) to its scratch slot, and
+// the row's last workgroup to finish (include/split_rows.glsl) combines them:
+// out = sum acc_s e^(m_s - M) / sum l_s e^(m_s - M), M = max m_s (one split's combine would
+// give the same bits: e^0 = 1).
 // The caches are KV_DT: DT, or f16/bf16 under f32 (each element converted as it is loaded).
 // Sums, the softmax and the scratch are in ACC_T: f32 (f64 for f64). Nothing has a size set by
 // the sequence: shared arrays hold one chunk; element e of the accumulator belongs to thread
@@ -152,7 +154,7 @@ ACC_T cap_score(ACC_T s) {
 // its row in its split, q's row, and the element of cache row 0 of its kv head in its item's
 // slot.
 struct RowWork {
-  uint row, k0, k_end, q_row, first;
+  uint row, split, used, k0, k_end, q_row, first;
 };
 // False when the workgroup has nothing to do (a split outside the row's keys: uniform).
 bool row_work(uint g, uint tid, out RowWork w) {
@@ -161,6 +163,8 @@ bool row_work(uint g, uint tid, out RowWork w) {
   const uint ti = w.row % pc.t, hi = w.row / pc.t % pc.h, bi = w.row / (pc.t * pc.h);
   const Item it = item_of(w.row);
   const uint n_keys = key_count(it, ti, split == 0u && hi == 0u && tid == 0u);
+  w.split = split;
+  w.used = max(1u, (n_keys + pc.span - 1u) / pc.span);
   w.k0 = max(split * pc.span, first_key(n_keys));
   w.k_end = min(split * pc.span + pc.span, n_keys);
   w.q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
@@ -231,15 +235,15 @@ void partial_phase(uint g, uint tid, RowWork w) {
     for (uint i = 0u; i < ACC_REGS; i++) {
       const uint e = tid + i * WG_SIZE;
       if (e >= d) break;
-      if (pc.n_splits == 1u)
+      if (w.used == 1u)
         y[row * d + e] = PACK(DT, acc[i] / l);
       else
         scratch[slot + 2u + e] = acc[i];
     }
-  } else if (pc.n_splits == 1u) {
+  } else if (w.used == 1u) {
     for (uint e = tid; e < d; e += WG_SIZE) y[row * d + e] = PACK(DT, scratch[slot + 2u + e] / l);
   }
-  if (pc.n_splits > 1u && tid == 0u) {
+  if (w.used > 1u && tid == 0u) {
     scratch[slot] = m;
     scratch[slot + 1u] = l;
   }
@@ -314,12 +318,12 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
   for (uint e = tid; e < D; e += WG_SIZE) {
     ACC_T total = ACC_T(0);
     for (uint k = 0u; k < GROUPS; k++) total += s_acc[k * D + e];
-    if (pc.n_splits == 1u)
+    if (w.used == 1u)
       y[row * D + e] = PACK(DT, total / l);
     else
       scratch[slot + 2u + e] = total;
   }
-  if (pc.n_splits > 1u && tid == 0u) {
+  if (w.used > 1u && tid == 0u) {
     scratch[slot] = m;
     scratch[slot + 1u] = l;
   }
@@ -352,12 +356,13 @@ void main() {
   const uint g = group_index(), tid = gl_LocalInvocationID.x;
   if (g >= pc.b * pc.h * pc.t * pc.n_splits) return;  // uniform per workgroup
   RowWork w;
-  if (row_work(g, tid, w)) {  // uniform per workgroup
+  const bool work = row_work(g, tid, w);  // uniform per workgroup
+  if (w.split >= w.used) return;  // past the row's keys (a decode step sized for max_seq)
+  if (work) {
     if (LANES > 0u)
       partial_phase_vec(g, tid, w);
     else
       partial_phase(g, tid, w);
   }
-  const uint row = g / pc.n_splits;
-  if (pc.n_splits > 1u && last_of_row(row, pc.n_splits)) combine_splits(row, tid);
+  if (w.used > 1u && last_of_row(w.row, w.used)) combine_splits(w.row, tid);
 }
