@@ -16,6 +16,7 @@
 
 #if WICK_HAVE_HTTPLIB
 #include <httplib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -114,6 +115,10 @@ class Server {
     http_.set_payload_max_length(static_cast<size_t>(args.max_body));
     http_.set_read_timeout(30);
     http_.set_write_timeout(30);
+    http_.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listen_socket_ = sock;
+    });
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       const SchedulerStats st = scheduler_.stats();
       res.set_content(dump_json(json{{"status", "ok"},
@@ -177,17 +182,26 @@ class Server {
     if (args_.port == 0) {
       const int port = http_.bind_to_any_port(args_.host);
       if (port < 0) fail(ErrorKind::Io, "wick serve", "cannot listen on ", args_.host);
+      deepen_backlog();
       return port;
     }
     if (!http_.bind_to_port(args_.host, static_cast<int>(args_.port)))
       fail(ErrorKind::Io, "wick serve", "cannot listen on ", args_.host, ":", args_.port,
            " (in use, or not an address of this machine)");
+    deepen_backlog();
     return static_cast<int>(args_.port);
+  }
+  // cpp-httplib listens with a backlog of 5 connections (built into Debian's library): 8 clients
+  // connecting at once lost SYNs, and the client's kernel sent them again after 1 s (a first
+  // token after 1022 ms, H200 session 19). Linux takes a second listen() as a new backlog.
+  void deepen_backlog() {
+    if (listen_socket_ != socket_t(-1)) ::listen(listen_socket_, SOMAXCONN);
   }
   void listen() { http_.listen_after_bind(); }
   void stop() { http_.stop(); }
 
  private:
+  socket_t listen_socket_ = socket_t(-1);
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
     ApiRequest r;
     try {
