@@ -4,7 +4,8 @@
 usage: test_serve.py path/to/wick [--requests N]
 
 The real `openai` client (PyPI) talks to the server: completions and chat, whole and streamed,
-/v1/models; raw HTTP checks the refusals (400 with a message, 413, 404, 503) and that a client
+/v1/models; raw HTTP checks the refusals (400 with a message, 413, 404, 503), that 64 clients
+connecting at once are all accepted without a SYN retry, and that a client
 leaving mid-stream frees its slot. Then a load test: 32 concurrent clients send 200 greedy
 requests, and every answer must be complete and equal to the same request run alone.
 Exits non-zero on the first failure. scripts/test.sh runs it after the release tests, and with
@@ -15,6 +16,7 @@ import http.client
 import json
 import os
 import random
+import select
 import socket
 import subprocess
 import sys
@@ -195,6 +197,42 @@ def refusals(srv, max_body):
     check(srv.health()["status"] == "ok", "not healthy after the refusals")
 
 
+def connect_burst(srv, n=64):
+    """n clients connecting at the same moment are all accepted by the kernel at once (a listen
+    backlog of 5, cpp-httplib's own, dropped the SYNs past it: their clients' kernels sent them
+    again after 1 s), then each gets its /health answer."""
+    socks = []
+    t0 = time.perf_counter()
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", srv.port))
+        socks.append(s)
+    pending = list(socks)
+    while pending and time.perf_counter() - t0 < 5:
+        _, writable, _ = select.select([], pending, [], 0.05)
+        pending = [s for s in pending if s not in writable]
+    elapsed = time.perf_counter() - t0
+    check(not pending, f"{len(pending)} of {n} connections were not accepted within 5 s")
+    check(elapsed < 0.9, f"{n} simultaneous connections took {elapsed:.2f} s to be accepted "
+                         "(SYNs dropped and resent: a listen backlog too short)")
+    for s in socks:
+        check(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0, "a connection failed")
+        s.setblocking(True)
+        s.settimeout(60)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    for s in socks:
+        got = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        s.close()
+        check(got.startswith(b"HTTP/1.1 200") and b'"status":"ok"' in got.replace(b" ", b""),
+              f"/health over a burst connection: {got[:80]!r}")
+
+
 def busy_and_disconnects(model):
     """One slot and a queue of one: a third request gets 503; clients that leave free both."""
     srv = Server(model, "-np", "1", "--max-queue", "1", "-c", "4096", "-t", "2")
@@ -285,6 +323,7 @@ def main():
             t0 = time.time()
             name = api_basics(srv)
             refusals(srv, max_body)
+            connect_burst(srv)
             print(f"api: ok ({time.time() - t0:.1f} s)")
             t0 = time.time()
             load_test(srv, name, requests=REQUESTS)
