@@ -279,6 +279,32 @@ TEST_P(Matmul, LargeTiles) {
   run(DType::I64, by4, {crossed[0]});
 }
 
+// Row counts on both sides of the GEMM libraries' row buckets (CUDA: products of up to 64 rows
+// exact, then per 64, per 256 past 1024, sharing their bucket's algorithm), in rising and
+// falling order so that a bucket's algorithm is first chosen by either end, against float64:
+// every row of every count written and right (a wrong or stale row shows in the comparison).
+TEST_P(Matmul, RowCountsAcrossGemmBuckets) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const Device dev = device();
+  const int64_t k = 96, n = 80;
+  std::vector<int64_t> rows = {64, 65, 100, 127, 128, 129, 191, 257, 1000, 1024, 1025, 1100};
+  if (dev.is_cpu()) rows = {64, 65, 129, 1025};  // the CPU has no buckets: a few, for the harness
+  rows.push_back(rng.integer(66, 1200));
+  for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
+    const Ref b = round_ref(random_values(rng, {k, n}, dt), dt);
+    const Tensor bt = make_tensor(b, dt, dev, Variant::Transposed);  // a weight's layout
+    for (bool rising : {true, false})
+      for (size_t i = 0; i < rows.size(); i++) {
+        const int64_t m = rows[rising ? i : rows.size() - 1 - i];
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " m=" + std::to_string(m));
+        const Ref a = round_ref(random_values(rng, {m, k}, dt), dt);
+        WICK_EXPECT_CLOSE(make_tensor(a, dt, dev, Variant::Contiguous).matmul(bt),
+                          round_ref(ref_matmul(a, b), dt), matmul_tol(dt, k));
+      }
+  }
+}
+
 // Integer matmul wraps modulo 2^bits of the dtype; the reference is exact integer arithmetic.
 TEST_P(Matmul, IntegerWraps) {
   Rng rng;
