@@ -264,6 +264,26 @@ Tensor pos_of(const Items& it, const Device& dev) {
 Tensor slots_of(const Items& it, const Device& dev) {
   return it.with_slots ? u32_tensor(it.slot, dev) : Tensor();
 }
+// q (b, h, t, d) and caches (slots, kvh, max_seq, d) for items `it`, rounded to dt and kv, with
+// the cache rows no item's query reads (past its keys, unused slots) NaN.
+struct ItemCase {
+  Ref q, kc, vc;
+};
+ItemCase random_item_case(Rng& rng, const Dims& x, const Items& it, DType dt, DType kv) {
+  const double lim = 3.0 / std::sqrt(static_cast<double>(x.d));
+  ItemCase c{round_ref(random_ref(rng, {x.b, x.h, x.t, x.d}, -lim, lim), dt),
+             round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}, -1.5, 1.5), kv),
+             round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}), kv)};
+  for (Ref* r : {&c.kc, &c.vc})
+    for_each_index(r->shape, [&](const std::vector<int64_t>& i) {
+      const auto at = std::find(it.slot.begin(), it.slot.end(), i[0]);
+      const bool used =
+          at != it.slot.end() && i[2] < it.pos[static_cast<size_t>(at - it.slot.begin())] + x.t;
+      if (!used) r->v[static_cast<size_t>(r->index(i))] = NAN;
+    });
+  return c;
+}
+
 std::string str(const Items& it) {
   std::ostringstream os;
   os << (it.with_slots ? "slots" : "no slots") << " of " << it.slots
@@ -930,17 +950,7 @@ TEST_P(AttentionCached, PositionsAndSlotsPerItemAsEachItemAlone) {
         const DType dt = DType::F32;
         const Items it = random_items(rng, x.b, x.max_seq, x.t, with_slots, n % 3 == 2);
         SCOPED_TRACE(::testing::Message() << kv << " cache " << str(x) << " " << str(it));
-        const double lim = 3.0 / std::sqrt(static_cast<double>(x.d));
-        const Ref q = round_ref(random_ref(rng, {x.b, x.h, x.t, x.d}, -lim, lim), dt);
-        Ref kc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}, -1.5, 1.5), kv);
-        Ref vc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}), kv);
-        for (Ref* r : {&kc_ref, &vc_ref})
-          for_each_index(r->shape, [&](const std::vector<int64_t>& i) {
-            const auto at = std::find(it.slot.begin(), it.slot.end(), i[0]);
-            const bool used = at != it.slot.end() &&
-                              i[2] < it.pos[static_cast<size_t>(at - it.slot.begin())] + x.t;
-            if (!used) r->v[static_cast<size_t>(r->index(i))] = NAN;
-          });
+        const auto [q, kc_ref, vc_ref] = random_item_case(rng, x, it, dt, kv);
         const Tensor qt = make_tensor(q, dt, dev, kAllVariants[n % 5]);
         const Tensor kc = make_cache(kc_ref, kv, dev, n % 2), vc = make_cache(vc_ref, kv, dev, 0);
         n++;
@@ -982,17 +992,7 @@ TEST_P(AttentionCached, MaxKeysGivesTheSameBitsAndRefusesQueriesBeyondIt) {
       SCOPED_TRACE(::testing::Message() << kv << " cache " << str(x) << " " << str(it));
       int64_t keys = 0;
       for (int64_t p : it.pos) keys = std::max(keys, p + x.t);
-      const double lim = 3.0 / std::sqrt(static_cast<double>(x.d));
-      const Ref q = round_ref(random_ref(rng, {x.b, x.h, x.t, x.d}, -lim, lim), dt);
-      Ref kc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}, -1.5, 1.5), kv);
-      Ref vc_ref = round_ref(random_ref(rng, {it.slots, x.kvh, x.max_seq, x.d}), kv);
-      for (Ref* r : {&kc_ref, &vc_ref})
-        for_each_index(r->shape, [&](const std::vector<int64_t>& i) {
-          const auto at = std::find(it.slot.begin(), it.slot.end(), i[0]);
-          const bool used =
-              at != it.slot.end() && i[2] < it.pos[static_cast<size_t>(at - it.slot.begin())] + x.t;
-          if (!used) r->v[static_cast<size_t>(r->index(i))] = NAN;
-        });
+      const auto [q, kc_ref, vc_ref] = random_item_case(rng, x, it, dt, kv);
       const Tensor qt = make_tensor(q, dt, dev, kAllVariants[n % 5]);
       const Tensor kc = make_cache(kc_ref, kv, dev, n % 2), vc = make_cache(vc_ref, kv, dev, 0);
       n++;
