@@ -78,6 +78,9 @@ struct Knobs {
   // WICK_VK_COOP_SHAPE: "tile,threads" of Vulkan's cooperative-matrix f16 GEMM (tile 64 or 128,
   // threads 128 or 256) for every product, for tuning. Unset or invalid -> 0 (chosen by shape).
   int64_t vk_coop_tile = 0, vk_coop_threads = 0;
+  // The settings above that were not understood, "NAME=value (it takes ...)": each keeps its
+  // default, and knobs() prints them on stderr once ("wick: ignoring ...").
+  std::vector<std::string> ignored;
   // WICK_DEVICE: default device of the CLI ("cpu", "vulkan[:N]", "cuda[:N]"); empty -> cpu.
   std::string device;
 };

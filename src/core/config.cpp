@@ -1,6 +1,7 @@
 #include "wick/config.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -62,9 +63,14 @@ uint64_t parse_bytes(std::string_view s) {
 
 Knobs read_knobs() {
   Knobs k;
+  // A value a knob does not take leaves its default, and is said once (knobs()).
+  const auto ignore = [&k](const char* name, const char* value, const char* takes) {
+    k.ignored.push_back(std::string(name) + "=" + value + " (it takes " + takes + ")");
+  };
   if (const char* v = env("WICK_COMPUTE_PER_BUFFER")) {
     int64_t n;
     k.compute_per_buffer = parse_int(v, n) ? n : -1;
+    if (k.compute_per_buffer < 0) ignore("WICK_COMPUTE_PER_BUFFER", v, "an op count >= 0");
   }
   const auto off = [](std::string_view s) {
     return s == "0" || s == "false" || s == "off" || s == "no";
@@ -77,13 +83,20 @@ Knobs read_knobs() {
       k.prompt_rows = 0;
     else if (parse_int(v, n) && n >= 1)
       k.prompt_rows = n;
+    else
+      ignore("WICK_PROMPT_ROWS", v, "a token count >= 1, or 0/off");
   }
   if (const char* v = env("WICK_KERNEL_CACHE")) k.kernel_cache = v;
-  if (const char* v = env("WICK_POOL_LIMIT")) k.pool_limit = parse_bytes(v);
+  if (const char* v = env("WICK_POOL_LIMIT")) {
+    k.pool_limit = parse_bytes(v);
+    if (k.pool_limit == 0 && std::string_view(v) != "0")
+      ignore("WICK_POOL_LIMIT", v, "bytes with an optional K, M or G");
+  }
   if (const char* v = env("WICK_DEVICE")) k.device = v;
   if (const char* v = env("WICK_QMATVEC_ROWS")) {
     int64_t n;
     k.qmatvec_rows = parse_int(v, n) && n >= 0 ? n : -1;
+    if (k.qmatvec_rows < 0) ignore("WICK_QMATVEC_ROWS", v, "a row count");
   }
   if (const char* v = env("WICK_QMATVEC_SHAPE")) {
     const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
@@ -98,11 +111,16 @@ Knobs read_knobs() {
         k.qmatvec_wide_threads = n[2];
         k.qmatvec_wide_rows = n[3];
       }
+    } else {
+      ignore("WICK_QMATVEC_SHAPE", v,
+             "threads,rows or threads,rows,wide_threads,wide_rows: threads 32..256 by 32, rows "
+             "1..8, threads x rows <= 1024");
     }
   }
   if (const char* v = env("WICK_QMATMUL_F16")) {
     int64_t n;
     k.qmatmul_f16_rows = off(v) ? 0 : std::string_view(v) == "on" ? -2 : parse_int(v, n) ? n : -1;
+    if (k.qmatmul_f16_rows == -1) ignore("WICK_QMATMUL_F16", v, "a row count, on or 0/off");
   }
   if (const char* v = env("WICK_QMATVEC_FUSE")) {
     const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
@@ -120,6 +138,7 @@ Knobs read_knobs() {
                            : std::string_view(v) == "on" ? 2
                            : parse_int(v, n) && n >= 1   ? n
                                                          : -1;
+    if (k.qmatvec_stage_rows < 0) ignore("WICK_QMATVEC_STAGE", v, "a row count >= 1, on or 0/off");
   }
   if (const char* v = env("WICK_QMATVEC_MMA")) {
     const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
@@ -132,6 +151,9 @@ Knobs read_knobs() {
     } else if ((n.size() == 1 || threads_ok) && n[0] >= 1) {
       k.qmatvec_mma_rows = n[0];
       k.qmatvec_mma_threads = n.size() == 2 ? n[1] : 0;
+    } else {
+      ignore("WICK_QMATVEC_MMA", v,
+             "rows or rows,threads (threads 32, 64, 128 or 256), on or 0/off");
     }
   }
   if (const char* v = env("WICK_QMATVEC_ROPE")) k.qmatvec_rope = !off(v);
@@ -142,17 +164,27 @@ Knobs read_knobs() {
     if (n.size() == 2 && (n[0] == 64 || n[0] == 128) && (n[1] == 128 || n[1] == 256)) {
       k.vk_coop_tile = n[0];
       k.vk_coop_threads = n[1];
+    } else {
+      ignore("WICK_VK_COOP_SHAPE", v, "tile,threads: tile 64 or 128, threads 128 or 256");
     }
   }
-  if (const char* v = env("WICK_VK_QUEUE"))
+  if (const char* v = env("WICK_VK_QUEUE")) {
     k.vk_universal_queue = std::string_view(v) == "universal";
+    if (!k.vk_universal_queue && std::string_view(v) != "compute")
+      ignore("WICK_VK_QUEUE", v, "universal or compute");
+  }
   return k;
 }
 
 }  // namespace
 
 const Knobs& knobs() {
-  static const Knobs k = read_knobs();
+  static const Knobs k = [] {
+    Knobs read = read_knobs();
+    for (const std::string& what : read.ignored)
+      std::fprintf(stderr, "wick: ignoring %s\n", what.c_str());
+    return read;
+  }();
   return k;
 }
 
