@@ -400,7 +400,7 @@ TEST(CliBinary, WickErrorExits1) {
 
 TEST(CliBinary, Info) {
   const RunResult r =
-      run_wick("info", "WICK_COMPUTE_PER_BUFFER=abc WICK_POOL_LIMIT=2M WICK_QMATVEC_MMA=8,512");
+      run_wick("info", "WICK_COMPUTE_PER_BUFFER=abc WICK_POOL_LIMIT=2M WICK_QMATVEC_MMA=8,1024");
   EXPECT_EQ(r.status, 0);
   EXPECT_HAS(r.output, version());
   EXPECT_HAS(r.output, "| cpu ");
@@ -410,7 +410,7 @@ TEST(CliBinary, Info) {
   EXPECT_HAS(r.output, std::to_string(2 << 20));  // WICK_POOL_LIMIT as wick read it
   // Values a knob does not take are said once on stderr; a valid one is not.
   EXPECT_HAS(r.output, "wick: ignoring WICK_COMPUTE_PER_BUFFER=abc (it takes");
-  EXPECT_HAS(r.output, "wick: ignoring WICK_QMATVEC_MMA=8,512 (it takes");
+  EXPECT_HAS(r.output, "wick: ignoring WICK_QMATVEC_MMA=8,1024 (it takes");
   EXPECT_EQ(r.output.find("ignoring WICK_POOL_LIMIT"), std::string::npos);
   EXPECT_EQ(r.output.find("ignoring WICK_COMPUTE_PER_BUFFER",
                           r.output.find("ignoring WICK_COMPUTE_PER_BUFFER") + 1),

@@ -197,7 +197,7 @@ WICK_CUDA_COMPILE_CASES(quantized) {
                define("WG_SIZE", 32), spec_define(0, 2), spec_define(1, 2)});
     cases.add("qmatvec.cu",
               {define("ACT_Q8", 1), qtype, rope, kv, param_defines(DType::F32), define("MMA", 1),
-               define("ACT_STAGE", 1), define("ACT_ROW_WORDS", 180), define("WG_SIZE", 64 << i),
+               define("ACT_STAGE", 1), define("ACT_ROW_WORDS", 180), define("WG_SIZE", 128 << i),
                spec_define(0, 2 + 3 * i), spec_define(1, 16)});
     cases.add("qmatvec.cu",
               {dtype_defines("", kActDTypes[i]), param_defines(kActDTypes[i]), qtype, rope, kv,

@@ -58,7 +58,7 @@ TEST_P(GpuQMatVecMma, EveryFormatWithinTheFloat64BoundAndNearTheOneRowKernel) {
     uint32_t threads;
     int64_t stage_rows;
   };
-  for (const Config& cfg : {Config{128, 0}, Config{32, 2}, Config{256, 2}}) {
+  for (const Config& cfg : {Config{512, 0}, Config{32, 2}, Config{256, 2}}) {
     const Device on = with(2, cfg.threads, cfg.stage_rows), off = with(0, 128, cfg.stage_rows);
     for (QuantType t : mma_types()) {
       // 3 units (fewer than most workgroups' warps) and 18 (SmolLM2's hidden size).
@@ -153,7 +153,9 @@ TEST_P(GpuQMatVecMma, KnobIsParsed) {
   EXPECT_EQ(mma("WICK_QMATVEC_MMA=on"), (on ? "2" : "0") + threads);
   EXPECT_EQ(mma("WICK_QMATVEC_MMA=5"), (on ? "5" : "0") + threads);
   EXPECT_EQ(mma("WICK_QMATVEC_MMA=3,64"), on ? "3 64" : "0 128");
-  EXPECT_EQ(mma("WICK_QMATVEC_MMA=3,100"), def) << "threads outside 32/64/128/256: the default";
+  EXPECT_EQ(mma("WICK_QMATVEC_MMA=3,512"), on ? "3 512" : "0 128");
+  EXPECT_EQ(mma("WICK_QMATVEC_MMA=3,100"), def) << "threads outside 32..512: the default";
+  EXPECT_EQ(mma("WICK_QMATVEC_MMA=3,1024"), def);
   EXPECT_EQ(mma("WICK_QMATVEC_MMA=abc"), def) << "unparsable falls back to the default";
 }
 

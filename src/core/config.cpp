@@ -143,7 +143,7 @@ Knobs read_knobs() {
   if (const char* v = env("WICK_QMATVEC_MMA")) {
     const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
     const bool threads_ok =
-        n.size() == 2 && (n[1] == 32 || n[1] == 64 || n[1] == 128 || n[1] == 256);
+        n.size() == 2 && (n[1] == 32 || n[1] == 64 || n[1] == 128 || n[1] == 256 || n[1] == 512);
     if (off(v)) {
       k.qmatvec_mma_rows = 0;
     } else if (std::string_view(v) == "on") {
@@ -153,7 +153,7 @@ Knobs read_knobs() {
       k.qmatvec_mma_threads = n.size() == 2 ? n[1] : 0;
     } else {
       ignore("WICK_QMATVEC_MMA", v,
-             "rows or rows,threads (threads 32, 64, 128 or 256), on or 0/off");
+             "rows or rows,threads (threads 32, 64, 128, 256 or 512), on or 0/off");
     }
   }
   if (const char* v = env("WICK_QMATVEC_ROPE")) k.qmatvec_rope = !off(v);

@@ -312,7 +312,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const bool mma = act_q8 && qmatvec_mma(m, type);
   const uint32_t group_rows = mma ? kMmaRows : v.rows;
   const uint32_t group_threads = mma ? options_.qmatvec_mma_threads : v.threads;
-  WICK_ASSERT(!mma || (group_threads % 32 == 0 && group_threads <= 256));
+  WICK_ASSERT(!mma || (group_threads % 32 == 0 && group_threads <= 512));
   // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
   const bool rms = prologue.kind == Prologue::RmsNorm;
   // qmatvec quantizes x itself for up to qmatvec_fuse_rows rows where they fit in shared memory
