@@ -49,14 +49,15 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
   // it made the H200's decode slower (session 17: 828-836 against 1251-1270 tok/s); which of its
   // products lost is not measured per kernel yet (Vulkan's: gpu_quantized.cpp).
   if (knobs().qmatvec_fuse_rows < 0) o.qmatvec_fuse_rows = 0;
-  // qmatvec on the tensor cores (its MMA variant) for a whole group of 8 x rows, 256 threads a
+  // qmatvec on the tensor cores (its MMA variant) for a whole group of 8 x rows, 512 threads a
   // workgroup, unless WICK_QMATVEC_MMA says otherwise. On the H100 (SmolLM2-135M, session 18)
   // passes of 8 sequences took 1.132-1.136 ms against 1.205-1.214; passes of 2 and 4 lost with
   // it (1.085 / 1.107 ms against 0.875 / 1.002), and 128 threads lost at 8 too (1.351-1.383
-  // against 1.242-1.253): the warps splitting k shorten each one's chain of loads.
+  // against 1.242-1.253): the warps splitting k shorten each one's chain of loads. 512 against
+  // 256 threads (session 19, three alternations): 0.954-0.979 ms against 0.998-1.025.
   if (caps.int8_mma) {
     if (knobs().qmatvec_mma_rows < 0) o.qmatvec_mma_rows = 8;
-    if (knobs().qmatvec_mma_threads == 0) o.qmatvec_mma_threads = 256;
+    if (knobs().qmatvec_mma_threads == 0) o.qmatvec_mma_threads = 512;
   }
   const char* tf32 = std::getenv("WICK_TF32");
   o.tf32 = tf32 && (std::strcmp(tf32, "1") == 0 || std::strcmp(tf32, "on") == 0);

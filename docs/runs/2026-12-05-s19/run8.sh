@@ -1,0 +1,33 @@
+#!/bin/bash
+# Session 19 run 8: qmatvec's MMA variant at 512 threads (16 warps splitting k) against the
+# default 256 at b=8, passes and servers; the MMA device tests (a 512-thread config among them).
+cd "$(dirname "$0")/../.."
+R=$PWD
+for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+rm -rf /tmp/run; mkdir -p /tmp/run && tar xJf .dev/bundle.tar.xz -C /tmp/run
+cd /tmp/run
+export LD_LIBRARY_PATH=$PWD/lib WICK_KERNEL_CACHE=/tmp/kc
+O=$OUT; mkdir -p $O
+C=$O/clocks.txt
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > $C
+date -u >> $C
+timeout 60 ./wick bench gen --device cuda --save-model /tmp/m.gguf -n 8 --prompt-tokens 16 > /dev/null 2>&1
+P=$O/pp.txt
+for cfg in - 8,512 - 8,512 - 8,512; do
+  if [ "$cfg" = - ]; then e=(); else e=(WICK_QMATVEC_MMA=$cfg); fi
+  echo "== MMA $cfg" >> $P
+  env "${e[@]}" timeout 60 ./pp /tmp/m.gguf cuda 8 8+0x0 4+0x0 >> $P 2>&1
+done
+grep -E "==|rep [4-7]" $P | cut -c1-40
+mkdir -p /tmp/pyo; for w in $R/.dev/wheels/*.whl; do python3 -m zipfile -e $w /tmp/pyo; done
+S=$O/serve.txt
+for cfg in - 8,512 - 8,512; do
+  if [ "$cfg" = - ]; then e=(); else e=(WICK_QMATVEC_MMA=$cfg); fi
+  echo "== cuda MMA $cfg" >> $S
+  env "${e[@]}" PYTHONPATH=/tmp/pyo timeout 80 python3 $R/tests/serve/bench_serve.py ./wick /tmp/m.gguf --clients 8 --tokens 128 --device cuda >> $S 2>&1; echo "rc=$?" >> $S
+done
+grep -E "==|ratio|scheduler, 8|rc=" $S | cut -c1-160
+T=$O/tests.txt
+WICK_TEST_DEVICES=cuda:0 timeout 250 ./wick_tests --gtest_filter="*QMatVecMma*:*QMatMulRopeKv*" > $T 2>&1; echo "rc=$?" >> $T
+grep -hE "FAILED|rc=|PASSED|tests ran|Failure|OK \]" $T | cut -c1-150 | head -30
