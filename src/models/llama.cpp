@@ -1090,20 +1090,13 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
   for (size_t li = 0; li < layers.size(); li++) {
     const Layer& l = layers[li];
     const Tensor &kc = seqs.k[li], &vc = seqs.v[li];
-    // Every row an item: the rotation and cache writes may join the q/k/v product, as in the
-    // decode step (QMatMul::forward_rope_kv: the same bits as the product, then rope_kv_cache).
-    const QMatMul* fused = n_items == x.dim(0) ? l.qkv.fused() : nullptr;
-    std::vector<Tensor> qkv;
-    if (!fused) qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
+    const std::vector<Tensor> qkv = l.qkv.forward_rms_norm(x, l.attn_norm, cfg.rms_eps);
     std::vector<Tensor> ys;
     if (n_items > 0) {  // the items together
       const Tensor q =
-          fused ? fused->forward_rope_kv(
-                      x, {h, kvh, kc, vc, tables, positions, cfg.rope_interleaved, slots},
-                      l.attn_norm, cfg.rms_eps)
-                : rope_kv_cache(heads(qkv[0], 0, n_items, 1, h), heads(qkv[1], 0, n_items, 1, kvh),
-                                heads(qkv[2], 0, n_items, 1, kvh), kc, vc, tables, positions,
-                                cfg.rope_interleaved, slots);
+          rope_kv_cache(heads(qkv[0], 0, n_items, 1, h), heads(qkv[1], 0, n_items, 1, kvh),
+                        heads(qkv[2], 0, n_items, 1, kvh), kc, vc, tables, positions,
+                        cfg.rope_interleaved, slots);
       ys.push_back(attention_cached(q, kc, vc, positions, slots, attention_options(l, item_keys))
                        .reshape({n_items, h * d}));
     }
