@@ -596,8 +596,9 @@ TEST(QMatMul, RepacksCommonFormatsWhereAPackedKernelRuns) {
   }
 }
 
-// The AVX2 packed kernel runs x rows and weight rows in register tiles (up to 4 x rows by 1 or 2
-// weight rows). Every call shape, with row counts the tiles do not divide, chunk tails and strided
+// The packed kernels (AVX2; AVX-512 where the machine has it) run up to 4 x rows per pass over
+// the weight rows (AVX2: tiles of 1 or 2 weight rows; AVX-512: the x rows' sums reduced
+// together). Every call shape, with row counts the tiles do not divide, chunk tails and strided
 // outputs, gives each output the float64 dot of the quantized operands, and bit for bit the value
 // of its x row alone (the float order per output does not depend on the tile).
 TEST(QMatMul, PackedTilesMatchOneRowAtATimeAndTheF64Dot) {
@@ -606,10 +607,13 @@ TEST(QMatMul, PackedTilesMatchOneRowAtATimeAndTheF64Dot) {
   if (q::detected_simd_level() < q::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2";
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  for (int ti = 0; ti < 5; ti++) {
-    const q::PackedRowsFn kernel = q::packed_kernel_avx2(types[ti]);
-    ASSERT_NE(kernel, nullptr) << type_name(types[ti]);
-    const QuantType t = types[ti];
+  for (int ti = 0; ti < 10; ti++) {
+    // Each format on AVX2, then on AVX-512 where the machine has it.
+    const q::SimdLevel level = ti < 5 ? q::SimdLevel::Avx2 : q::SimdLevel::Avx512;
+    if (q::detected_simd_level() < level) continue;
+    const q::PackedRowsFn kernel = q::packed_kernel(types[ti % 5], level);
+    ASSERT_NE(kernel, nullptr) << type_name(types[ti % 5]);
+    const QuantType t = types[ti % 5];
     // 18 blocks: SmolLM2's k = 576 (a chunk and a pair); 39: two chunks, a run of 4, a pair, one.
     for (int64_t nb : {1, 2, 3, 7, 16, 18, 39, 48}) {
       const int64_t k = nb * 32, n = rng.integer(1, 11);
@@ -655,7 +659,8 @@ TEST(QMatMul, PackedTilesMatchOneRowAtATimeAndTheF64Dot) {
         kernel(packed.data(), row_bytes, n, k, xs + i, 1, ldo, &alone[i * ldo]);
       for (int n_x = 1; n_x <= 4; n_x++) {
         const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) +
-                                 " n=" + std::to_string(n) + " x rows=" + std::to_string(n_x);
+                                 " n=" + std::to_string(n) + " x rows=" + std::to_string(n_x) +
+                                 " " + q::simd_level_name(level);
         std::vector<float> out(4 * ldo, poison);
         kernel(packed.data(), row_bytes, n, k, xs, n_x, ldo, out.data());
         for (int64_t i = 0; i < 4; i++)

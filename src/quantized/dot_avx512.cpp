@@ -233,6 +233,26 @@ WICK_AVX512 inline __m512 tail_dot(const uint8_t* cc, const int8_t* xq, int64_t 
   return acc;
 }
 
+// The sums of four registers' lanes, each added in _mm512_reduce_add_ps's order (lane i + 8, then
+// i + 4, then i + 2, then i + 1), so that a row's bits do not depend on how many x rows share the
+// pass; the four reductions share their shuffles (one row's alone was ~10% of the kernel at
+// k = 576, whose rows have one 16-block chunk).
+WICK_AVX512 inline void reduce_add_4(const __m512 (&v)[4], float (&sums)[4]) {
+  // [v0 lanes 0-7 + 8-15, v1 likewise], [v2 .., v3 ..]
+  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)),
+                                   _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)));
+  const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)),
+                                   _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)));
+  // 128-bit lane i: register i's lanes j + (j + 4), j < 4.
+  const __m512 t6 = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)),
+                                  _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)));
+  const __m512 t8 = _mm512_add_ps(t6, _mm512_permute_ps(t6, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512 t9 = _mm512_add_ps(t8, _mm512_permute_ps(t8, _MM_SHUFFLE(2, 3, 0, 1)));
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, t9);
+  for (int i = 0; i < 4; i++) sums[i] = lanes[4 * i];
+}
+
 // R x rows (pack_activations layout) against n_rows packed weight rows. Per 16 blocks, one
 // (masked) load each of d (and m) and of each x row's scales gives all 16 scale products; a full
 // chunk's codes are loaded once for the R x rows and need one multiply-add per x row.
@@ -296,9 +316,18 @@ WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_r
       for (int i = 0; i < R; i++)
         acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), sc[i], acc[i]);
     }
+    if constexpr (R == 1) {
+      out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], macc[0]));
+    } else {
+      __m512 v[4];
 #pragma GCC unroll 4
-    for (int i = 0; i < R; i++)
-      out[ldo * i + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i], macc[i]));
+      for (int i = 0; i < 4; i++)
+        v[i] = i < R ? _mm512_add_ps(acc[i], macc[i]) : _mm512_setzero_ps();
+      float sums[4];
+      reduce_add_4(v, sums);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; i++) out[ldo * i + r] = sums[i];
+    }
   }
 }
 
