@@ -126,7 +126,9 @@ void Scheduler::warm_up() {
 // lt_bucket_rows), and a kernel's first launch loads it: ~4-6 ms more for a pass whose row count
 // was new (H100, session 19). One pass for each 64 rows up to the rows a pass can have (at most
 // 1024: longer prompts may still meet a new kernel), a prompt alone or, where the context is
-// shorter, prompts of up to prompt_rows() tokens that run as rows of one batch.
+// shorter, prompts of up to prompt_rows() tokens that run as rows of one batch. It stops at a pass
+// of more than 100 ms: there a first use's few ms do not matter, and a slow device (a CPU
+// implementation of Vulkan) would take minutes over the longer passes.
 void Scheduler::warm_up_row_counts() {
   const int64_t most = std::min<int64_t>(1024, std::max(opts_.max_step_rows, context_));
   const int64_t chunk = std::min(model_.prompt_rows(), context_ - 1);
@@ -143,8 +145,10 @@ void Scheduler::warm_up_row_counts() {
     } else {
       break;
     }
+    const auto start = std::chrono::steady_clock::now();
     model_.forward_batch(steps).argmax(1).to_device(Device::cpu());
     for (auto& s : slots_) s->seq.reset();
+    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(100)) break;
   }
 }
 
