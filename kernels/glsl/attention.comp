@@ -152,7 +152,8 @@ ACC_T cap_score(ACC_T s) {
 
 // What a workgroup (query row, split) works on, for both forms: the keys [k0, k_end) of
 // its row in its split, q's row, and the element of cache row 0 of its kv head in its item's
-// slot.
+// slot; `used`, the splits up to the row's last key (those that take part: a split past it
+// returns at once, and a row of one used split is written by that workgroup, with no combine).
 struct RowWork {
   uint row, split, used, k0, k_end, q_row, first;
 };

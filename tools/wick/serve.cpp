@@ -287,8 +287,10 @@ int run_serve(const Args& args) {
                      args.n_predict};
   if (served.tokenizer.eos_id() >= 0) served.eos_ids.push_back(served.tokenizer.eos_id());
   served.end_of_turn_ids = end_of_turn_ids(served.tokenizer, model.gguf());
-  Scheduler scheduler(std::move(model), served.tokenizer,
-                      SchedulerOptions{args.parallel, args.max_queue, 512, args.log_passes});
+  Scheduler scheduler(
+      std::move(model), served.tokenizer,
+      SchedulerOptions{
+          .slots = args.parallel, .max_queued = args.max_queue, .log_passes = args.log_passes});
   Server server(args, std::move(served), scheduler);
   const int port = server.bind();
 
