@@ -432,10 +432,7 @@ void check_matmul_on_every_level(const std::vector<QuantType>& types) {
         const std::vector<float> wf = block_test_data(rng, n, k, block);
         const QTensor qw = quantize(Tensor::from_vec(wf, {n, k}), t);
         const std::vector<float> w = dequantize(qw).to_vec<float>();
-        const QMatMul mm(qw);
-        EXPECT_EQ(mm.in_features(), k);
-        EXPECT_EQ(mm.out_features(), n);
-        for (const Shape& xs : {Shape{1, k}, Shape{7, k}, Shape{2, 3, k}}) {
+        for (const Shape& xs : {Shape{1, k}, Shape{7, k}, Shape{2, 3, k}, Shape{11, k}}) {
           const Ref xr = random_ref(rng, xs, -3, 3);
           const Tensor x = make_tensor(xr, DType::F32, Device::cpu());
           const int64_t m = xr.numel() / k;
@@ -447,6 +444,9 @@ void check_matmul_on_every_level(const std::vector<QuantType>& types) {
             const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) +
                                      " n=" + std::to_string(n) + " x=" + xs.str() + " " +
                                      q::simd_level_name(level);
+            const QMatMul mm(qw);  // packed for this level's kernels
+            EXPECT_EQ(mm.in_features(), k);
+            EXPECT_EQ(mm.out_features(), n);
             const Tensor y = mm.forward(x);
             std::vector<int64_t> want_dims = xs.dims();
             want_dims.back() = n;
@@ -578,107 +578,145 @@ TEST(QMatMul, SimdActivationQuantizersRoundHalvesToEven) {
   }
 }
 
-// Packed rows exist for q4_0/q4_1/q8_0 with an AVX2 and an AVX-512 kernel (since 50a4eb1), for
-// q5_0/q5_1 with an AVX2 one: a QMatMul repacks exactly where the CPU has one of them.
+// Sliced rows exist for q4_0/q4_1/q8_0/q5_0/q5_1 with an AVX2 kernel; on AVX-512 CPUs
+// q4_0/q4_1/q8_0 take row tiles instead: a QMatMul repacks exactly where a kernel reads it.
 TEST(QMatMul, RepacksCommonFormatsWhereAPackedKernelRuns) {
-  const Tensor w = Tensor::randn(0, 1, {8, 512}, DType::F32);
   const bool simd = q::detected_simd_level() >= q::SimdLevel::Avx2;
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q5_0,
-                      QuantType::Q5_1, QuantType::IQ4_NL, QuantType::Q4_K}) {
-    const QTensor qw = quantize(w, t);
-    const bool packs = simd && q::packable(t);
-    EXPECT_EQ(q::packed_kernel(t, q::detected_simd_level()) != nullptr, packs) << type_name(t);
-    EXPECT_EQ(q::packable(t), t == QuantType::Q4_0 || t == QuantType::Q4_1 ||
-                                  t == QuantType::Q5_0 || t == QuantType::Q5_1 ||
-                                  t == QuantType::Q8_0);
-    // A packed copy has exactly the bytes of ggml's layout.
-    EXPECT_EQ(q::packed_weight_bytes(QMatMul(qw)), packs ? qw.nbytes() : 0) << type_name(t);
+  const bool avx512 = q::detected_simd_level() >= q::SimdLevel::Avx512;
+  for (int64_t n : {8, 32, 35}) {
+    const Tensor w = Tensor::randn(0, 1, {n, 512}, DType::F32);
+    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q5_0,
+                        QuantType::Q5_1, QuantType::IQ4_NL, QuantType::Q4_K}) {
+      const QTensor qw = quantize(w, t);
+      const bool slices = simd && q::packable(t), tiles = avx512 && q::tileable(t);
+      EXPECT_EQ(q::packed_kernel(t, q::detected_simd_level()) != nullptr, slices) << type_name(t);
+      EXPECT_EQ(q::tiled_kernel(t, q::detected_simd_level()) != nullptr, tiles) << type_name(t);
+      EXPECT_EQ(q::packable(t), t == QuantType::Q4_0 || t == QuantType::Q4_1 ||
+                                    t == QuantType::Q5_0 || t == QuantType::Q5_1 ||
+                                    t == QuantType::Q8_0);
+      EXPECT_EQ(q::tileable(t),
+                t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0);
+      // ggml's bytes, in row tiles rounded up to whole tiles of 16 rows.
+      const size_t want = tiles    ? qw.row_bytes() * static_cast<size_t>((n + 15) / 16 * 16)
+                          : slices ? qw.nbytes()
+                                   : 0;
+      EXPECT_EQ(q::packed_weight_bytes(QMatMul(qw)), want) << type_name(t) << " n=" << n;
+    }
   }
 }
 
-// The packed kernels (AVX2; AVX-512 where the machine has it) run up to 4 x rows per pass over
-// the weight rows (AVX2: tiles of 1 or 2 weight rows; AVX-512: the x rows' sums reduced
-// together). Every call shape, with row counts the tiles do not divide, chunk tails and strided
-// outputs, gives each output the float64 dot of the quantized operands, and bit for bit the value
-// of its x row alone (the float order per output does not depend on the tile).
+// The packed kernels read each weight load for several x rows: sliced rows (AVX2) up to 4, in
+// register tiles of 1 or 2 weight rows; row tiles (AVX-512) up to 8, 16 weight rows a register.
+// Every call shape, with row counts the tiles do not divide, chunk tails and strided outputs,
+// gives each output the float64 dot of the quantized operands, and bit for bit the value of its
+// x row alone (the float order per output does not depend on the tile).
+struct PackedCase {
+  QuantType type;
+  q::SimdLevel level;
+  bool row_tiles;
+};
+
+void check_packed_kernel(Rng& rng, const PackedCase& c) {
+  const QuantType t = c.type;
+  const q::PackedRowsFn sliced = c.row_tiles ? nullptr : q::packed_kernel(t, c.level);
+  const q::TiledRowsFn tiled = c.row_tiles ? q::tiled_kernel(t, c.level) : nullptr;
+  ASSERT_TRUE(sliced || tiled) << type_name(t) << " " << q::simd_level_name(c.level);
+  const int max_x = c.row_tiles ? q::kMaxTiledX : q::kMaxPackedX;
+  // 18 blocks: SmolLM2's k = 576 (a chunk and a pair); 39: two chunks, a run of 4, a pair, one.
+  for (int64_t nb : {1, 2, 3, 7, 16, 18, 39, 48}) {
+    // Row tiles: up to 3 tiles, the last one partial.
+    const int64_t k = nb * 32, n = rng.integer(1, c.row_tiles ? 40 : 11);
+    const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), t);
+    const std::vector<float> w = dequantize(qw).to_vec<float>();
+    const std::vector<uint8_t> packed =
+        c.row_tiles ? q::pack_row_tiles(t, qw.data(), n, k) : q::pack_rows(t, qw.data(), n, k);
+    const size_t row_bytes = qw.row_bytes();
+    // Quantized x rows, kept in element order for the reference (and the row tiles).
+    std::vector<int8_t> qs(static_cast<size_t>(max_x * k)), qs_sliced(qs.size());
+    std::vector<float> ds(static_cast<size_t>(max_x * 2 * nb)), ds_sliced(ds.size());
+    std::vector<q::ActRow> xs(static_cast<size_t>(max_x));
+    for (int64_t i = 0; i < max_x; i++) {
+      const std::vector<double> xv = random_ref(rng, {k}, -3, 3).v;
+      const std::vector<float> xf(xv.begin(), xv.end());
+      int8_t* qi = qs.data() + i * k;
+      float* di = ds.data() + i * 2 * nb;
+      q::quantize_act_row_scalar(q::ActKind::Block32, xf.data(), k, qi, di, nullptr);
+      q::pack_activations(qi, di, k, qs_sliced.data() + i * k, ds_sliced.data() + i * 2 * nb);
+      xs[static_cast<size_t>(i)] =
+          c.row_tiles ? q::ActRow{qi, di, nullptr}
+                      : q::ActRow{qs_sliced.data() + i * k, ds_sliced.data() + i * 2 * nb, nullptr};
+    }
+    auto run = [&](const q::ActRow* x, int n_x, size_t ldo, float* out) {
+      if (tiled)
+        tiled(packed.data(), n, k, x, n_x, ldo, out);
+      else
+        sliced(packed.data(), row_bytes, n, k, x, n_x, ldo, out);
+    };
+    // The kernel's rounding: per block one product of scales, one fma, and the offset or min
+    // times the activation block sum; then ~nb additions. Allow (nb + 8) 2^-22 of the terms.
+    auto want = [&](int64_t i, int64_t o, double* tol) {
+      double sum = 0, mag = 0;
+      for (int64_t b = 0; b < nb; b++) {
+        double block_max = 0;
+        for (int64_t e = 0; e < 32; e++)
+          block_max = std::max<double>(block_max, std::fabs(w[o * k + b * 32 + e]));
+        for (int64_t e = 0; e < 32; e++) {
+          const double wv = w[o * k + b * 32 + e];
+          const double xv = qs[i * k + b * 32 + e] * static_cast<double>(ds[i * 2 * nb + 2 * b]);
+          sum += wv * xv;
+          mag += (std::fabs(wv) + block_max) * std::fabs(xv);
+        }
+      }
+      *tol = static_cast<double>(nb + 8) * std::ldexp(1.0, -22) * mag + 1e-30;
+      return sum;
+    };
+    const size_t ldo = static_cast<size_t>(n + 3);  // gaps between output rows stay untouched
+    const float poison = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> alone(static_cast<size_t>(max_x) * ldo, poison);
+    for (int i = 0; i < max_x; i++) run(&xs[static_cast<size_t>(i)], 1, ldo, &alone[i * ldo]);
+    for (int n_x = 1; n_x <= max_x; n_x++) {
+      const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) +
+                               " n=" + std::to_string(n) + " x rows=" + std::to_string(n_x) + " " +
+                               q::simd_level_name(c.level) +
+                               (c.row_tiles ? " row tiles" : " slices");
+      std::vector<float> out(static_cast<size_t>(max_x) * ldo, poison);
+      run(xs.data(), n_x, ldo, out.data());
+      for (int64_t i = 0; i < max_x; i++)
+        for (int64_t o = 0; o < static_cast<int64_t>(ldo); o++) {
+          const float got = out[static_cast<size_t>(i) * ldo + static_cast<size_t>(o)];
+          if (i >= n_x || o >= n) {
+            ASSERT_TRUE(std::isnan(got)) << what << " wrote outside: row " << i << " col " << o;
+            continue;
+          }
+          double tol = 0;
+          const double ref = want(i, o, &tol);
+          ASSERT_NEAR(got, ref, tol) << what << " row " << i << " col " << o;
+          ASSERT_EQ(float_bits(got),
+                    float_bits(alone[static_cast<size_t>(i) * ldo + static_cast<size_t>(o)]))
+              << what << " row " << i << " col " << o;
+        }
+    }
+  }
+}
+
 TEST(QMatMul, PackedTilesMatchOneRowAtATimeAndTheF64Dot) {
-  const QuantType types[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                             QuantType::Q8_0};
   if (q::detected_simd_level() < q::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2";
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  for (int ti = 0; ti < 10; ti++) {
-    // Each format on AVX2, then on AVX-512 where the machine has it.
-    const q::SimdLevel level = ti < 5 ? q::SimdLevel::Avx2 : q::SimdLevel::Avx512;
-    if (q::detected_simd_level() < level) continue;
-    const q::PackedRowsFn kernel = q::packed_kernel(types[ti % 5], level);
-    ASSERT_NE(kernel, nullptr) << type_name(types[ti % 5]);
-    const QuantType t = types[ti % 5];
-    // 18 blocks: SmolLM2's k = 576 (a chunk and a pair); 39: two chunks, a run of 4, a pair, one.
-    for (int64_t nb : {1, 2, 3, 7, 16, 18, 39, 48}) {
-      const int64_t k = nb * 32, n = rng.integer(1, 11);
-      const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, 32), {n, k}), t);
-      const std::vector<float> w = dequantize(qw).to_vec<float>();
-      const std::vector<uint8_t> packed = q::pack_rows(t, qw.data(), n, k);
-      const size_t row_bytes = qw.row_bytes();
-      // Four quantized x rows, kept in element order for the reference.
-      std::vector<int8_t> qs(static_cast<size_t>(4 * k)), qs_packed(qs.size());
-      std::vector<float> ds(static_cast<size_t>(4 * 2 * nb)), ds_packed(ds.size());
-      q::ActRow xs[4];
-      for (int64_t i = 0; i < 4; i++) {
-        const std::vector<double> xv = random_ref(rng, {k}, -3, 3).v;
-        const std::vector<float> xf(xv.begin(), xv.end());
-        int8_t* qi = qs.data() + i * k;
-        float* di = ds.data() + i * 2 * nb;
-        q::quantize_act_row_scalar(q::ActKind::Block32, xf.data(), k, qi, di, nullptr);
-        q::pack_activations(qi, di, k, qs_packed.data() + i * k, ds_packed.data() + i * 2 * nb);
-        xs[i] = q::ActRow{qs_packed.data() + i * k, ds_packed.data() + i * 2 * nb, nullptr};
-      }
-      // The kernel's rounding: per block one product of scales, one fma, and the offset or min
-      // times the activation block sum; then ~nb additions. Allow (nb + 8) 2^-22 of the terms.
-      auto want = [&](int64_t i, int64_t o, double* tol) {
-        double sum = 0, mag = 0;
-        for (int64_t b = 0; b < nb; b++) {
-          double block_max = 0;
-          for (int64_t e = 0; e < 32; e++)
-            block_max = std::max<double>(block_max, std::fabs(w[o * k + b * 32 + e]));
-          for (int64_t e = 0; e < 32; e++) {
-            const double wv = w[o * k + b * 32 + e];
-            const double xv = qs[i * k + b * 32 + e] * static_cast<double>(ds[i * 2 * nb + 2 * b]);
-            sum += wv * xv;
-            mag += (std::fabs(wv) + block_max) * std::fabs(xv);
-          }
-        }
-        *tol = static_cast<double>(nb + 8) * std::ldexp(1.0, -22) * mag + 1e-30;
-        return sum;
-      };
-      const size_t ldo = static_cast<size_t>(n + 3);  // gaps between output rows stay untouched
-      const float poison = std::numeric_limits<float>::quiet_NaN();
-      std::vector<float> alone(4 * ldo, poison);
-      for (int i = 0; i < 4; i++)
-        kernel(packed.data(), row_bytes, n, k, xs + i, 1, ldo, &alone[i * ldo]);
-      for (int n_x = 1; n_x <= 4; n_x++) {
-        const std::string what = std::string(type_name(t)) + " k=" + std::to_string(k) +
-                                 " n=" + std::to_string(n) + " x rows=" + std::to_string(n_x) +
-                                 " " + q::simd_level_name(level);
-        std::vector<float> out(4 * ldo, poison);
-        kernel(packed.data(), row_bytes, n, k, xs, n_x, ldo, out.data());
-        for (int64_t i = 0; i < 4; i++)
-          for (int64_t o = 0; o < static_cast<int64_t>(ldo); o++) {
-            const float got = out[static_cast<size_t>(i) * ldo + static_cast<size_t>(o)];
-            if (i >= n_x || o >= n) {
-              ASSERT_TRUE(std::isnan(got)) << what << " wrote outside: row " << i << " col " << o;
-              continue;
-            }
-            double tol = 0;
-            const double ref = want(i, o, &tol);
-            ASSERT_NEAR(got, ref, tol) << what << " row " << i << " col " << o;
-            ASSERT_EQ(float_bits(got),
-                      float_bits(alone[static_cast<size_t>(i) * ldo + static_cast<size_t>(o)]))
-                << what << " row " << i << " col " << o;
-          }
-      }
-    }
+  for (QuantType t :
+       {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q8_0}) {
+    check_packed_kernel(rng, {t, q::SimdLevel::Avx2, false});
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(QMatMul, RowTilesMatchOneRowAtATimeAndTheF64Dot) {
+  if (q::detected_simd_level() < q::SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512";
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0}) {
+    check_packed_kernel(rng, {t, q::SimdLevel::Avx512, true});
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -700,10 +738,10 @@ TEST(QMatMul, BatchedRowsEqualEachRowAlone) {
           << type_name(t) << " has no multi-row AVX2 kernel";
     }
     const int64_t block = block_elems(t);
-    const int64_t k = block == 32 ? 576 : 512, n = rng.integer(1, 37), m = rng.integer(2, 9);
+    // m past 8: several groups of x rows per row tile.
+    const int64_t k = block == 32 ? 576 : 512, n = rng.integer(1, 37), m = rng.integer(2, 20);
     const QTensor qw = quantize(Tensor::from_vec(block_test_data(rng, n, k, block), {n, k}), t);
     const std::vector<float> w = dequantize(qw).to_vec<float>();
-    const QMatMul mm(qw);
     const Ref xr = random_ref(rng, {m, k}, -3, 3);
     const Tensor x = make_tensor(xr, DType::F32, Device::cpu());
     const Expected want =
@@ -712,6 +750,7 @@ TEST(QMatMul, BatchedRowsEqualEachRowAlone) {
       q::set_simd_level(level);
       const std::string what = std::string(type_name(t)) + " n=" + std::to_string(n) +
                                " m=" + std::to_string(m) + " " + q::simd_level_name(level);
+      const QMatMul mm(qw);  // packed for this level's kernels
       const Tensor y = mm.forward(x);
       check_qmatmul(y, want, what);
       const std::vector<float> batched = y.to_vec<float>();

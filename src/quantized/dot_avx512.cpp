@@ -3,6 +3,7 @@
 // q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 / q4_k / q5_k / q6_k / iq4_nl /
 // iq4_xs on ggml's blocks; q2_k / q3_k run the AVX2 kernels.
 #include <algorithm>
+#include <cstring>
 
 #include "quantized/kernels.h"
 
@@ -140,209 +141,109 @@ WICK_AVX512 void dot_rows_32(const uint8_t* w, size_t row_bytes, int64_t n_rows,
   }
 }
 
-// Packed formats (packed.h). Codes enter vpdpbusd as unsigned bytes: q4 codes are 0..15, q8_0's
-// are stored as q + 128 (the PackedQ* offsets give the correction).
+// Row tiles (packed.h): the 16 lanes of a register are 16 weight rows, so no sum crosses lanes.
+// Per block, vpdpbusd of register s (bytes 4s..4s+3 of each row's block, unsigned codes) with
+// x's bytes 4s..4s+3 broadcast adds 4 products to each row's lane; 8 of them make the block's
+// integer dot for all 16 rows. Per x row and block the float work is then fixed: acc += dot *
+// (d_w * d_x) and macc += c * s_x (c: the min, or kOffset * d_w), in block order; out = acc + macc.
 
-// A full chunk of 16 blocks in slice order: lane b of the result is block b's integer dot product.
+// Bytes p[0..3] in every lane (one vpbroadcastd from memory).
+WICK_AVX512 inline __m512i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// The 8 code registers of block-tile `bt` (q4: low nibbles are registers 0-3, high ones 4-7).
 template <typename F>
-WICK_AVX512 inline __m512i chunk_dot(const uint8_t* codes, const int8_t* xq) {
-  __m512i acc = _mm512_setzero_si512();
+WICK_AVX512 inline void tile_codes(const uint8_t* bt, __m512i (&codes)[8]) {
   if constexpr (F::kCodeBytes == 16) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    for (int s = 0; s < 4; s++) {
-      const __m512i q = _mm512_loadu_si512(codes + 64 * s);
-      acc = _mm512_dpbusd_epi32(acc, _mm512_and_si512(q, m4), _mm512_loadu_si512(xq + 64 * s));
-      acc = _mm512_dpbusd_epi32(acc, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4),
-                                _mm512_loadu_si512(xq + 64 * (s + 4)));
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+      const __m512i q = _mm512_loadu_si512(bt + 64 * g);
+      codes[g] = _mm512_and_si512(q, m4);
+      codes[g + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
     }
   } else {
-    for (int s = 0; s < 8; s++)
-      acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(codes + 64 * s),
-                                _mm512_loadu_si512(xq + 64 * s));
-  }
-  return acc;
-}
-
-// Tail codes in element order: 4 blocks (2 registers of 2 blocks), 2 blocks, 1 block (zeros above).
-template <typename F>
-WICK_AVX512 inline void tail_codes4(const uint8_t* codes, __m512i* lo, __m512i* hi) {
-  if constexpr (F::kCodeBytes == 16) {
-    const __m512i q = _mm512_loadu_si512(codes);
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    *lo = _mm512_and_si512(q, m4);
-    *hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-  } else {
-    *lo = _mm512_loadu_si512(codes);
-    *hi = _mm512_loadu_si512(codes + 64);
-  }
-}
-template <typename F>
-WICK_AVX512 inline __m512i tail_codes2(const uint8_t* codes) {
-  if constexpr (F::kCodeBytes == 16) {
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
-    return _mm512_and_si512(
-        _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1),
-        _mm512_set1_epi8(0x0F));
-  } else {
-    return _mm512_loadu_si512(codes);
-  }
-}
-template <typename F>
-WICK_AVX512 inline __m512i tail_codes1(const uint8_t* codes) {
-  if constexpr (F::kCodeBytes == 16) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
-    return _mm512_zextsi256_si512(_mm256_and_si256(
-        _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
-        _mm256_set1_epi8(0x0F)));
-  } else {
-    return _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)));
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++) codes[s] = _mm512_loadu_si512(bt + 64 * s);
   }
 }
 
-// Tail blocks (fewer than 16 at the row end) go two per register (dpbusd lanes 0-7: first block,
-// 8-15: second), each pair with its two scales spread over the lanes.
-template <typename F>
-WICK_AVX512 inline __m512 tail_dot(const uint8_t* cc, const int8_t* xq, int64_t n, __m512 sc,
-                                   __m512 acc) {
-  const __m512i two = _mm512_set1_epi32(2), zero = _mm512_setzero_si512();
-  __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    __m512i lo, hi;
-    tail_codes4<F>(cc + F::kCodeBytes * j, &lo, &hi);
-    const __m512i p0 = _mm512_dpbusd_epi32(zero, lo, _mm512_loadu_si512(xq + kQK * j));
-    const __m512i p1 = _mm512_dpbusd_epi32(zero, hi, _mm512_loadu_si512(xq + kQK * j + 64));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_permutexvar_ps(idx, sc), acc);
-    idx = _mm512_add_epi32(idx, two);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_permutexvar_ps(idx, sc), acc);
-    idx = _mm512_add_epi32(idx, two);
-  }
-  if (j + 2 <= n) {
-    const __m512i p = _mm512_dpbusd_epi32(zero, tail_codes2<F>(cc + F::kCodeBytes * j),
-                                          _mm512_loadu_si512(xq + kQK * j));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
-    idx = _mm512_add_epi32(idx, two);
-    j += 2;
-  }
-  if (j < n) {  // upper lanes multiply zero codes with zero activations
-    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + kQK * j));
-    const __m512i p = _mm512_dpbusd_epi32(zero, tail_codes1<F>(cc + F::kCodeBytes * j),
-                                          _mm512_zextsi256_si512(xv));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, sc), acc);
-  }
-  return acc;
-}
-
-// The sums of four registers' lanes, each added in _mm512_reduce_add_ps's order (lane i + 8, then
-// i + 4, then i + 2, then i + 1), so that a row's bits do not depend on how many x rows share the
-// pass; the four reductions share their shuffles (one row's alone was ~10% of the kernel at
-// k = 576, whose rows have one 16-block chunk).
-WICK_AVX512 inline void reduce_add_4(const __m512 (&v)[4], float (&sums)[4]) {
-  // [v0 lanes 0-7 + 8-15, v1 likewise], [v2 .., v3 ..]
-  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)),
-                                   _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)));
-  const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)),
-                                   _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)));
-  // 128-bit lane i: register i's lanes j + (j + 4), j < 4.
-  const __m512 t6 = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)),
-                                  _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)));
-  const __m512 t8 = _mm512_add_ps(t6, _mm512_permute_ps(t6, _MM_SHUFFLE(1, 0, 3, 2)));
-  const __m512 t9 = _mm512_add_ps(t8, _mm512_permute_ps(t8, _MM_SHUFFLE(2, 3, 0, 1)));
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, t9);
-  for (int i = 0; i < 4; i++) sums[i] = lanes[4 * i];
-}
-
-// R x rows (pack_activations layout) against n_rows packed weight rows. Per 16 blocks, one
-// (masked) load each of d (and m) and of each x row's scales gives all 16 scale products; a full
-// chunk's codes are loaded once for the R x rows and need one multiply-add per x row.
+// One 16-row tile against R x rows (ActRow: codes in element order, (d, s) pairs per block);
+// writes lanes [0, n_rows) of each x row's outputs.
 template <typename F, int R>
-WICK_AVX512 void dot_rows_packed(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                                 const ActRow* xs, size_t ldo, float* out) {
-  const int64_t nb = k / kQK;
-  for (int64_t r = 0; r < n_rows; r++) {
-    const uint8_t* codes = w + static_cast<size_t>(r) * row_bytes;
-    const uint8_t* d_ptr = codes + F::kCodeBytes * nb;
-    const uint8_t* m_ptr = d_ptr + 2 * nb;
-    __m512 acc[R], macc[R];
-#pragma GCC unroll 4
-    for (int i = 0; i < R; i++) acc[i] = macc[i] = _mm512_setzero_ps();
-    for (int64_t c0 = 0; c0 < nb; c0 += kChunkBlocks) {
-      const int64_t n = std::min<int64_t>(kChunkBlocks, nb - c0);
-      const __mmask16 m16 = static_cast<__mmask16>((1u << n) - 1);
-      const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, d_ptr + 2 * c0));
-      const __m512 coef = F::kHasMin
-                              ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, m_ptr + 2 * c0))
-                              : _mm512_mul_ps(dw, _mm512_set1_ps(F::kOffset));
-      __m512 sc[R];
-#pragma GCC unroll 4
-      for (int i = 0; i < R; i++) {  // activation scales come as d[nb] then s[nb]
-        sc[i] = _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m16, xs[i].ds + c0));
-        macc[i] = _mm512_fmadd_ps(coef, _mm512_maskz_loadu_ps(m16, xs[i].ds + nb + c0), macc[i]);
-      }
-      const uint8_t* cc = codes + F::kCodeBytes * c0;
-      if (n < kChunkBlocks) {
-#pragma GCC unroll 4
-        for (int i = 0; i < R; i++) acc[i] = tail_dot<F>(cc, xs[i].qs + kQK * c0, n, sc[i], acc[i]);
-        continue;
-      }
-      // Slice s of the codes against slice s of every x row: lane b sums block b.
-      __m512i dot[R];
-#pragma GCC unroll 4
-      for (int i = 0; i < R; i++) dot[i] = _mm512_setzero_si512();
-      if constexpr (F::kCodeBytes == 16) {
-        const __m512i m4 = _mm512_set1_epi8(0x0F);
-        for (int s = 0; s < 4; s++) {
-          const __m512i q = _mm512_loadu_si512(cc + 64 * s);
-          const __m512i lo = _mm512_and_si512(q, m4),
-                        hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-#pragma GCC unroll 4
-          for (int i = 0; i < R; i++) {
-            const int8_t* xq = xs[i].qs + kQK * c0;
-            dot[i] = _mm512_dpbusd_epi32(dot[i], lo, _mm512_loadu_si512(xq + 64 * s));
-            dot[i] = _mm512_dpbusd_epi32(dot[i], hi, _mm512_loadu_si512(xq + 64 * (s + 4)));
-          }
-        }
-      } else {
-        for (int s = 0; s < 8; s++) {
-          const __m512i q = _mm512_loadu_si512(cc + 64 * s);
-#pragma GCC unroll 4
-          for (int i = 0; i < R; i++)
-            dot[i] =
-                _mm512_dpbusd_epi32(dot[i], q, _mm512_loadu_si512(xs[i].qs + kQK * c0 + 64 * s));
-        }
-      }
-#pragma GCC unroll 4
-      for (int i = 0; i < R; i++)
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i]), sc[i], acc[i]);
-    }
-    if constexpr (R == 1) {
-      out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], macc[0]));
-    } else {
-      __m512 v[4];
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; i++)
-        v[i] = i < R ? _mm512_add_ps(acc[i], macc[i]) : _mm512_setzero_ps();
-      float sums[4];
-      reduce_add_4(v, sums);
-#pragma GCC unroll 4
-      for (int i = 0; i < R; i++) out[ldo * i + r] = sums[i];
+WICK_AVX512 void dot_tile(const uint8_t* tile, int64_t nb, const ActRow* xs, int64_t n_rows,
+                          size_t ldo, float* out) {
+  constexpr int64_t kTileBytes = kRowTile * (F::kCodeBytes + (F::kHasMin ? 4 : 2));
+  __m512 acc[R], macc[R];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++) acc[i] = macc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* bt = tile + b * kTileBytes;
+    __m512i codes[8];
+    tile_codes<F>(bt, codes);
+    const uint8_t* scales = bt + kRowTile * F::kCodeBytes;
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
+    const __m512 coef =
+        F::kHasMin
+            ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 32)))
+            : _mm512_mul_ps(dw, _mm512_set1_ps(F::kOffset));
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+      const int8_t* xq = xs[i].qs + kQK * b;
+      __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[0], broadcast4(xq));
+#pragma GCC unroll 8
+      for (int s = 1; s < 8; s++) dot = _mm512_dpbusd_epi32(dot, codes[s], broadcast4(xq + 4 * s));
+      const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(xs[i].ds[2 * b]));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sc, acc[i]);
+      macc[i] = _mm512_fmadd_ps(coef, _mm512_set1_ps(xs[i].ds[2 * b + 1]), macc[i]);
     }
   }
+  const __mmask16 keep = static_cast<__mmask16>(n_rows >= kRowTile ? 0xFFFF : (1u << n_rows) - 1);
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++)
+    _mm512_mask_storeu_ps(out + ldo * i, keep, _mm512_add_ps(acc[i], macc[i]));
 }
 
+// Rows [0, n_rows) of the tiles at w against n_x <= kMaxTiledX x rows.
 template <typename F>
-WICK_AVX512 void dot_rows_packed_any(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
-                                     const ActRow* xs, int n_x, size_t ldo, float* out) {
-  switch (n_x) {
-    case 1:
-      return dot_rows_packed<F, 1>(w, row_bytes, n_rows, k, xs, ldo, out);
-    case 2:
-      return dot_rows_packed<F, 2>(w, row_bytes, n_rows, k, xs, ldo, out);
-    case 3:
-      return dot_rows_packed<F, 3>(w, row_bytes, n_rows, k, xs, ldo, out);
-    default:
-      return dot_rows_packed<F, 4>(w, row_bytes, n_rows, k, xs, ldo, out);
+WICK_AVX512 void dot_row_tiles(const uint8_t* w, int64_t n_rows, int64_t k, const ActRow* xs,
+                               int n_x, size_t ldo, float* out) {
+  const int64_t nb = k / kQK;
+  const size_t tile_bytes =
+      static_cast<size_t>(nb * kRowTile * (F::kCodeBytes + (F::kHasMin ? 4 : 2)));
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kRowTile) {
+    const uint8_t* tile = w + static_cast<size_t>(r0 / kRowTile) * tile_bytes;
+    const int64_t rows = std::min<int64_t>(kRowTile, n_rows - r0);
+    float* o = out + r0;
+    switch (n_x) {
+      case 1:
+        dot_tile<F, 1>(tile, nb, xs, rows, ldo, o);
+        break;
+      case 2:
+        dot_tile<F, 2>(tile, nb, xs, rows, ldo, o);
+        break;
+      case 3:
+        dot_tile<F, 3>(tile, nb, xs, rows, ldo, o);
+        break;
+      case 4:
+        dot_tile<F, 4>(tile, nb, xs, rows, ldo, o);
+        break;
+      case 5:
+        dot_tile<F, 5>(tile, nb, xs, rows, ldo, o);
+        break;
+      case 6:
+        dot_tile<F, 6>(tile, nb, xs, rows, ldo, o);
+        break;
+      case 7:
+        dot_tile<F, 7>(tile, nb, xs, rows, ldo, o);
+        break;
+      default:
+        dot_tile<F, 8>(tile, nb, xs, rows, ldo, o);
+        break;
+    }
   }
 }
 
@@ -582,14 +483,14 @@ WICK_AVX512 void dot_rows_iq4_xs(const uint8_t* w, size_t row_bytes, int64_t n_r
 QuantizeActFn act_quantizer_avx512() {
   return quantize_act_avx512;
 }
-PackedRowsFn packed_kernel_avx512(QuantType t) {
+TiledRowsFn tiled_kernel_avx512(QuantType t) {
   switch (t) {
     case QuantType::Q4_0:
-      return dot_rows_packed_any<PackedQ4_0>;
+      return dot_row_tiles<PackedQ4_0>;
     case QuantType::Q4_1:
-      return dot_rows_packed_any<PackedQ4_1>;
+      return dot_row_tiles<PackedQ4_1>;
     case QuantType::Q8_0:
-      return dot_rows_packed_any<PackedQ8_0>;
+      return dot_row_tiles<PackedQ8_0>;
     default:
       return nullptr;
   }
@@ -623,7 +524,7 @@ namespace wick::quantized {
 DotRowsFn dot_kernel_avx512(QuantType) {
   return nullptr;
 }
-DotRowsFn packed_kernel_avx512(QuantType) {
+TiledRowsFn tiled_kernel_avx512(QuantType) {
   return nullptr;
 }
 QuantizeActFn act_quantizer_avx512() {

@@ -1,7 +1,8 @@
-// Repacking of q4_0 / q4_1 / q5_0 / q5_1 / q8_0 rows (and of activation codes) into the layout of
-// packed.h.
+// Repacking of q4_0 / q4_1 / q5_0 / q5_1 / q8_0 rows (and of activation codes) into the layouts
+// of packed.h.
 #include "quantized/packed.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -95,10 +96,78 @@ void pack_q8_0_row(const BlockQ8_0* blocks, int64_t nb, uint8_t* dst, uint8_t* c
 
 }  // namespace
 
+// Block b of rows (nb blocks each) -> its block-tile at dst: codes in VNNI order, then d[16]
+// (and m[16]); rows past n_rows stay zero.
+template <typename Block>
+void tile_block(const Block* const* rows, int64_t n_rows, int64_t b, uint8_t* dst) {
+  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
+  constexpr int64_t kCodeBytes = kQ8 ? 32 : 16;
+  uint8_t* scales = dst + kRowTile * kCodeBytes;
+  for (int64_t j = 0; j < n_rows; j++) {
+    const Block& blk = rows[j][b];
+    uint8_t codes[kQK];
+    for (int e = 0; e < kQK; e++) {
+      if constexpr (kQ8)
+        codes[e] = static_cast<uint8_t>(blk.qs[e] + 128);
+      else
+        codes[e] = static_cast<uint8_t>(e < 16 ? blk.qs[e] & 0xF : blk.qs[e - 16] >> 4);
+    }
+    for (int64_t s = 0; s < 8; s++)
+      for (int64_t t = 0; t < 4; t++) {
+        const uint8_t c = codes[4 * s + t];
+        if constexpr (kQ8)
+          dst[64 * s + 4 * j + t] = c;
+        else  // register s < 4: low nibbles of 64-byte group s; s >= 4: high ones of group s - 4
+          dst[64 * (s % 4) + 4 * j + t] |= static_cast<uint8_t>(s < 4 ? c : c << 4);
+      }
+    std::memcpy(scales + 2 * j, &blk.d, 2);
+    if constexpr (std::is_same_v<Block, BlockQ4_1>) std::memcpy(scales + 32 + 2 * j, &blk.m, 2);
+  }
+}
+
+template <typename Block>
+void tile_rows(const uint8_t* src, size_t row_bytes, int64_t n_rows, int64_t nb, uint8_t* out) {
+  const size_t tile_bytes = static_cast<size_t>(kRowTile) * row_bytes;
+  const int64_t n_tiles = (n_rows + kRowTile - 1) / kRowTile;
+  cpu::parallel_for(n_tiles, 4, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      const Block* rows[kRowTile];
+      const int64_t n = std::min(kRowTile, n_rows - t * kRowTile);
+      for (int64_t j = 0; j < n; j++)
+        rows[j] =
+            reinterpret_cast<const Block*>(src + static_cast<size_t>(t * kRowTile + j) * row_bytes);
+      for (int64_t b = 0; b < nb; b++)
+        tile_block(rows, n, b,
+                   out + static_cast<size_t>(t) * tile_bytes +
+                       static_cast<size_t>(b) * kRowTile * sizeof(Block));
+    }
+  });
+}
+
 PackedRowsFn packed_kernel(QuantType t, SimdLevel level) {
-  PackedRowsFn fn = level >= SimdLevel::Avx512 ? packed_kernel_avx512(t) : nullptr;
-  if (!fn && level >= SimdLevel::Avx2) fn = packed_kernel_avx2(t);
-  return fn;
+  return level >= SimdLevel::Avx2 ? packed_kernel_avx2(t) : nullptr;
+}
+
+TiledRowsFn tiled_kernel(QuantType t, SimdLevel level) {
+  return level >= SimdLevel::Avx512 ? tiled_kernel_avx512(t) : nullptr;
+}
+
+bool tileable(QuantType t) {
+  return t == QuantType::Q4_0 || t == QuantType::Q4_1 || t == QuantType::Q8_0;
+}
+
+std::vector<uint8_t> pack_row_tiles(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k) {
+  const int64_t nb = k / kQK;
+  const size_t row_bytes = static_cast<size_t>(nb * quant_type_info(t)->block_bytes);
+  const int64_t n_tiles = (n_rows + kRowTile - 1) / kRowTile;
+  std::vector<uint8_t> out(row_bytes * static_cast<size_t>(n_tiles * kRowTile), 0);
+  if (t == QuantType::Q4_0)
+    tile_rows<BlockQ4_0>(src, row_bytes, n_rows, nb, out.data());
+  else if (t == QuantType::Q4_1)
+    tile_rows<BlockQ4_1>(src, row_bytes, n_rows, nb, out.data());
+  else
+    tile_rows<BlockQ8_0>(src, row_bytes, n_rows, nb, out.data());
+  return out;
 }
 
 bool packable(QuantType t) {

@@ -1,11 +1,18 @@
-// Weights of the common 32-element formats repacked for the SIMD kernels (built once by QMatMul
-// on AVX2 and AVX-512 CPUs; q5_0/q5_1 have an AVX2 kernel only, which AVX-512 CPUs run too). A
-// packed row has exactly as many bytes as ggml's, so the same memory traffic; only the order
-// changes.
+// Weights of the common 32-element formats repacked for the SIMD kernels, built once by QMatMul.
+// A packed row has exactly as many bytes as ggml's (row tiles pad the last tile to 16 rows), so
+// the same memory traffic; only the order changes. Two layouts:
 //
-// ggml interleaves each block's scale (and min) with its codes, and a block's 32 codes make 8
-// partial sums in a vpdpbusd result that must be reduced or scaled one block at a time. A packed
-// row instead holds
+// Row tiles (AVX-512: q4_0, q4_1, q8_0). Rows go in tiles of 16; a tile holds, block by block,
+//   codes (q4: 256 bytes, q8_0: 512) | d[16] (f16) | m[16] (f16, q4_1 only)
+// where the codes are in VNNI order: 64-byte register s holds bytes 4s..4s+3 of each of the 16
+// rows' block (row j at bytes 4j..4j+3), so vpdpbusd with 4 x bytes broadcast leaves lane j
+// holding row j's partial dot. q4 registers s and s + 4 share bytes (low and high nibble); q8_0
+// codes are stored as q + 128 (vpdpbusd takes unsigned bytes). A row's output is a lane: no
+// reduction across lanes, and x rows are read in element order.
+//
+// Slices (AVX2: q4_0, q4_1, q5_0, q5_1, q8_0). ggml interleaves each block's scale (and min)
+// with its codes, and a block's 32 codes make 8 partial sums in a vpdpbusd result that must be
+// reduced or scaled one block at a time. A sliced row instead holds
 //   codes | fifth bits (q5 only, 4 bytes a block) | d[nb] (f16) | m[nb] (f16, q4_1 / q5_1 only)
 // and its codes come in chunks of 16 blocks laid out in 8 "slices": slice s holds bytes 4s..4s+3
 // of each of the 16 blocks (64 bytes), so vpdpbusd over the 8 slices leaves lane b holding the
@@ -34,6 +41,8 @@ class QMatMul;
 namespace wick::quantized {
 
 constexpr int64_t kChunkBlocks = 16;
+// Rows of a row tile.
+constexpr int64_t kRowTile = 16;
 
 // Bytes of repacked weights a QMatMul holds (0 when it multiplies ggml's blocks directly).
 size_t packed_weight_bytes(const QMatMul& mm);
@@ -64,9 +73,13 @@ struct PackedQ8_0 {
 
 // True for the types pack_rows takes.
 bool packable(QuantType t);
+// True for the types pack_row_tiles takes (q4_0, q4_1, q8_0).
+bool tileable(QuantType t);
 
-// Repacks n_rows rows of ggml blocks of type t (k elements each) into the layout above.
+// Repacks n_rows rows of ggml blocks of type t (k elements each) into slices.
 std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k);
+// Repacks them into row tiles (ceil(n_rows / 16) tiles; the last one's missing rows are zeros).
+std::vector<uint8_t> pack_row_tiles(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k);
 
 // One activation row as the packed kernels read it: codes in the slice order of full chunks
 // (the tail is copied as is), and the (d, s) pairs split into d[nb] then s[nb].
@@ -77,10 +90,20 @@ void pack_activations(const int8_t* qs, const float* ds, int64_t k, int8_t* qs_o
 constexpr int kMaxPackedX = 4;
 using PackedRowsFn = DotRowsMultiFn;
 
-// Kernels over packed rows of t (nullptr where not compiled or not packable).
+// Kernels over sliced rows of t (nullptr where not compiled or not packable).
 PackedRowsFn packed_kernel_avx2(QuantType t);
-PackedRowsFn packed_kernel_avx512(QuantType t);
-// The packed kernel for the active level: AVX-512 or AVX2; nullptr at the scalar level.
+// The sliced-row kernel for `level` (AVX2 and up); nullptr at the scalar level.
 PackedRowsFn packed_kernel(QuantType t, SimdLevel level);
+
+// out[i * ldo + r] = dot(row r, xs[i]) for r < n_rows, i < n_x <= kMaxTiledX; w is the first
+// row's tile, xs in element order (as quantize_act writes them). Each output's float ops do not
+// depend on n_x: an x row's results are bit for bit those of the row alone.
+constexpr int kMaxTiledX = 8;
+using TiledRowsFn = void (*)(const uint8_t* w, int64_t n_rows, int64_t k, const ActRow* xs, int n_x,
+                             size_t ldo, float* out);
+// Kernels over row tiles of t (nullptr where not compiled or not tileable).
+TiledRowsFn tiled_kernel_avx512(QuantType t);
+// The row-tile kernel for `level` (AVX-512 and up), else nullptr.
+TiledRowsFn tiled_kernel(QuantType t, SimdLevel level);
 
 }  // namespace wick::quantized

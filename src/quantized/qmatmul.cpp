@@ -48,8 +48,8 @@ constexpr int64_t kGemmMinRows = 1024;
 std::atomic<int64_t> g_gemm_min_rows{kGemmMinRows};
 // Weight bytes a thread should get before another one is woken (fork/join costs a few µs).
 constexpr int64_t kBytesPerTask = 32 * 1024;
-// Output rows handled together across all x rows, so that they stay in L1.
-constexpr int64_t kTileRows = 16;
+// Output rows handled together across all x rows, so that they stay in L1 (a row tile's rows).
+constexpr int64_t kTileRows = quantized::kRowTile;
 // f32 elements of one dequantized weight tile in the sgemm path (~1 MiB).
 constexpr int64_t kGemmTileElems = 1 << 18;
 
@@ -62,6 +62,10 @@ void quantized::set_gemm_min_rows(int64_t rows) {
   g_gemm_min_rows.store(rows > 0 ? rows : kGemmMinRows, std::memory_order_relaxed);
 }
 
+namespace {
+enum class Packing { None, Slices, RowTiles };
+}  // namespace
+
 struct QMatMul::Impl {
   QTensor weight;
   Device device = Device::cpu();
@@ -70,7 +74,9 @@ struct QMatMul::Impl {
   // CPU
   std::vector<float> dense;  // W as f32 for types without an integer kernel
   const float* dense_ptr = nullptr;
-  std::vector<uint8_t> packed;  // q4_0/q4_1/q8_0 on AVX2+ CPUs: packed.h layout
+  // Repacked rows (packed.h): row tiles for q4_0/q4_1/q8_0 on AVX-512, else slices (AVX2 up).
+  std::vector<uint8_t> packed;
+  Packing packing = Packing::None;
   // GPU
   backend::StoragePtr blocks;  // U8: the QTensor's bytes
   Tensor dense_device;         // plain types: W (n_out, k) as f32
@@ -93,9 +99,14 @@ void prepare_cpu(QMatMul::Impl& impl, const QTensor& weight) {
       impl.dense_ptr = impl.dense.data();
     }
   }
-  if (quantized::packable(weight.type()) &&
-      quantized::packed_kernel(weight.type(), quantized::detected_simd_level()))
+  const quantized::SimdLevel level = quantized::active_simd_level();
+  if (quantized::tiled_kernel(weight.type(), level)) {
+    impl.packed = quantized::pack_row_tiles(weight.type(), weight.data(), impl.n_out, impl.k);
+    impl.packing = Packing::RowTiles;
+  } else if (quantized::packable(weight.type()) && quantized::packed_kernel(weight.type(), level)) {
     impl.packed = quantized::pack_rows(weight.type(), weight.data(), impl.n_out, impl.k);
+    impl.packing = Packing::Slices;
+  }
 }
 
 void prepare_device(QMatMul::Impl& impl, const QTensor& weight) {
@@ -191,10 +202,13 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
   for (int64_t r = 0; r < m; r++)
     quantize_act(kind, x + r * k, k, qs.data() + r * k, ds.data() + r * ds_per_row,
                  bsums.data() + r * bsums_per_row);
+  const quantized::SimdLevel level = quantized::active_simd_level();
+  // A lowered level (tests) may not run the layout packed at construction: then ggml's blocks.
+  const quantized::TiledRowsFn tiled =
+      w.packing == Packing::RowTiles ? quantized::tiled_kernel(w.type, level) : nullptr;
   const quantized::PackedRowsFn packed_dot =
-      w.packed.empty() ? nullptr : quantized::packed_kernel(w.type, quantized::active_simd_level());
-  const bool use_packed = packed_dot != nullptr;
-  if (use_packed) {  // packed kernels read activations in their own order (packed.h)
+      w.packing == Packing::Slices ? quantized::packed_kernel(w.type, level) : nullptr;
+  if (packed_dot) {  // sliced rows read activations in their own order (packed.h)
     thread_local std::vector<int8_t> qs_natural;
     thread_local std::vector<float> ds_pairs;
     qs_natural.assign(qs.begin(), qs.end());
@@ -203,13 +217,12 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
       quantized::pack_activations(qs_natural.data() + r * k, ds_pairs.data() + r * ds_per_row, k,
                                   qs.data() + r * k, ds.data() + r * ds_per_row);
   }
-  const DotRowsFn dot = quantized::dot_kernel(w.type, quantized::active_simd_level());
-  // Several x rows per pass over a weight tile: packed rows, or the format's multi-row kernel.
-  const quantized::DotRowsMultiFn multi =
-      use_packed ? packed_dot
-      : m > 1    ? quantized::dot_kernel_multi(w.type, quantized::active_simd_level())
-                 : nullptr;
-  const uint8_t* wdata = use_packed ? w.packed.data() : w.weight.data();
+  const DotRowsFn dot = quantized::dot_kernel(w.type, level);
+  // Several x rows per pass over a weight tile: sliced rows, or the format's multi-row kernel.
+  const quantized::DotRowsMultiFn multi = packed_dot ? packed_dot
+                                          : m > 1    ? quantized::dot_kernel_multi(w.type, level)
+                                                     : nullptr;
+  const uint8_t* wdata = tiled || packed_dot ? w.packed.data() : w.weight.data();
   // Worker threads see their own thread_local vectors: pass the caller's by pointer.
   const int8_t* qs_p = qs.data();
   const float* ds_p = ds.data();
@@ -218,19 +231,25 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
     return ActRow{qs_p + r * k, ds_p + r * ds_per_row, bsums_p + r * bsums_per_row};
   };
   const size_t row_bytes = w.weight.row_bytes();
+  // Threads split the output rows in units of kTileRows (row tiles: exactly one tile).
+  const int64_t n_units = (w.n_out + kTileRows - 1) / kTileRows;
   const int64_t grain = std::max<int64_t>(
-      1, kBytesPerTask / static_cast<int64_t>(std::max<size_t>(row_bytes * m, 1)));
-  cpu::parallel_for(w.n_out, grain, [&](int64_t o_begin, int64_t o_end) {
-    for (int64_t o0 = o_begin; o0 < o_end; o0 += kTileRows) {
-      const int64_t rows = std::min(kTileRows, o_end - o0);
+      1, kBytesPerTask / static_cast<int64_t>(std::max<size_t>(row_bytes * kTileRows * m, 1)));
+  cpu::parallel_for(n_units, grain, [&](int64_t u_begin, int64_t u_end) {
+    for (int64_t u = u_begin; u < u_end; u++) {
+      const int64_t o0 = u * kTileRows, rows = std::min(kTileRows, w.n_out - o0);
       const uint8_t* wt = wdata + static_cast<size_t>(o0) * row_bytes;
-      if (multi) {  // up to kMaxPackedX x rows per pass over the tile
-        for (int64_t r0 = 0; r0 < m; r0 += quantized::kMaxPackedX) {
-          const int n_x = static_cast<int>(std::min<int64_t>(quantized::kMaxPackedX, m - r0));
-          ActRow xs[quantized::kMaxPackedX];
+      if (tiled || multi) {  // groups of x rows per pass over the tile
+        const int group = tiled ? quantized::kMaxTiledX : quantized::kMaxPackedX;
+        for (int64_t r0 = 0; r0 < m; r0 += group) {
+          const int n_x = static_cast<int>(std::min<int64_t>(group, m - r0));
+          ActRow xs[quantized::kMaxTiledX];
           for (int i = 0; i < n_x; i++) xs[i] = act_row(r0 + i);
-          multi(wt, row_bytes, rows, k, xs, n_x, static_cast<size_t>(w.n_out),
-                y + r0 * w.n_out + o0);
+          float* out = y + r0 * w.n_out + o0;
+          if (tiled)
+            tiled(wt, rows, k, xs, n_x, static_cast<size_t>(w.n_out), out);
+          else
+            multi(wt, row_bytes, rows, k, xs, n_x, static_cast<size_t>(w.n_out), out);
         }
       } else {
         for (int64_t r = 0; r < m; r++)
