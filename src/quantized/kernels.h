@@ -3,8 +3,8 @@
 // Activations (x rows) are quantized to 8 bits per block, as in ggml: for the 32-element formats
 // d = amax/127, q = round(x/d) (ggml's Q8_0/Q8_1 values), for the K formats ggml's Q8_K. Unlike
 // ggml the scales stay f32 (not rounded to f16) and live beside the values (struct of arrays), so
-// that SIMD kernels load them without unpacking blocks. The packed AVX-512 kernels (packed.h) take
-// the same values in another byte order.
+// that SIMD kernels load them without unpacking blocks. The AVX-512 row-tile kernels (packed.h)
+// read them as they are; the AVX2 sliced ones take the same values in another byte order.
 #pragma once
 
 #include <cstddef>

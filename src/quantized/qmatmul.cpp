@@ -2,12 +2,13 @@
 //
 // CPU. Up to kGemmMinRows x rows (decode, prompts): x rows are quantized to 8 bits per block and
 // every output is an integer SIMD dot product over W's blocks (kernels.h), threads splitting the
-// output rows; on AVX2 and AVX-512 CPUs q4_0/q4_1/q8_0 weights are repacked once (packed.h) and
-// each load of their codes serves up to 4 x rows (AVX2: register tiles of x rows by weight rows,
-// dot_avx2.cpp). Longer inputs: W is dequantized one tile of rows at a time and multiplied with
-// sgemm. Plain weights (f32/f16/bf16) and formats without an integer kernel (q8_1, q8_k) are kept
-// as f32 and go straight to BLAS. These prepared weights live here, so the CPU does not go through
-// BackendDevice::qmatmul (see backend.h).
+// output rows in units of 16. The common 32-element formats are repacked once (packed.h): on
+// AVX-512 CPUs q4_0/q4_1/q8_0 into row tiles, each load of their codes serving up to 8 x rows for
+// 16 weight rows (dot_avx512.cpp); on AVX2 CPUs (and for q5_0/q5_1) into slices, up to 4 x rows
+// per load (register tiles of x rows by weight rows, dot_avx2.cpp). Longer inputs: W is dequantized
+// one tile of rows at a time and multiplied with sgemm. Plain weights (f32/f16/bf16) and formats
+// without an integer kernel (q8_1, q8_k) are kept as f32 and go straight to BLAS. These prepared
+// weights live here, so the CPU does not go through BackendDevice::qmatmul (see backend.h).
 //
 // GPU. The blocks are uploaded once into a U8 device storage and every forward is one
 // BackendDevice::qmatmul over x viewed as (m, k) in place (a copy only when x's leading dims do
