@@ -3,7 +3,9 @@
 // q4_0 / q4_1 / q8_0 run on packed rows (packed.h), q5_0 / q5_1 / q4_k / q5_k / q6_k / iq4_nl /
 // iq4_xs on ggml's blocks; q2_k / q3_k run the AVX2 kernels.
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "quantized/kernels.h"
 
@@ -154,6 +156,12 @@ WICK_AVX512 inline __m512i broadcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// Bytes of one row's block: codes, d (f16) and m (f16, q4_1).
+template <typename F>
+constexpr int64_t block_bytes() {
+  return F::kCodeBytes + (F::kHasMin ? 4 : 2);
+}
+
 // The 8 code registers of block-tile `bt` (q4: low nibbles are registers 0-3, high ones 4-7).
 template <typename F>
 WICK_AVX512 inline void tile_codes(const uint8_t* bt, __m512i (&codes)[8]) {
@@ -176,7 +184,7 @@ WICK_AVX512 inline void tile_codes(const uint8_t* bt, __m512i (&codes)[8]) {
 template <typename F, int R>
 WICK_AVX512 void dot_tile(const uint8_t* tile, int64_t nb, const ActRow* xs, int64_t n_rows,
                           size_t ldo, float* out) {
-  constexpr int64_t kTileBytes = kRowTile * (F::kCodeBytes + (F::kHasMin ? 4 : 2));
+  constexpr int64_t kTileBytes = kRowTile * block_bytes<F>();
   __m512 acc[R], macc[R];
 #pragma GCC unroll 8
   for (int i = 0; i < R; i++) acc[i] = macc[i] = _mm512_setzero_ps();
@@ -213,43 +221,27 @@ WICK_AVX512 void dot_tile(const uint8_t* tile, int64_t nb, const ActRow* xs, int
     _mm512_mask_storeu_ps(out + ldo * i, keep, _mm512_add_ps(acc[i], macc[i]));
 }
 
+// dot_tile<F, R> for R = 1 .. kMaxTiledX.
+template <typename F>
+using TileKernel = void (*)(const uint8_t*, int64_t, const ActRow*, int64_t, size_t, float*);
+template <typename F, size_t... R>
+constexpr std::array<TileKernel<F>, sizeof...(R)> tile_kernels(std::index_sequence<R...>) {
+  return {dot_tile<F, static_cast<int>(R) + 1>...};
+}
+template <typename F>
+constexpr auto kTileKernels = tile_kernels<F>(std::make_index_sequence<kMaxTiledX>());
+
 // Rows [0, n_rows) of the tiles at w against n_x <= kMaxTiledX x rows.
 template <typename F>
 WICK_AVX512 void dot_row_tiles(const uint8_t* w, int64_t n_rows, int64_t k, const ActRow* xs,
                                int n_x, size_t ldo, float* out) {
   const int64_t nb = k / kQK;
-  const size_t tile_bytes =
-      static_cast<size_t>(nb * kRowTile * (F::kCodeBytes + (F::kHasMin ? 4 : 2)));
+  const auto tile_bytes = static_cast<size_t>(nb * kRowTile * block_bytes<F>());
   for (int64_t r0 = 0; r0 < n_rows; r0 += kRowTile) {
     const uint8_t* tile = w + static_cast<size_t>(r0 / kRowTile) * tile_bytes;
     const int64_t rows = std::min<int64_t>(kRowTile, n_rows - r0);
     float* o = out + r0;
-    switch (n_x) {
-      case 1:
-        dot_tile<F, 1>(tile, nb, xs, rows, ldo, o);
-        break;
-      case 2:
-        dot_tile<F, 2>(tile, nb, xs, rows, ldo, o);
-        break;
-      case 3:
-        dot_tile<F, 3>(tile, nb, xs, rows, ldo, o);
-        break;
-      case 4:
-        dot_tile<F, 4>(tile, nb, xs, rows, ldo, o);
-        break;
-      case 5:
-        dot_tile<F, 5>(tile, nb, xs, rows, ldo, o);
-        break;
-      case 6:
-        dot_tile<F, 6>(tile, nb, xs, rows, ldo, o);
-        break;
-      case 7:
-        dot_tile<F, 7>(tile, nb, xs, rows, ldo, o);
-        break;
-      default:
-        dot_tile<F, 8>(tile, nb, xs, rows, ldo, o);
-        break;
-    }
+    kTileKernels<F>[n_x - 1](tile, nb, xs, rows, ldo, o);
   }
 }
 
