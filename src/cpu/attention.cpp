@@ -218,6 +218,115 @@ const compute_t<T>* cache_rows(const T* rows, int64_t len, int64_t d, compute_t<
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// AVX-512 forms of score_rows and accumulate_rows for f32 q and d % 16 == 0: the cache rows
+// are read as stored (16-bit ones widened in registers, no buffer), and each product's float ops
+// are dot_row's / accumulate_rows' in the same order, so the same bits. score_rows' cost was
+// the horizontal sum closing each (query, key) dot: here four keys' sums share one.
+#define WICK_AVX512_ATTN __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,f16c")))
+
+template <typename K>
+WICK_AVX512_ATTN inline __m512 load16(const K* p) {
+  if constexpr (std::is_same_v<K, float>) {
+    return _mm512_loadu_ps(p);
+  } else {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    if constexpr (std::is_same_v<K, f16>)
+      return _mm512_cvtph_ps(h);
+    else
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+// The lane sums of four registers, each in dot_row's tree (lane i + 8, then + 4, + 2, + 1).
+WICK_AVX512_ATTN inline void sum_lanes_4(const __m512 (&v)[4], float* out) {
+  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // 128-bit lane i: register i's lanes j + (j + 4), j < 4.
+  const __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 u = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512 w = _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(2, 3, 0, 1)));
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, w);
+  for (int i = 0; i < 4; i++) out[i] = lanes[4 * i];
+}
+
+template <typename K>
+WICK_AVX512_ATTN void score_rows_avx512(const float* q, int64_t g, const K* keys, int64_t len,
+                                        int64_t d, float* scores, int64_t stride) {
+  int64_t j = 0;
+  for (; j + 4 <= len; j += 4)
+    for (int64_t r = 0; r < g; r++) {
+      __m512 lane[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                        _mm512_setzero_ps()};
+      for (int64_t e = 0; e < d; e += 16) {
+        const __m512 qv = _mm512_loadu_ps(q + r * d + e);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++)
+          lane[t] = _mm512_add_ps(lane[t], _mm512_mul_ps(qv, load16(keys + (j + t) * d + e)));
+      }
+      float sums[4];
+      sum_lanes_4(lane, sums);
+      for (int t = 0; t < 4; t++) scores[r * stride + j + t] = sums[t];
+    }
+  for (; j < len; j++)
+    for (int64_t r = 0; r < g; r++) {
+      __m512 lane[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                        _mm512_setzero_ps()};
+      for (int64_t e = 0; e < d; e += 16)
+        lane[0] = _mm512_add_ps(
+            lane[0], _mm512_mul_ps(_mm512_loadu_ps(q + r * d + e), load16(keys + j * d + e)));
+      float sums[4];
+      sum_lanes_4(lane, sums);
+      scores[r * stride + j] = sums[0];
+    }
+}
+
+template <typename K>
+WICK_AVX512_ATTN void accumulate_rows_avx512(const float* p, int64_t stride, const K* values,
+                                             int64_t len, int64_t d, int64_t g, float* acc) {
+  int64_t j = 0;
+  for (; j + 4 <= len; j += 4)
+    for (int64_t e = 0; e < d; e += 16) {
+      const K* v = values + j * d + e;
+      const __m512 v0 = load16(v), v1 = load16(v + d), v2 = load16(v + 2 * d),
+                   v3 = load16(v + 3 * d);
+      for (int64_t r = 0; r < g; r++) {
+        const float* w = p + r * stride + j;
+        const __m512 sum01 = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(w[0]), v0),
+                                           _mm512_mul_ps(_mm512_set1_ps(w[1]), v1));
+        const __m512 sum23 = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(w[2]), v2),
+                                           _mm512_mul_ps(_mm512_set1_ps(w[3]), v3));
+        float* a = acc + r * d + e;
+        _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a), _mm512_add_ps(sum01, sum23)));
+      }
+    }
+  for (; j < len; j++)
+    for (int64_t e = 0; e < d; e += 16) {
+      const __m512 v = load16(values + j * d + e);
+      for (int64_t r = 0; r < g; r++) {
+        float* a = acc + r * d + e;
+        _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a),
+                                          _mm512_mul_ps(_mm512_set1_ps(p[r * stride + j]), v)));
+      }
+    }
+}
+#endif
+
+// True when attend's AVX-512 loops run: f32 compute, d a multiple of 16, an AVX-512 CPU.
+template <typename C>
+bool attend_avx512(int64_t d) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return std::is_same_v<C, float> && d % 16 == 0 && active_isa() == Isa::Avx512;
+#else
+  (void)d;
+  return false;
+#endif
+}
+
 // Per-thread buffers of one attention task: g query rows attending to up to n keys.
 template <typename C>
 struct AttendBuffers {
@@ -238,8 +347,16 @@ void attend(int64_t g, const K* keys, const K* values, int64_t n, int64_t d, flo
   using C = compute_t<T>;
   static_assert(std::is_same_v<C, compute_t<K>>);
   C* scores = buf.scores.data();
+  const bool avx512 = attend_avx512<C>(d);
   for (int64_t j = 0; j < n; j += kKeyBlock) {
     const int64_t len = std::min(kKeyBlock, n - j);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if constexpr (std::is_same_v<C, float>)
+      if (avx512) {
+        score_rows_avx512(buf.q.data(), g, keys + j * d, len, d, scores + j, n);
+        continue;
+      }
+#endif
     score_rows_any(buf.q.data(), g, cache_rows(keys + j * d, len, d, buf.rows.data()), len, d,
                    scores + j, n);
   }
@@ -253,6 +370,13 @@ void attend(int64_t g, const K* keys, const K* values, int64_t n, int64_t d, flo
   std::fill(acc, acc + g * d, C(0));
   for (int64_t j = 0; j < n; j += kKeyBlock) {
     const int64_t len = std::min(kKeyBlock, n - j);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if constexpr (std::is_same_v<C, float>)
+      if (avx512) {
+        accumulate_rows_avx512(scores + j, n, values + j * d, len, d, g, acc);
+        continue;
+      }
+#endif
     accumulate_rows_any(scores + j, n, cache_rows(values + j * d, len, d, buf.rows.data()), len, d,
                         g, acc);
   }

@@ -1162,12 +1162,15 @@ TEST_P(AttentionCached, Errors) {
 
 WICK_INSTANTIATE_DEVICES(AttentionCached);
 
-// The CPU widens 16-bit cache rows with vcvtph2ps where it can, else portably: the same bits.
-TEST(AttentionCachedCpu, HalfCachesGiveTheSameBitsOnEveryIsa) {
+// The CPU's AVX-512 loops read f32/f16/bf16 cache rows as stored (16-bit ones widened in
+// registers) and sum four keys' lanes at once; elsewhere 16-bit rows are widened a block at a
+// time (vcvtph2ps where it can, else portably). All give the same bits.
+TEST(AttentionCachedCpu, CachesGiveTheSameBitsOnEveryIsa) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   const Device dev = Device::cpu();
-  for (DType kv : {DType::F16, DType::BF16}) {
+  for (DType kv : {DType::F16, DType::BF16, DType::F32}) {
+    // 150 keys: blocks of 64 and 22, whose 4-key steps leave 2 single keys.
     const Dims x = {2, 9, 3, 1, 64, 200, 150};
     AttentionCase c = random_attention_case(rng, x, DType::F32);
     const Tensor q = make_tensor(c.q, DType::F32, dev);
