@@ -9,6 +9,7 @@
 
 #include "cpu/parallel.h"
 #include "quantized/blocks.h"
+#include "wick/error.h"
 
 namespace wick::quantized {
 
@@ -94,8 +95,6 @@ void pack_q8_0_row(const BlockQ8_0* blocks, int64_t nb, uint8_t* dst, uint8_t* c
   std::memcpy(dst + kQK * b, codes + kQK * b, static_cast<size_t>(kQK * (nb - b)));
 }
 
-}  // namespace
-
 // Block b of rows (nb blocks each) -> its block-tile at dst: codes in VNNI order, then d[16]
 // (and m[16]); rows past n_rows stay zero.
 template <typename Block>
@@ -144,6 +143,8 @@ void tile_rows(const uint8_t* src, size_t row_bytes, int64_t n_rows, int64_t nb,
   });
 }
 
+}  // namespace
+
 PackedRowsFn packed_kernel(QuantType t, SimdLevel level) {
   return level >= SimdLevel::Avx2 ? packed_kernel_avx2(t) : nullptr;
 }
@@ -157,6 +158,7 @@ bool tileable(QuantType t) {
 }
 
 std::vector<uint8_t> pack_row_tiles(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k) {
+  WICK_ASSERT(tileable(t));
   const int64_t nb = k / kQK;
   const size_t row_bytes = static_cast<size_t>(nb * quant_type_info(t)->block_bytes);
   const int64_t n_tiles = (n_rows + kRowTile - 1) / kRowTile;
@@ -176,6 +178,7 @@ bool packable(QuantType t) {
 }
 
 std::vector<uint8_t> pack_rows(QuantType t, const uint8_t* src, int64_t n_rows, int64_t k) {
+  WICK_ASSERT(packable(t));
   const int64_t nb = k / kQK;
   const size_t row_bytes = static_cast<size_t>(nb * quant_type_info(t)->block_bytes);
   std::vector<uint8_t> out(row_bytes * static_cast<size_t>(n_rows));
