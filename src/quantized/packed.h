@@ -17,7 +17,7 @@
 // and its codes come in chunks of 16 blocks laid out in 8 "slices": slice s holds bytes 4s..4s+3
 // of each of the 16 blocks (64 bytes), so vpdpbusd over the 8 slices leaves lane b holding the
 // whole dot product of block b, and one multiply by 16 scales finishes the chunk. Activations get
-// the same slice order (interleave_activations). q8_0 codes are stored as q + 128 (vpdpbusd takes
+// the same slice order (pack_activations). q8_0 codes are stored as q + 128 (vpdpbusd takes
 // unsigned bytes); q4 slices s and s + 4 share bytes (low and high nibble).
 // The last nb % 16 blocks keep element order: q8_0 as is; q4 in runs of 4 blocks (64 bytes: byte
 // i holds code i of the run in its low nibble and code 64 + i in its high one), then a pair (codes
