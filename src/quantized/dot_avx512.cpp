@@ -156,6 +156,11 @@ WICK_AVX512 inline __m512i broadcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// Decode streams every weight tile from L3 or memory once per token: each block asks for the
+// bytes 4 KiB ahead, so later tiles' loads overlap this one's arithmetic (as the AVX2 kernels do;
+// 2 and 8 KiB were slower on the Xeon of perf.md's session 20).
+constexpr int64_t kPrefetchAhead = 4096;
+
 // Bytes of one row's block: codes, d (f16) and m (f16, q4_1).
 template <typename F>
 constexpr int64_t block_bytes() {
@@ -192,6 +197,8 @@ WICK_AVX512 void dot_tile(const uint8_t* tile, int64_t nb, const ActRow* xs, int
     const uint8_t* bt = tile + b * kTileBytes;
     __m512i codes[8];
     tile_codes<F>(bt, codes);
+    for (int64_t off = 0; off < kTileBytes; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(bt + kPrefetchAhead + off), _MM_HINT_T0);
     const uint8_t* scales = bt + kRowTile * F::kCodeBytes;
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
     const __m512 coef =
