@@ -241,6 +241,7 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
       const int64_t o0 = u * kTileRows, rows = std::min(kTileRows, w.n_out - o0);
       const uint8_t* wt = wdata + static_cast<size_t>(o0) * row_bytes;
       if (tiled || multi) {  // groups of x rows per pass over the tile
+        static_assert(quantized::kMaxTiledX >= quantized::kMaxPackedX);  // xs holds either group
         const int group = tiled ? quantized::kMaxTiledX : quantized::kMaxPackedX;
         for (int64_t r0 = 0; r0 < m; r0 += group) {
           const int n_x = static_cast<int>(std::min<int64_t>(group, m - r0));
