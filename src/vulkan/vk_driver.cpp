@@ -681,6 +681,8 @@ VkDriver::CmdList& VkDriver::current() {
   check(vkBeginCommandBuffer(list->cb, &bi), "vkBeginCommandBuffer");
   if (profile_) profile_->begin(list->cb, list->marks);
   open_ = list;
+  barrier_pending_ = false;  // a list starts after the previous one ended (the timeline's wait)
+  stages_since_barrier_ = 0;
   bound_ = VK_NULL_HANDLE;
   pushed_valid_ = false;
   pushed_words_n_ = 0;
@@ -715,7 +717,7 @@ VkDescriptorSet VkDriver::allocate_set(CmdList& list) {
 }
 
 void VkDriver::record_dispatch(const gpu::Dispatch& d) {
-  CmdList& list = current();
+  CmdList& list = begin_command(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   const VkPipeline pipeline = static_cast<const PipelineObj*>(d.pipeline)->pipeline;
   if (pipeline != bound_) {
     vkCmdBindPipeline(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -762,21 +764,54 @@ void VkDriver::record_dispatch(const gpu::Dispatch& d) {
 }
 
 void VkDriver::record_barrier() {
+  CmdList& list = current();
+  if (knobs().vk_full_barriers) {
+    emit_barrier(list, kWorkStages, kWorkStages);
+    return;
+  }
+  // The barrier goes in when the next command's stage is known (it comes right after).
+  barrier_pending_ = true;
+}
+
+void VkDriver::emit_barrier(CmdList& list, VkPipelineStageFlags src, VkPipelineStageFlags dst) {
+  auto access = [](VkPipelineStageFlags stages, bool write) {
+    VkAccessFlags a = 0;
+    if (stages & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT)
+      a |= write ? VK_ACCESS_SHADER_WRITE_BIT : VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    if (stages & VK_PIPELINE_STAGE_TRANSFER_BIT)
+      a |= write ? VK_ACCESS_TRANSFER_WRITE_BIT
+                 : VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    return a;
+  };
   auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  vkCmdPipelineBarrier(current().cb, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  mb.srcAccessMask = access(src, true);
+  mb.dstAccessMask = access(dst, false);
+  vkCmdPipelineBarrier(list.cb, src, dst, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+VkDriver::CmdList& VkDriver::begin_command(VkPipelineStageFlags stage) {
+  CmdList& list = current();
+  if (barrier_pending_) {
+    barrier_pending_ = false;
+    // Waits on the stages recorded since the last barrier (a barrier follows a command: the
+    // hazard it guards is that command's; all of them where none is known).
+    emit_barrier(list, stages_since_barrier_ ? stages_since_barrier_ : kWorkStages, stage);
+    stages_since_barrier_ = 0;
+  }
+  stages_since_barrier_ |= stage;
+  return list;
 }
 
 void VkDriver::record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                            uint64_t bytes) {
   const VkBufferCopy region{src_offset, dst_offset, bytes};
-  vkCmdCopyBuffer(current().cb, buffer_of(src).buffer, buffer_of(dst).buffer, 1, &region);
+  vkCmdCopyBuffer(begin_command(VK_PIPELINE_STAGE_TRANSFER_BIT).cb, buffer_of(src).buffer,
+                  buffer_of(dst).buffer, 1, &region);
 }
 
 void VkDriver::record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) {
-  vkCmdFillBuffer(current().cb, buffer_of(dst).buffer, offset, bytes, pattern);
+  vkCmdFillBuffer(begin_command(VK_PIPELINE_STAGE_TRANSFER_BIT).cb, buffer_of(dst).buffer, offset,
+                  bytes, pattern);
 }
 
 void VkDriver::end_open() {
