@@ -369,6 +369,49 @@ TEST_P(QMatMulPrologues, ResidualOfTheWrongShapeDtypeOrDeviceIsRefused) {
 
 WICK_INSTANTIATE_DEVICES(QMatMulPrologues);
 
+TEST(QMatMulProloguesCpu, SameBitsOnEveryThreadCount) {
+  // The CPU runs each row's prologue and quantization on the thread that takes the row (rows
+  // split by kActElemsPerTask): 1 to 3 threads, row counts that split unevenly, SmolLM2's k
+  // (576, 1536) and a short one, with and without a residual, equal the unfused ops on one
+  // thread bit for bit, and the fused output is not the residual-free one.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K}) {
+    for (int64_t k : {int64_t{256}, int64_t{576}, int64_t{1536}}) {
+      if (k % quant_type_info(t)->block_elems != 0) continue;
+      const int64_t n = 40;
+      const QMatMul mm(random_weight(rng, n, k, t));
+      for (int64_t m : {1, 2, 5, 8, 19}) {
+        const std::string what = std::string(quant_type_info(t)->name) + " k=" + std::to_string(k) +
+                                 " m=" + std::to_string(m);
+        SCOPED_TRACE(what);
+        const Tensor x = make_tensor(random_ref(rng, {m, k}, -3, 3), DType::F32, Device::cpu());
+        const Tensor alpha = make_tensor(random_ref(rng, {k}, -2, 2), DType::F32, Device::cpu());
+        // gate and up as column halves of one (m, 2k) product, as a model's gate_up gives them.
+        const Tensor gu =
+            make_tensor(random_ref(rng, {m, 2 * k}, -4, 4), DType::F32, Device::cpu());
+        const Tensor gate = gu.narrow(1, 0, k), up = gu.narrow(1, k, k);
+        const Tensor r = make_tensor(random_ref(rng, {m, n}, -4, 4), DType::F32, Device::cpu());
+        Tensor norm_ref, swiglu_ref;
+        {
+          ThreadCountGuard one(1);
+          norm_ref = mm.forward(x.rms_norm(alpha, kEps));
+          swiglu_ref = r + mm.forward(gate.silu() * up);
+        }
+        for (int threads : {1, 2, 3}) {
+          ThreadCountGuard count(threads);
+          const std::string at = what + " threads=" + std::to_string(threads);
+          expect_same_bits_here(mm.forward_rms_norm(x, alpha, kEps), norm_ref, "rms_norm " + at);
+          const Tensor z = mm.forward_swiglu(gate, up, r);
+          expect_same_bits_here(z, swiglu_ref, "swiglu " + at);
+          EXPECT_NE(z.to_vec<float>(), mm.forward_swiglu(gate, up).to_vec<float>()) << at;
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 // ---- the fused path's mechanics on GPUs ------------------------------------------------------
 
 class GpuQMatMulPrologues : public GpuDeviceTest {

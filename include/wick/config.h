@@ -58,8 +58,8 @@ struct Knobs {
   int64_t qmatvec_stage_rows = -1;
   // WICK_QMATVEC_MMA: n makes a GPU's quantized matrix-vector kernel multiply on the tensor cores
   // (8-bit MMA: CUDA from sm_80) from n x rows on, for the 32-element formats; "n,threads" also
-  // sets its workgroup (32, 64, 128, 256 or 512 threads; 128 unset); on: from 2; 0/false/off: never.
-  // Unset or unparsable -> -1: the device's default (CudaOptions::from_knobs).
+  // sets its workgroup (32, 64, 128, 256 or 512 threads; 128 unset); on: from 2; 0/false/off:
+  // never. Unset or unparsable -> -1: the device's default (CudaOptions::from_knobs).
   int64_t qmatvec_mma_rows = -1, qmatvec_mma_threads = 0;
   // WICK_QMATVEC_ROPE: 0/false/off makes a GPU's decode q/k/v projection store its product and
   // run rope_kv_cache after it (two dispatches) instead of rotating and writing the caches from

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/cpu_device.h"
+#include "cpu/fused_rows.h"
 #include "cpu/row_math.h"
 
 namespace wick::cpu {
@@ -118,17 +119,29 @@ void CpuDevice::log_softmax_last_dim(View x, Storage& dst) {
   });
 }
 
+namespace {
+
+template <typename C>
+void rms_norm_row_any(const C* v, const C* a, int64_t n, double eps, C* y) {
+  const double mean_sq = sum_mapped(v, n, [](C e) { return e * e; }) / static_cast<double>(n);
+  const C scale = static_cast<C>(1.0 / std::sqrt(mean_sq + eps));
+  for (int64_t j = 0; j < n; j++) y[j] = v[j] * scale * a[j];
+}
+
+}  // namespace
+
+void rms_norm_row(const float* x, const float* alpha, int64_t n, double eps, float* y) {
+  rms_norm_row_any(x, alpha, n, eps, y);
+}
+
 void CpuDevice::rms_norm(View x, View alpha, double eps, Storage& dst) {
   WICK_ASSERT(alpha.layout.rank() == 1 && alpha.layout.shape[0] == x.layout.shape.dims().back());
   dispatch_float(x.storage.dtype(), "rms_norm", [&](auto zero) {
     using T = decltype(zero);
     using C = compute_t<T>;
     const std::vector<C> a = load_param<T>(alpha);
-    map_rows<T>(x, dst, 2, [&](const C* v, C* y, int64_t n) {
-      const double mean_sq = sum_mapped(v, n, [](C e) { return e * e; }) / static_cast<double>(n);
-      const C scale = static_cast<C>(1.0 / std::sqrt(mean_sq + eps));
-      for (int64_t j = 0; j < n; j++) y[j] = v[j] * scale * a[static_cast<size_t>(j)];
-    });
+    map_rows<T>(x, dst, 2,
+                [&](const C* v, C* y, int64_t n) { rms_norm_row_any(v, a.data(), n, eps, y); });
   });
 }
 

@@ -13,6 +13,7 @@
 
 #include "cpu/elementwise.h"
 #include "cpu/float_math.h"
+#include "cpu/fused_rows.h"
 
 namespace wick::cpu {
 
@@ -221,6 +222,13 @@ void unary_typed(UnaryOp op, UnaryParams p, View x, Storage& dst) {
 }
 
 }  // namespace
+
+void swiglu_row(const float* gate, const float* up, int64_t n, float* y) {
+  const FloatUnary<UnaryOp::Silu, float> silu{0, 0};
+  with_best_isa([&]() WICK_ALWAYS_INLINE {
+    for (int64_t i = 0; i < n; i++) y[i] = silu(gate[i]) * up[i];
+  });
+}
 
 void CpuDevice::unary(UnaryOp op, UnaryParams p, View x, Storage& dst) {
   ew::check_view(x, backend::unary_op_name(op));

@@ -14,7 +14,10 @@
 // BackendDevice::qmatmul over x viewed as (m, k) in place (a copy only when x's leading dims do
 // not collapse into one stride). Plain weights are held as an f32 device tensor and use matmul.
 // forward_rms_norm / forward_swiglu hand their prologue to that same call (BackendDevice::qmatmul
-// fuses it into the quantization of x where it can); the CPU and plain weights run the ops first.
+// fuses it into the quantization of x where it can); plain weights on GPUs run the ops first.
+// On the CPU (f32 x) the prologue runs row by row on the thread that quantizes the row, through
+// the ops' own row functions (cpu/fused_rows.h: the same bits), and a residual is added where
+// the product is stored: no intermediate tensors, and the rows' work is split between threads.
 #include <cblas.h>
 
 #include <algorithm>
@@ -26,6 +29,7 @@
 #include "core/rope_kv.h"
 #include "core/tensor_impl.h"
 #include "cpu/cpu_device.h"
+#include "cpu/fused_rows.h"
 #include "cpu/parallel.h"
 #include "quantized/kernels.h"
 #include "quantized/packed.h"
@@ -186,7 +190,37 @@ void gemm_dequantized_tiles(const QMatMul::Impl& w, const float* x, float* y, in
   }
 }
 
-void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
+// x's rows on the CPU as a product reads them: f32 rows `stride` floats apart, as they are or
+// through a prologue fused into their quantization (forward_rms_norm, forward_swiglu): the
+// prologue op's own row function (cpu/fused_rows.h), so the same bits as the ops run first.
+struct CpuRows {
+  const float* x = nullptr;
+  int64_t stride = 0;
+  backend::QPrologue::Kind prologue = backend::QPrologue::Kind::None;
+  const float* operand = nullptr;  // rms_norm: alpha (k floats); swiglu: up's rows
+  int64_t operand_stride = 0;
+  double eps = 0;
+
+  // Row r (k elements): x's own row without a prologue, else the prologue's output in buf.
+  const float* row(int64_t r, int64_t k, float* buf) const {
+    const float* xr = x + r * stride;
+    switch (prologue) {
+      case backend::QPrologue::Kind::RmsNorm:
+        cpu::rms_norm_row(xr, operand, k, eps, buf);
+        return buf;
+      case backend::QPrologue::Kind::SwiGlu:
+        cpu::swiglu_row(xr, operand + r * operand_stride, k, buf);
+        return buf;
+      default:
+        return xr;
+    }
+  }
+};
+
+// Floats of prologue and quantization work a thread should get before another one is woken.
+constexpr int64_t kActElemsPerTask = 2048;
+
+void integer_dots(const QMatMul::Impl& w, const CpuRows& x, float* y, int64_t m) {
   const ActKind kind = quantized::act_kind(w.type);
   const int64_t k = w.k;
   const int64_t ds_per_row = kind == ActKind::Block32 ? 2 * (k / 32) : k / 256;
@@ -200,9 +234,20 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
   bsums.resize(static_cast<size_t>(m * bsums_per_row));
   const quantized::QuantizeActFn quantize_act =
       quantized::act_quantizer(quantized::active_simd_level());
-  for (int64_t r = 0; r < m; r++)
-    quantize_act(kind, x + r * k, k, qs.data() + r * k, ds.data() + r * ds_per_row,
-                 bsums.data() + r * bsums_per_row);
+  {  // the rows' prologue and quantization, split by rows (workers see their own thread_locals)
+    int8_t* qs_w = qs.data();
+    float* ds_w = ds.data();
+    int16_t* bsums_w = bsums.data();
+    cpu::parallel_for(m, std::max<int64_t>(1, kActElemsPerTask / std::max<int64_t>(k, 1)),
+                      [&](int64_t r0, int64_t r1) {
+                        thread_local std::vector<float> buf;
+                        if (x.prologue != backend::QPrologue::Kind::None)
+                          buf.resize(static_cast<size_t>(k));
+                        for (int64_t r = r0; r < r1; r++)
+                          quantize_act(kind, x.row(r, k, buf.data()), k, qs_w + r * k,
+                                       ds_w + r * ds_per_row, bsums_w + r * bsums_per_row);
+                      });
+  }
   const quantized::SimdLevel level = quantized::active_simd_level();
   // A lowered level (tests) may not run the layout packed at construction: then ggml's blocks.
   const quantized::TiledRowsFn tiled =
@@ -265,28 +310,45 @@ void integer_dots(const QMatMul::Impl& w, const float* x, float* y, int64_t m) {
 
 namespace {
 
-Tensor forward_cpu(const QMatMul::Impl& w, const Tensor& x, const Shape& out_shape, int64_t m) {
-  // Read x in place when it already is contiguous f32 host memory.
-  std::vector<float> x_copy;
-  const float* xp = nullptr;
-  if (x.dtype() == DType::F32 && x.is_contiguous()) {
-    xp = cpu::cpu_storage(*x.storage()).as<float>() + x.layout().start_offset;
-  } else {
-    x_copy = x.to_vec<float>();
-    xp = x_copy.data();
-  }
+// y = prologue(x) @ W^T (+ residual) on the CPU, x given as rows (see CpuRows); residual: f32
+// rows r_stride floats apart, added as the add op would (residual + product).
+Tensor forward_cpu(const QMatMul::Impl& w, const CpuRows& x, const Shape& out_shape, int64_t m,
+                   const float* residual = nullptr, int64_t r_stride = 0) {
   backend::StoragePtr storage =
       w.device.backend().alloc(DType::F32, static_cast<size_t>(m * w.n_out));
   float* y = cpu::cpu_storage(*storage).as<float>();
   if (m > 0 && w.n_out > 0) {
-    if (w.k == 0)
+    const bool dots = w.k > 0 && !w.dense_ptr && m < quantized::gemm_min_rows();
+    if (w.k == 0) {
       std::fill(y, y + m * w.n_out, 0.0f);
-    else if (w.dense_ptr)
-      blas_xwt(xp, w.dense_ptr, y, m, w.n_out, w.k, w.n_out);
-    else if (m >= quantized::gemm_min_rows())
-      gemm_dequantized_tiles(w, xp, y, m);
-    else
-      integer_dots(w, xp, y, m);
+    } else if (dots) {
+      integer_dots(w, x, y, m);
+    } else {  // BLAS reads x as one (m, k) matrix
+      std::vector<float> rows;
+      const float* xp = x.x;
+      if (x.prologue != backend::QPrologue::Kind::None || x.stride != w.k) {
+        rows.resize(static_cast<size_t>(m * w.k));
+        cpu::parallel_for(m, std::max<int64_t>(1, kActElemsPerTask / w.k),
+                          [&](int64_t r0, int64_t r1) {
+                            for (int64_t r = r0; r < r1; r++) {
+                              float* out = rows.data() + r * w.k;
+                              const float* v = x.row(r, w.k, out);
+                              if (v != out) std::copy(v, v + w.k, out);
+                            }
+                          });
+        xp = rows.data();
+      }
+      if (w.dense_ptr)
+        blas_xwt(xp, w.dense_ptr, y, m, w.n_out, w.k, w.n_out);
+      else
+        gemm_dequantized_tiles(w, xp, y, m);
+    }
+    if (residual)
+      for (int64_t r = 0; r < m; r++) {
+        const float* rr = residual + r * r_stride;
+        float* yr = y + r * w.n_out;
+        for (int64_t o = 0; o < w.n_out; o++) yr[o] = rr[o] + yr[o];
+      }
   }
   return Tensor(std::move(storage), Layout::contiguous(out_shape), DType::F32, w.device);
 }
@@ -315,6 +377,21 @@ Tensor as_rows(const Tensor& x, int64_t m, int64_t k) {
   if (std::optional<Layout> rows = rows_layout(x.layout(), m, k))
     return Tensor(x.storage(), std::move(*rows), x.dtype(), x.device());
   return x.contiguous().reshape(Shape{m, k});
+}
+
+// x (..., k) in host memory as f32 rows of unit element stride, `stride` floats apart: in place
+// where it already is, else an f32 contiguous copy (held by `hold`).
+struct HostRows {
+  Tensor hold;
+  const float* p = nullptr;
+  int64_t stride = 0;
+};
+HostRows host_rows(const Tensor& x, int64_t m, int64_t k) {
+  if (x.dtype() == DType::F32)
+    if (std::optional<Layout> l = rows_layout(x.layout(), m, k); l && (l->strides[1] == 1 || k < 2))
+      return {x, cpu::cpu_storage(*x.storage()).as<float>() + l->start_offset, l->strides[0]};
+  Tensor c = x.to_dtype(DType::F32).contiguous();
+  return {c, cpu::cpu_storage(*c.storage()).as<float>() + c.layout().start_offset, k};
 }
 
 // y = prologue(x) @ W^T (+ residual) for quantized W, in one BackendDevice::qmatmul; `operand` is
@@ -406,10 +483,12 @@ void check_residual(const char* op, const QMatMul::Impl& w, const Tensor& residu
 Tensor QMatMul::forward(const Tensor& x) const {
   const Impl& w = *impl_;
   const XRows r = check_x("QMatMul::forward", w, x, "x");
-  return w.device.backend().runs_qmatmul()
-             ? forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::None, nullptr, 0,
-                              nullptr)
-             : forward_cpu(w, x, r.out_shape, r.m);
+  if (!w.device.backend().runs_qmatmul()) {
+    const HostRows xr = host_rows(x, r.m, w.k);
+    return forward_cpu(w, CpuRows{xr.p, xr.stride}, r.out_shape, r.m);
+  }
+  return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::None, nullptr, 0,
+                        nullptr);
 }
 
 Tensor QMatMul::forward(const Tensor& x, const Tensor& residual) const {
@@ -417,7 +496,10 @@ Tensor QMatMul::forward(const Tensor& x, const Tensor& residual) const {
   const Impl& w = *impl_;
   const XRows r = check_x(op, w, x, "x");
   check_residual(op, w, residual, r.out_shape);
-  if (!w.device.backend().runs_qmatmul()) return residual + forward_cpu(w, x, r.out_shape, r.m);
+  if (!w.device.backend().runs_qmatmul()) {
+    const HostRows xr = host_rows(x, r.m, w.k), rr = host_rows(residual, r.m, w.n_out);
+    return forward_cpu(w, CpuRows{xr.p, xr.stride}, r.out_shape, r.m, rr.p, rr.stride);
+  }
   return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::None, nullptr, 0,
                         &residual);
 }
@@ -427,6 +509,11 @@ Tensor QMatMul::forward_rms_norm(const Tensor& x, const Tensor& alpha, double ep
   const Impl& w = *impl_;
   const XRows r = check_x(op, w, x, "x");
   check_alpha(op, w, alpha, x);
+  if (!w.device.backend().runs_qmatmul() && x.dtype() == DType::F32) {  // fused on the CPU
+    const HostRows xr = host_rows(x, r.m, w.k), a = host_rows(alpha, 1, w.k);
+    return forward_cpu(w, CpuRows{xr.p, xr.stride, backend::QPrologue::Kind::RmsNorm, a.p, 0, eps},
+                       r.out_shape, r.m);
+  }
   if (!w.device.backend().runs_qmatmul() || w.dense_device.defined())
     return forward(x.rms_norm(alpha, eps));
   return forward_device(w, x, r.out_shape, r.m, backend::QPrologue::Kind::RmsNorm, &alpha, eps,
@@ -511,6 +598,12 @@ Tensor QMatMul::swiglu(const Tensor& gate, const Tensor& up, const Tensor* resid
          " (weight ", w.weight.str(), ")");
   check_operand(op, w, up, "up", gate, "gate");
   if (residual) check_residual(op, w, *residual, r.out_shape);
+  if (!w.device.backend().runs_qmatmul() && gate.dtype() == DType::F32) {  // fused on the CPU
+    const HostRows g = host_rows(gate, r.m, w.k), u = host_rows(up, r.m, w.k);
+    const HostRows res = residual ? host_rows(*residual, r.m, w.n_out) : HostRows{};
+    return forward_cpu(w, CpuRows{g.p, g.stride, backend::QPrologue::Kind::SwiGlu, u.p, u.stride},
+                       r.out_shape, r.m, res.p, res.stride);
+  }
   if (!w.device.backend().runs_qmatmul() || w.dense_device.defined()) {
     const Tensor y = forward(gate.silu() * up);
     return residual ? *residual + y : y;

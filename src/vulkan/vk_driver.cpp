@@ -777,7 +777,8 @@ void VkDriver::emit_barrier(CmdList& list, VkPipelineStageFlags src, VkPipelineS
   auto access = [](VkPipelineStageFlags stages, bool write) {
     VkAccessFlags a = 0;
     if (stages & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT)
-      a |= write ? VK_ACCESS_SHADER_WRITE_BIT : VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      a |= write ? VK_ACCESS_SHADER_WRITE_BIT
+                 : VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
     if (stages & VK_PIPELINE_STAGE_TRANSFER_BIT)
       a |= write ? VK_ACCESS_TRANSFER_WRITE_BIT
                  : VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
