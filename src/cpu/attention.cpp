@@ -424,7 +424,7 @@ void CpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
                       buf);
     };
     parallel_for(
-        nq + 2 * nk, std::max<int64_t>(1, kParallelGrain / (2 * d)), [&](int64_t rb, int64_t re) {
+        nq + 2 * nk, std::max<int64_t>(1, kParallelGrain / (16 * d)), [&](int64_t rb, int64_t re) {
           std::vector<C> xbuf(static_cast<size_t>(d)), ybuf(static_cast<size_t>(d));
           std::vector<C> cbuf(static_cast<size_t>(half)), sbuf(static_cast<size_t>(half));
           for (int64_t r = rb; r < re; r++) {
