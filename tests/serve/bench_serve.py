@@ -2,7 +2,7 @@
 """Aggregate decode throughput of `wick serve` with 1 and with N concurrent greedy clients.
 
 usage: bench_serve.py WICK MODEL [--clients 8] [--tokens 128] [--ctx 512] [-t THREADS]
-                      [--device D] [--log-passes]
+                      [--device D] [--log-passes] [--client openai|raw]
 
 Starts `wick serve -np N`, then streams greedy completions of --tokens tokens each (ignore_eos,
 so every answer has that length): first one client alone, then N at once with different prompts
@@ -13,12 +13,17 @@ whole wall time, time to first token (median and worst) and the spread of the re
 times; then the ratio N clients / 1.
 Each client runs in a process of its own: in threads of one process the openai client's parsing of
 the streamed chunks, serialized by the GIL, capped the rate the server was measured at.
+--client raw streams the same requests through http.client and reads each server-sent event
+with json.loads instead of the openai client: on a machine of few cores the clients share the
+server's CPUs, and the openai client's parsing of every chunk took ~11% of a 2-vCPU machine's
+time at 8 clients (perf, 2026-12-05), which the server's passes then lacked.
 Then, per run, where the server's scheduler spent that time (its /health counters): passes of
 answer tokens only (count, mean batch, mean ms), passes with prompts, the longest pass, and the
 host's ms between passes per pass.
 """
 import argparse
 import concurrent.futures
+import http.client
 import json
 import multiprocessing
 import os
@@ -26,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import openai
@@ -34,9 +40,42 @@ import openai
 _client = None
 
 
-def _connect(base_url):
+def _connect(base_url, raw=False):
     global _client
-    _client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=600)
+    if raw:
+        _client = RawClient(base_url)
+    else:
+        _client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=600)
+
+
+class RawClient:
+    """The streamed completions one() asks for, over http.client: (usage tokens, text) per event."""
+
+    def __init__(self, base_url):
+        u = urllib.parse.urlsplit(base_url)
+        self.host, self.port, self.path = u.hostname, u.port, u.path.rstrip("/") + "/completions"
+
+    def stream(self, prompt, tokens):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        body = json.dumps({"model": "m", "prompt": prompt, "max_tokens": tokens, "temperature": 0,
+                           "stream": True, "ignore_eos": True,
+                           "stream_options": {"include_usage": True}})
+        conn.request("POST", self.path, body, {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        if r.status != 200:
+            raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]!r}")
+        for line in r:
+            if not line.startswith(b"data: "):
+                continue
+            data = line[6:].strip()
+            if data == b"[DONE]":
+                break
+            ev = json.loads(data)
+            usage = ev.get("usage")
+            choices = ev.get("choices") or []
+            yield (usage["completion_tokens"] if usage else None,
+                   choices[0].get("text") if choices else None)
+        conn.close()
 
 
 def _one_in_process(args):
@@ -50,14 +89,21 @@ def one(client, prompt, tokens, go):
     t0 = time.perf_counter()
     times = []
     n = 0
-    for ch in client.completions.create(model="m", prompt=prompt, max_tokens=tokens,
-                                        temperature=0, stream=True,
-                                        extra_body={"ignore_eos": True},
-                                        stream_options={"include_usage": True}):
-        if ch.usage:
-            n = ch.usage.completion_tokens
-        if ch.choices and ch.choices[0].text:
-            times.append(time.perf_counter())
+    if isinstance(client, RawClient):
+        for usage, text in client.stream(prompt, tokens):
+            if usage is not None:
+                n = usage
+            if text:
+                times.append(time.perf_counter())
+    else:
+        for ch in client.completions.create(model="m", prompt=prompt, max_tokens=tokens,
+                                            temperature=0, stream=True,
+                                            extra_body={"ignore_eos": True},
+                                            stream_options={"include_usage": True}):
+            if ch.usage:
+                n = ch.usage.completion_tokens
+            if ch.choices and ch.choices[0].text:
+                times.append(time.perf_counter())
     return {"start": t0, "first": times[0], "last": times[-1], "tokens": n, "late": t0 - go}
 
 
@@ -108,6 +154,8 @@ def main():
     ap.add_argument("--device", default=None)
     ap.add_argument("--log-passes", action="store_true",
                     help="the server prints each pass on stderr (wick serve --log-passes)")
+    ap.add_argument("--client", choices=("openai", "raw"), default="openai",
+                    help="the openai client, or http.client reading the events (see above)")
     a = ap.parse_args()
     cmd = [a.wick, "serve", "-m", a.model, "--port", "0", "-np", str(a.clients), "-c", str(a.ctx)]
     if a.threads:
@@ -122,7 +170,7 @@ def main():
     port = int(line.split("http://")[1].split()[0].rsplit(":", 1)[1])
     pool = concurrent.futures.ProcessPoolExecutor(
         a.clients, mp_context=multiprocessing.get_context("fork"), initializer=_connect,
-        initargs=(f"http://127.0.0.1:{port}/v1",))
+        initargs=(f"http://127.0.0.1:{port}/v1", a.client == "raw"))
     try:
         topics = ["the sea", "a city at night", "mountains", "an old library", "rain",
                   "a train journey", "the moon", "a garden", "winter", "a market"]
