@@ -254,10 +254,47 @@ WICK_AVX512_ATTN inline void sum_lanes_4(const __m512 (&v)[4], float* out) {
   for (int i = 0; i < 4; i++) out[i] = lanes[4 * i];
 }
 
+// score_rows_avx512's steps of 4 keys (all of len's whole ones) for D = d / 16 <= 4 registers a
+// row: the 4 keys are loaded (and widened) once into registers for all g query rows, not once
+// per row; each row's sums are the same ops in the same order. Returns the keys done.
+template <typename K, int D>
+WICK_AVX512_ATTN int64_t score_keys_resident(const float* q, int64_t g, const K* keys, int64_t len,
+                                             float* scores, int64_t stride) {
+  constexpr int64_t d = 16 * D;
+  int64_t j = 0;
+  for (; j + 4 <= len; j += 4) {
+    __m512 kv[4][D];
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++)
+#pragma GCC unroll 4
+      for (int c = 0; c < D; c++) kv[t][c] = load16(keys + (j + t) * d + 16 * c);
+    for (int64_t r = 0; r < g; r++) {
+      __m512 lane[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                        _mm512_setzero_ps()};
+#pragma GCC unroll 4
+      for (int c = 0; c < D; c++) {
+        const __m512 qv = _mm512_loadu_ps(q + r * d + 16 * c);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) lane[t] = _mm512_add_ps(lane[t], _mm512_mul_ps(qv, kv[t][c]));
+      }
+      float sums[4];
+      sum_lanes_4(lane, sums);
+      for (int t = 0; t < 4; t++) scores[r * stride + j + t] = sums[t];
+    }
+  }
+  return j;
+}
+
 template <typename K>
 WICK_AVX512_ATTN void score_rows_avx512(const float* q, int64_t g, const K* keys, int64_t len,
                                         int64_t d, float* scores, int64_t stride) {
   int64_t j = 0;
+  if (d <= 64 && g > 1) {
+    using Steps = int64_t (*)(const float*, int64_t, const K*, int64_t, float*, int64_t);
+    constexpr Steps kSteps[4] = {score_keys_resident<K, 1>, score_keys_resident<K, 2>,
+                                 score_keys_resident<K, 3>, score_keys_resident<K, 4>};
+    j = kSteps[d / 16 - 1](q, g, keys, len, scores, stride);
+  }
   for (; j + 4 <= len; j += 4)
     for (int64_t r = 0; r < g; r++) {
       __m512 lane[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
