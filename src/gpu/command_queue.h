@@ -88,7 +88,6 @@ class CommandQueue {
     void copy(Buffer& src, uint64_t src_offset, Buffer& dst, uint64_t dst_offset, uint64_t bytes);
     // Work the backend records itself through its API (a library's GEMM on the driver's
     // stream): `record()` runs in order with the dispatches, after a barrier if `args` conflict.
-    // Only for drivers that record barriers at once (Vulkan's wait for the next command).
     template <typename F>
     void external(std::span<const BufferAccess> args, F&& record) {
       access(args);

@@ -681,8 +681,7 @@ VkDriver::CmdList& VkDriver::current() {
   check(vkBeginCommandBuffer(list->cb, &bi), "vkBeginCommandBuffer");
   if (profile_) profile_->begin(list->cb, list->marks);
   open_ = list;
-  barrier_pending_ = false;  // a list starts after the previous one ended (the timeline's wait)
-  stages_since_barrier_ = 0;
+  stages_since_barrier_ = 0;  // a list starts after the previous one ended (the timeline's wait)
   bound_ = VK_NULL_HANDLE;
   pushed_valid_ = false;
   pushed_words_n_ = 0;
@@ -765,40 +764,23 @@ void VkDriver::record_dispatch(const gpu::Dispatch& d) {
 
 void VkDriver::record_barrier() {
   CmdList& list = current();
-  if (knobs().vk_full_barriers) {
-    emit_barrier(list, kWorkStages, kWorkStages);
-    return;
-  }
-  // The barrier goes in when the next command's stage is known (it comes right after).
-  barrier_pending_ = true;
-}
-
-void VkDriver::emit_barrier(CmdList& list, VkPipelineStageFlags src, VkPipelineStageFlags dst) {
-  auto access = [](VkPipelineStageFlags stages, bool write) {
-    VkAccessFlags a = 0;
-    if (stages & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT)
-      a |= write ? VK_ACCESS_SHADER_WRITE_BIT
-                 : VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    if (stages & VK_PIPELINE_STAGE_TRANSFER_BIT)
-      a |= write ? VK_ACCESS_TRANSFER_WRITE_BIT
-                 : VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    return a;
-  };
+  // Waits on the stages of the commands since the previous barrier (those before it are ordered
+  // by that one already) and blocks every stage after it: the hazard tracker counts on a barrier
+  // covering whatever comes next until the following one, copies included.
+  const VkPipelineStageFlags src =
+      knobs().vk_full_barriers || stages_since_barrier_ == 0 ? kWorkStages : stages_since_barrier_;
   auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-  mb.srcAccessMask = access(src, true);
-  mb.dstAccessMask = access(dst, false);
-  vkCmdPipelineBarrier(list.cb, src, dst, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  mb.srcAccessMask =
+      ((src & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT) ? VK_ACCESS_SHADER_WRITE_BIT : 0) |
+      ((src & VK_PIPELINE_STAGE_TRANSFER_BIT) ? VK_ACCESS_TRANSFER_WRITE_BIT : 0);
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  vkCmdPipelineBarrier(list.cb, src, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  stages_since_barrier_ = 0;
 }
 
 VkDriver::CmdList& VkDriver::begin_command(VkPipelineStageFlags stage) {
   CmdList& list = current();
-  if (barrier_pending_) {
-    barrier_pending_ = false;
-    // Waits on the stages recorded since the last barrier (a barrier follows a command: the
-    // hazard it guards is that command's; all of them where none is known).
-    emit_barrier(list, stages_since_barrier_ ? stages_since_barrier_ : kWorkStages, stage);
-    stages_since_barrier_ = 0;
-  }
   stages_since_barrier_ |= stage;
   return list;
 }

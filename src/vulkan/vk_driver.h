@@ -107,10 +107,8 @@ class VkDriver final : public gpu::Driver {
   bool has_coopmat_f16_shape() const;
   uint32_t memory_type(uint32_t allowed, gpu::MemoryKind kind) const;
   CmdList& current();  // the open command buffer, begun on first use
-  // current(), with the barrier record_barrier() left pending recorded first: it waits on the
-  // stages of the commands since the previous barrier and blocks `stage`, the next command's.
+  // current(), noting that a command of `stage` follows (record_barrier's wait).
   CmdList& begin_command(VkPipelineStageFlags stage);
-  void emit_barrier(CmdList& list, VkPipelineStageFlags src, VkPipelineStageFlags dst);
   // Ends the open command buffer with the barrier that makes its writes visible to the host.
   void end_open();
   // Submits `cb` (may be null) as submission `id`: waits for id - 1 on the timeline, signals id.
@@ -144,9 +142,7 @@ class VkDriver final : public gpu::Driver {
   std::mutex returned_mu_;
   std::vector<std::unique_ptr<CmdList>> returned_;  // from destroyed recordings
   VkPipeline bound_ = VK_NULL_HANDLE;
-  // A barrier asked for and not yet recorded (WICK_VK_BARRIER=exact), and the stages of the
-  // open command buffer's commands since the last one.
-  bool barrier_pending_ = false;
+  // The stages of the open command buffer's commands since its last barrier.
   VkPipelineStageFlags stages_since_barrier_ = 0;
   // What the open command buffer last pushed (every pipeline shares one layout, so both persist
   // across binds): a dispatch with the same buffers or the same constants skips that call, one
