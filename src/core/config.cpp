@@ -173,11 +173,6 @@ Knobs read_knobs() {
     if (!k.vk_universal_queue && std::string_view(v) != "compute")
       ignore("WICK_VK_QUEUE", v, "universal or compute");
   }
-  if (const char* v = env("WICK_VK_BARRIER")) {
-    k.vk_full_barriers = std::string_view(v) == "full";
-    if (!k.vk_full_barriers && std::string_view(v) != "exact")
-      ignore("WICK_VK_BARRIER", v, "full or exact");
-  }
   return k;
 }
 
@@ -238,7 +233,6 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
                                                  : std::to_string(k.vk_coop_tile) + "," +
                                                        std::to_string(k.vk_coop_threads)},
       {"WICK_VK_QUEUE", k.vk_universal_queue ? "universal" : "compute"},
-      {"WICK_VK_BARRIER", k.vk_full_barriers ? "full" : "exact"},
   };
 }
 

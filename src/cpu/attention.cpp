@@ -289,7 +289,7 @@ template <typename K>
 WICK_AVX512_ATTN void score_rows_avx512(const float* q, int64_t g, const K* keys, int64_t len,
                                         int64_t d, float* scores, int64_t stride) {
   int64_t j = 0;
-  if (d <= 64 && g > 1) {
+  if (d <= 64) {
     using Steps = int64_t (*)(const float*, int64_t, const K*, int64_t, float*, int64_t);
     constexpr Steps kSteps[4] = {score_keys_resident<K, 1>, score_keys_resident<K, 2>,
                                  score_keys_resident<K, 3>, score_keys_resident<K, 4>};

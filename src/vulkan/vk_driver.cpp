@@ -681,7 +681,6 @@ VkDriver::CmdList& VkDriver::current() {
   check(vkBeginCommandBuffer(list->cb, &bi), "vkBeginCommandBuffer");
   if (profile_) profile_->begin(list->cb, list->marks);
   open_ = list;
-  stages_since_barrier_ = 0;  // a list starts after the previous one ended (the timeline's wait)
   bound_ = VK_NULL_HANDLE;
   pushed_valid_ = false;
   pushed_words_n_ = 0;
@@ -716,7 +715,7 @@ VkDescriptorSet VkDriver::allocate_set(CmdList& list) {
 }
 
 void VkDriver::record_dispatch(const gpu::Dispatch& d) {
-  CmdList& list = begin_command(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+  CmdList& list = current();
   const VkPipeline pipeline = static_cast<const PipelineObj*>(d.pipeline)->pipeline;
   if (pipeline != bound_) {
     vkCmdBindPipeline(list.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -763,38 +762,21 @@ void VkDriver::record_dispatch(const gpu::Dispatch& d) {
 }
 
 void VkDriver::record_barrier() {
-  CmdList& list = current();
-  // Waits on the stages of the commands since the previous barrier (those before it are ordered
-  // by that one already) and blocks every stage after it: the hazard tracker counts on a barrier
-  // covering whatever comes next until the following one, copies included.
-  const VkPipelineStageFlags src =
-      knobs().vk_full_barriers || stages_since_barrier_ == 0 ? kWorkStages : stages_since_barrier_;
   auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-  mb.srcAccessMask =
-      ((src & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT) ? VK_ACCESS_SHADER_WRITE_BIT : 0) |
-      ((src & VK_PIPELINE_STAGE_TRANSFER_BIT) ? VK_ACCESS_TRANSFER_WRITE_BIT : 0);
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  vkCmdPipelineBarrier(list.cb, src, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
-  stages_since_barrier_ = 0;
-}
-
-VkDriver::CmdList& VkDriver::begin_command(VkPipelineStageFlags stage) {
-  CmdList& list = current();
-  stages_since_barrier_ |= stage;
-  return list;
+  vkCmdPipelineBarrier(current().cb, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 void VkDriver::record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                            uint64_t bytes) {
   const VkBufferCopy region{src_offset, dst_offset, bytes};
-  vkCmdCopyBuffer(begin_command(VK_PIPELINE_STAGE_TRANSFER_BIT).cb, buffer_of(src).buffer,
-                  buffer_of(dst).buffer, 1, &region);
+  vkCmdCopyBuffer(current().cb, buffer_of(src).buffer, buffer_of(dst).buffer, 1, &region);
 }
 
 void VkDriver::record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) {
-  vkCmdFillBuffer(begin_command(VK_PIPELINE_STAGE_TRANSFER_BIT).cb, buffer_of(dst).buffer, offset,
-                  bytes, pattern);
+  vkCmdFillBuffer(current().cb, buffer_of(dst).buffer, offset, bytes, pattern);
 }
 
 void VkDriver::end_open() {

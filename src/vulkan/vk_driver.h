@@ -107,8 +107,6 @@ class VkDriver final : public gpu::Driver {
   bool has_coopmat_f16_shape() const;
   uint32_t memory_type(uint32_t allowed, gpu::MemoryKind kind) const;
   CmdList& current();  // the open command buffer, begun on first use
-  // current(), noting that a command of `stage` follows (record_barrier's wait).
-  CmdList& begin_command(VkPipelineStageFlags stage);
   // Ends the open command buffer with the barrier that makes its writes visible to the host.
   void end_open();
   // Submits `cb` (may be null) as submission `id`: waits for id - 1 on the timeline, signals id.
@@ -142,8 +140,6 @@ class VkDriver final : public gpu::Driver {
   std::mutex returned_mu_;
   std::vector<std::unique_ptr<CmdList>> returned_;  // from destroyed recordings
   VkPipeline bound_ = VK_NULL_HANDLE;
-  // The stages of the open command buffer's commands since its last barrier.
-  VkPipelineStageFlags stages_since_barrier_ = 0;
   // What the open command buffer last pushed (every pipeline shares one layout, so both persist
   // across binds): a dispatch with the same buffers or the same constants skips that call, one
   // driver call of four per op in a run of same-shaped ops. A freed buffer may hand its VkBuffer
