@@ -75,9 +75,6 @@ struct Knobs {
   // WICK_VK_QUEUE: "universal" makes Vulkan submit to a queue family that also does graphics
   // (where the device has one) instead of a compute-only family; for measuring. Default: compute.
   bool vk_universal_queue = false;
-  // WICK_VK_BARRIER: "full" makes every Vulkan barrier wait on compute and transfer work;
-  // "exact" (default) waits only on the stages of the commands since the previous barrier.
-  bool vk_full_barriers = false;
   // WICK_VK_COOP_SHAPE: "tile,threads" of Vulkan's cooperative-matrix f16 GEMM (tile 64 or 128,
   // threads 128 or 256) for every product, for tuning. Unset or invalid -> 0 (chosen by shape).
   int64_t vk_coop_tile = 0, vk_coop_threads = 0;
