@@ -211,6 +211,26 @@ TEST_P(GpuReduce, FewLongRowsSplitOverWorkgroups) {
       EXPECT_EQ(t.argmax(1).to_vec<uint32_t>()[0], static_cast<uint32_t>(a));
     }
   }
+  // More parts than a workgroup has threads (the last workgroup's threads take several each):
+  // the maximum alone in a part past the first 256, the minimum tied between the second part
+  // and such a part (the first index wins).
+  const int64_t tail = 256 * 2048, n = tail + rng.integer(1, 5000);
+  Ref r = values(rng, {1, n}, DType::F32);
+  const int64_t a = rng.integer(2048, 4095), b = tail + rng.integer(0, n - tail - 1);
+  r.v[static_cast<size_t>(b)] = 1000.0;
+  r.v[static_cast<size_t>(a)] = r.v[static_cast<size_t>(n - 1 - (b - tail))] = -1000.0;
+  if (n - 1 - (b - tail) == b) r.v[static_cast<size_t>(b)] = 1000.0;
+  const Tensor t = make_tensor(r, DType::F32, d);
+  for (ReduceOp op : {ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min}) {
+    SCOPED_TRACE(backend::reduce_op_name(op));
+    const Tensor got = op == ReduceOp::ArgMax   ? t.argmax(1, true)
+                       : op == ReduceOp::ArgMin ? t.argmin(1, true)
+                       : op == ReduceOp::Max    ? t.max(1, true)
+                                                : t.min(1, true);
+    WICK_EXPECT_CLOSE(got, reduce_ref(r, {1}, op, DType::F32), (Tol{0, 0}));
+  }
+  EXPECT_EQ(t.argmax(1).to_vec<uint32_t>()[0], static_cast<uint32_t>(b));
+  EXPECT_EQ(t.argmin(1).to_vec<uint32_t>()[0], static_cast<uint32_t>(a));
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuReduce);

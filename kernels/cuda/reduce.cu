@@ -92,6 +92,39 @@ WICK_DEV void store(OutT* y, const RowsParams& pc, uint32_t o, const Partial& p)
 #endif
 }
 
+// p merged over the warp, every lane getting the result (merge is symmetric: sums commute, the
+// arg order is total).
+WICK_DEV Partial warp_merge(Partial p) {
+#pragma unroll
+  for (int lanes = 16; lanes > 0; lanes >>= 1) {
+    Partial q;
+    q.acc = __shfl_xor_sync(WICK_FULL_MASK, p.acc, lanes);
+    q.idx = __shfl_xor_sync(WICK_FULL_MASK, p.idx, lanes);
+    q.has = __shfl_xor_sync(WICK_FULL_MASK, int(p.has), lanes) != 0;
+    merge(p, q);
+  }
+  return p;
+}
+
+// p merged over the block; the result in thread 0. Every thread calls it.
+WICK_DEV Partial block_merge(Partial p) {
+  __shared__ CT s_acc[WICK_WARPS];
+  __shared__ uint32_t s_idx[WICK_WARPS];
+  __shared__ bool s_has[WICK_WARPS];
+  p = warp_merge(p);
+  const uint32_t t = threadIdx.x, warp = t / 32u;
+  __syncthreads();  // a previous call's reads are done
+  if (t % 32u == 0u) {
+    s_acc[warp] = p.acc;
+    s_idx[warp] = p.idx;
+    s_has[warp] = p.has;
+  }
+  __syncthreads();
+  if (t == 0u)
+    for (uint32_t w = 1u; w < WICK_WARPS; w++) merge(p, Partial{s_acc[w], s_idx[w], s_has[w]});
+  return p;
+}
+
 extern "C" __global__ void __launch_bounds__(WG_SIZE)
     wick_main(const __grid_constant__ wick::KernelArgs args) {
   wick_kernel_begin();
@@ -139,46 +172,29 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     for (uint32_t u = 0u; u < UNROLL; u++) fold(p, v[u], j + u * WG_SIZE);
   }
   for (; j < j_end; j += WG_SIZE) fold(p, LOAD(DT, x[base + inner_offset(pc, j)]), j);
-    // Butterfly within the warp (merge is symmetric: sums commute, the arg order is total).
-#pragma unroll
-  for (int lanes = 16; lanes > 0; lanes >>= 1) {
-    Partial q;
-    q.acc = __shfl_xor_sync(WICK_FULL_MASK, p.acc, lanes);
-    q.idx = __shfl_xor_sync(WICK_FULL_MASK, p.idx, lanes);
-    q.has = __shfl_xor_sync(WICK_FULL_MASK, int(p.has), lanes) != 0;
-    merge(p, q);
-  }
   if (WICK_WARPS == 1 && !SPLIT_ROWS) {
+    p = warp_merge(p);
     if (t == 0u) store(y, pc, o, p);
     return;
   }
-  __shared__ CT s_acc[WICK_WARPS];
-  __shared__ uint32_t s_idx[WICK_WARPS];
-  __shared__ bool s_has[WICK_WARPS];
-  const uint32_t warp = t / 32u;
-  if (t % 32u == 0u) {
-    s_acc[warp] = p.acc;
-    s_idx[warp] = p.idx;
-    s_has[warp] = p.has;
-  }
-  __syncthreads();
-  if (t == 0u) {
-    for (uint32_t w = 1u; w < WICK_WARPS; w++) merge(p, Partial{s_acc[w], s_idx[w], s_has[w]});
+  p = block_merge(p);
 #if SPLIT_ROWS
+  if (t == 0u) {
     part_acc[group_index()] = p.acc;
     part_idx[group_index()] = p.has ? p.idx : NO_INDEX;
-#else
-    store(y, pc, o, p);
-#endif
   }
-#if SPLIT_ROWS
-  // The row's last block merges the partials, read from L2 (other blocks wrote them).
-  if (!last_of_row(counters + o, parts) || t != 0u) return;
+  // The row's last block merges the partials, read from L2 (other blocks wrote them): a part
+  // per thread, then the block's merge (one thread folding them in turn waited on L2 once per
+  // part: ~20 us for the 24 parts of decode's argmax).
+  if (!last_of_row(counters + o, parts)) return;
   Partial r = {CT(0), 0u, false};
-  for (uint32_t q = o * parts; q < o * parts + parts; q++) {
+  for (uint32_t q = o * parts + t; q < o * parts + parts; q += WG_SIZE) {
     const uint32_t idx = __ldcg(part_idx + q);
     if (idx != NO_INDEX) fold(r, __ldcg(part_acc + q), idx);
   }
-  store(y, pc, o, r);
+  r = block_merge(r);
+  if (t == 0u) store(y, pc, o, r);
+#else
+  if (t == 0u) store(y, pc, o, p);
 #endif
 }
