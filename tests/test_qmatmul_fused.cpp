@@ -367,6 +367,130 @@ TEST_P(QMatMulPrologues, ResidualOfTheWrongShapeDtypeOrDeviceIsRefused) {
   }
 }
 
+// ---- the feed-forward block (QMatMul::forward_swiglu_ffn)
+// ----------------------------------------
+
+// Pairs of gate/up and down formats: the same 8-bit x format (32 or 256 elements), mixed formats,
+// and the ones no device quantizes x for (q8_1: the ops run one after the other).
+constexpr std::pair<QuantType, QuantType> kFfnTypes[] = {{QuantType::Q4_1, QuantType::Q4_1},
+                                                         {QuantType::Q8_0, QuantType::IQ4_NL},
+                                                         {QuantType::IQ4_XS, QuantType::Q6_K},
+                                                         {QuantType::Q8_1, QuantType::Q4_1}};
+
+// gate_up (2 half x k, type tg) and down (n x half, type td) on x of shape xs: the block equals
+// forward_rms_norm (or forward) then down.forward_swiglu on its halves bit for bit, with and
+// without the residual, and (without it) down's product is within QMatMul's allowance of the
+// float64 product of silu(gate) * up on the device's own gate and up.
+void check_ffn(const Device& dev, Rng& rng, QuantType tg, QuantType td, int64_t n, int64_t half,
+               const Shape& xs, DType dt, Variant variant, bool norm, const std::string& label) {
+  const int64_t k = xs.dims().back(), m = xs.numel() / k;
+  const QTensor qd = random_weight(rng, n, half, td);
+  const QMatMul gate_up(random_weight(rng, 2 * half, k, tg), dev), down(qd, dev);
+  const std::string what =
+      std::string(quant_type_info(tg)->name) + "/" + quant_type_info(td)->name + " x=" + xs.str() +
+      " half=" + std::to_string(half) + " " + dtype_name(dt) + " " + variant_name(variant) +
+      (norm ? " rms_norm " : " ") + label + " on " + dev.name();
+  const Tensor x = make_tensor(round_ref(random_ref(rng, xs, -3, 3), dt), dt, dev, variant);
+  const Tensor alpha = norm ? make_tensor(round_ref(random_ref(rng, {k, 2}, -2, 2), dt), dt, dev)
+                                  .narrow(1, 1, 1)
+                                  .squeeze(1)
+                            : Tensor();
+  std::vector<int64_t> out_dims = xs.dims();
+  out_dims.back() = n;
+  const Tensor r =
+      make_tensor(random_ref(rng, Shape(out_dims), -10, 10), DType::F32, dev, Variant::Offset);
+  const Tensor gu = norm ? gate_up.forward_rms_norm(x, alpha, kEps) : gate_up.forward(x);
+  const int64_t last = static_cast<int64_t>(gu.rank()) - 1;
+  const Tensor gate = gu.narrow(last, 0, half), up = gu.narrow(last, half, half);
+  const Tensor y = gate_up.forward_swiglu_ffn(x, down, Tensor(), alpha, kEps);
+  ASSERT_EQ(y.shape(), Shape(out_dims)) << what;
+  expect_same_bits_here(y, down.forward_swiglu(gate, up), what);
+  expect_same_bits_here(gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps),
+                        down.forward_swiglu(gate, up, r), "+residual " + what);
+  const auto as_ref = [](const Tensor& t) {
+    const std::vector<float> f = t.contiguous().to_vec<float>();
+    return Ref{t.shape(), std::vector<double>(f.begin(), f.end())};
+  };
+  check_reference(y, td, dequantize(qd).to_vec<float>(), ref_swiglu(as_ref(gate), as_ref(up)), m, n,
+                  half, DType::F32, "f64 " + what);
+}
+
+TEST_P(QMatMulPrologues, SwigluFfnEqualsItsOpsBitForBitAndTheF64Reference) {
+  // m = 1, 5: decode's qmatvec on GPUs (its two kernels where the formats share x's 8-bit
+  // format); 12: the tiled kernel. half: one or several blocks of h; with and without the norm.
+  // (Other format pairs and workgroup shapes: GpuSwigluFfnSweeps.)
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  ThreadCountGuard one_thread(1);
+  for (const auto& [tg, td] : kFfnTypes) {
+    const int64_t block =
+        std::max(quant_type_info(tg)->block_elems, quant_type_info(td)->block_elems);
+    const int64_t k = block == 32 ? 96 : 256;
+    for (int64_t m : {1, 5, 12}) {
+      const int64_t half = block * (m == 5 ? 1 : 3);
+      check_ffn(dev, rng, tg, td, 37, half, Shape{m, k}, DType::F32, Variant::Contiguous, m != 5,
+                "");
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  // x in f16 / bf16, strided, 3-D.
+  for (Variant v : kAllVariants) {
+    const DType dt = v == Variant::Contiguous ? DType::BF16 : DType::F16;
+    check_ffn(dev, rng, QuantType::Q4_0, QuantType::Q4_1, 29, 64, Shape{2, 3, 64}, dt, v, true, "");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST_P(QMatMulPrologues, SwigluFfnRefusesMismatchedWeightsAndOperands) {
+  const Device dev = device();
+  const char* op = "QMatMul::forward_swiglu_ffn";
+  const QMatMul gate_up(quantize(Tensor::ones({64, 32}, DType::F32), QuantType::Q4_1), dev);
+  const QMatMul down(quantize(Tensor::ones({5, 32}, DType::F32), QuantType::Q4_1), dev);
+  const QMatMul wide(quantize(Tensor::ones({5, 64}, DType::F32), QuantType::Q4_1), dev);
+  const Tensor x = Tensor::ones({3, 32}, DType::F32, dev);
+  const Tensor alpha = Tensor::ones({32}, DType::F32, dev);
+  expect_error([&] { gate_up.forward_swiglu_ffn(x, wide); }, ErrorKind::Shape,
+               {op, "QTensor[64, 32; q4_1]", "QTensor[5, 64; q4_1]", "twice"});
+  expect_error(
+      [&] {
+        gate_up.forward_swiglu_ffn(Tensor::ones({3, 64}, DType::F32, dev), down);
+      },
+      ErrorKind::Shape, {op, "x", "[3, 64]", "32"});
+  expect_error(
+      [&] {
+        gate_up.forward_swiglu_ffn(x, down, Tensor(), Tensor::ones({16}, DType::F32, dev), kEps);
+      },
+      ErrorKind::Shape, {op, "alpha", "[16]"});
+  expect_error(
+      [&] {
+        gate_up.forward_swiglu_ffn(x, down, Tensor::ones({3, 6}, DType::F32, dev));
+      },
+      ErrorKind::Shape, {op, "residual", "[3, 5]", "[3, 6]"});
+  expect_error(
+      [&] {
+        gate_up.forward_swiglu_ffn(x, down, Tensor::ones({3, 5}, DType::F16, dev));
+      },
+      ErrorKind::DType, {op, "residual", "f16"});
+  for (const Device& other : available_devices()) {
+    if (other.kind() == dev.kind()) continue;
+    const QMatMul elsewhere(quantize(Tensor::ones({5, 32}, DType::F32), QuantType::Q4_1), other);
+    expect_error([&] { gate_up.forward_swiglu_ffn(x, elsewhere); }, ErrorKind::Device,
+                 {op, "down", other.name(), dev.name()});
+    expect_error(
+        [&] {
+          gate_up.forward_swiglu_ffn(Tensor::ones({3, 32}, DType::F32, other), down);
+        },
+        ErrorKind::Device, {op, "x", other.name()});
+  }
+  // No rows: an empty product.
+  EXPECT_EQ(
+      gate_up
+          .forward_swiglu_ffn(Tensor::zeros({0, 32}, DType::F32, dev), down, Tensor(), alpha, kEps)
+          .shape(),
+      (Shape{0, 5}));
+}
+
 WICK_INSTANTIATE_DEVICES(QMatMulPrologues);
 
 TEST(QMatMulProloguesCpu, SameBitsOnEveryThreadCount) {
@@ -489,7 +613,103 @@ TEST_P(GpuQMatMulPrologues, TheGpuChoicesToo) {
   }
 }
 
+// forward_swiglu_ffn on a device of qmatvec shape `rows` x `threads` (SIMT), x quantized by
+// the product itself (ACT_INLINE) or by qact, with the feed-forward's two kernels (SWIGLU_Q8) on
+// or off; gate/up's k is the only one ACT_INLINE takes.
+Device ffn_device(const std::string& name, uint32_t rows, uint32_t threads, bool inline_x,
+                  bool subgroups, bool swiglu, int64_t k) {
+  return private_device(name, [&](gpu::GpuOptions& o) {
+    o.queue.ops_per_buffer = 1000;
+    o.qmatvec = {threads, rows, 8};
+    o.qmatvec_fuse_rows = inline_x ? 8 : 0;
+    o.qmatvec_fuse_max_k = k;
+    o.qmatvec_stage_rows = 0;
+    o.qmatvec_mma_rows = 0;
+    o.subgroups = subgroups;
+    o.qmatvec_swiglu = swiglu;
+  });
+}
+
+// The block with SWIGLU_Q8 (`on`) and without (`off`) for tg/td and each m: one dispatch less,
+// the same bits, and the same again on the next two calls (the block counters left at zero).
+// x (m, k); h of two blocks of down's format, longer than k (never quantized by down itself).
+void check_ffn_kernels(const Device& on, const Device& off, Rng& rng, QuantType tg, QuantType td,
+                       int64_t k, std::initializer_list<int64_t> ms, const std::string& label) {
+  const int64_t half = 2 * quant_type_info(td)->block_elems, n = 23;
+  const QTensor wgu = random_weight(rng, 2 * half, k, tg), wd = random_weight(rng, n, half, td);
+  for (int64_t m : ms) {
+    const std::string what =
+        std::string(quant_type_info(tg)->name) + " " + label + " m=" + std::to_string(m);
+    SCOPED_TRACE(what);
+    const Ref xr = random_ref(rng, {m, k}, -3, 3), ar = random_ref(rng, {k}, -2, 2);
+    const Ref rr = random_ref(rng, {m, n}, -5, 5);
+    uint64_t dispatches[2] = {};
+    std::vector<float> got[2];
+    for (int i = 0; i < 2; i++) {
+      const Device& d = i == 0 ? on : off;
+      const QMatMul gate_up(wgu, d), down(wd, d);
+      const Tensor x = make_tensor(xr, DType::F32, d), alpha = make_tensor(ar, DType::F32, d);
+      const Tensor r = make_tensor(rr, DType::F32, d);
+      d.synchronize();
+      const uint64_t d0 = gpu(d).stats().queue.dispatches;
+      const Tensor y = gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps);
+      dispatches[i] = gpu(d).stats().queue.dispatches - d0;
+      for (int rep = 0; rep < 2; rep++)
+        expect_same_bits_here(gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps), y,
+                              what + " again");
+      got[i] = y.to_vec<float>();
+    }
+    // Off: (qact for x,) gate/up, qact for h, down.
+    EXPECT_EQ(dispatches[0] + 1, dispatches[1]) << what;
+    EXPECT_LE(dispatches[0], 3u) << what;
+    EXPECT_EQ(got[0], got[1]) << what;
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST_P(GpuQMatMulPrologues, SwigluFfnIsTwoKernelsWithTheSameBits) {
+  SCOPED_TRACE(rng.seed());
+  for (bool inline_x : {true, false}) {
+    const Device on = ffn_device(GetParam(), 2, 32, inline_x, true, true, 32);
+    const Device off = ffn_device(GetParam(), 2, 32, inline_x, true, false, 32);
+    check_ffn_kernels(on, off, rng, QuantType::Q4_1, QuantType::Q8_0, 32, {1, 8},
+                      inline_x ? "inline" : "qact");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMulPrologues);
+
+class GpuSwigluFfnSweeps : public GpuDeviceTest {};
+
+TEST_P(GpuSwigluFfnSweeps, EveryWorkgroupShapeGivesTheSameBits) {
+  // Workgroups of 2, 4 and 8 rows (1, 2, 4 h each), subgroup sums and shared memory, x
+  // quantized by qact or by the product, the 32- and 256-element 8-bit formats.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  struct Config {
+    uint32_t rows, threads;
+    bool inline_x, subgroups;
+  };
+  for (const Config& sh :
+       {Config{4, 32, false, false}, Config{8, 16, true, false}, Config{8, 16, false, true}}) {
+    const std::string label = "rows=" + std::to_string(sh.rows) +
+                              (sh.inline_x ? " inline" : " qact") +
+                              (sh.subgroups ? " subgroups" : " shared");
+    for (const auto& [tg, td] : {std::pair{QuantType::Q4_1, QuantType::Q8_0},
+                                 std::pair{QuantType::Q4_K, QuantType::Q6_K}}) {
+      const int64_t k = quant_type_info(tg)->block_elems;
+      const Device on =
+          ffn_device(GetParam(), sh.rows, sh.threads, sh.inline_x, sh.subgroups, true, k);
+      const Device off =
+          ffn_device(GetParam(), sh.rows, sh.threads, sh.inline_x, sh.subgroups, false, k);
+      check_ffn_kernels(on, off, rng, tg, td, k, {1, 8}, label);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+WICK_INSTANTIATE_GPU_SWEEPS(GpuSwigluFfnSweeps);
 
 }  // namespace
 }  // namespace wick::testing

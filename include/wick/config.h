@@ -65,6 +65,11 @@ struct Knobs {
   // run rope_kv_cache after it (two dispatches) instead of rotating and writing the caches from
   // the product's kernel (QMatMul::forward_rope_kv; the same bits). Default on; for measuring.
   bool qmatvec_rope = true;
+  // WICK_QMATVEC_SWIGLU: 1/true/on makes a GPU's decode feed-forward block
+  // (QMatMul::forward_swiglu_ffn) finish silu(gate) * up and its 8-bit quantization in the gate/up
+  // product's kernel (two dispatches instead of three; the same bits); 0/false/off runs qact for
+  // it. Unset -> -1: the device's default (on for Vulkan; CUDA: CudaOptions::from_knobs).
+  int qmatvec_swiglu = -1;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
   bool cuda_dependent_launch = true;

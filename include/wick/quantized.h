@@ -142,6 +142,18 @@ class QMatMul {
   // 2-D or heads that do not divide n_out, and rope_kv_cache's for the rest.
   Tensor forward_rope_kv(const Tensor& x, const RopeKvTarget& target,
                          const Tensor& norm_alpha = Tensor(), double eps = 0) const;
+  // A llama-style feed-forward block with this matrix as its gate and up projections (gate's
+  // rows, then up's: n_out = 2 down.in_features()): residual + down.forward_swiglu(gate, up),
+  // gate and up the two halves of forward_rms_norm(x, norm_alpha, eps) (of forward(x) when
+  // norm_alpha is undefined; no residual when it is undefined). Bit for bit those ops; on a GPU
+  // where decode's qmatvec takes x and both formats quantize x alike, two dispatches instead of
+  // three: the gate/up kernel finishes silu(gate) * up and its 8-bit quantization for down
+  // (WICK_QMATVEC_SWIGLU), else the ops one after the other. Errors as forward_rms_norm's for x
+  // and alpha (named QMatMul::forward_swiglu_ffn), Error(Shape) when n_out is not twice down's k,
+  // Error(Device) when down is elsewhere, and forward(x, residual)'s for the residual against
+  // down's product.
+  Tensor forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const Tensor& residual = Tensor(),
+                            const Tensor& norm_alpha = Tensor(), double eps = 0) const;
 
   const QTensor& weight() const;
   const Device& device() const;  // where forward() runs

@@ -28,6 +28,15 @@
 // rotates them with rope.glsl's arithmetic (the same bits as the unfused ops). No residual.
 // Bindings after the prologue's operand (binding 3, bound even when unused): 4 pos, 5 slots,
 // 6-9 cos_q, sin_q, cos_k, sin_k (f32), 10 k_cache, 11 v_cache, 12 the op's error record.
+// SWIGLU_Q8: the product is [gate | up] (n_out = 2 half columns) and what the kernel leaves is
+// h = silu(gate) * up quantized to 8 bits, the rows a down projection's ACT_Q8 reads, as
+// qact.comp's PROLOGUE 2 would have quantized them (the same bits): a workgroup's NUM_ROWS rows
+// are NUM_ROWS / 2 gate rows and the same up rows, so the invocation that sums a gate row also
+// has its up row; y (binding 2, (m, half) f32, coherent) takes h, and the last workgroup to
+// finish an ACT_BLOCK block of h (a counter per x row and block, include/split_rows.glsl) stages
+// the block in shared memory, quantizes it with qact's serial code and copies it out: the swiglu
+// quantization needs no dispatch of its own. Bindings: 3 the prologue's operand (x again when
+// there is none), 4 the quantized rows, 5 the split counters. No residual, no ROPE_KV.
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -38,6 +47,12 @@
 #endif
 #if defined(ACT_STAGE) && !defined(ACT_Q8)
 #define ACT_Q8 1
+#endif
+#ifdef SWIGLU_Q8
+#define ACT_SERIAL 1
+#if defined(RESIDUAL) || defined(ROPE_KV) || !defined(ACT_Q8)
+#error "qmatvec: SWIGLU_Q8 takes ACT_Q8 rows, without RESIDUAL or ROPE_KV"
+#endif
 #endif
 #include "include/common.glsl"
 #include "include/dtype.glsl"
@@ -145,10 +160,32 @@ uint xq_base(uint col0, uint c) { return c * ACT_ROW_WORDS; }
 // x quantized by qact.comp: row c at word c * pc.x_row (x_offset and x_k unused).
 layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
 uint xq_base(uint col0, uint c) { return (col0 + c) * pc.x_row; }
+#ifdef SWIGLU_Q8
+// SWIGLU_Q8's staging: a block of h per x row, then its quantized words (qact.glsl's layout of a
+// one-block row).
+#define ACT_K ACT_BLOCK
+#define ACT_ROW_WORDS (ACT_BLOCK / 4u + 2u)
+shared float s_rows[NUM_COLS * ACT_K];
+shared uint s_xq[NUM_COLS * ACT_ROW_WORDS];
+float staged_value(uint row, uint e) { return s_rows[row * ACT_K + e]; }
+#define ACT_SERIAL_VALUE staged_value
+#define ACT_OUT s_xq
+#include "include/qact.glsl"
+#endif
 #else
 layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
 #endif
+#ifdef SWIGLU_Q8
+layout(set = 0, binding = 2) coherent buffer Y { float y[]; };
+layout(set = 0, binding = 4) writeonly buffer HQ { uint hq[]; };
+#define SPLIT_COUNTERS_BINDING 5
+#include "include/split_rows.glsl"
+#if !(defined(ACT_INLINE) && PROLOGUE == 2)  // qact_value.glsl has it then
+#include "include/math.glsl"
+#endif
+#else
 layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+#endif
 #ifdef RESIDUAL
 layout(set = 0, binding = 3) readonly buffer R { float residual[]; };
 #endif
@@ -210,6 +247,50 @@ void store_pair(uint c, uint row, float a, float b) {
 }
 #endif
 
+#ifdef SWIGLU_Q8
+#define HALF_ROWS (NUM_ROWS / 2u)
+#if NUM_ROWS % 2 != 0
+#error "qmatvec: SWIGLU_Q8 takes an even NUM_ROWS"
+#endif
+// The workgroup's row r: gate rows, then the same up rows (half = n_out / 2 further on).
+uint out_row(uint r) {
+  return (r < HALF_ROWS ? 0u : pc.n_out / 2u) + group_index() * HALF_ROWS + r % HALF_ROWS;
+}
+// qact.comp's PROLOGUE 2 value of f32 gate and up: silu rounded, then the product.
+float swiglu_value(float gate, float up) { return silu_accurate(gate) * up; }
+shared bool s_block_last[NUM_COLS];
+// Every invocation calls it once the workgroup's h are in y: the x rows whose block of h this
+// workgroup completed (their counters' last) quantize it, an invocation each, into hq.
+void swiglu_quantize(uint t, uint col0, uint n_cols) {
+  const uint half_n = pc.n_out / 2u, blocks = half_n / ACT_BLOCK;
+  const uint block = group_index() * HALF_ROWS / ACT_BLOCK;
+  memoryBarrierBuffer();  // this invocation's h before the workgroup's count
+  barrier();
+  if (t < n_cols) {
+    const uint at = (col0 + t) * blocks + block;
+    const bool last = atomicAdd(split_counters[at], 1u) == ACT_BLOCK / HALF_ROWS - 1u;
+    if (last) atomicExchange(split_counters[at], 0u);  // as the op found it
+    s_block_last[t] = last;
+  }
+  barrier();
+  if (t >= n_cols || !s_block_last[t]) return;
+  memoryBarrierBuffer();  // the other workgroups' h after their counts
+  const uint row = col0 + t, first = row * half_n + block * ACT_BLOCK;
+  for (uint i = 0u; i < ACT_BLOCK; i++) s_rows[t * ACT_K + i] = y[first + i];
+  quantize_act_block_serial(t, 0u, ACT_BLOCK, ACT_ROW_WORDS, pc.ties_away != 0u);
+  // Down's row of half elements: the q words, then the scales (qact.glsl's layout).
+  const uint scales = ACT_BLOCK == 32u ? 2u : 1u;
+  const uint dst_at = row * (half_n / 4u + half_n / ACT_BLOCK * scales);
+  const uint staged = t * ACT_ROW_WORDS;
+  for (uint w = 0u; w < ACT_BLOCK / 4u; w++)
+    hq[dst_at + block * (ACT_BLOCK / 4u) + w] = ACT_OUT[staged + w];
+  for (uint w = 0u; w < scales; w++)
+    hq[dst_at + half_n / 4u + block * scales + w] = ACT_OUT[staged + ACT_BLOCK / 4u + w];
+}
+#else
+uint out_row(uint r) { return group_index() * NUM_ROWS + r; }
+#endif
+
 // y's element (x row c, output row `row`).
 void store(uint c, uint row, float v) {
 #ifdef RESIDUAL
@@ -220,7 +301,7 @@ void store(uint c, uint row, float v) {
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
-  const uint row0 = group_index() * NUM_ROWS;
+  const uint row0 = out_row(0u);  // ROPE_KV's pairs and the stores: rows row0 ..
   const uint col0 = gl_WorkGroupID.z * NUM_COLS, n_cols = min(NUM_COLS, pc.m - col0);
   float acc[MAX_ROWS][MAX_COLS];
   for (uint r = 0u; r < NUM_ROWS; r++)
@@ -270,7 +351,7 @@ void main() {
     }
     const uint blk = (e / QK) * BLOCK_BYTES, j = e % QK;
     for (uint r = 0u; r < NUM_ROWS; r++) {
-      const uint row = row0 + r;
+      const uint row = out_row(r);
       if (row >= pc.n_out) break;
       int v[8];
       float dw, mw;
@@ -304,7 +385,7 @@ void main() {
     }
     const uint blk = (e / QK) * BLOCK_BYTES, j = e % QK;
     for (uint r = 0u; r < NUM_ROWS; r++) {
-      const uint row = row0 + r;
+      const uint row = out_row(r);
       if (row >= pc.n_out) break;
       float w[8];
       dequant8(row * pc.row_bytes + blk, j, w);
@@ -326,6 +407,36 @@ void main() {
 #else
   const uint n_part = WG_SIZE, part = t;
   const bool writer = true;
+#endif
+#ifdef SWIGLU_Q8
+  // h of the workgroup's HALF_ROWS rows for each x row, gate and up summed as the plain stores
+  // sum them (the same bits), into y.
+  const uint half_n = pc.n_out / 2u, h0 = group_index() * HALF_ROWS;
+  if (n_part == 1u) {
+    if (writer)
+      for (uint r = 0u; r < HALF_ROWS; r++)
+        for (uint c = 0u; c < n_cols; c++)
+          y[(col0 + c) * half_n + h0 + r] = swiglu_value(acc[r][c], acc[r + HALF_ROWS][c]);
+  } else {
+    if (writer)
+      for (uint r = 0u; r < NUM_ROWS; r++)
+        for (uint c = 0u; c < NUM_COLS; c++)
+          s_part[(r * NUM_COLS + c) * n_part + part] = acc[r][c];
+    barrier();
+    for (uint v = t; v < HALF_ROWS * NUM_COLS; v += WG_SIZE) {
+      const uint c = v % NUM_COLS;
+      if (c >= n_cols) continue;
+      const uint vu = v + HALF_ROWS * NUM_COLS;  // the up row's
+      float g = 0.0, u = 0.0;
+      for (uint p = 0u; p < n_part; p++) {
+        g += s_part[v * n_part + p];
+        u += s_part[vu * n_part + p];
+      }
+      y[(col0 + c) * half_n + h0 + v / NUM_COLS] = swiglu_value(g, u);
+    }
+  }
+  swiglu_quantize(t, col0, n_cols);
+  return;
 #endif
   if (n_part == 1u) {  // one subgroup: its sums are final
 #ifdef ROPE_KV

@@ -147,6 +147,13 @@ struct QRopeKv {
   bool interleaved;
 };
 
+// A quantized weight as qmatmul takes it: the blocks on the device, their format and W's shape.
+struct QWeights {
+  const Storage* blocks;
+  QuantType type;
+  int64_t n_out, k;
+};
+
 class BackendDevice {
  public:
   virtual ~BackendDevice() = default;
@@ -255,6 +262,16 @@ class BackendDevice {
   virtual bool qmatmul_rope_kv(View /*x*/, const QPrologue& /*prologue*/,
                                const Storage& /*wblocks*/, QuantType /*type*/, int64_t /*n_out*/,
                                int64_t /*k*/, const QRopeKv& /*rope*/, Storage& /*q_out*/) {
+    return false;
+  }
+  // A feed-forward block: dst (m, down.n_out) f32 = (residual +) down(silu(gate) * up) where
+  // [gate | up] (m, gate_up.n_out = 2 down.k) = prologue(x) @ gate_up^T, each product as qmatmul
+  // computes it (x quantized for down as qmatmul with a SwiGlu prologue would): bit for bit
+  // qmatmul(gate_up) then qmatmul(down, SwiGlu). In fewer kernels where the backend has them;
+  // returns false, having recorded nothing, where it has none (the caller runs the two).
+  virtual bool qmatmul_swiglu_ffn(View /*x*/, const QPrologue& /*prologue*/,
+                                  const QWeights& /*gate_up*/, const QWeights& /*down*/,
+                                  const View* /*residual*/, Storage& /*dst*/) {
     return false;
   }
   // Whether qmatmul() runs on this device (false: QMatMul multiplies on the host with weights it

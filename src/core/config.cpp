@@ -157,6 +157,7 @@ Knobs read_knobs() {
     }
   }
   if (const char* v = env("WICK_QMATVEC_ROPE")) k.qmatvec_rope = !off(v);
+  if (const char* v = env("WICK_QMATVEC_SWIGLU")) k.qmatvec_swiglu = off(v) ? 0 : 1;
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
   if (const char* v = env("WICK_VK_COOP_SHAPE")) {
@@ -227,6 +228,9 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
            : std::to_string(k.qmatvec_mma_rows) +
                  (k.qmatvec_mma_threads > 0 ? "," + std::to_string(k.qmatvec_mma_threads) : "")},
       {"WICK_QMATVEC_ROPE", k.qmatvec_rope ? "on" : "off"},
+      {"WICK_QMATVEC_SWIGLU", k.qmatvec_swiglu < 0 ? "default"
+                              : k.qmatvec_swiglu   ? "on"
+                                                   : "off"},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
       {"WICK_VK_PROFILE", k.vk_profile ? "on" : "off"},
       {"WICK_VK_COOP_SHAPE", k.vk_coop_tile == 0 ? "default"

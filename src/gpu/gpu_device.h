@@ -110,6 +110,9 @@ struct GpuOptions {
   // qmatmul_rope_kv in qmatvec's stores where it can (WICK_QMATVEC_ROPE); off: the product, then
   // rope_kv_cache.
   bool qmatvec_rope = true;
+  // qmatmul_swiglu_ffn in two kernels (qmatvec's SWIGLU_Q8 stores; WICK_QMATVEC_SWIGLU): on for
+  // Vulkan unless the knob says otherwise; off: false, the caller runs the ops one after the other.
+  bool qmatvec_swiglu = true;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -258,6 +261,9 @@ class GpuDevice : public backend::BackendDevice {
   bool qmatmul_rope_kv(backend::View x, const backend::QPrologue& prologue,
                        const backend::Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
                        const backend::QRopeKv& rope, backend::Storage& q_out) override;
+  bool qmatmul_swiglu_ffn(backend::View x, const backend::QPrologue& prologue,
+                          const backend::QWeights& gate_up, const backend::QWeights& down,
+                          const backend::View* residual, backend::Storage& dst) override;
   // Whether matmul multiplies f16 on tensor cores (backends that can override it).
   virtual bool f16_tensor_gemm() const { return false; }
   // Whether qmatmul of m rows of x dequantizes W to f16 for matmul (GpuOptions::dequant_rows).
@@ -336,12 +342,25 @@ class GpuDevice : public backend::BackendDevice {
   // beyond the device's limit).
   void record_matmul(const Pipeline& pipeline, std::array<uint32_t, 3> groups, const MatmulPlan& p,
                      backend::Storage& dst);
-  // qmatmul's work; with `rope` (qmatmul_rope_kv, which checked that qmatvec takes it), the
-  // product goes to rope_kv_cache's outputs through qmatvec's ROPE_KV stores, dst being q_out.
+  // What qmatvec's stores do besides storing the product (record_qmatmul; each checked by its
+  // caller to be one qmatvec takes).
+  struct QMatVecStores {
+    // qmatmul_rope_kv: the product goes to rope_kv_cache's outputs (ROPE_KV), dst being q_out.
+    const backend::QRopeKv* rope = nullptr;
+    // qmatmul_swiglu_ffn's gate/up product (SWIGLU_Q8): dst gets h = silu(gate) * up (m, n_out
+    // / 2) and this buffer h's 8-bit rows, as qact would quantize them (the same format as x's).
+    Buffer* swiglu_rows = nullptr;
+    // qmatmul_swiglu_ffn's down product: x's 8-bit rows, already quantized (no qact).
+    Buffer* act_rows = nullptr;
+  };
+  // qmatmul's work, with `stores` as they say.
   void record_qmatmul(backend::View x, const backend::QPrologue& prologue,
                       const backend::Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
-                      const backend::View* residual, const backend::QRopeKv* rope,
+                      const backend::View* residual, const QMatVecStores& stores,
                       backend::Storage& dst);
+  // Whether qmatmul_swiglu_ffn's two kernels take these products of m x rows.
+  bool swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
+                          const backend::QWeights& down) const;
   // qmatvec's workgroup shape for a matrix of n_out rows, and whether it takes m rows of x.
   QMatVecShape qmatvec_shape(int64_t n_out) const;
   bool qmatvec_takes(int64_t m) const;

@@ -177,7 +177,7 @@ bool GpuDevice::qmatvec_mma(int64_t m, QuantType type) const {
 void GpuDevice::qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
                         QuantType type, int64_t n_out, int64_t k, const View* residual,
                         Storage& dst) {
-  record_qmatmul(x, prologue, wblocks, type, n_out, k, residual, nullptr, dst);
+  record_qmatmul(x, prologue, wblocks, type, n_out, k, residual, {}, dst);
 }
 
 bool GpuDevice::qmatmul_rope_kv(View x, const backend::QPrologue& prologue, const Storage& wblocks,
@@ -198,14 +198,53 @@ bool GpuDevice::qmatmul_rope_kv(View x, const backend::QPrologue& prologue, cons
   if (!tables_in_place(t.cos_q.layout, t.sin_q.layout, half, max_seq) ||
       !tables_in_place(t.cos_k.layout, t.sin_k.layout, half, max_seq))
     return false;
-  record_qmatmul(x, prologue, wblocks, type, n_out, k, nullptr, &rope, q_out);
+  record_qmatmul(x, prologue, wblocks, type, n_out, k, nullptr, QMatVecStores{.rope = &rope},
+                 q_out);
+  return true;
+}
+
+bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
+                                   const backend::QWeights& down) const {
+  using quantized::act_kind;
+  if (!options_.qmatvec_swiglu || m < 1 || gate_up.n_out != 2 * down.k || down.k < 1) return false;
+  // Both products of 8-bit x rows in qmatvec (not its MMA variant), in the same 8-bit format.
+  for (const backend::QWeights* w : {&gate_up, &down})
+    if (!has_kernel(w->type) || !quantizes_x(w->type) || qmatmul_dequantizes(m) ||
+        m >= quantized::gemm_min_rows() || !qmatvec_takes(m) || qmatvec_mma(m, w->type))
+      return false;
+  if (act_kind(gate_up.type) != act_kind(down.type)) return false;
+  const int64_t block = act_kind(down.type) == quantized::ActKind::Block32 ? 32 : 256;
+  // A workgroup's rows: half gate, half up, its h within one block of h (SWIGLU_Q8).
+  const uint32_t rows = qmatvec_shape(gate_up.n_out).rows;
+  return rows % 2 == 0 && block % (rows / 2) == 0 && down.k % block == 0 && device_caps().storage16;
+}
+
+bool GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QPrologue& prologue,
+                                   const backend::QWeights& gate_up, const backend::QWeights& down,
+                                   const View* residual, Storage& dst) {
+  const int64_t m = x.layout.shape[0], half = down.k;
+  if (!swiglu_stores_take(m, gate_up, down)) return false;
+  const int64_t block = quantized::act_kind(down.type) == quantized::ActKind::Block32 ? 32 : 256;
+  const int64_t row_words = half / 4 + (block == 32 ? 2 * (half / 32) : half / 256);
+  to_index(m * row_words, "quantized x words");
+  // h in f32 (the gate/up kernel's y) and its 8-bit rows, which down reads as qact's.
+  backend::StoragePtr h = alloc(DType::F32, static_cast<size_t>(m * half));
+  BufferRef rows = device_pool_->acquire(static_cast<size_t>(m * row_words) * 4);
+  record_qmatmul(x, prologue, *gate_up.blocks, gate_up.type, gate_up.n_out, gate_up.k, nullptr,
+                 QMatVecStores{.swiglu_rows = rows.get()}, *h);
+  const View h_rows{*h, Layout::contiguous(Shape{m, half})};
+  record_qmatmul(h_rows, {}, *down.blocks, down.type, down.n_out, down.k, residual,
+                 QMatVecStores{.act_rows = rows.get()}, dst);
   return true;
 }
 
 void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
                                QuantType type, int64_t n_out, int64_t k, const View* residual,
-                               const backend::QRopeKv* rope, Storage& dst) {
+                               const QMatVecStores& stores, Storage& dst) {
   using Prologue = backend::QPrologue::Kind;
+  const backend::QRopeKv* rope = stores.rope;
+  Buffer* const swiglu_rows = stores.swiglu_rows;
+  Buffer* const given_rows = stores.act_rows;
   const char* op = "qmatmul";
   const DType dt = x.storage.dtype();
   require(dt, op);
@@ -253,7 +292,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
         unary(backend::UnaryOp::Silu, {}, x, *silu);
         binary(backend::BinaryOp::Mul, {*silu, rows}, *prologue.operand, *staged);
       }
-      record_qmatmul({*staged, rows}, {}, wblocks, type, n_out, k, residual, rope, dst);
+      record_qmatmul({*staged, rows}, {}, wblocks, type, n_out, k, residual, stores, dst);
       return;
     }
   }
@@ -307,6 +346,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const int64_t col_groups = (m + kMaxVecCols - 1) / kMaxVecCols;
   const bool vec = qmatvec_takes(m);
   WICK_ASSERT(vec || !rope);
+  WICK_ASSERT((vec && act_q8) || (!swiglu_rows && !given_rows));
   const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
   // On the tensor cores: workgroups of 16 output rows, their warps splitting k.
   const bool mma = act_q8 && qmatvec_mma(m, type);
@@ -326,7 +366,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
       xq_bytes + cols * k * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
   // Beside them: the partial sums, and norm_row.glsl's s_red (a float per thread).
   const bool act_inline =
-      act_q8 && vec && !mma && m <= options_.qmatvec_fuse_rows &&
+      act_q8 && vec && !mma && !given_rows && m <= options_.qmatvec_fuse_rows &&
       k <= options_.qmatvec_fuse_max_k && (options_.qmatvec_fuse_wide || n_out < v.wide_min_out) &&
       inline_bytes <= kInlineActBytes && (!rms || kWorkgroupSize % v.threads == 0) &&
       inline_bytes + partial_bytes + 4 * int64_t{v.threads} <= device_caps().max_shared_memory;
@@ -336,8 +376,9 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const int64_t stage_row_words =
       mma && inline_row_words / 4 % 2 == 0 ? inline_row_words + 4 : inline_row_words;
   const int64_t stage_bytes = cols * stage_row_words * 4;
-  const bool act_stage = act_q8 && vec && !act_inline && options_.qmatvec_stage_rows > 0 &&
-                         m >= options_.qmatvec_stage_rows && stage_bytes <= kInlineActBytes &&
+  const bool act_stage = act_q8 && vec && !act_inline && !swiglu_rows &&
+                         options_.qmatvec_stage_rows > 0 && m >= options_.qmatvec_stage_rows &&
+                         stage_bytes <= kInlineActBytes &&
                          stage_bytes + (mma ? 16 * int64_t{group_threads} : partial_bytes) <=
                              device_caps().max_shared_memory;
   int64_t p_row = 0, p_k = 0;
@@ -372,7 +413,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   QActPrologueParams<float> ppc{};  // with one
   std::span<const uint32_t> qwords;
   std::array<uint32_t, 3> qgroups{};
-  if (act_q8 && !act_inline) {
+  if (act_q8 && !act_inline && !given_rows) {
     to_index(m * act_row_words, "quantized x words");
     xq = device_pool_->acquire(static_cast<size_t>(m * act_row_words) * 4);
     auto fill_qact = [&](auto& p) {  // the fields of WICK_PARAMS_QACT
@@ -439,6 +480,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     pc.r_col = to_index(residual->layout.strides[1], "stride");
   }
   if (act_inline) fill_prologue(pc);
+  if (swiglu_rows) pc.ties_away = ties_away ? 1u : 0u;
   uint32_t rope_key = 0;  // the kernel ids' ROPE_KV bits: on, and the caches' dtype
   if (rope) {
     const DType kv = rope->k_cache.storage.dtype();
@@ -468,9 +510,9 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   }
   // ROPE_KV takes all 31 words, ACT_INLINE the first 15, the others WICK_PARAMS_QMATMUL's 10.
   const std::span<const uint32_t> words =
-      param_words(pc).first(rope         ? sizeof(pc) / 4
-                            : act_inline ? sizeof(QMatVecActParams<float>) / 4
-                                         : sizeof(QMatMulParams) / 4);
+      param_words(pc).first(rope                        ? sizeof(pc) / 4
+                            : act_inline || swiglu_rows ? sizeof(QMatVecActParams<float>) / 4
+                                                        : sizeof(QMatMulParams) / 4);
 
   // Kernel ids: x's dtype, or one past the last dtype code for the quantized rows.
   const uint32_t x_code = act_q8 ? 0xffu : static_cast<uint32_t>(dt);
@@ -500,6 +542,13 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
         add_dtype(defs, "KV_", rope->k_cache.storage.dtype());
         if (!act_inline) defs.emplace_back("PARAM_T", "float");  // the ACT block's eps field
       }
+      if (swiglu_rows) {
+        defs.emplace_back("SWIGLU_Q8", "1");
+        if (!act_inline) {  // ACT_INLINE names them already
+          defs.emplace_back("ACT_BLOCK", std::to_string(act_block));
+          defs.emplace_back("PARAM_T", "float");  // the ACT block's eps field
+        }
+      }
       if (device_caps().subgroup_arithmetic && options_.subgroups)
         defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
       return key_for("qmatvec", std::move(defs), {cols, group_rows}, group_threads);
@@ -507,7 +556,8 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     if (act_inline) {
       pipeline = &kernel(KernelFamily::QMatVecAct,
                          {cols, v.rows, v.threads, qtype, static_cast<uint32_t>(dt),
-                          with_residual | code << 1 | rope_key << 3, static_cast<uint32_t>(k)},
+                          with_residual | code << 1 | rope_key << 3 | (swiglu_rows ? 1u << 12 : 0u),
+                          static_cast<uint32_t>(k)},
                          [&] {
                            Defines defs;
                            add_dtype(defs, "", dt);
@@ -522,18 +572,19 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
                            return vec_defines(std::move(defs));
                          });
     } else {
-      pipeline = &kernel(KernelFamily::QMatVec,
-                         {cols, group_rows, group_threads, qtype, x_code,
-                          with_residual | rope_key << 1 | (mma ? 1u << 12 : 0u),
-                          act_stage ? static_cast<uint32_t>(stage_row_words) : 0u},
-                         [&] {
-                           Defines defs = base_defines();
-                           if (act_stage) {
-                             defs.emplace_back("ACT_STAGE", "1");
-                             defs.emplace_back("ACT_ROW_WORDS", std::to_string(stage_row_words));
-                           }
-                           return vec_defines(std::move(defs));
-                         });
+      pipeline = &kernel(
+          KernelFamily::QMatVec,
+          {cols, group_rows, group_threads, qtype, x_code,
+           with_residual | rope_key << 1 | (mma ? 1u << 12 : 0u) | (swiglu_rows ? 1u << 13 : 0u),
+           act_stage ? static_cast<uint32_t>(stage_row_words) : 0u},
+          [&] {
+            Defines defs = base_defines();
+            if (act_stage) {
+              defs.emplace_back("ACT_STAGE", "1");
+              defs.emplace_back("ACT_ROW_WORDS", std::to_string(stage_row_words));
+            }
+            return vec_defines(std::move(defs));
+          });
     }
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
@@ -556,16 +607,26 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y,
   // the residual when it joins, then (ACT_INLINE) the prologue's operand; ROPE_KV: the operand's
   // binding (x again when there is none), then rope_kv's buffers and the error record.
+  // SWIGLU_Q8: then the 8-bit rows of h and the split counters.
+  Buffer* counters = nullptr;
+  if (swiglu_rows) {
+    WICK_ASSERT(vec && n_out % (2 * act_block) == 0 && !residual && !rope);
+    counters = &split_counters(static_cast<size_t>(m * (n_out / 2 / act_block)));
+  }
   std::array<BufferAccess, 13> args{};
   size_t n_args = 0;
   args[n_args++] = {&buffer(wblocks), Access::Read};
-  args[n_args++] = {xq ? xq.get() : &buffer(x.storage), Access::Read};
+  args[n_args++] = {given_rows ? given_rows : xq ? xq.get() : &buffer(x.storage), Access::Read};
   args[n_args++] = {&buffer(product ? *product : dst), Access::Write};
   if (fuse_residual) args[n_args++] = {&buffer(residual->storage), Access::Read};
   if (act_inline && prologue.kind != Prologue::None)
     args[n_args++] = {&buffer(prologue.operand->storage), Access::Read};
-  else if (rope)
+  else if (rope || swiglu_rows)
     args[n_args++] = {&buffer(x.storage), Access::Read};
+  if (swiglu_rows) {
+    args[n_args++] = {swiglu_rows, Access::Write};
+    args[n_args++] = {counters, Access::Write};
+  }
   BufferRef record;
   if (rope) {
     record = errors_->acquire();

@@ -47,6 +47,13 @@ struct Projections {
     return linears.size() == 1 && sizes.size() == 3 && biases.empty() ? linears[0].quantized()
                                                                       : nullptr;
   }
+  // The one quantized matrix of gate and up (equal halves) without biases
+  // (QMatMul::forward_swiglu_ffn takes it), else null.
+  const QMatMul* fused_halves() const {
+    return linears.size() == 1 && sizes.size() == 2 && sizes[0] == sizes[1] && biases.empty()
+               ? linears[0].quantized()
+               : nullptr;
+  }
   // forward(x.rms_norm(alpha, eps)), the norm fused into the matmul's input where it can be.
   std::vector<Tensor> forward_rms_norm(const Tensor& x, const Tensor& alpha, double eps) const {
     if (linears.size() == 1) return add_biases(split(linears[0].forward_rms_norm(x, alpha, eps)));
@@ -108,6 +115,9 @@ struct LlamaModel::Impl {
   Tensor attn_residual(const Layer& l, const Tensor& y, const Tensor& x, bool fused) const;
   Tensor ffn_residual(const Layer& l, const std::vector<Tensor>& gu, const Tensor& x,
                       bool fused) const;
+  // x + the FFN of x's rms_norm with the fused ops (decode and forward_batch): one call
+  // (QMatMul::forward_swiglu_ffn) where gate/up is one quantized matrix and down quantized.
+  Tensor ffn_block(const Layer& l, const Tensor& x) const;
   // The token rows, scaled as the architecture says; the logits, soft-capped.
   Tensor embed_rows(const std::vector<uint32_t>& tokens) const;
   Tensor cap_logits(Tensor logits) const;
@@ -817,6 +827,14 @@ Tensor LlamaModel::Impl::ffn_residual(const Layer& l, const std::vector<Tensor>&
   return x + y;
 }
 
+Tensor LlamaModel::Impl::ffn_block(const Layer& l, const Tensor& x) const {
+  const QMatMul* gate_up = l.gate_up.fused_halves();
+  const QMatMul* down = l.down.quantized();
+  if (gate_up && down && !cfg.post_norms && !cfg.gelu_ffn)
+    return gate_up->forward_swiglu_ffn(x, *down, x, l.ffn_norm, cfg.rms_eps);
+  return ffn_residual(l, l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps), x, true);
+}
+
 Tensor LlamaModel::Impl::embed_rows(const std::vector<uint32_t>& tokens) const {
   const Tensor x = embed.forward(tokens, dev);  // (t, hidden)
   return cfg.embed_scale != 1.0 ? x * cfg.embed_scale : x;
@@ -867,8 +885,7 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, const D
     const Tensor y = attention_cached(q, kc, vc, position, caches.slots,
                                       attention_options(l, max_keys));  // (b, h, 1, d)
     x = attn_residual(l, y.reshape({b, h * d}), x, true);
-    const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
-    x = ffn_residual(l, gu, x, true);
+    x = ffn_block(l, x);
   }
   return head(x);
 }
@@ -1114,8 +1131,7 @@ Tensor LlamaModel::Impl::batch_layers(Tensor x, const std::vector<SequenceStep>&
       row += t;
     }
     x = attn_residual(l, ys.size() == 1 ? ys[0] : Tensor::cat(ys, 0), x, true);
-    const std::vector<Tensor> gu = l.gate_up.forward_rms_norm(x, l.ffn_norm, cfg.rms_eps);
-    x = ffn_residual(l, gu, x, true);
+    x = ffn_block(l, x);
   }
   return x;
 }

@@ -581,6 +581,46 @@ Tensor QMatMul::forward_rope_kv(const Tensor& x, const RopeKvTarget& target,
   return out;
 }
 
+Tensor QMatMul::forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const Tensor& residual,
+                                   const Tensor& norm_alpha, double eps) const {
+  const char* op = "QMatMul::forward_swiglu_ffn";
+  const Impl& w = *impl_;
+  const Impl& dw = *down.impl_;
+  const XRows r = check_x(op, w, x, "x");
+  const bool norm = norm_alpha.defined();
+  if (norm) check_alpha(op, w, norm_alpha, x);
+  if (w.n_out != 2 * dw.k)
+    fail(ErrorKind::Shape, op, "the gate/up weight ", w.weight.str(),
+         " must have twice as many rows as the down weight ", dw.weight.str(), " has columns");
+  if (dw.device != w.device)
+    fail(ErrorKind::Device, op, "the down weight ", dw.weight.str(), " is on ", dw.device.name(),
+         " but the gate/up weight ", w.weight.str(), " is on ", w.device.name());
+  std::vector<int64_t> out_dims = x.dims();
+  out_dims.back() = dw.n_out;
+  const Shape out_shape(out_dims);
+  if (residual.defined()) check_residual(op, dw, residual, out_shape);
+  backend::BackendDevice& be = w.device.backend();
+  if (be.runs_qmatmul() && !w.dense_device.defined() && !dw.dense_device.defined() && r.m > 0 &&
+      w.k > 0 && dw.k > 0 && dw.n_out > 0) {
+    const Tensor x2 = as_rows(x, r.m, w.k);
+    const backend::View alpha_view = core::view(norm ? norm_alpha : x2);
+    const backend::QPrologue pro{
+        norm ? backend::QPrologue::Kind::RmsNorm : backend::QPrologue::Kind::None,
+        norm ? &alpha_view : nullptr, eps};
+    const Tensor r2 = residual.defined() ? as_rows(residual, r.m, dw.n_out) : Tensor();
+    const backend::View r_view = core::view(residual.defined() ? r2 : x2);
+    Tensor y = core::empty(Shape{r.m, dw.n_out}, DType::F32, w.device, op);
+    if (be.qmatmul_swiglu_ffn(core::view(x2), pro, {w.blocks.get(), w.type, w.n_out, w.k},
+                              {dw.blocks.get(), dw.type, dw.n_out, dw.k},
+                              residual.defined() ? &r_view : nullptr, *y.storage()))
+      return y.reshape(out_shape);
+  }
+  const Tensor gu = norm ? forward_rms_norm(x, norm_alpha, eps) : forward(x);
+  const Tensor gate = gu.narrow(gu.rank() - 1, 0, dw.k), up = gu.narrow(gu.rank() - 1, dw.k, dw.k);
+  return residual.defined() ? down.forward_swiglu(gate, up, residual)
+                            : down.forward_swiglu(gate, up);
+}
+
 Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up) const {
   return swiglu(gate, up, nullptr);
 }

@@ -46,6 +46,10 @@ int act_round(float scaled, bool ties_away) {
 #ifndef ACT_SERIAL_VALUE
 #define ACT_SERIAL_VALUE act_value
 #endif
+// Where it writes: xq, or the includer's ACT_OUT (qmatvec.comp's SWIGLU_Q8 staging).
+#ifndef ACT_OUT
+#define ACT_OUT xq
+#endif
 // Block b of row `row`, by the invocation that calls it (no barriers).
 void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ties_away) {
   const uint e0 = b * ACT_BLOCK;
@@ -68,10 +72,10 @@ void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ti
       sum += q;
       word |= (uint(q) & 0xffu) << (8u * i);
     }
-    xq[out_q + w] = word;
+    ACT_OUT[out_q + w] = word;
   }
-  xq[out_d + 2u * b] = floatBitsToUint(d);
-  xq[out_d + 2u * b + 1u] = floatBitsToUint(d * float(sum));
+  ACT_OUT[out_d + 2u * b] = floatBitsToUint(d);
+  ACT_OUT[out_d + 2u * b + 1u] = floatBitsToUint(d * float(sum));
 #elif ACT_BLOCK == 256
   // The first element of largest magnitude; the values are asked twice (256 would not stay in
   // registers), the same bits both times.
@@ -84,8 +88,8 @@ void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ti
     }
   }
   if (amax == 0.0) {
-    for (uint w = 0u; w < 64u; w++) xq[out_q + w] = 0u;
-    xq[out_d + b] = 0u;
+    for (uint w = 0u; w < 64u; w++) ACT_OUT[out_q + w] = 0u;
+    ACT_OUT[out_d + b] = 0u;
     return;
   }
   const float iscale = div_rn(-127.0, mx);
@@ -95,9 +99,9 @@ void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ti
       const int q = min(127, int(roundEven(iscale * ACT_SERIAL_VALUE(row, e0 + 4u * w + i))));
       word |= (uint(q) & 0xffu) << (8u * i);
     }
-    xq[out_q + w] = word;
+    ACT_OUT[out_q + w] = word;
   }
-  xq[out_d + b] = floatBitsToUint(div_rn(1.0, iscale));
+  ACT_OUT[out_d + b] = floatBitsToUint(div_rn(1.0, iscale));
 #else
 #error "qact: ACT_BLOCK is 32 or 256"
 #endif

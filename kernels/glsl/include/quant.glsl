@@ -337,7 +337,7 @@ uint act_scale_word(uint k, uint e) { return k / 4u + (QK == 32u ? 2u * (e / 32u
 layout(push_constant) uniform QMatMulPush {
 #if defined(ROPE_KV)  // qmatvec.comp's product to rope_kv_cache: ACT's fields, then rope's
   WICK_PARAMS_QMATVEC_ROPE(WICK_FIELD, WICK_ARRAY)
-#elif defined(ACT_INLINE)  // qmatvec.comp quantizing its x itself: qact's fields follow
+#elif defined(ACT_INLINE) || defined(SWIGLU_Q8)  // qact's fields follow (qmatvec.comp)
   WICK_PARAMS_QMATVEC_ACT(WICK_FIELD, WICK_ARRAY)
 #else
   WICK_PARAMS_QMATMUL(WICK_FIELD, WICK_ARRAY)  // x_row: stride between rows of x; x_k: along k
