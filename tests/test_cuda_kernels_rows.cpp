@@ -225,6 +225,27 @@ WICK_CUDA_COMPILE_CASES(quantized) {
                                  spec_define(0, 1 + iv % 2), spec_define(1, threads == 32 ? 2 : 4),
                                  iv % 2 ? define("RESIDUAL", 1) : gpu::Defines{}});
       }
+  // The feed-forward's gate/up product finishing h and its 8-bit rows (SWIGLU_Q8): after qact
+  // and quantizing its own x (rms_norm), 32- and 256-element blocks, one warp and four, 1 to 8 x
+  // rows, workgroups of 2, 4 and 8 rows.
+  uint32_t swiglu_variant = 0;
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q4_K})
+    for (uint32_t rows : {2u, 4u, 8u}) {
+      const uint32_t sv = swiglu_variant++;
+      const uint32_t block = quant_type_info(t)->block_elems == 32 ? 32u : 256u;
+      const gpu::Defines qtype = define("QTYPE", static_cast<uint32_t>(t));
+      const gpu::Defines swiglu = define("SWIGLU_Q8", 1), act_block = define("ACT_BLOCK", block);
+      const gpu::Defines threads = define("WG_SIZE", sv % 2 ? 32 : 128);
+      const gpu::Defines cols = spec_define(0, 1 + 7 * (sv % 2)), shape = spec_define(1, rows);
+      cases.add("qmatvec.cu", {define("ACT_Q8", 1), param_defines(DType::F32), qtype, swiglu,
+                               act_block, threads, cols, shape});
+      const uint32_t k = block == 32 ? 576u : 512u;
+      const uint32_t row_words = (k / 4 + (block == 32 ? 2 * (k / 32) : k / 256) + 3) / 4 * 4;
+      cases.add("qmatvec.cu", {dtype_defines("", DType::F32), param_defines(DType::F32),
+                               define("ACT_INLINE", 1), define("ACT_K", k),
+                               define("ACT_ROW_WORDS", row_words), define("NORM_LANES", 256),
+                               qtype, swiglu, act_block, threads, cols, shape});
+    }
 }
 
 }  // namespace

@@ -33,6 +33,14 @@
 // outputs at once, and each thread scales its four by d_w dx (+ m_w sx) as unit_dot does. MMA row
 // i < 8 is output row 2 i, i >= 8 row 2 (i - 8) + 1: a thread's two rows are an adjacent pair
 // (ROPE_KV's rotation pairs). The warps' sums meet in shared memory; warp 0 stores.
+// SWIGLU_Q8 (with ACT_Q8, SIMT): the product is [gate | up] (n_out = 2 half columns) and what the
+// kernel leaves is h = silu(gate) * up quantized to 8 bits, the rows a down projection's ACT_Q8
+// reads, as qact.cu's PROLOGUE 2 would have quantized them (the same bits): a block's NUM_ROWS
+// rows are NUM_ROWS / 2 gate rows and the same up rows, so the thread that sums a gate row also
+// has its up row; y (binding 2, (m, half) f32) takes h, and the last block to finish an ACT_BLOCK
+// block of h (a counter per x row and block, as include/split_rows.cuh counts) quantizes it with
+// a warp (include/qact.cuh), reading h through L2. Bindings: 3 the prologue's operand (x again
+// when there is none), 4 the quantized rows, 5 the split counters. No residual, no ROPE_KV.
 // Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8; MMA: 16).
 #ifdef ACT_INLINE
 #define ACT_Q8 1
@@ -50,6 +58,13 @@
 #ifdef ROPE_KV
 #include "include/errors.cuh"
 #include "include/rope.cuh"
+#endif
+#ifdef SWIGLU_Q8
+#if defined(RESIDUAL) || defined(ROPE_KV) || !defined(ACT_Q8) || defined(MMA) || defined(ACT_STAGE)
+#error "qmatvec.cu: SWIGLU_Q8 takes ACT_Q8 rows on the SIMT path, without RESIDUAL or ROPE_KV"
+#endif
+#include "include/math.cuh"
+#include "include/qact.cuh"
 #endif
 #ifdef ACT_INLINE
 #include "include/qact.cuh"
@@ -83,7 +98,7 @@ constexpr uint32_t UNIT = 32u;
 
 #if defined(ROPE_KV)
 WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATVEC_ROPE(WICK_CU_FIELD, WICK_CU_ARRAY))
-#elif defined(ACT_INLINE)
+#elif defined(ACT_INLINE) || defined(SWIGLU_Q8)
 WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATVEC_ACT(WICK_CU_FIELD, WICK_CU_ARRAY))
 #else
 WICK_PARAMS_STRUCT(QMatmulParams, WICK_PARAMS_QMATMUL(WICK_CU_FIELD, WICK_CU_ARRAY))
@@ -157,6 +172,54 @@ WICK_DEV void unit_products(const QMatmulParams& pc, const uint8_t* w, const XT*
 #endif
 }
 
+#ifdef SWIGLU_Q8
+static_assert(NUM_ROWS % 2u == 0u, "qmatvec.cu: SWIGLU_Q8 takes gate and up rows in pairs");
+constexpr uint32_t HALF_ROWS = NUM_ROWS / 2u;
+static_assert(ACT_BLOCK % HALF_ROWS == 0u, "qmatvec.cu: a block's h lie in one block of h");
+// The block's row r: gate rows, then the same up rows (half = n_out / 2 further on).
+WICK_DEV uint32_t out_row(const QMatmulParams& pc, uint32_t r) {
+  return (r < HALF_ROWS ? 0u : pc.n_out / 2u) + group_index() * HALF_ROWS + r % HALF_ROWS;
+}
+// h of the block's row pair r (gate r, up r + HALF_ROWS) for x row c, as qact.cu's PROLOGUE 2
+// computes it from f32 gate and up: silu rounded, then the product.
+WICK_DEV void swiglu_store(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c,
+                           uint32_t r, float gate, float up) {
+  const uint32_t half = pc.n_out / 2u;
+  buffer_at<float>(args, 2)[c * half + group_index() * HALF_ROWS + r] =
+      __fmul_rn(silu_c(gate), up);
+}
+// Every thread calls it once the block's h are stored: the x rows whose block of h this block
+// completed (their counters' last) quantize it, a warp each.
+WICK_DEV void swiglu_quantize(const QMatmulParams& pc, const wick::KernelArgs& args,
+                              uint32_t col0, uint32_t n_cols) {
+  __shared__ bool s_last[NUM_COLS];
+  const uint32_t half = pc.n_out / 2u, blocks = half / ACT_BLOCK;
+  const uint32_t block = group_index() * HALF_ROWS / ACT_BLOCK, t = threadIdx.x;
+  __threadfence();  // this thread's h before the block's count
+  __syncthreads();
+  if (t < n_cols) {
+    uint32_t* counter = buffer_at<uint32_t>(args, 5) + (col0 + t) * blocks + block;
+    const bool last = atomicAdd(counter, 1u) == ACT_BLOCK / HALF_ROWS - 1u;
+    if (last) atomicExch(counter, 0u);  // as the op found it
+    s_last[t] = last;
+  }
+  __syncthreads();
+  const uint32_t scales = ACT_BLOCK == 32u ? 2u : 1u;
+  const uint32_t row_words = half / 4u + half / ACT_BLOCK * scales;
+  for (uint32_t c = t / 32u; c < n_cols; c += WICK_WARPS) {
+    if (!s_last[c]) continue;  // uniform per warp
+    __threadfence();
+    const float* h = buffer_at<const float>(args, 2) + (col0 + c) * half;
+    quantize_act_block([h](uint32_t e) { return __ldcg(h + e); }, buffer_at<uint32_t>(args, 4),
+                       col0 + c, block, half, row_words, pc.ties_away != 0u, t % 32u);
+  }
+}
+#else
+WICK_DEV uint32_t out_row(const QMatmulParams&, uint32_t r) {
+  return group_index() * NUM_ROWS + r;
+}
+#endif
+
 // y's element (x row c, output row `row`).
 WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c, uint32_t row,
                     float v) {
@@ -218,10 +281,17 @@ WICK_DEV void store_pair(const QMatmulParams& pc, const wick::KernelArgs& args, 
 // The block's weight rows: constant while the previous kernel runs (common.cuh, prefetch_l2).
 WICK_DEV void prefetch_weights(const wick::KernelArgs& args) {
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
-  const uint32_t row0 = group_index() * NUM_ROWS;
+  const uint32_t row0 = out_row(pc, 0u);
   if (row0 >= pc.n_out || blockIdx.z != 0u) return;  // the first x group's blocks fetch them
+#ifdef SWIGLU_Q8  // the gate rows, then the up rows
+  for (uint32_t part = 0u; part < 2u; part++)
+    prefetch_l2(buffer_at<const uint8_t>(args, 0) +
+                    uint64_t(out_row(pc, part * HALF_ROWS)) * pc.row_bytes,
+                uint64_t(HALF_ROWS) * pc.row_bytes);
+#else
   prefetch_l2(buffer_at<const uint8_t>(args, 0) + uint64_t(row0) * pc.row_bytes,
               uint64_t(min(NUM_ROWS, pc.n_out - row0)) * pc.row_bytes);
+#endif
 }
 
 #if defined(ACT_INLINE) && ACT_BLOCK == 32 && NORM_LANES % WG_SIZE == 0
@@ -472,7 +542,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   wick_kernel_begin();
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
-  const uint32_t row0 = group_index() * NUM_ROWS;
+  const uint32_t row0 = out_row(pc, 0u);
   const uint32_t col0 = blockIdx.z * NUM_COLS, n_cols = min(NUM_COLS, pc.m - col0);
 #ifdef ACT_INLINE
   __shared__ __align__(16) uint32_t s_xq[NUM_COLS * ACT_ROW_WORDS];
@@ -504,9 +574,10 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const uint32_t units = pc.k / UNIT;
   for (uint32_t item = t; item < NUM_ROWS * units; item += WG_SIZE) {
     const uint32_t r = item / units, u = item - r * units;
-    if (row0 + r >= pc.n_out) break;  // the rows past n_out come last
+    const uint32_t row = out_row(pc, r);
+    if (row >= pc.n_out) break;  // the rows past n_out come last
     float s[NUM_COLS];
-    unit_products(pc, w, x, xq_row, row0 + r, u, col0, n_cols, s);
+    unit_products(pc, w, x, xq_row, row, u, col0, n_cols, s);
 #pragma unroll
     for (uint32_t rr = 0u; rr < NUM_ROWS; rr++)
       if (rr == r)
@@ -522,7 +593,16 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   // One warp: its sums are final; lane (r / 2) * NUM_COLS + c writes a pair (ROPE_KV), else lane
   // r * NUM_COLS + c writes one.
   if (WICK_WARPS == 1) {
-#ifdef ROPE_KV
+#ifdef SWIGLU_Q8
+    (void)row0;
+#pragma unroll
+    for (uint32_t r = 0u; r < HALF_ROWS; r++)
+#pragma unroll
+      for (uint32_t c = 0u; c < NUM_COLS; c++)
+        if (lane == (r * NUM_COLS + c) % 32u && c < n_cols)
+          swiglu_store(pc, args, col0 + c, r, acc[r][c], acc[r + HALF_ROWS][c]);
+    swiglu_quantize(pc, args, col0, n_cols);
+#elif defined(ROPE_KV)
 #pragma unroll
     for (uint32_t r = 0u; r < NUM_ROWS; r += 2u)
 #pragma unroll
@@ -546,7 +626,20 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
 #pragma unroll
       for (uint32_t c = 0u; c < NUM_COLS; c++) s_part[r * NUM_COLS + c][warp] = acc[r][c];
   __syncthreads();
-#ifdef ROPE_KV
+#ifdef SWIGLU_Q8
+  for (uint32_t v = t; v < HALF_ROWS * NUM_COLS; v += WG_SIZE) {  // v = (r, c): gate r's sums
+    const uint32_t c = v % NUM_COLS;
+    if (c >= n_cols) continue;
+    float gate = 0.0f, up = 0.0f;
+#pragma unroll
+    for (uint32_t p = 0u; p < WICK_WARPS; p++) {
+      gate += s_part[v][p];
+      up += s_part[v + HALF_ROWS * NUM_COLS][p];
+    }
+    swiglu_store(pc, args, col0 + c, v / NUM_COLS, gate, up);
+  }
+  swiglu_quantize(pc, args, col0, n_cols);
+#elif defined(ROPE_KV)
   for (uint32_t v = t; v < NUM_ROWS / 2u * NUM_COLS; v += WG_SIZE) {  // v = (pair, c)
     const uint32_t r = 2u * (v / NUM_COLS), c = v % NUM_COLS;
     if (row0 + r >= pc.n_out || c >= n_cols) continue;
