@@ -2,7 +2,7 @@
 """Aggregate decode throughput of `wick serve` with 1 and with N concurrent greedy clients.
 
 usage: bench_serve.py WICK MODEL [--clients 8] [--tokens 128] [--ctx 512] [-t THREADS]
-                      [--device D] [--log-passes] [--client openai|raw]
+                      [--device D] [--log-passes] [--client openai|raw] [--rounds R]
 
 Starts `wick serve -np N`, then streams greedy completions of --tokens tokens each (ignore_eos,
 so every answer has that length): first one client alone, then N at once with different prompts
@@ -10,7 +10,9 @@ so every answer has that length): first one client alone, then N at once with di
 Prints per run: aggregate decode tokens/s (tokens after each client's first, summed, over the
 time from the first client's first token to the last client's last), total tokens/s over the
 whole wall time, time to first token (median and worst) and the spread of the requests' sending
-times; then the ratio N clients / 1.
+times; then the ratio N clients / 1. --rounds R runs the pair (1 client, then N) R times on the
+same server and prints every round's ratio and their median: on a machine whose speed drifts
+(a shared host), each ratio then compares runs a few seconds apart.
 Each client runs in a process of its own: in threads of one process the openai client's parsing of
 the streamed chunks, serialized by the GIL, capped the rate the server was measured at.
 --client raw streams the same requests through http.client and reads each server-sent event
@@ -156,6 +158,8 @@ def main():
                     help="the server prints each pass on stderr (wick serve --log-passes)")
     ap.add_argument("--client", choices=("openai", "raw"), default="openai",
                     help="the openai client, or http.client reading the events (see above)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="(1 client, N clients) pairs run one after the other (see above)")
     a = ap.parse_args()
     cmd = [a.wick, "serve", "-m", a.model, "--port", "0", "-np", str(a.clients), "-c", str(a.ctx)]
     if a.threads:
@@ -181,23 +185,30 @@ def main():
         run(pool, prompts[:1], 8)
         run(pool, prompts, 8)
         base = f"http://127.0.0.1:{port}"
-        results, shares = [], []
-        for p in (prompts[:1], prompts):
-            before = health(base)
-            results.append(run(pool, p, a.tokens))
-            shares.append(scheduler_share(before, health(base)))
-        print(f"| clients | tokens | aggregate decode tok/s | total tok/s | TTFT median ms "
-              f"| TTFT max ms | start spread ms |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
-        for r in results:
-            print(f"| {r['clients']} | {r['tokens']} | {r['decode_tok_s']:.1f} | "
-                  f"{r['total_tok_s']:.1f} | {r['ttft_median_ms']:.0f} | {r['ttft_max_ms']:.0f} | "
-                  f"{r['start_spread_ms']:.1f} |")
-        print(f"ratio {a.clients} clients / 1 (aggregate decode): "
-              f"{results[1]['decode_tok_s'] / results[0]['decode_tok_s']:.2f}x")
-        for r, s in zip(results, shares):
-            print(f"scheduler, {r['clients']} client(s): {s}")
-        print(json.dumps(results))
+        ratios = []
+        for rnd in range(a.rounds):
+            results, shares = [], []
+            for p in (prompts[:1], prompts):
+                before = health(base)
+                results.append(run(pool, p, a.tokens))
+                shares.append(scheduler_share(before, health(base)))
+            if a.rounds > 1:
+                print(f"round {rnd + 1} of {a.rounds}")
+            print(f"| clients | tokens | aggregate decode tok/s | total tok/s | TTFT median ms "
+                  f"| TTFT max ms | start spread ms |")
+            print("| --- | --- | --- | --- | --- | --- | --- |")
+            for r in results:
+                print(f"| {r['clients']} | {r['tokens']} | {r['decode_tok_s']:.1f} | "
+                      f"{r['total_tok_s']:.1f} | {r['ttft_median_ms']:.0f} | "
+                      f"{r['ttft_max_ms']:.0f} | {r['start_spread_ms']:.1f} |")
+            ratios.append(results[1]['decode_tok_s'] / results[0]['decode_tok_s'])
+            print(f"ratio {a.clients} clients / 1 (aggregate decode): {ratios[-1]:.2f}x")
+            for r, s in zip(results, shares):
+                print(f"scheduler, {r['clients']} client(s): {s}")
+            print(json.dumps(results))
+        if a.rounds > 1:
+            print(f"ratios of {a.rounds} rounds: " + ", ".join(f"{r:.2f}x" for r in ratios) +
+                  f"; median {statistics.median(ratios):.2f}x")
     finally:
         pool.shutdown()
         srv.terminate()
