@@ -241,10 +241,10 @@ WICK_CUDA_COMPILE_CASES(quantized) {
                                act_block, threads, cols, shape});
       const uint32_t k = block == 32 ? 576u : 512u;
       const uint32_t row_words = (k / 4 + (block == 32 ? 2 * (k / 32) : k / 256) + 3) / 4 * 4;
-      cases.add("qmatvec.cu", {dtype_defines("", DType::F32), param_defines(DType::F32),
-                               define("ACT_INLINE", 1), define("ACT_K", k),
-                               define("ACT_ROW_WORDS", row_words), define("NORM_LANES", 256),
-                               qtype, swiglu, act_block, threads, cols, shape});
+      cases.add("qmatvec.cu",
+                {dtype_defines("", DType::F32), param_defines(DType::F32), define("ACT_INLINE", 1),
+                 define("ACT_K", k), define("ACT_ROW_WORDS", row_words), define("NORM_LANES", 256),
+                 qtype, swiglu, act_block, threads, cols, shape});
     }
 }
 

@@ -177,6 +177,18 @@ TEST_P(GpuReduce, FewLongRows) {
             static_cast<uint32_t>(a));
 }
 
+// argmax, argmin, max and min of t's rows (the reference r in dtype dt), exactly.
+void expect_split_ops(const Tensor& t, const Ref& r, DType dt) {
+  for (ReduceOp op : {ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min}) {
+    SCOPED_TRACE(backend::reduce_op_name(op));
+    const Tensor got = op == ReduceOp::ArgMax   ? t.argmax(1, true)
+                       : op == ReduceOp::ArgMin ? t.argmin(1, true)
+                       : op == ReduceOp::Max    ? t.max(1, true)
+                                                : t.min(1, true);
+    WICK_EXPECT_CLOSE(got, reduce_ref(r, {1}, op, dt), (Tol{0, 0}));
+  }
+}
+
 // Max/min and the arg ops split such rows over workgroups (gpu_reduce.cpp's kSplitSpan), the
 // last to finish merging the parts: every dtype, ties and NaNs in different parts (the first
 // index wins), one row and several, run twice (the split counters reset between ops).
@@ -198,16 +210,7 @@ TEST_P(GpuReduce, FewLongRowsSplitOverWorkgroups) {
       at(0, n - 1) = at(0, n / 3) = is_float(dt) ? -1000.0 : dt == DType::U32 ? 0.0 : -150.0;
       if (is_float(dt) && rows > 1) at(1, n - 5) = at(1, n / 2) = NAN;  // the first NaN wins
       const Tensor t = make_tensor(r, dt, d);
-      for (int rep = 0; rep < 2; rep++) {
-        for (ReduceOp op : {ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min}) {
-          SCOPED_TRACE(backend::reduce_op_name(op));
-          const Tensor got = op == ReduceOp::ArgMax   ? t.argmax(1, true)
-                             : op == ReduceOp::ArgMin ? t.argmin(1, true)
-                             : op == ReduceOp::Max    ? t.max(1, true)
-                                                      : t.min(1, true);
-          WICK_EXPECT_CLOSE(got, reduce_ref(r, {1}, op, dt), (Tol{0, 0}));
-        }
-      }
+      for (int rep = 0; rep < 2; rep++) expect_split_ops(t, r, dt);
       EXPECT_EQ(t.argmax(1).to_vec<uint32_t>()[0], static_cast<uint32_t>(a));
     }
   }
@@ -221,14 +224,7 @@ TEST_P(GpuReduce, FewLongRowsSplitOverWorkgroups) {
   r.v[static_cast<size_t>(a)] = r.v[static_cast<size_t>(n - 1 - (b - tail))] = -1000.0;
   if (n - 1 - (b - tail) == b) r.v[static_cast<size_t>(b)] = 1000.0;
   const Tensor t = make_tensor(r, DType::F32, d);
-  for (ReduceOp op : {ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min}) {
-    SCOPED_TRACE(backend::reduce_op_name(op));
-    const Tensor got = op == ReduceOp::ArgMax   ? t.argmax(1, true)
-                       : op == ReduceOp::ArgMin ? t.argmin(1, true)
-                       : op == ReduceOp::Max    ? t.max(1, true)
-                                                : t.min(1, true);
-    WICK_EXPECT_CLOSE(got, reduce_ref(r, {1}, op, DType::F32), (Tol{0, 0}));
-  }
+  expect_split_ops(t, r, DType::F32);
   EXPECT_EQ(t.argmax(1).to_vec<uint32_t>()[0], static_cast<uint32_t>(b));
   EXPECT_EQ(t.argmin(1).to_vec<uint32_t>()[0], static_cast<uint32_t>(a));
 }

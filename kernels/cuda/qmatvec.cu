@@ -185,13 +185,12 @@ WICK_DEV uint32_t out_row(const QMatmulParams& pc, uint32_t r) {
 WICK_DEV void swiglu_store(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c,
                            uint32_t r, float gate, float up) {
   const uint32_t half = pc.n_out / 2u;
-  buffer_at<float>(args, 2)[c * half + group_index() * HALF_ROWS + r] =
-      __fmul_rn(silu_c(gate), up);
+  buffer_at<float>(args, 2)[c * half + group_index() * HALF_ROWS + r] = __fmul_rn(silu_c(gate), up);
 }
 // Every thread calls it once the block's h are stored: the x rows whose block of h this block
 // completed (their counters' last) quantize it, a warp each.
-WICK_DEV void swiglu_quantize(const QMatmulParams& pc, const wick::KernelArgs& args,
-                              uint32_t col0, uint32_t n_cols) {
+WICK_DEV void swiglu_quantize(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t col0,
+                              uint32_t n_cols) {
   __shared__ bool s_last[NUM_COLS];
   const uint32_t half = pc.n_out / 2u, blocks = half / ACT_BLOCK;
   const uint32_t block = group_index() * HALF_ROWS / ACT_BLOCK, t = threadIdx.x;
@@ -283,11 +282,11 @@ WICK_DEV void prefetch_weights(const wick::KernelArgs& args) {
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint32_t row0 = out_row(pc, 0u);
   if (row0 >= pc.n_out || blockIdx.z != 0u) return;  // the first x group's blocks fetch them
-#ifdef SWIGLU_Q8  // the gate rows, then the up rows
+#ifdef SWIGLU_Q8                                     // the gate rows, then the up rows
   for (uint32_t part = 0u; part < 2u; part++)
-    prefetch_l2(buffer_at<const uint8_t>(args, 0) +
-                    uint64_t(out_row(pc, part * HALF_ROWS)) * pc.row_bytes,
-                uint64_t(HALF_ROWS) * pc.row_bytes);
+    prefetch_l2(
+        buffer_at<const uint8_t>(args, 0) + uint64_t(out_row(pc, part * HALF_ROWS)) * pc.row_bytes,
+        uint64_t(HALF_ROWS) * pc.row_bytes);
 #else
   prefetch_l2(buffer_at<const uint8_t>(args, 0) + uint64_t(row0) * pc.row_bytes,
               uint64_t(min(NUM_ROWS, pc.n_out - row0)) * pc.row_bytes);
