@@ -282,8 +282,8 @@ WICK_DEV void prefetch_weights(const wick::KernelArgs& args) {
   const QMatmulParams& pc = PARAMS(QMatmulParams, args);
   const uint32_t row0 = out_row(pc, 0u);
   if (row0 >= pc.n_out || blockIdx.z != 0u) return;  // the first x group's blocks fetch them
-#ifdef SWIGLU_Q8                                     // the gate rows, then the up rows
-  for (uint32_t part = 0u; part < 2u; part++)
+#ifdef SWIGLU_Q8
+  for (uint32_t part = 0u; part < 2u; part++)  // the gate rows, then the up rows
     prefetch_l2(
         buffer_at<const uint8_t>(args, 0) + uint64_t(out_row(pc, part * HALF_ROWS)) * pc.row_bytes,
         uint64_t(HALF_ROWS) * pc.row_bytes);
