@@ -213,6 +213,8 @@ bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
         m >= quantized::gemm_min_rows() || !qmatvec_takes(m) || qmatvec_mma(m, w->type))
       return false;
   if (act_kind(gate_up.type) != act_kind(down.type)) return false;
+  // Where qact's rows are staged in shared memory (CUDA from 2 rows), the staged products stay.
+  if (options_.qmatvec_stage_rows > 0 && m >= options_.qmatvec_stage_rows) return false;
   const int64_t block = act_kind(down.type) == quantized::ActKind::Block32 ? 32 : 256;
   // A workgroup's rows: half gate, half up, its h within one block of h (SWIGLU_Q8).
   const uint32_t rows = qmatvec_shape(gate_up.n_out).rows;
