@@ -692,7 +692,7 @@ TEST_P(GpuSwigluFfnSweeps, EveryWorkgroupShapeGivesTheSameBits) {
     bool inline_x, subgroups;
   };
   for (const Config& sh :
-       {Config{4, 32, false, false}, Config{8, 16, true, false}, Config{8, 16, false, true}}) {
+       {Config{4, 32, false, false}, Config{8, 32, true, false}, Config{8, 32, false, true}}) {
     const std::string label = "rows=" + std::to_string(sh.rows) +
                               (sh.inline_x ? " inline" : " qact") +
                               (sh.subgroups ? " subgroups" : " shared");

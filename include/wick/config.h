@@ -68,7 +68,7 @@ struct Knobs {
   // WICK_QMATVEC_SWIGLU: 1/true/on makes a GPU's decode feed-forward block
   // (QMatMul::forward_swiglu_ffn) finish silu(gate) * up and its 8-bit quantization in the gate/up
   // product's kernel (two dispatches instead of three; the same bits); 0/false/off runs qact for
-  // it. Unset -> -1: the device's default (on for Vulkan; CUDA: CudaOptions::from_knobs).
+  // it. Unset -> -1: the device's default (on for Vulkan, off for CUDA: CudaOptions::from_knobs).
   int qmatvec_swiglu = -1;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).

@@ -273,10 +273,17 @@ void swiglu_quantize(uint t, uint col0, uint n_cols) {
     s_block_last[t] = last;
   }
   barrier();
-  if (t >= n_cols || !s_block_last[t]) return;
   memoryBarrierBuffer();  // the other workgroups' h after their counts
-  const uint row = col0 + t, first = row * half_n + block * ACT_BLOCK;
-  for (uint i = 0u; i < ACT_BLOCK; i++) s_rows[t * ACT_K + i] = y[first + i];
+  // The completed blocks staged by the whole workgroup (one round of loads, not a block's worth
+  // in turn), then quantized by an invocation each.
+  for (uint c = 0u; c < n_cols; c++) {
+    if (!s_block_last[c]) continue;  // uniform per workgroup
+    for (uint i = t; i < ACT_BLOCK; i += WG_SIZE)
+      s_rows[c * ACT_K + i] = y[(col0 + c) * half_n + block * ACT_BLOCK + i];
+  }
+  barrier();
+  if (t >= n_cols || !s_block_last[t]) return;
+  const uint row = col0 + t;
   quantize_act_block_serial(t, 0u, ACT_BLOCK, ACT_ROW_WORDS, pc.ties_away != 0u);
   // Down's row of half elements: the q words, then the scales (qact.glsl's layout).
   const uint scales = ACT_BLOCK == 32u ? 2u : 1u;
