@@ -217,8 +217,16 @@ bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
   if (options_.qmatvec_stage_rows > 0 && m >= options_.qmatvec_stage_rows) return false;
   const int64_t block = act_kind(down.type) == quantized::ActKind::Block32 ? 32 : 256;
   // A workgroup's rows: half gate, half up, its h within one block of h (SWIGLU_Q8).
-  const uint32_t rows = qmatvec_shape(gate_up.n_out).rows;
-  return rows % 2 == 0 && block % (rows / 2) == 0 && down.k % block == 0 && device_caps().storage16;
+  const QMatVecShape v = qmatvec_shape(gate_up.n_out);
+  if (v.rows % 2 != 0 || block % (v.rows / 2) != 0 || down.k % block != 0 ||
+      !device_caps().storage16)
+    return false;
+  // Its shared memory where qact quantized x (ACT_INLINE checks its own): the partial sums, a
+  // block of h and its 8-bit words per x row, the grouped quantizer's 3 words a thread.
+  const int64_t cols = std::min<int64_t>(m, kMaxVecCols), threads = v.threads;
+  const int64_t bytes = int64_t{v.rows} * cols * 4 * threads + cols * block * 4 +
+                        cols * (block / 4 + 2) * 4 + (threads % 32 == 0 ? 12 * threads : 0) + 64;
+  return bytes <= device_caps().max_shared_memory;
 }
 
 bool GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QPrologue& prologue,
@@ -366,12 +374,17 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const int64_t partial_bytes = int64_t{v.rows} * cols * 4 * v.threads;  // qmatvec.comp's s_part
   const int64_t inline_bytes =
       xq_bytes + cols * k * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
-  // Beside them: the partial sums, and norm_row.glsl's s_red (a float per thread).
+  // Beside them: the partial sums, and norm_row.glsl's s_red (a float per thread); SWIGLU_Q8's
+  // grouped quantizer: 3 words a thread.
+  auto swiglu_tail_bytes = [&](uint32_t threads) -> int64_t {
+    return swiglu_rows && threads % 32 == 0 ? 12 * int64_t{threads} : 0;
+  };
   const bool act_inline =
       act_q8 && vec && !mma && !given_rows && m <= options_.qmatvec_fuse_rows &&
       k <= options_.qmatvec_fuse_max_k && (options_.qmatvec_fuse_wide || n_out < v.wide_min_out) &&
       inline_bytes <= kInlineActBytes && (!rms || kWorkgroupSize % v.threads == 0) &&
-      inline_bytes + partial_bytes + 4 * int64_t{v.threads} <= device_caps().max_shared_memory;
+      inline_bytes + partial_bytes + 4 * int64_t{v.threads} + swiglu_tail_bytes(v.threads) <=
+          device_caps().max_shared_memory;
   // From qmatvec_stage_rows x rows, qmatvec copies the quantized rows into shared memory first.
   // MMA reads 8 rows' words at once: rows an odd number of 16-byte vectors apart meet no bank
   // twice. Its partial sums: 4 floats a thread.

@@ -41,14 +41,14 @@ int act_round(float scaled, bool ties_away) {
   return int(r);
 }
 
+// Where they write: xq, or the includer's ACT_OUT (qmatvec.comp's SWIGLU_Q8 staging).
+#ifndef ACT_OUT
+#define ACT_OUT xq
+#endif
 #ifdef ACT_SERIAL
 // The values it reads: act_value, or the includer's ACT_SERIAL_VALUE (qmatvec.comp's staged rows).
 #ifndef ACT_SERIAL_VALUE
 #define ACT_SERIAL_VALUE act_value
-#endif
-// Where it writes: xq, or the includer's ACT_OUT (qmatvec.comp's SWIGLU_Q8 staging).
-#ifndef ACT_OUT
-#define ACT_OUT xq
 #endif
 // Block b of row `row`, by the invocation that calls it (no barriers).
 void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ties_away) {
@@ -106,7 +106,13 @@ void quantize_act_block_serial(uint row, uint b, uint k, uint row_words, bool ti
 #error "qact: ACT_BLOCK is 32 or 256"
 #endif
 }
-#else  // ACT_SERIAL
+#endif  // ACT_SERIAL
+// ACT_GROUPED (with ACT_SERIAL): quantize_act_block too (qmatvec.comp's SWIGLU_Q8 tail).
+#if !defined(ACT_SERIAL) || defined(ACT_GROUPED)
+// The values it reads: act_value, or the includer's ACT_GROUP_VALUE.
+#ifndef ACT_GROUP_VALUE
+#define ACT_GROUP_VALUE act_value
+#endif
 
 #if WG_SIZE % 32 != 0
 #error "qact: WG_SIZE is a multiple of 32"
@@ -129,7 +135,7 @@ void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, boo
   const uint out_q = row * row_words + e0 / 4u;
   const uint out_d = row * row_words + k / 4u;
 #if ACT_BLOCK == 32
-  const float v = live ? act_value(row, e0 + lane) : 0.0;
+  const float v = live ? ACT_GROUP_VALUE(row, e0 + lane) : 0.0;
   s_amax[t] = abs(v);
   barrier();
   for (uint step = 16u; step > 0u; step >>= 1) {  // max: exact in any order
@@ -151,11 +157,11 @@ void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, boo
     if (lane % 4u == 0u) {
       uint word = 0u;
       for (uint i = 0u; i < 4u; i++) word |= (uint(s_q[t + i]) & 0xffu) << (8u * i);
-      xq[out_q + lane / 4u] = word;
+      ACT_OUT[out_q + lane / 4u] = word;
     }
     if (lane == 0u) {
-      xq[out_d + 2u * b] = floatBitsToUint(d);
-      xq[out_d + 2u * b + 1u] = floatBitsToUint(d * float(s_sum[first]));
+      ACT_OUT[out_d + 2u * b] = floatBitsToUint(d);
+      ACT_OUT[out_d + 2u * b + 1u] = floatBitsToUint(d * float(s_sum[first]));
     }
   }
 #elif ACT_BLOCK == 256
@@ -164,7 +170,7 @@ void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, boo
   float amax = 0.0, mx = 0.0;
   uint at = 256u;  // the index of mx in the block; 256: none yet
   for (uint i = 0u; i < 8u; i++) {
-    v[i] = live ? act_value(row, e0 + 8u * lane + i) : 0.0;
+    v[i] = live ? ACT_GROUP_VALUE(row, e0 + 8u * lane + i) : 0.0;
     if (abs(v[i]) > amax) {
       amax = abs(v[i]);
       mx = v[i];
@@ -190,9 +196,9 @@ void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, boo
   const float bmax = s_amax[first], bmx = s_mx[first];
   if (live) {
     if (bmax == 0.0) {
-      xq[out_q + 2u * lane] = 0u;
-      xq[out_q + 2u * lane + 1u] = 0u;
-      if (lane == 0u) xq[out_d + b] = 0u;
+      ACT_OUT[out_q + 2u * lane] = 0u;
+      ACT_OUT[out_q + 2u * lane + 1u] = 0u;
+      if (lane == 0u) ACT_OUT[out_d + b] = 0u;
     } else {
       const float iscale = div_rn(-127.0, bmx);
       for (uint w = 0u; w < 2u; w++) {
@@ -201,9 +207,9 @@ void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, boo
           const int q = min(127, int(roundEven(iscale * v[4u * w + i])));
           word |= (uint(q) & 0xffu) << (8u * i);
         }
-        xq[out_q + 2u * lane + w] = word;
+        ACT_OUT[out_q + 2u * lane + w] = word;
       }
-      if (lane == 0u) xq[out_d + b] = floatBitsToUint(div_rn(1.0, iscale));
+      if (lane == 0u) ACT_OUT[out_d + b] = floatBitsToUint(div_rn(1.0, iscale));
     }
   }
 #else
@@ -211,4 +217,4 @@ void quantize_act_block(uint row, uint b, bool live, uint k, uint row_words, boo
 #endif
   barrier();  // the shared arrays are refilled by the next call
 }
-#endif  // ACT_SERIAL
+#endif  // !ACT_SERIAL || ACT_GROUPED
