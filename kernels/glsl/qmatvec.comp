@@ -69,34 +69,22 @@ layout(constant_id = 0) const uint NUM_COLS = 1u;  // x rows per workgroup, 1 ..
 layout(constant_id = 1) const uint NUM_ROWS = 1u;  // 1 .. MAX_ROWS
 
 #ifdef ACT_INLINE
-layout(set = 0, binding = 1) readonly buffer X {
-  STORAGE_T(DT) x[];
-};
+layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
 #if PROLOGUE != 0
 #ifdef RESIDUAL
-layout(set = 0, binding = 4) readonly buffer P {
-  STORAGE_T(DT) p[];
-};  // alpha, or up
+layout(set = 0, binding = 4) readonly buffer P { STORAGE_T(DT) p[]; };  // alpha, or up
 #else
-layout(set = 0, binding = 3) readonly buffer P {
-  STORAGE_T(DT) p[];
-};
+layout(set = 0, binding = 3) readonly buffer P { STORAGE_T(DT) p[]; };
 #endif
 #endif
 // The workgroup's x rows quantized: row c at word c * ACT_ROW_WORDS.
 shared uint xq[NUM_COLS * ACT_ROW_WORDS];
-uint xq_base(uint col0, uint c) {
-  return c * ACT_ROW_WORDS;
-}
+uint xq_base(uint col0, uint c) { return c * ACT_ROW_WORDS; }
 uint g_col0;  // the workgroup's first x row
-uint act_row(uint row) {
-  return g_col0 + row;
-}
+uint act_row(uint row) { return g_col0 + row; }
 #include "include/qact_value.glsl"
 #if PROLOGUE == 1
-CT act_inv(uint row) {
-  return CT(0);
-}  // act_value's; stage_rows computes its own
+CT act_inv(uint row) { return CT(0); }  // act_value's; stage_rows computes its own
 #if NORM_LANES % WG_SIZE != 0
 #error "qmatvec: ACT_INLINE 1 takes WG_SIZE dividing NORM_LANES"
 #endif
@@ -108,9 +96,7 @@ shared CT s_sums[NUM_COLS * WG_SIZE];
 #define ACT_ROUNDS ((ACT_K + WG_SIZE - 1u) / WG_SIZE)
 // The rows after the prologue, in f32 (DT's values), row c at c * ACT_K.
 shared float s_rows[NUM_COLS * ACT_K];
-float staged_value(uint row, uint e) {
-  return s_rows[row * ACT_K + e];
-}
+float staged_value(uint row, uint e) { return s_rows[row * ACT_K + e]; }
 #define ACT_SERIAL_VALUE staged_value
 #include "include/qact.glsl"
 
@@ -142,8 +128,8 @@ void stage_rows(uint t, uint n_cols) {
     }
     // norm's tree steps NORM_LANES / 2 .. WG_SIZE: lanes of this invocation.
     [[unroll]] for (uint step = NORM_LANES / 2u; step >= WG_SIZE; step >>= 1)
-        [[unroll]] for (uint q = 0u; q < step / WG_SIZE; q++) ss[q] =
-            ss[q] + ss[q + step / WG_SIZE];
+      [[unroll]] for (uint q = 0u; q < step / WG_SIZE; q++)
+        ss[q] = ss[q] + ss[q + step / WG_SIZE];
     s_sums[c * WG_SIZE + t] = ss[0];
   }
   barrier();
@@ -171,21 +157,13 @@ void stage_rows(uint t, uint n_cols) {
 }
 #elif defined(ACT_STAGE)
 // x quantized by qact.comp (row c at word c * pc.x_row), copied into shared memory first.
-layout(set = 0, binding = 1) readonly buffer XQ {
-  uint xq_rows[];
-};
+layout(set = 0, binding = 1) readonly buffer XQ { uint xq_rows[]; };
 shared uint xq[NUM_COLS * ACT_ROW_WORDS];
-uint xq_base(uint col0, uint c) {
-  return c * ACT_ROW_WORDS;
-}
+uint xq_base(uint col0, uint c) { return c * ACT_ROW_WORDS; }
 #elif defined(ACT_Q8)
 // x quantized by qact.comp: row c at word c * pc.x_row (x_offset and x_k unused).
-layout(set = 0, binding = 1) readonly buffer XQ {
-  uint xq[];
-};
-uint xq_base(uint col0, uint c) {
-  return (col0 + c) * pc.x_row;
-}
+layout(set = 0, binding = 1) readonly buffer XQ { uint xq[]; };
+uint xq_base(uint col0, uint c) { return (col0 + c) * pc.x_row; }
 #ifdef SWIGLU_Q8
 // SWIGLU_Q8's staging: a block of h per x row, then its quantized words (qact.glsl's layout of a
 // one-block row).
@@ -193,68 +171,40 @@ uint xq_base(uint col0, uint c) {
 #define ACT_ROW_WORDS (ACT_BLOCK / 4u + 2u)
 shared float s_rows[NUM_COLS * ACT_K];
 shared uint s_xq[NUM_COLS * ACT_ROW_WORDS];
-float staged_value(uint row, uint e) {
-  return s_rows[row * ACT_K + e];
-}
+float staged_value(uint row, uint e) { return s_rows[row * ACT_K + e]; }
 #define ACT_SERIAL_VALUE staged_value
 #define ACT_OUT s_xq
 #include "include/qact.glsl"
 #endif
 #else
-layout(set = 0, binding = 1) readonly buffer X {
-  STORAGE_T(DT) x[];
-};
+layout(set = 0, binding = 1) readonly buffer X { STORAGE_T(DT) x[]; };
 #endif
 #ifdef SWIGLU_Q8
-layout(set = 0, binding = 2) coherent buffer Y {
-  float y[];
-};
-layout(set = 0, binding = 4) writeonly buffer HQ {
-  uint hq[];
-};
+layout(set = 0, binding = 2) coherent buffer Y { float y[]; };
+layout(set = 0, binding = 4) writeonly buffer HQ { uint hq[]; };
 #define SPLIT_COUNTERS_BINDING 5
 #include "include/split_rows.glsl"
 #if !(defined(ACT_INLINE) && PROLOGUE == 2)  // qact_value.glsl has it then
 #include "include/math.glsl"
 #endif
 #else
-layout(set = 0, binding = 2) writeonly buffer Y {
-  float y[];
-};
+layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
 #endif
 #ifdef RESIDUAL
-layout(set = 0, binding = 3) readonly buffer R {
-  float residual[];
-};
+layout(set = 0, binding = 3) readonly buffer R { float residual[]; };
 #endif
 
 shared float s_part[NUM_ROWS * NUM_COLS * WG_SIZE];
 
 #ifdef ROPE_KV
-layout(set = 0, binding = 4) readonly buffer Pos {
-  uint pos[];
-};
-layout(set = 0, binding = 5) readonly buffer Slots {
-  uint slots[];
-};
-layout(set = 0, binding = 6) readonly buffer CosQ {
-  float cos_q[];
-};
-layout(set = 0, binding = 7) readonly buffer SinQ {
-  float sin_q[];
-};
-layout(set = 0, binding = 8) readonly buffer CosK {
-  float cos_k[];
-};
-layout(set = 0, binding = 9) readonly buffer SinK {
-  float sin_k[];
-};
-layout(set = 0, binding = 10) writeonly buffer KCache {
-  STORAGE_T(KV_DT) k_cache[];
-};
-layout(set = 0, binding = 11) writeonly buffer VCache {
-  STORAGE_T(KV_DT) v_cache[];
-};
+layout(set = 0, binding = 4) readonly buffer Pos { uint pos[]; };
+layout(set = 0, binding = 5) readonly buffer Slots { uint slots[]; };
+layout(set = 0, binding = 6) readonly buffer CosQ { float cos_q[]; };
+layout(set = 0, binding = 7) readonly buffer SinQ { float sin_q[]; };
+layout(set = 0, binding = 8) readonly buffer CosK { float cos_k[]; };
+layout(set = 0, binding = 9) readonly buffer SinK { float sin_k[]; };
+layout(set = 0, binding = 10) writeonly buffer KCache { STORAGE_T(KV_DT) k_cache[]; };
+layout(set = 0, binding = 11) writeonly buffer VCache { STORAGE_T(KV_DT) v_cache[]; };
 #define ERROR_BINDING 12
 #include "include/errors.glsl"
 #ifndef CT  // ACT_INLINE's (qact_value.glsl) is float too: x is f32, f16 or bf16
@@ -311,12 +261,10 @@ uint out_row(uint r) {
   return (r < HALF_ROWS ? 0u : pc.n_out / 2u) + group_index() * HALF_ROWS + r % HALF_ROWS;
 }
 // qact.comp's PROLOGUE 2 value of f32 gate and up: silu rounded, then the product.
-float swiglu_value(float gate, float up) {
-  return silu_accurate(gate) * up;
-}
+float swiglu_value(float gate, float up) { return silu_accurate(gate) * up; }
 shared bool s_block_last[NUM_COLS];
-// Every invocation calls it once the workgroup's h are in y: the x rows whose block of h this
-// workgroup completed (their counters' last) quantize it, an invocation each, into hq.
+// Every invocation calls it once the workgroup's h are in y: the blocks of h this workgroup
+// completed (their counters' last) are quantized into hq.
 void swiglu_quantize(uint t, uint col0, uint n_cols) {
   const uint half_n = pc.n_out / 2u, blocks = half_n / ACT_BLOCK;
   const uint block = group_index() * HALF_ROWS / ACT_BLOCK;
@@ -359,9 +307,7 @@ void swiglu_quantize(uint t, uint col0, uint n_cols) {
   }
 }
 #else
-uint out_row(uint r) {
-  return group_index() * NUM_ROWS + r;
-}
+uint out_row(uint r) { return group_index() * NUM_ROWS + r; }
 #endif
 
 // y's element (x row c, output row `row`).
@@ -493,7 +439,8 @@ void main() {
   } else {
     if (writer)
       for (uint r = 0u; r < NUM_ROWS; r++)
-        for (uint c = 0u; c < NUM_COLS; c++) s_part[(r * NUM_COLS + c) * n_part + part] = acc[r][c];
+        for (uint c = 0u; c < NUM_COLS; c++)
+          s_part[(r * NUM_COLS + c) * n_part + part] = acc[r][c];
     barrier();
     for (uint v = t; v < HALF_ROWS * NUM_COLS; v += WG_SIZE) {
       const uint c = v % NUM_COLS;
