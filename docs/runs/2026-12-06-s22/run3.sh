@@ -32,3 +32,11 @@ done
 WICK_QMATVEC_SWIGLU=1 WICK_TEST_DEVICES=cuda:0 timeout 60 ./wick_tests --gtest_brief=1 --gtest_filter="Devices/Llama.*:*LlamaOnDevices*:*LlamaBatch*" >> $T 2>&1; echo "rc=$? (cuda, SWIGLU=1)" >> $T
 grep -hE "==|FAILED|rc=|PASSED|tests ran|Failure" $T | cut -c1-150 | head -24
 date -u >> $O/clocks.txt
+mkdir -p /tmp/pyo; for w in $R/.dev/wheels/*.whl; do python3 -m zipfile -e $w /tmp/pyo; done
+S=$O/serve.txt
+for d in vulkan cuda; do
+  echo "== $d" >> $S
+  PYTHONPATH=/tmp/pyo timeout 60 python3 $R/tests/serve/bench_serve.py ./wick /tmp/m.gguf --clients 8 --tokens 128 --device $d >> $S 2>&1; echo "rc=$?" >> $S
+done
+grep -E "==|^\| [18] |ratio|rc=" $S | cut -c1-200
+date -u >> $O/clocks.txt
