@@ -92,6 +92,15 @@ bool quantizes_x(QuantType t) {
   return quantized::dot_kernel_scalar(t) != nullptr;
 }
 
+// The elements of an 8-bit block of x for weights of type t (qact's ACT_BLOCK), and the words of
+// a quantized row of k elements: k / 4 of codes, then the scales ((d, s) per 32, d per 256).
+int64_t act_block_elems(QuantType t) {
+  return quantized::act_kind(t) == quantized::ActKind::Block32 ? 32 : 256;
+}
+int64_t act_row_words(QuantType t, int64_t k) {
+  return k / 4 + (act_block_elems(t) == 32 ? 2 * (k / 32) : k / 256);
+}
+
 // The x rows from which qmatmul dequantizes W to f16 for a tensor-core GEMM. Not measured yet:
 // ggml moves to cuBLAS (f16) from 32-64 rows of x where it does not use its int8 MMA kernels.
 constexpr int64_t kDequantRows = 64;
@@ -215,7 +224,7 @@ bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
   if (act_kind(gate_up.type) != act_kind(down.type)) return false;
   // Where qact's rows are staged in shared memory (CUDA from 2 rows), the staged products stay.
   if (options_.qmatvec_stage_rows > 0 && m >= options_.qmatvec_stage_rows) return false;
-  const int64_t block = act_kind(down.type) == quantized::ActKind::Block32 ? 32 : 256;
+  const int64_t block = act_block_elems(down.type);
   // A workgroup's rows: half gate, half up, its h within one block of h (SWIGLU_Q8).
   const QMatVecShape v = qmatvec_shape(gate_up.n_out);
   if (v.rows % 2 != 0 || block % (v.rows / 2) != 0 || down.k % block != 0 ||
@@ -234,8 +243,7 @@ bool GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QPrologue& prologue,
                                    const View* residual, Storage& dst) {
   const int64_t m = x.layout.shape[0], half = down.k;
   if (!swiglu_stores_take(m, gate_up, down)) return false;
-  const int64_t block = quantized::act_kind(down.type) == quantized::ActKind::Block32 ? 32 : 256;
-  const int64_t row_words = half / 4 + (block == 32 ? 2 * (half / 32) : half / 256);
+  const int64_t row_words = act_row_words(down.type, half);
   to_index(m * row_words, "quantized x words");
   // h in f32 (the gate/up kernel's y) and its 8-bit rows, which down reads as qact's.
   backend::StoragePtr h = alloc(DType::F32, static_cast<size_t>(m * half));
@@ -345,8 +353,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     binary(backend::BinaryOp::Add, *residual, {*y32, y_rows}, dst);
     return;
   }
-  const int64_t act_block = quantized::act_kind(type) == quantized::ActKind::Block32 ? 32 : 256;
-  const int64_t act_row_words = k / 4 + (act_block == 32 ? 2 * (k / 32) : k / 256);
+  const int64_t act_block = act_block_elems(type), row_words = act_row_words(type, k);
 
   // qmatvec's shape, and whether it takes x.
   const QMatVecShape v = qmatvec_shape(n_out);
@@ -369,7 +376,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   // (qmatvec.comp: the rows in f32, then quantized, 16 bytes apart for CUDA's vector loads; with
   // rms_norm alpha and the lane sums), next to its partial sums; its rms_norm sums are norm's
   // lanes folded onto the workgroup, which must divide them.
-  const int64_t inline_row_words = (act_row_words + 3) / 4 * 4;
+  const int64_t inline_row_words = (row_words + 3) / 4 * 4;
   const int64_t xq_bytes = cols * inline_row_words * 4;                  // the quantized rows
   const int64_t partial_bytes = int64_t{v.rows} * cols * 4 * v.threads;  // qmatvec.comp's s_part
   const int64_t inline_bytes =
@@ -429,15 +436,15 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   std::span<const uint32_t> qwords;
   std::array<uint32_t, 3> qgroups{};
   if (act_q8 && !act_inline && !given_rows) {
-    to_index(m * act_row_words, "quantized x words");
-    xq = device_pool_->acquire(static_cast<size_t>(m * act_row_words) * 4);
+    to_index(m * row_words, "quantized x words");
+    xq = device_pool_->acquire(static_cast<size_t>(m * row_words) * 4);
     auto fill_qact = [&](auto& p) {  // the fields of WICK_PARAMS_QACT
       p.m = to_index(m, "rows");
       p.k = to_index(k, "k");
       p.x_offset = to_index(x.layout.start_offset, "offset");
       p.x_row = to_index(x.layout.strides[0], "stride");
       p.x_k = to_index(x.layout.strides[1], "stride");
-      p.row_words = to_index(act_row_words, "quantized row words");
+      p.row_words = to_index(row_words, "quantized row words");
     };
     if (prologue.kind == Prologue::None) {
       fill_qact(qpc);
@@ -480,9 +487,9 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   pc.n_out = to_index(n_out, "n_out");
   pc.k = to_index(k, "k");
   pc.row_bytes = to_index(row_bytes, "row bytes");
-  if (act_q8 && !act_inline) {  // the quantized rows: contiguous, act_row_words apart
+  if (act_q8 && !act_inline) {  // the quantized rows: contiguous, row_words apart
     pc.x_offset = 0;
-    pc.x_row = static_cast<uint32_t>(act_row_words);
+    pc.x_row = static_cast<uint32_t>(row_words);
     pc.x_k = 1;
   } else {
     pc.x_offset = to_index(x.layout.start_offset, "offset");
