@@ -260,8 +260,11 @@ void store_pair(uint c, uint row, float a, float b) {
 uint out_row(uint r) {
   return (r < HALF_ROWS ? 0u : pc.n_out / 2u) + group_index() * HALF_ROWS + r % HALF_ROWS;
 }
-// qact.comp's PROLOGUE 2 value of f32 gate and up: silu rounded, then the product.
-float swiglu_value(float gate, float up) { return silu_accurate(gate) * up; }
+// h of the workgroup's row pair r (gate r, up r + HALF_ROWS) for x row c, into y (m, n_out / 2):
+// qact.comp's PROLOGUE 2 value of f32 gate and up, silu rounded, then the product.
+void swiglu_store(uint c, uint r, float gate, float up) {
+  y[c * (pc.n_out / 2u) + group_index() * HALF_ROWS + r] = silu_accurate(gate) * up;
+}
 shared bool s_block_last[NUM_COLS];
 // Every invocation calls it once the workgroup's h are in y: the blocks of h this workgroup
 // completed (their counters' last) are quantized into hq.
@@ -427,38 +430,14 @@ void main() {
   const uint n_part = WG_SIZE, part = t;
   const bool writer = true;
 #endif
+  if (n_part == 1u) {  // one subgroup: its sums are final
 #ifdef SWIGLU_Q8
-  // h of the workgroup's HALF_ROWS rows for each x row, gate and up summed as the plain stores
-  // sum them (the same bits), into y.
-  const uint half_n = pc.n_out / 2u, h0 = group_index() * HALF_ROWS;
-  if (n_part == 1u) {
     if (writer)
       for (uint r = 0u; r < HALF_ROWS; r++)
         for (uint c = 0u; c < n_cols; c++)
-          y[(col0 + c) * half_n + h0 + r] = swiglu_value(acc[r][c], acc[r + HALF_ROWS][c]);
-  } else {
-    if (writer)
-      for (uint r = 0u; r < NUM_ROWS; r++)
-        for (uint c = 0u; c < NUM_COLS; c++)
-          s_part[(r * NUM_COLS + c) * n_part + part] = acc[r][c];
-    barrier();
-    for (uint v = t; v < HALF_ROWS * NUM_COLS; v += WG_SIZE) {
-      const uint c = v % NUM_COLS;
-      if (c >= n_cols) continue;
-      const uint vu = v + HALF_ROWS * NUM_COLS;  // the up row's
-      float g = 0.0, u = 0.0;
-      for (uint p = 0u; p < n_part; p++) {
-        g += s_part[v * n_part + p];
-        u += s_part[vu * n_part + p];
-      }
-      y[(col0 + c) * half_n + h0 + v / NUM_COLS] = swiglu_value(g, u);
-    }
-  }
-  swiglu_quantize(t, col0, n_cols);
-  return;
-#endif
-  if (n_part == 1u) {  // one subgroup: its sums are final
-#ifdef ROPE_KV
+          swiglu_store(col0 + c, r, acc[r][c], acc[r + HALF_ROWS][c]);
+    swiglu_quantize(t, col0, n_cols);
+#elif defined(ROPE_KV)
     if (writer)
       for (uint r = 0u; r + 1u < NUM_ROWS; r += 2u)
         for (uint c = 0u; c < NUM_COLS; c++)
@@ -476,7 +455,21 @@ void main() {
     for (uint r = 0u; r < NUM_ROWS; r++)
       for (uint c = 0u; c < NUM_COLS; c++) s_part[(r * NUM_COLS + c) * n_part + part] = acc[r][c];
   barrier();
-#ifdef ROPE_KV
+#ifdef SWIGLU_Q8
+  // A gate row and its up row per invocation: v = (r, c), gate and up summed as the plain stores
+  // sum them (the same bits).
+  for (uint v = t; v < HALF_ROWS * NUM_COLS; v += WG_SIZE) {
+    const uint c = v % NUM_COLS, vu = v + HALF_ROWS * NUM_COLS;  // vu: the up row's
+    if (c >= n_cols) continue;
+    float g = 0.0, u = 0.0;
+    for (uint p = 0u; p < n_part; p++) {
+      g += s_part[v * n_part + p];
+      u += s_part[vu * n_part + p];
+    }
+    swiglu_store(col0 + c, v / NUM_COLS, g, u);
+  }
+  swiglu_quantize(t, col0, n_cols);
+#elif defined(ROPE_KV)
   // A pair of rows per invocation: v = (pair, c).
   for (uint v = t; v < NUM_ROWS / 2u * NUM_COLS; v += WG_SIZE) {
     const uint r = 2u * (v / NUM_COLS), c = v % NUM_COLS;
