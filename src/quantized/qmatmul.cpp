@@ -422,6 +422,20 @@ Tensor forward_device(const QMatMul::Impl& w, const Tensor& x, const Shape& out_
   return y.reshape(out_shape);
 }
 
+// The prologue of a product whose x (rows x2) is rms_norm(x, alpha, eps), or none when alpha is
+// undefined (forward_rope_kv, forward_swiglu_ffn); it points at its own view of alpha.
+struct NormPrologue {
+  backend::View alpha;
+  backend::QPrologue prologue;
+  NormPrologue(const Tensor& norm_alpha, const Tensor& x2, double eps)
+      : alpha(core::view(norm_alpha.defined() ? norm_alpha : x2)),
+        prologue{norm_alpha.defined() ? backend::QPrologue::Kind::RmsNorm
+                                      : backend::QPrologue::Kind::None,
+                 norm_alpha.defined() ? &alpha : nullptr, eps} {}
+  NormPrologue(const NormPrologue&) = delete;
+  NormPrologue& operator=(const NormPrologue&) = delete;
+};
+
 // forward's checks of x (`name`: what the caller calls it), and its output shape and row count.
 struct XRows {
   Shape out_shape;
@@ -556,10 +570,8 @@ Tensor QMatMul::forward_rope_kv(const Tensor& x, const RopeKvTarget& target,
                           target.tables, target.pos, target.slots);
   Tensor out = core::empty(qkv[0].shape(), DType::F32, w.device, op);
   const Tensor x2 = as_rows(x, b, w.k);
-  const backend::View alpha_view = core::view(norm ? norm_alpha : x2);
-  const backend::QPrologue pro{
-      norm ? backend::QPrologue::Kind::RmsNorm : backend::QPrologue::Kind::None,
-      norm ? &alpha_view : nullptr, eps};
+  const NormPrologue norm_pro(norm_alpha, x2, eps);
+  const backend::QPrologue& pro = norm_pro.prologue;
   const std::optional<backend::View> slot_view =
       in.slots.defined() ? std::optional(core::view(in.slots)) : std::nullopt;
   const backend::QRopeKv rope{
@@ -603,10 +615,8 @@ Tensor QMatMul::forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const T
   if (be.runs_qmatmul() && !w.dense_device.defined() && !dw.dense_device.defined() && r.m > 0 &&
       w.k > 0 && dw.k > 0 && dw.n_out > 0) {
     const Tensor x2 = as_rows(x, r.m, w.k);
-    const backend::View alpha_view = core::view(norm ? norm_alpha : x2);
-    const backend::QPrologue pro{
-        norm ? backend::QPrologue::Kind::RmsNorm : backend::QPrologue::Kind::None,
-        norm ? &alpha_view : nullptr, eps};
+    const NormPrologue norm_pro(norm_alpha, x2, eps);
+    const backend::QPrologue& pro = norm_pro.prologue;
     const Tensor r2 = residual.defined() ? as_rows(residual, r.m, dw.n_out) : Tensor();
     const backend::View r_view = core::view(residual.defined() ? r2 : x2);
     Tensor y = core::empty(Shape{r.m, dw.n_out}, DType::F32, w.device, op);
@@ -617,8 +627,7 @@ Tensor QMatMul::forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const T
   }
   const Tensor gu = norm ? forward_rms_norm(x, norm_alpha, eps) : forward(x);
   const Tensor gate = gu.narrow(gu.rank() - 1, 0, dw.k), up = gu.narrow(gu.rank() - 1, dw.k, dw.k);
-  return residual.defined() ? down.forward_swiglu(gate, up, residual)
-                            : down.forward_swiglu(gate, up);
+  return down.swiglu(gate, up, residual.defined() ? &residual : nullptr);
 }
 
 Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up) const {
