@@ -38,7 +38,7 @@
 // reads, as qact.cu's PROLOGUE 2 would have quantized them (the same bits): a block's NUM_ROWS
 // rows are NUM_ROWS / 2 gate rows and the same up rows, so the thread that sums a gate row also
 // has its up row; y (binding 2, (m, half) f32) takes h, and the last block to finish an ACT_BLOCK
-// block of h (a counter per x row and block, as include/split_rows.cuh counts) quantizes it with
+// block of h (a counter per x row and block, include/split_rows.cuh's count_part) quantizes it with
 // a warp (include/qact.cuh), reading h through L2. Bindings: 3 the prologue's operand (x again
 // when there is none), 4 the quantized rows, 5 the split counters. No residual, no ROPE_KV.
 // Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8; MMA: 16).
@@ -65,6 +65,7 @@
 #endif
 #include "include/math.cuh"
 #include "include/qact.cuh"
+#include "include/split_rows.cuh"
 #endif
 #ifdef ACT_INLINE
 #include "include/qact.cuh"
@@ -196,12 +197,9 @@ WICK_DEV void swiglu_quantize(const QMatmulParams& pc, const wick::KernelArgs& a
   const uint32_t block = group_index() * HALF_ROWS / ACT_BLOCK, t = threadIdx.x;
   __threadfence();  // this thread's h before the block's count
   __syncthreads();
-  if (t < n_cols) {
-    uint32_t* counter = buffer_at<uint32_t>(args, 5) + (col0 + t) * blocks + block;
-    const bool last = atomicAdd(counter, 1u) == ACT_BLOCK / HALF_ROWS - 1u;
-    if (last) atomicExch(counter, 0u);  // as the op found it
-    s_last[t] = last;
-  }
+  if (t < n_cols)  // each x row's block counted at once
+    s_last[t] = count_part(buffer_at<uint32_t>(args, 5) + (col0 + t) * blocks + block,
+                           ACT_BLOCK / HALF_ROWS);
   __syncthreads();
   const uint32_t scales = ACT_BLOCK == 32u ? 2u : 1u;
   const uint32_t row_words = half / 4u + half / ACT_BLOCK * scales;

@@ -33,9 +33,10 @@
 // qact.comp's PROLOGUE 2 would have quantized them (the same bits): a workgroup's NUM_ROWS rows
 // are NUM_ROWS / 2 gate rows and the same up rows, so the invocation that sums a gate row also
 // has its up row; y (binding 2, (m, half) f32, coherent) takes h, and the last workgroup to
-// finish an ACT_BLOCK block of h (a counter per x row and block, include/split_rows.glsl) stages
-// the block in shared memory, quantizes it with qact's serial code and copies it out: the swiglu
-// quantization needs no dispatch of its own. Bindings: 3 the prologue's operand (x again when
+// finish an ACT_BLOCK block of h (a counter per x row and block: split_rows.glsl's count_part)
+// stages the block in shared memory, quantizes it with qact's code (32 invocations a block where
+// the workgroup has them, else one) and copies it out: the swiglu quantization needs no dispatch
+// of its own. Bindings: 3 the prologue's operand (x again when
 // there is none), 4 the quantized rows, 5 the split counters. No residual, no ROPE_KV.
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -273,12 +274,8 @@ void swiglu_quantize(uint t, uint col0, uint n_cols) {
   const uint block = group_index() * HALF_ROWS / ACT_BLOCK;
   memoryBarrierBuffer();  // this invocation's h before the workgroup's count
   barrier();
-  if (t < n_cols) {
-    const uint at = (col0 + t) * blocks + block;
-    const bool last = atomicAdd(split_counters[at], 1u) == ACT_BLOCK / HALF_ROWS - 1u;
-    if (last) atomicExchange(split_counters[at], 0u);  // as the op found it
-    s_block_last[t] = last;
-  }
+  if (t < n_cols)  // each x row's block counted at once
+    s_block_last[t] = count_part((col0 + t) * blocks + block, ACT_BLOCK / HALF_ROWS);
   barrier();
   memoryBarrierBuffer();  // the other workgroups' h after their counts
   // The completed blocks staged by the whole workgroup (one round of loads), quantized (32

@@ -9,15 +9,21 @@ layout(set = 0, binding = SPLIT_COUNTERS_BINDING) coherent buffer SplitCounters 
 };
 shared bool s_last_of_row;
 
+// One part of the row whose counter is split_counters[at] counted, by one invocation of the
+// workgroup that wrote it (after a memory barrier and the workgroup's barrier); true for the
+// row's last part, whose workgroup resets the counter.
+bool count_part(uint at, uint parts) {
+  const bool last = atomicAdd(split_counters[at], 1u) == parts - 1u;
+  if (last) atomicExchange(split_counters[at], 0u);
+  return last;
+}
+
 // Every invocation of a workgroup calls it once its part of row `row` is written; true in the
 // row's last workgroup.
 bool last_of_row(uint row, uint parts) {
   memoryBarrierBuffer();  // this invocation's part before the workgroup's count
   barrier();
-  if (gl_LocalInvocationID.x == 0u) {
-    s_last_of_row = atomicAdd(split_counters[row], 1u) == parts - 1u;
-    if (s_last_of_row) atomicExchange(split_counters[row], 0u);
-  }
+  if (gl_LocalInvocationID.x == 0u) s_last_of_row = count_part(row, parts);
   barrier();
   memoryBarrierBuffer();
   return s_last_of_row;
