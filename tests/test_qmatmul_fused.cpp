@@ -367,8 +367,7 @@ TEST_P(QMatMulPrologues, ResidualOfTheWrongShapeDtypeOrDeviceIsRefused) {
   }
 }
 
-// ---- the feed-forward block (QMatMul::forward_swiglu_ffn)
-// ----------------------------------------
+// ---- the feed-forward block (QMatMul::forward_swiglu_ffn) ---------------------------------------
 
 // Pairs of gate/up and down formats: the same 8-bit x format (32 or 256 elements), mixed formats,
 // and the ones no device quantizes x for (q8_1: the ops run one after the other).
