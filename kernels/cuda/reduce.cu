@@ -187,14 +187,12 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   // per thread, then the block's merge (one thread folding them in turn waited on L2 once per
   // part: ~20 us for the 24 parts of decode's argmax).
   if (!last_of_row(counters + o, parts)) return;
-  Partial r = {CT(0), 0u, false};
+  p = {CT(0), 0u, false};
   for (uint32_t q = o * parts + t; q < o * parts + parts; q += WG_SIZE) {
     const uint32_t idx = __ldcg(part_idx + q);
-    if (idx != NO_INDEX) fold(r, __ldcg(part_acc + q), idx);
+    if (idx != NO_INDEX) fold(p, __ldcg(part_acc + q), idx);
   }
-  r = block_merge(r);
-  if (t == 0u) store(y, pc, o, r);
-#else
-  if (t == 0u) store(y, pc, o, p);
+  p = block_merge(p);
 #endif
+  if (t == 0u) store(y, pc, o, p);
 }

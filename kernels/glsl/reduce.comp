@@ -153,8 +153,6 @@ void main() {
   for (uint q = o * parts + t; q < o * parts + parts; q += WG_SIZE)
     if (part_idx[q] != NO_INDEX) fold(acc, idx, has, part_acc[q], part_idx[q]);
   group_fold(t, acc, idx, has);
-  if (t == 0u) store(o, s_acc[0], s_idx[0], s_has[0]);
-#else
-  if (t == 0u) store(o, s_acc[0], s_idx[0], s_has[0]);
 #endif
+  if (t == 0u) store(o, s_acc[0], s_idx[0], s_has[0]);
 }
