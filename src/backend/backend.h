@@ -264,15 +264,15 @@ class BackendDevice {
                                int64_t /*k*/, const QRopeKv& /*rope*/, Storage& /*q_out*/) {
     return false;
   }
-  // A feed-forward block: dst (m, down.n_out) f32 = (residual +) down(silu(gate) * up) where
-  // [gate | up] (m, gate_up.n_out = 2 down.k) = prologue(x) @ gate_up^T, each product as qmatmul
-  // computes it (x quantized for down as qmatmul with a SwiGlu prologue would): bit for bit
-  // qmatmul(gate_up) then qmatmul(down, SwiGlu). In fewer kernels where the backend has them;
-  // returns false, having recorded nothing, where it has none (the caller runs the two).
-  virtual bool qmatmul_swiglu_ffn(View /*x*/, const QPrologue& /*prologue*/,
-                                  const QWeights& /*gate_up*/, const QWeights& /*down*/,
-                                  const View* /*residual*/, Storage& /*dst*/) {
-    return false;
+  // A feed-forward block: (m, down.n_out) f32, contiguous, = (residual +) down(silu(gate) * up)
+  // where [gate | up] (m, gate_up.n_out = 2 down.k) = prologue(x) @ gate_up^T, each product as
+  // qmatmul computes it (x quantized for down as qmatmul with a SwiGlu prologue would): bit for
+  // bit qmatmul(gate_up) then qmatmul(down, SwiGlu). In fewer kernels where the backend has them;
+  // null, having allocated and recorded nothing, where it has none (the caller runs the two).
+  virtual StoragePtr qmatmul_swiglu_ffn(View /*x*/, const QPrologue& /*prologue*/,
+                                        const QWeights& /*gate_up*/, const QWeights& /*down*/,
+                                        const View* /*residual*/) {
+    return nullptr;
   }
   // Whether qmatmul() runs on this device (false: QMatMul multiplies on the host with weights it
   // prepares, as for the CPU).

@@ -261,9 +261,10 @@ class GpuDevice : public backend::BackendDevice {
   bool qmatmul_rope_kv(backend::View x, const backend::QPrologue& prologue,
                        const backend::Storage& wblocks, QuantType type, int64_t n_out, int64_t k,
                        const backend::QRopeKv& rope, backend::Storage& q_out) override;
-  bool qmatmul_swiglu_ffn(backend::View x, const backend::QPrologue& prologue,
-                          const backend::QWeights& gate_up, const backend::QWeights& down,
-                          const backend::View* residual, backend::Storage& dst) override;
+  backend::StoragePtr qmatmul_swiglu_ffn(backend::View x, const backend::QPrologue& prologue,
+                                         const backend::QWeights& gate_up,
+                                         const backend::QWeights& down,
+                                         const backend::View* residual) override;
   // Whether matmul multiplies f16 on tensor cores (backends that can override it).
   virtual bool f16_tensor_gemm() const { return false; }
   // Whether qmatmul of m rows of x dequantizes W to f16 for matmul (GpuOptions::dequant_rows).

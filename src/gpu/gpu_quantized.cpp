@@ -238,11 +238,14 @@ bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
   return bytes <= device_caps().max_shared_memory;
 }
 
-bool GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QPrologue& prologue,
-                                   const backend::QWeights& gate_up, const backend::QWeights& down,
-                                   const View* residual, Storage& dst) {
+backend::StoragePtr GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QPrologue& prologue,
+                                                  const backend::QWeights& gate_up,
+                                                  const backend::QWeights& down,
+                                                  const View* residual) {
   const int64_t m = x.layout.shape[0], half = down.k;
-  if (!swiglu_stores_take(m, gate_up, down)) return false;
+  if (!swiglu_stores_take(m, gate_up, down)) return nullptr;
+  to_index(m * down.n_out, "output elements");
+  backend::StoragePtr dst = alloc(DType::F32, static_cast<size_t>(m * down.n_out));
   const int64_t row_words = act_row_words(down.type, half);
   to_index(m * row_words, "quantized x words");
   // h in f32 (the gate/up kernel's y) and its 8-bit rows, which down reads as qact's.
@@ -252,8 +255,8 @@ bool GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QPrologue& prologue,
                  QMatVecStores{.swiglu_rows = rows.get()}, *h);
   const View h_rows{*h, Layout::contiguous(Shape{m, half})};
   record_qmatmul(h_rows, {}, *down.blocks, down.type, down.n_out, down.k, residual,
-                 QMatVecStores{.act_rows = rows.get()}, dst);
-  return true;
+                 QMatVecStores{.act_rows = rows.get()}, *dst);
+  return dst;
 }
 
 void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,

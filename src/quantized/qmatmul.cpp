@@ -619,11 +619,10 @@ Tensor QMatMul::forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const T
     const backend::QPrologue& pro = norm_pro.prologue;
     const Tensor r2 = residual.defined() ? as_rows(residual, r.m, dw.n_out) : Tensor();
     const backend::View r_view = core::view(residual.defined() ? r2 : x2);
-    Tensor y = core::empty(Shape{r.m, dw.n_out}, DType::F32, w.device, op);
-    if (be.qmatmul_swiglu_ffn(core::view(x2), pro, {w.blocks.get(), w.type, w.n_out, w.k},
-                              {dw.blocks.get(), dw.type, dw.n_out, dw.k},
-                              residual.defined() ? &r_view : nullptr, *y.storage()))
-      return y.reshape(out_shape);
+    if (backend::StoragePtr y = be.qmatmul_swiglu_ffn(
+            core::view(x2), pro, {w.blocks.get(), w.type, w.n_out, w.k},
+            {dw.blocks.get(), dw.type, dw.n_out, dw.k}, residual.defined() ? &r_view : nullptr))
+      return Tensor(std::move(y), Layout::contiguous(out_shape), DType::F32, w.device);
   }
   const Tensor gu = norm ? forward_rms_norm(x, norm_alpha, eps) : forward(x);
   const Tensor gate = gu.narrow(gu.rank() - 1, 0, dw.k), up = gu.narrow(gu.rank() - 1, dw.k, dw.k);
