@@ -186,6 +186,45 @@ TEST_P(GpuQMatMulShapes, WideWorkgroupsForMatricesWithManyRows) {
   }
 }
 
+TEST_P(GpuQMatMulShapes, MidWorkgroupsForMatricesBetweenTheThresholds) {
+  // Three tiers made to apply to small matrices: 32 x 2 below 48 rows, the mid 64 x 4 from 48
+  // (67 rows: 16 full groups and one of 3) for up to 2 x rows, 32 x 8 from 96 rows; x quantized
+  // by qact and by the product (with the rms_norm prologue), with a residual.
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (bool fuse : {false, true}) {
+    const Device tiers = private_device([&](gpu::GpuOptions& o) {
+      o.qmatvec = {32, 2, 8};
+      o.qmatvec.mid_min_out = 48;
+      o.qmatvec.mid_threads = 64;
+      o.qmatvec.mid_rows = 4;
+      o.qmatvec.mid_max_x_rows = 2;
+      o.qmatvec.wide_min_out = 96;
+      o.qmatvec.wide_threads = 32;
+      o.qmatvec.wide_rows = 8;
+      o.qmatvec_fuse_rows = fuse ? 8 : 0;
+    });
+    for (QuantType t : {QuantType::Q4_1, QuantType::Q4_K}) {
+      const int64_t k = quant_type_info(t)->block_elems == 32 ? 96 : 256;
+      for (int64_t n : {40, 67, 100}) {
+        SCOPED_TRACE(std::string(quant_type_info(t)->name) + " n=" + std::to_string(n) +
+                     (fuse ? " fused" : " qact"));
+        const QTensor w = random_weight(rng, n, k, t);
+        const QMatMul mm(w, tiers);
+        for (int64_t m : {2, 3}) {
+          const Tensor x = make_tensor(random_ref(rng, {m, k}), DType::F32, tiers);
+          const Tensor r = make_tensor(random_ref(rng, {m, n}), DType::F32, tiers);
+          EXPECT_LT(cpu_gap(mm.forward(x, r) - r, w, x), 1e-5) << "m=" << m << " residual";
+          if (!fuse) continue;
+          const Tensor a = make_tensor(random_ref(rng, {k}), DType::F32, tiers);
+          const Tensor xn = x.rms_norm(a, 1e-5);
+          EXPECT_LT(cpu_gap(mm.forward_rms_norm(x, a, 1e-5), w, xn), 1e-5) << "m=" << m << " norm";
+        }
+      }
+    }
+  }
+}
+
 TEST_P(GpuQMatMulShapes, QMatMulF16KnobIsParsed) {
   const std::string exe = self_exe();
   const auto rows = [&](const std::string& env) {

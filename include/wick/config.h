@@ -36,9 +36,11 @@ struct Knobs {
   // matrix-vector kernel, for tuning (threads 32..256, a multiple of 32; rows 1..8,
   // threads x rows <= 1024), for every matrix; "threads,rows,wide_threads,wide_rows": the second
   // pair for matrices with many output rows (an lm_head; the backend's threshold), the first for
-  // the rest. Unset or invalid -> 0 (the backend's defaults).
+  // the rest; a third pair, "...,mid_threads,mid_rows", for matrices between the backend's mid
+  // and wide thresholds (a feed-forward gate/up). Unset or invalid -> 0 (the backend's defaults).
   int64_t qmatvec_threads = 0, qmatvec_rows_per_group = 0;
   int64_t qmatvec_wide_threads = 0, qmatvec_wide_rows = 0;
+  int64_t qmatvec_mid_threads = 0, qmatvec_mid_rows = 0;
   // WICK_QMATMUL_F16: x rows from which a GPU's quantized matmul dequantizes W to f16 and runs the
   // float GEMM (tensor cores). Unset or unparsable -> -1 (the backend's default: only where matmul
   // has tensor cores); 0/off -> never; "on" -> -2 (the default row count, on any device); n > 0 ->

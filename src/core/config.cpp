@@ -103,18 +103,22 @@ Knobs read_knobs() {
     auto shape_ok = [](int64_t t, int64_t r) {
       return t >= 32 && t <= 256 && t % 32 == 0 && r >= 1 && r <= 8 && t * r <= 1024;
     };
-    if ((n.size() == 2 || n.size() == 4) && shape_ok(n[0], n[1]) &&
-        (n.size() == 2 || shape_ok(n[2], n[3]))) {
+    if ((n.size() == 2 || n.size() == 4 || n.size() == 6) && shape_ok(n[0], n[1]) &&
+        (n.size() < 4 || shape_ok(n[2], n[3])) && (n.size() < 6 || shape_ok(n[4], n[5]))) {
       k.qmatvec_threads = n[0];
       k.qmatvec_rows_per_group = n[1];
-      if (n.size() == 4) {
+      if (n.size() >= 4) {
         k.qmatvec_wide_threads = n[2];
         k.qmatvec_wide_rows = n[3];
       }
+      if (n.size() == 6) {
+        k.qmatvec_mid_threads = n[4];
+        k.qmatvec_mid_rows = n[5];
+      }
     } else {
       ignore("WICK_QMATVEC_SHAPE", v,
-             "threads,rows or threads,rows,wide_threads,wide_rows: threads 32..256 by 32, rows "
-             "1..8, threads x rows <= 1024");
+             "threads,rows, threads,rows,wide_threads,wide_rows or those and mid_threads,mid_rows: "
+             "threads 32..256 by 32, rows 1..8, threads x rows <= 1024");
     }
   }
   if (const char* v = env("WICK_QMATMUL_F16")) {
@@ -207,7 +211,10 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
            : std::to_string(k.qmatvec_threads) + "," + std::to_string(k.qmatvec_rows_per_group) +
                  (k.qmatvec_wide_threads == 0 ? ""
                                               : "," + std::to_string(k.qmatvec_wide_threads) + "," +
-                                                    std::to_string(k.qmatvec_wide_rows))},
+                                                    std::to_string(k.qmatvec_wide_rows)) +
+                 (k.qmatvec_mid_threads == 0 ? ""
+                                             : "," + std::to_string(k.qmatvec_mid_threads) + "," +
+                                                   std::to_string(k.qmatvec_mid_rows))},
       {"WICK_QMATMUL_F16", k.qmatmul_f16_rows == -1   ? "default"
                            : k.qmatmul_f16_rows == -2 ? "on"
                            : k.qmatmul_f16_rows == 0  ? "off"

@@ -62,6 +62,12 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
     } else {
       o.qmatvec.wide_min_out = std::numeric_limits<int64_t>::max();  // one shape everywhere
     }
+    if (k.qmatvec_mid_threads > 0) {  // a third for matrices between the thresholds
+      o.qmatvec.mid_threads = static_cast<uint32_t>(k.qmatvec_mid_threads);
+      o.qmatvec.mid_rows = static_cast<uint32_t>(k.qmatvec_mid_rows);
+    } else {
+      o.qmatvec.mid_min_out = std::numeric_limits<int64_t>::max();
+    }
   }
   return o;
 }

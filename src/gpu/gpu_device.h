@@ -58,9 +58,14 @@ struct QMatVecShape {
   uint32_t threads = 32, rows = 2;
   int64_t max_rows = 8;
   // Matrices of at least wide_min_out output rows (an lm_head: tens of thousands of one-warp
-  // workgroups otherwise) take wide_threads x wide_rows workgroups.
+  // workgroups otherwise) take wide_threads x wide_rows workgroups, those of at least
+  // mid_min_out (and fewer than wide_min_out) mid_threads x mid_rows for up to mid_max_x_rows
+  // rows of x.
   int64_t wide_min_out = std::numeric_limits<int64_t>::max();
   uint32_t wide_threads = 128, wide_rows = 8;
+  int64_t mid_min_out = std::numeric_limits<int64_t>::max();
+  uint32_t mid_threads = 128, mid_rows = 4;
+  int64_t mid_max_x_rows = std::numeric_limits<int64_t>::max();
 };
 // The measured defaults per device class (the table in gpu_quantized.cpp).
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);
@@ -362,8 +367,9 @@ class GpuDevice : public backend::BackendDevice {
   // Whether qmatmul_swiglu_ffn's two kernels take these products of m x rows.
   bool swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
                           const backend::QWeights& down) const;
-  // qmatvec's workgroup shape for a matrix of n_out rows, and whether it takes m rows of x.
-  QMatVecShape qmatvec_shape(int64_t n_out) const;
+  // qmatvec's workgroup shape for a matrix of n_out rows and m rows of x, and whether it takes
+  // them.
+  QMatVecShape qmatvec_shape(int64_t n_out, int64_t m) const;
   bool qmatvec_takes(int64_t m) const;
   // Whether qmatvec's product of m x rows and `type` runs its MMA variant.
   bool qmatvec_mma(int64_t m, QuantType type) const;

@@ -129,11 +129,22 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   // 482-496 tok/s; 128 x 4 was slower, 466 against 500), and the lm_head 62 us at 64 x 4
   // against 80 at 128 x 8 (162 against 266 us for 8 x rows). The CUDA backend's qmatvec.cu
   // takes its own (CudaOptions::from_knobs).
+  // Since the products quantize x themselves (each workgroup repeats the rms_norm prologue),
+  // matrices of 2048 to 16383 rows take 128 x 4 for 1 or 2 x rows (half the workgroups, each
+  // prologue shared by four warps): on the H100 (session 23, WICK_QMATVEC_SHAPE sweep) the
+  // feed-forward gate/up kernel (3072 rows) took 13.3 us a dispatch against 15.0 at 64 x 2, while
+  // q/k/v (960 rows), o and down (576) lost with it (11.0 against 10.4, 8.6-8.9 against 7.9);
+  // decode 626-640 against 602-618 tok/s. Passes of 4 and 8 sequences lost (8: 2.90-2.97 against
+  // 2.74-2.82 ms), those of 2 gained (1.81-1.87 against 1.88-1.98).
   if (caps.is_cpu) return {8, 8, std::numeric_limits<int64_t>::max()};
   QMatVecShape s{64, 2, kMaxVecCols};
   s.wide_min_out = 16384;  // SmolLM2's lm_head (49152 x 576)
   s.wide_threads = 64;
   s.wide_rows = 4;
+  s.mid_min_out = 2048;
+  s.mid_threads = 128;
+  s.mid_rows = 4;
+  s.mid_max_x_rows = 2;
   return s;
 }
 
@@ -160,11 +171,14 @@ int64_t default_qmatvec_stage_rows(const DeviceCaps&) {
   return 0;
 }
 
-QMatVecShape GpuDevice::qmatvec_shape(int64_t n_out) const {
+QMatVecShape GpuDevice::qmatvec_shape(int64_t n_out, int64_t m) const {
   QMatVecShape v = options_.qmatvec;
   if (n_out >= v.wide_min_out) {
     v.threads = v.wide_threads;
     v.rows = v.wide_rows;
+  } else if (n_out >= v.mid_min_out && m <= v.mid_max_x_rows) {
+    v.threads = v.mid_threads;
+    v.rows = v.mid_rows;
   }
   return v;
 }
@@ -196,7 +210,7 @@ bool GpuDevice::qmatmul_rope_kv(View x, const backend::QPrologue& prologue, cons
   // d/2 and one row stride per pair (rope_kv's direct case); each workgroup's rows are whole
   // pairs. Elsewhere the caller runs the product and rope_kv_cache.
   const int64_t m = x.layout.shape[0];
-  const QMatVecShape v = qmatvec_shape(n_out);
+  const QMatVecShape v = qmatvec_shape(n_out, m);
   const bool even_rows = v.rows % 2 == 0 || qmatvec_mma(m, type);  // MMA: 16 rows
   if (!options_.qmatvec_rope || !rope.interleaved || !qmatvec_takes(m) || !even_rows ||
       rope.d % 2 != 0 || n_out != (rope.h + 2 * rope.kvh) * rope.d ||
@@ -226,7 +240,7 @@ bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
   if (options_.qmatvec_stage_rows > 0 && m >= options_.qmatvec_stage_rows) return false;
   const int64_t block = act_block_elems(down.type);
   // A workgroup's rows: half gate, half up, its h within one block of h (SWIGLU_Q8).
-  const QMatVecShape v = qmatvec_shape(gate_up.n_out);
+  const QMatVecShape v = qmatvec_shape(gate_up.n_out, m);
   if (v.rows % 2 != 0 || block % (v.rows / 2) != 0 || down.k % block != 0 ||
       !device_caps().storage16)
     return false;
@@ -359,7 +373,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const int64_t act_block = act_block_elems(type), row_words = act_row_words(type, k);
 
   // qmatvec's shape, and whether it takes x.
-  const QMatVecShape v = qmatvec_shape(n_out);
+  const QMatVecShape v = qmatvec_shape(n_out, m);
   // Within qmatvec.comp's limits: MAX_ROWS, and its shared memory (32 KiB, the least of ours).
   WICK_ASSERT(v.rows >= 1 && v.rows <= kMaxVecRowsPerGroup && v.threads >= 1 &&
               v.threads * v.rows * kMaxVecCols * 4 <= 32768);
