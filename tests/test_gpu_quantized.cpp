@@ -186,10 +186,11 @@ TEST_P(GpuQMatMulShapes, WideWorkgroupsForMatricesWithManyRows) {
   }
 }
 
-TEST_P(GpuQMatMulShapes, MidWorkgroupsForMatricesBetweenTheThresholds) {
-  // Three tiers made to apply to small matrices: 32 x 2 below 48 rows, the mid 64 x 4 from 48
-  // (67 rows: 16 full groups and one of 3) for up to 2 x rows, 32 x 8 from 96 rows; x quantized
-  // by qact and by the product (with the rms_norm prologue), with a residual.
+TEST_P(GpuQMatMulShapes, DecodeAndMidWorkgroupsByRowsOfXAndOfW) {
+  // The tiers made to apply to small matrices: for up to 2 x rows (decode) 64 x 2 below 48 rows
+  // and the mid 64 x 4 from 48 (67 rows: 16 full groups and one of 3); for 3 x rows 32 x 2; 32 x 8
+  // from 96 rows for any x. x quantized by qact and by the product (with the rms_norm prologue),
+  // with a residual.
   Rng rng;
   SCOPED_TRACE(rng.seed());
   for (bool fuse : {false, true}) {
@@ -199,6 +200,9 @@ TEST_P(GpuQMatMulShapes, MidWorkgroupsForMatricesBetweenTheThresholds) {
       o.qmatvec.mid_threads = 64;
       o.qmatvec.mid_rows = 4;
       o.qmatvec.mid_max_x_rows = 2;
+      o.qmatvec.few_x_rows = 2;
+      o.qmatvec.few_threads = 64;
+      o.qmatvec.few_rows = 2;
       o.qmatvec.wide_min_out = 96;
       o.qmatvec.wide_threads = 32;
       o.qmatvec.wide_rows = 8;

@@ -129,13 +129,15 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   // 482-496 tok/s; 128 x 4 was slower, 466 against 500), and the lm_head 62 us at 64 x 4
   // against 80 at 128 x 8 (162 against 266 us for 8 x rows). The CUDA backend's qmatvec.cu
   // takes its own (CudaOptions::from_knobs).
-  // Since the products quantize x themselves (each workgroup repeats the rms_norm prologue),
-  // matrices of 2048 to 16383 rows take 128 x 4 for 1 or 2 x rows (half the workgroups, each
-  // prologue shared by four warps): on the H100 (session 23, WICK_QMATVEC_SHAPE sweep) the
-  // feed-forward gate/up kernel (3072 rows) took 13.3 us a dispatch against 15.0 at 64 x 2, while
-  // q/k/v (960 rows), o and down (576) lost with it (11.0 against 10.4, 8.6-8.9 against 7.9);
-  // decode 626-640 against 602-618 tok/s. Passes of 4 and 8 sequences lost (8: 2.90-2.97 against
-  // 2.74-2.82 ms), those of 2 gained (1.81-1.87 against 1.88-1.98).
+  // Since the products quantize x themselves (each workgroup repeats the x prologue), 1 or 2 x
+  // rows (decode) take 128 threads a workgroup: 2 rows, and 4 for matrices of 2048 to 16383 rows
+  // (half the workgroups, each prologue shared by four warps). On the H100 (session 23,
+  // WICK_QMATVEC_SHAPE sweeps, WICK_VK_PROFILE, SmolLM2-135M): the feed-forward gate/up kernel
+  // (3072 rows) 13.1 us a dispatch against 15.0 at 64 x 2 (18.5 at 128 x 2, 19.6 at 256 x 4),
+  // q/k/v 9.6 against 10.4, o 7.5 against 8.0, down 6.9 against 7.9; decode 662-668 against
+  // 582-617 tok/s with 64 x 2 everywhere. 128 x 4 for every matrix lost (q/k/v 11.0, o and down
+  // 8.6-8.9 us), as did 128 x 4 for passes of 4 and 8 sequences (8: 2.90-2.97 against 2.74-2.82
+  // ms) and 128 x 2 there (2.81 against 2.75): from 3 x rows, 64 x 2.
   if (caps.is_cpu) return {8, 8, std::numeric_limits<int64_t>::max()};
   QMatVecShape s{64, 2, kMaxVecCols};
   s.wide_min_out = 16384;  // SmolLM2's lm_head (49152 x 576)
@@ -145,6 +147,9 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   s.mid_threads = 128;
   s.mid_rows = 4;
   s.mid_max_x_rows = 2;
+  s.few_x_rows = 2;
+  s.few_threads = 128;
+  s.few_rows = 2;
   return s;
 }
 
@@ -179,6 +184,9 @@ QMatVecShape GpuDevice::qmatvec_shape(int64_t n_out, int64_t m) const {
   } else if (n_out >= v.mid_min_out && m <= v.mid_max_x_rows) {
     v.threads = v.mid_threads;
     v.rows = v.mid_rows;
+  } else if (m <= v.few_x_rows) {
+    v.threads = v.few_threads;
+    v.rows = v.few_rows;
   }
   return v;
 }
