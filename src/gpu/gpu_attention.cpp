@@ -19,8 +19,6 @@ using backend::View;
 
 namespace {
 
-// attention's workgroup: also the keys each step of a split scores (CHUNK in the kernel).
-constexpr uint32_t kAttentionBlock = 128;
 // Workgroups the op aims for: the keys are split until the rows fill about this many. Decode
 // has few rows (9 heads for SmolLM2-135M): there every chunk of keys gets its own workgroup, since
 // a workgroup's chunks run one after the other (a split of two chunks at a few hundred keys took
@@ -156,8 +154,9 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
   // and return at once. Their length is counted from max_seq and one batch item's rows, so that
   // an item's sums depend neither on the batch it is in nor on options.max_keys, which only
   // drops the splits beyond it (a pass of prompts launched 4 splits a row for ~40 keys).
-  const auto chunks_of = [](int64_t keys) {
-    return std::max<int64_t>(1, (keys + kAttentionBlock - 1) / kAttentionBlock);
+  const int64_t block = options_.attention_block;
+  const auto chunks_of = [&](int64_t keys) {
+    return std::max<int64_t>(1, (keys + block - 1) / block);
   };
   const int64_t chunks = chunks_of(max_seq);
   const int64_t item_rows = std::max<int64_t>(1, lq.shape[1] * t);
@@ -167,7 +166,7 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
   const int64_t splits =
       (chunks_of(limited ? options.max_keys : max_seq) + per_split - 1) / per_split;
   pc.n_splits = to_index(splits, "split count");
-  pc.span = to_index(per_split * kAttentionBlock, "split length");
+  pc.span = to_index(per_split * block, "split length");
   const int64_t units = rows * splits;  // the workgroups, each with a scratch slot
   const DType acc = dt == DType::F64 ? DType::F64 : DType::F32;
   to_index(units * (d + 2), "scratch element count");
@@ -180,15 +179,15 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
                    k_cache.layout.start_offset % per_vec == 0 &&
                    v_cache.layout.start_offset % per_vec == 0;
   const uint32_t vec_lanes = vec ? static_cast<uint32_t>(lanes) : 0;
-  const Pipeline& pipeline =
-      kernel(KernelFamily::Attention,
-             {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)}, [&] {
-               Defines defines;
-               add_dtype(defines, "", dt);
-               add_dtype(defines, "KV_", kv);  // the caches' dtype
-               defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
-               return key_for("attention", std::move(defines), {vec_lanes}, kAttentionBlock);
-             });
+  const Pipeline& pipeline = kernel(
+      KernelFamily::Attention, {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)},
+      [&] {
+        Defines defines;
+        add_dtype(defines, "", dt);
+        add_dtype(defines, "KV_", kv);  // the caches' dtype
+        defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
+        return key_for("attention", std::move(defines), {vec_lanes}, options_.attention_block);
+      });
   // One split (prompts) leaves the counters alone: they are bound, not grown.
   Buffer& counters = split_counters(splits > 1 ? static_cast<size_t>(rows) : 1);
   BufferRef record = errors_->acquire();

@@ -48,6 +48,7 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
       k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
   o.qmatvec_rope = k.qmatvec_rope;
   o.qmatvec_swiglu = k.qmatvec_swiglu != 0;
+  if (k.attention_block > 0) o.attention_block = static_cast<uint32_t>(k.attention_block);
   // Where the kernels have 8-bit MMA: off unless the knob or the backend's options say (CUDA:
   // CudaOptions::from_knobs).
   if (caps.int8_mma && k.qmatvec_mma_rows > 0) o.qmatvec_mma_rows = k.qmatvec_mma_rows;
