@@ -698,9 +698,10 @@ TEST_P(GpuRandom, UniformAndNormalMomentsAndSeeding) {
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuRandom);
 
-// attention_cached on every workgroup size (GpuOptions::attention_block: the keys a split's step
-// scores, so also how the keys split), one query of 9 heads over 3 kv heads (decode) and 3
-// queries a head (a short prompt), f16 and f32 caches, against float64 on the caches' values.
+// attention_cached on every decode workgroup size (GpuOptions::attention_block: the keys a split's
+// step scores, so also how the keys split), one query of 9 heads over 3 kv heads (decode), and 3
+// queries a head (a short prompt, which takes 128 whatever the option), f16 and f32 caches,
+// against float64 on the caches' values.
 class GpuAttentionBlocks : public GpuDeviceTest {};
 
 TEST_P(GpuAttentionBlocks, EveryBlockAgainstFloat64) {
@@ -712,8 +713,8 @@ TEST_P(GpuAttentionBlocks, EveryBlockAgainstFloat64) {
     for (DType kv : {DType::F16, DType::F32})
       for (int64_t t : {1, 3}) {
         const int64_t pos = rng.integer(t == 1 ? 100 : 20, max_seq - t);
-        SCOPED_TRACE("block " + std::to_string(block) + " " + dtype_name(kv) + " t=" +
-                     std::to_string(t) + " pos=" + std::to_string(pos));
+        SCOPED_TRACE("block " + std::to_string(block) + " " + dtype_name(kv) +
+                     " t=" + std::to_string(t) + " pos=" + std::to_string(pos));
         std::vector<float> q(static_cast<size_t>(h * t * d)), kc(kvh * max_seq * d), vc(kc.size());
         for (float& x : q) x = static_cast<float>(rng.uniform(-0.5, 0.5));
         for (float& x : kc) x = static_cast<float>(rng.uniform(-1, 1));
@@ -722,8 +723,8 @@ TEST_P(GpuAttentionBlocks, EveryBlockAgainstFloat64) {
         const Tensor vt = Tensor::from_vec(vc, {1, kvh, max_seq, d}, dev).to_dtype(kv);
         const std::vector<float> kr = kt.to_dtype(DType::F32).to_vec<float>();
         const std::vector<float> vr = vt.to_dtype(DType::F32).to_vec<float>();
-        const Tensor pos_t = Tensor::from_vec(std::vector<uint32_t>{static_cast<uint32_t>(pos)},
-                                              {1}, dev);
+        const Tensor pos_t =
+            Tensor::from_vec(std::vector<uint32_t>{static_cast<uint32_t>(pos)}, {1}, dev);
         const std::vector<float> y =
             attention_cached(Tensor::from_vec(q, {1, h, t, d}, dev), kt, vt, pos_t).to_vec<float>();
         ASSERT_EQ(y.size(), q.size());

@@ -57,6 +57,9 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
   // 1239.8 / 1242.6 tok/s against 1257.4 / 1255.8 (the last block's fence, count and L2 round
   // trip cost more than qact's launch, which programmatic dependent launch overlaps).
   if (knobs().qmatvec_swiglu < 0) o.qmatvec_swiglu = false;
+  // attention.cu's workgroup 128 unless WICK_ATTENTION_BLOCK says otherwise: on the H100 (session
+  // 23, one run each) decode 1241.8 tok/s at 128, 1263.9 at 64, 1170.7 at 32 (256 not measured).
+  if (knobs().attention_block == 0) o.attention_block = 128;
   // qmatvec on the tensor cores (its MMA variant) for a whole group of 8 x rows, 512 threads a
   // workgroup, unless WICK_QMATVEC_MMA says otherwise. On the H100 (SmolLM2-135M, session 18)
   // passes of 8 sequences took 1.132-1.136 ms against 1.205-1.214; passes of 2 and 4 lost with

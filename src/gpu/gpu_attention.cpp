@@ -19,6 +19,9 @@ using backend::View;
 
 namespace {
 
+// attention_cached's workgroup (and the keys a split's step scores) for prompts; decode's is
+// GpuOptions::attention_block.
+constexpr uint32_t kPromptAttentionBlock = 128;
 // Workgroups the op aims for: the keys are split until the rows fill about this many. Decode
 // has few rows (9 heads for SmolLM2-135M): there every chunk of keys gets its own workgroup, since
 // a workgroup's chunks run one after the other (a split of two chunks at a few hundred keys took
@@ -154,7 +157,10 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
   // and return at once. Their length is counted from max_seq and one batch item's rows, so that
   // an item's sums depend neither on the batch it is in nor on options.max_keys, which only
   // drops the splits beyond it (a pass of prompts launched 4 splits a row for ~40 keys).
-  const int64_t block = options_.attention_block;
+  // One query an item (decode) takes options_.attention_block keys a step; more queries (prompts)
+  // 128: at 256 prefill lost (H100's Vulkan, session 23: 512 tokens 54.6k against 57.9k tok/s,
+  // 1024 tokens 50.8k against 55.1k) while decode gained.
+  const uint32_t block = t == 1 ? options_.attention_block : kPromptAttentionBlock;
   const auto chunks_of = [&](int64_t keys) {
     return std::max<int64_t>(1, (keys + block - 1) / block);
   };
@@ -179,15 +185,15 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
                    k_cache.layout.start_offset % per_vec == 0 &&
                    v_cache.layout.start_offset % per_vec == 0;
   const uint32_t vec_lanes = vec ? static_cast<uint32_t>(lanes) : 0;
-  const Pipeline& pipeline = kernel(
-      KernelFamily::Attention, {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv)},
-      [&] {
-        Defines defines;
-        add_dtype(defines, "", dt);
-        add_dtype(defines, "KV_", kv);  // the caches' dtype
-        defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
-        return key_for("attention", std::move(defines), {vec_lanes}, options_.attention_block);
-      });
+  const Pipeline& pipeline =
+      kernel(KernelFamily::Attention,
+             {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv), block}, [&] {
+               Defines defines;
+               add_dtype(defines, "", dt);
+               add_dtype(defines, "KV_", kv);  // the caches' dtype
+               defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
+               return key_for("attention", std::move(defines), {vec_lanes}, block);
+             });
   // One split (prompts) leaves the counters alone: they are bound, not grown.
   Buffer& counters = split_counters(splits > 1 ? static_cast<size_t>(rows) : 1);
   BufferRef record = errors_->acquire();

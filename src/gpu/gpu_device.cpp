@@ -48,6 +48,10 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
       k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
   o.qmatvec_rope = k.qmatvec_rope;
   o.qmatvec_swiglu = k.qmatvec_swiglu != 0;
+  // Decode's attention workgroup: 256 on GPUs (CUDA: CudaOptions::from_knobs), few splits. On the
+  // H100's Vulkan (SmolLM2-135M, session 23) decode took 703.5-707.7 tok/s against 662.6-667.3
+  // at 128 (64: 647-668, 32: 611-613). CPU implementations (lavapipe) keep 128.
+  o.attention_block = caps.is_cpu ? 128 : 256;
   if (k.attention_block > 0) o.attention_block = static_cast<uint32_t>(k.attention_block);
   // Where the kernels have 8-bit MMA: off unless the knob or the backend's options say (CUDA:
   // CudaOptions::from_knobs).

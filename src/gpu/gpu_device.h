@@ -120,8 +120,9 @@ struct GpuOptions {
   // qmatmul_swiglu_ffn in two kernels (qmatvec's SWIGLU_Q8 stores; WICK_QMATVEC_SWIGLU): on for
   // Vulkan unless the knob says otherwise; off: false, the caller runs the ops one after the other.
   bool qmatvec_swiglu = true;
-  // attention_cached's workgroup: its threads, and the keys each step of a split scores (the
-  // kernels' CHUNK); splits are whole steps. 32, 64, 128 or 256 (WICK_ATTENTION_BLOCK).
+  // attention_cached's workgroup for one query an item (decode): its threads, and the keys each
+  // step of a split scores (the kernels' CHUNK); splits are whole steps. 32, 64, 128 or 256
+  // (WICK_ATTENTION_BLOCK; the default in GpuOptions::from_knobs). Prompts take 128.
   uint32_t attention_block = 128;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
