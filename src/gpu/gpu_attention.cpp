@@ -161,6 +161,8 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
   // 128: at 256 prefill lost (H100's Vulkan, session 23: 512 tokens 54.6k against 57.9k tok/s,
   // 1024 tokens 50.8k against 55.1k) while decode gained.
   const uint32_t block = t == 1 ? options_.attention_block : kPromptAttentionBlock;
+  // The kernels' reductions halve the workgroup: a power of two, within what every device runs.
+  WICK_ASSERT(block >= 32 && block <= 256 && (block & (block - 1)) == 0);
   const auto chunks_of = [&](int64_t keys) {
     return std::max<int64_t>(1, (keys + block - 1) / block);
   };

@@ -51,7 +51,7 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   // Decode's attention workgroup: 256 on GPUs (CUDA: CudaOptions::from_knobs), few splits. On the
   // H100's Vulkan (SmolLM2-135M, session 23) decode took 703.5-707.7 tok/s against 662.6-667.3
   // at 128 (64: 647-668, 32: 611-613). CPU implementations (lavapipe) keep 128.
-  o.attention_block = caps.is_cpu ? 128 : 256;
+  o.attention_block = caps.is_cpu || caps.max_workgroup_size < 256 ? 128 : 256;
   if (k.attention_block > 0) o.attention_block = static_cast<uint32_t>(k.attention_block);
   // Where the kernels have 8-bit MMA: off unless the knob or the backend's options say (CUDA:
   // CudaOptions::from_knobs).
