@@ -74,8 +74,8 @@ struct Knobs {
   int qmatvec_swiglu = -1;
   // WICK_ATTENTION_BLOCK: a GPU's attention_cached workgroup size for one query an item (decode),
   // which is also the keys each step of a split scores (32, 64, 128 or 256; prompts take 128);
-  // for tuning. Unset or invalid -> 0: the
-  // device's default (Vulkan 256, CUDA and CPU implementations 128).
+  // for tuning. Unset or invalid -> 0: the device's default (Vulkan GPUs 256, CUDA and CPU
+  // implementations 128).
   int64_t attention_block = 0;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
