@@ -100,6 +100,11 @@ int64_t act_block_elems(QuantType t) {
 int64_t act_row_words(QuantType t, int64_t k) {
   return k / 4 + (act_block_elems(t) == 32 ? 2 * (k / 32) : k / 256);
 }
+// The shared memory of SWIGLU_Q8's grouped quantizer (qmatvec.comp's ACT_GROUPED, taken where the
+// workgroup is whole subgroups of 32): 3 words a thread.
+int64_t swiglu_tail_bytes(int64_t threads) {
+  return threads % 32 == 0 ? 12 * threads : 0;
+}
 
 // The x rows from which qmatmul dequantizes W to f16 for a tensor-core GEMM. Not measured yet:
 // ggml moves to cuBLAS (f16) from 32-64 rows of x where it does not use its int8 MMA kernels.
@@ -253,10 +258,10 @@ bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
       !device_caps().storage16)
     return false;
   // Its shared memory where qact quantized x (ACT_INLINE checks its own): the partial sums, a
-  // block of h and its 8-bit words per x row, the grouped quantizer's 3 words a thread.
+  // block of h and its 8-bit words per x row, the grouped quantizer's.
   const int64_t cols = std::min<int64_t>(m, kMaxVecCols), threads = v.threads;
   const int64_t bytes = int64_t{v.rows} * cols * 4 * threads + cols * block * 4 +
-                        cols * (block / 4 + 2) * 4 + (threads % 32 == 0 ? 12 * threads : 0) + 64;
+                        cols * (block / 4 + 2) * 4 + swiglu_tail_bytes(threads) + 64;
   return bytes <= device_caps().max_shared_memory;
 }
 
@@ -406,16 +411,14 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const int64_t partial_bytes = int64_t{v.rows} * cols * 4 * v.threads;  // qmatvec.comp's s_part
   const int64_t inline_bytes =
       xq_bytes + cols * k * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
-  // Beside them: the partial sums, and norm_row.glsl's s_red (a float per thread); SWIGLU_Q8's
-  // grouped quantizer: 3 words a thread.
-  auto swiglu_tail_bytes = [&](uint32_t threads) -> int64_t {
-    return swiglu_rows && threads % 32 == 0 ? 12 * int64_t{threads} : 0;
-  };
+  // Beside them: the partial sums, norm_row.glsl's s_red (a float per thread) and SWIGLU_Q8's
+  // grouped quantizer.
   const bool act_inline =
       act_q8 && vec && !mma && !given_rows && m <= options_.qmatvec_fuse_rows &&
       k <= options_.qmatvec_fuse_max_k && (options_.qmatvec_fuse_wide || n_out < v.wide_min_out) &&
       inline_bytes <= kInlineActBytes && (!rms || kWorkgroupSize % v.threads == 0) &&
-      inline_bytes + partial_bytes + 4 * int64_t{v.threads} + swiglu_tail_bytes(v.threads) <=
+      inline_bytes + partial_bytes + 4 * int64_t{v.threads} +
+              (swiglu_rows ? swiglu_tail_bytes(v.threads) : 0) <=
           device_caps().max_shared_memory;
   // From qmatvec_stage_rows x rows, qmatvec copies the quantized rows into shared memory first.
   // MMA reads 8 rows' words at once: rows an odd number of 16-byte vectors apart meet no bank
