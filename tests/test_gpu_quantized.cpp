@@ -199,7 +199,6 @@ TEST_P(GpuQMatMulShapes, DecodeAndMidWorkgroupsByRowsOfXAndOfW) {
       o.qmatvec.mid_min_out = 48;
       o.qmatvec.mid_threads = 64;
       o.qmatvec.mid_rows = 4;
-      o.qmatvec.mid_max_x_rows = 2;
       o.qmatvec.few_x_rows = 2;
       o.qmatvec.few_threads = 64;
       o.qmatvec.few_rows = 2;

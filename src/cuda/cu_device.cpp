@@ -39,9 +39,7 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
     o.qmatvec.rows = 4;
     o.qmatvec.wide_threads = 128;
     o.qmatvec.wide_rows = 8;
-    // Vulkan's decode tiers (default_qmatvec_shape), not measured here.
-    o.qmatvec.mid_min_out = std::numeric_limits<int64_t>::max();
-    o.qmatvec.few_x_rows = 0;
+    o.qmatvec.few_x_rows = 0;  // Vulkan's decode shapes (default_qmatvec_shape), not measured here
   }
   // qmatvec.cu copies qact's rows into shared memory from 2 x rows unless WICK_QMATVEC_STAGE says
   // otherwise: on the H200 (SmolLM2-135M, session 17) passes of 2 / 4 / 8 sequences took

@@ -59,10 +59,9 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   if (caps.int8_mma && k.qmatvec_mma_threads > 0)
     o.qmatvec_mma_threads = static_cast<uint32_t>(k.qmatvec_mma_threads);
   if (k.qmatvec_threads > 0) {  // the knob's shapes, for every count of x rows
-    o.qmatvec.threads = static_cast<uint32_t>(k.qmatvec_threads);
-    o.qmatvec.rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);
-    o.qmatvec.few_x_rows = 0;
-    o.qmatvec.mid_max_x_rows = std::numeric_limits<int64_t>::max();
+    o.qmatvec.threads = o.qmatvec.few_threads = static_cast<uint32_t>(k.qmatvec_threads);
+    o.qmatvec.rows = o.qmatvec.few_rows = static_cast<uint32_t>(k.qmatvec_rows_per_group);
+    o.qmatvec.few_x_rows = std::numeric_limits<int64_t>::max();
     if (k.qmatvec_wide_threads > 0) {  // a second shape for wide matrices
       o.qmatvec.wide_threads = static_cast<uint32_t>(k.qmatvec_wide_threads);
       o.qmatvec.wide_rows = static_cast<uint32_t>(k.qmatvec_wide_rows);

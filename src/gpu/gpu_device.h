@@ -58,16 +58,15 @@ struct QMatVecShape {
   uint32_t threads = 32, rows = 2;
   int64_t max_rows = 8;
   // Matrices of at least wide_min_out output rows (an lm_head: tens of thousands of one-warp
-  // workgroups otherwise) take wide_threads x wide_rows workgroups; those of at least
-  // mid_min_out (and fewer than wide_min_out) mid_threads x mid_rows for up to mid_max_x_rows
-  // rows of x; the others few_threads x few_rows for up to few_x_rows rows of x (decode).
+  // workgroups otherwise) take wide_threads x wide_rows workgroups. Up to few_x_rows rows of x
+  // (decode), the others take mid_threads x mid_rows from mid_min_out rows, else few_threads x
+  // few_rows; more x rows take threads x rows.
   int64_t wide_min_out = std::numeric_limits<int64_t>::max();
   uint32_t wide_threads = 128, wide_rows = 8;
-  int64_t mid_min_out = std::numeric_limits<int64_t>::max();
-  uint32_t mid_threads = 128, mid_rows = 4;
-  int64_t mid_max_x_rows = std::numeric_limits<int64_t>::max();
   int64_t few_x_rows = 0;
   uint32_t few_threads = 128, few_rows = 2;
+  int64_t mid_min_out = std::numeric_limits<int64_t>::max();
+  uint32_t mid_threads = 128, mid_rows = 4;
 };
 // The measured defaults per device class (the table in gpu_quantized.cpp).
 QMatVecShape default_qmatvec_shape(const DeviceCaps& caps);

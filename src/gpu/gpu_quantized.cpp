@@ -148,13 +148,12 @@ QMatVecShape default_qmatvec_shape(const DeviceCaps& caps) {
   s.wide_min_out = 16384;  // SmolLM2's lm_head (49152 x 576)
   s.wide_threads = 64;
   s.wide_rows = 4;
-  s.mid_min_out = 2048;
-  s.mid_threads = 128;
-  s.mid_rows = 4;
-  s.mid_max_x_rows = 2;
   s.few_x_rows = 2;
   s.few_threads = 128;
   s.few_rows = 2;
+  s.mid_min_out = 2048;
+  s.mid_threads = 128;
+  s.mid_rows = 4;
   return s;
 }
 
@@ -186,12 +185,10 @@ QMatVecShape GpuDevice::qmatvec_shape(int64_t n_out, int64_t m) const {
   if (n_out >= v.wide_min_out) {
     v.threads = v.wide_threads;
     v.rows = v.wide_rows;
-  } else if (n_out >= v.mid_min_out && m <= v.mid_max_x_rows) {
-    v.threads = v.mid_threads;
-    v.rows = v.mid_rows;
   } else if (m <= v.few_x_rows) {
-    v.threads = v.few_threads;
-    v.rows = v.few_rows;
+    const bool mid = n_out >= v.mid_min_out;
+    v.threads = mid ? v.mid_threads : v.few_threads;
+    v.rows = mid ? v.mid_rows : v.few_rows;
   }
   return v;
 }
