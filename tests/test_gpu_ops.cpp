@@ -6,7 +6,6 @@
 #include <functional>
 
 #include "gpu_test_util.h"
-#include "wick/attention.h"
 
 namespace wick::testing {
 namespace {
@@ -697,63 +696,6 @@ TEST_P(GpuRandom, UniformAndNormalMomentsAndSeeding) {
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuRandom);
-
-// attention_cached on every decode workgroup size (GpuOptions::attention_block: the keys a split's
-// step scores, so also how the keys split), one query of 9 heads over 3 kv heads (decode), and 3
-// queries a head (a short prompt, which takes 128 whatever the option), f16 and f32 caches,
-// against float64 on the caches' values.
-class GpuAttentionBlocks : public GpuDeviceTest {};
-
-TEST_P(GpuAttentionBlocks, EveryBlockAgainstFloat64) {
-  Rng rng;
-  SCOPED_TRACE(rng.seed());
-  const int64_t h = 9, kvh = 3, d = 64, max_seq = 200;
-  for (uint32_t block : {32u, 64u, 128u, 256u}) {
-    const Device dev = private_device([&](gpu::GpuOptions& o) { o.attention_block = block; });
-    for (DType kv : {DType::F16, DType::F32})
-      for (int64_t t : {1, 3}) {
-        const int64_t pos = rng.integer(t == 1 ? 100 : 20, max_seq - t);
-        SCOPED_TRACE("block " + std::to_string(block) + " " + dtype_name(kv) +
-                     " t=" + std::to_string(t) + " pos=" + std::to_string(pos));
-        std::vector<float> q(static_cast<size_t>(h * t * d)), kc(kvh * max_seq * d), vc(kc.size());
-        for (float& x : q) x = static_cast<float>(rng.uniform(-0.5, 0.5));
-        for (float& x : kc) x = static_cast<float>(rng.uniform(-1, 1));
-        for (float& x : vc) x = static_cast<float>(rng.uniform(-1, 1));
-        const Tensor kt = Tensor::from_vec(kc, {1, kvh, max_seq, d}, dev).to_dtype(kv);
-        const Tensor vt = Tensor::from_vec(vc, {1, kvh, max_seq, d}, dev).to_dtype(kv);
-        const std::vector<float> kr = kt.to_dtype(DType::F32).to_vec<float>();
-        const std::vector<float> vr = vt.to_dtype(DType::F32).to_vec<float>();
-        const Tensor pos_t =
-            Tensor::from_vec(std::vector<uint32_t>{static_cast<uint32_t>(pos)}, {1}, dev);
-        const std::vector<float> y =
-            attention_cached(Tensor::from_vec(q, {1, h, t, d}, dev), kt, vt, pos_t).to_vec<float>();
-        ASSERT_EQ(y.size(), q.size());
-        for (int64_t hi = 0; hi < h; hi++)
-          for (int64_t ti = 0; ti < t; ti++) {
-            const int64_t g = hi / (h / kvh), n = pos + ti + 1;
-            const float* qr = &q[static_cast<size_t>((hi * t + ti) * d)];
-            std::vector<double> s(static_cast<size_t>(n));
-            double big = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < n; j++) {
-              double dot = 0;
-              for (int64_t e = 0; e < d; e++) dot += double(qr[e]) * kr[(g * max_seq + j) * d + e];
-              s[j] = dot;
-              big = std::max(big, dot);
-            }
-            for (double& v : s) sum += (v = std::exp(v - big));
-            for (int64_t e = 0; e < d; e++) {
-              double want = 0;
-              for (int64_t j = 0; j < n; j++) want += s[j] * vr[(g * max_seq + j) * d + e];
-              want /= sum;
-              ASSERT_NEAR(y[(hi * t + ti) * d + e], want, 2e-5)
-                  << "head " << hi << " query " << ti << " element " << e;
-            }
-          }
-      }
-  }
-}
-
-WICK_INSTANTIATE_GPU_DEVICES(GpuAttentionBlocks);
 
 }  // namespace
 }  // namespace wick::testing

@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "gpu_test_util.h"
 #include "harness.h"
 #include "isa_cap.h"
 
@@ -1161,6 +1162,36 @@ TEST_P(AttentionCached, Errors) {
 }
 
 WICK_INSTANTIATE_DEVICES(AttentionCached);
+
+// A GPU's attention on every decode workgroup size (GpuOptions::attention_block: the keys a
+// split's step scores, so also how the keys split): one query of 9 heads over 3 kv heads
+// (decode) and 3 queries a head (a short prompt, which takes 128 whatever the option); f32 q over
+// f32 and f16 caches, against float64 on the caches' values.
+class GpuAttentionBlocks : public GpuDeviceTest {};
+
+TEST_P(GpuAttentionBlocks, EveryBlockAgainstFloat64) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  const DType dt = DType::F32;
+  for (uint32_t block : {32u, 64u, 128u, 256u}) {
+    const Device dev = private_device([&](gpu::GpuOptions& o) { o.attention_block = block; });
+    for (DType kv : {DType::F32, DType::F16})
+      for (int64_t t : {1, 3}) {
+        const Dims x{1, 9, 3, t, 64, 200, rng.integer(t == 1 ? 100 : 20, 200 - t)};
+        SCOPED_TRACE(::testing::Message() << "block " << block << " " << kv << " cache " << str(x));
+        AttentionCase c = random_attention_case(rng, x, dt);
+        c.kc = round_ref(c.kc, kv);
+        c.vc = round_ref(c.vc, kv);
+        const Tensor y =
+            attention_cached(make_tensor(c.q, dt, dev), make_cache(c.kc, kv, dev, false),
+                             make_cache(c.vc, kv, dev, false), pos_tensor(x.pos, dev));
+        const AttentionRef want = attention_ref(c.q, c.kc, c.vc, x.pos, dt);
+        WICK_EXPECT_CLOSE(y, want.y, want.tol);
+      }
+  }
+}
+
+WICK_INSTANTIATE_GPU_DEVICES(GpuAttentionBlocks);
 
 // The CPU's AVX-512 loops read f32/f16/bf16 cache rows as stored (16-bit ones widened in
 // registers) and sum four keys' lanes at once; elsewhere 16-bit rows are widened a block at a
