@@ -625,7 +625,7 @@ Device ffn_device(const std::string& name, uint32_t rows, uint32_t threads, bool
     o.qmatvec_stage_rows = 0;
     o.qmatvec_mma_rows = 0;
     o.subgroups = subgroups;
-    o.qmatvec_swiglu = swiglu;
+    o.qmatvec_swiglu_rows = swiglu ? 8 : 0;
   });
 }
 

@@ -69,8 +69,9 @@ struct Knobs {
   bool qmatvec_rope = true;
   // WICK_QMATVEC_SWIGLU: 1/true/on makes a GPU's decode feed-forward block
   // (QMatMul::forward_swiglu_ffn) finish silu(gate) * up and its 8-bit quantization in the gate/up
-  // product's kernel (two dispatches instead of three; the same bits); 0/false/off runs qact for
-  // it. Unset -> -1: the device's default (on for Vulkan, off for CUDA: CudaOptions::from_knobs).
+  // product's kernel (two dispatches instead of three; the same bits) for every count of x rows;
+  // 0/false/off runs qact for it. Unset -> -1: the device's default (Vulkan for 1 or 2 x rows,
+  // gpu::default_qmatvec_swiglu_rows; CUDA never: CudaOptions::from_knobs).
   int qmatvec_swiglu = -1;
   // WICK_ATTENTION_BLOCK: a GPU's attention_cached workgroup size for one query an item (decode),
   // which is also the keys each step of a split scores (32, 64, 128 or 256; prompts take 128);

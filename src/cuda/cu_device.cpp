@@ -54,7 +54,7 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
   // on the H100 (SmolLM2-135M, session 22) decode with qmatvec.cu's SWIGLU_Q8 stores took
   // 1239.8 / 1242.6 tok/s against 1257.4 / 1255.8 (the last block's fence, count and L2 round
   // trip cost more than qact's launch, which programmatic dependent launch overlaps).
-  if (knobs().qmatvec_swiglu < 0) o.qmatvec_swiglu = false;
+  if (knobs().qmatvec_swiglu < 0) o.qmatvec_swiglu_rows = 0;
   // attention.cu's workgroup 128 unless WICK_ATTENTION_BLOCK says otherwise: on the H100 (session
   // 23, one run each) decode 1241.8 tok/s at 128, 1263.9 at 64, 1170.7 at 32 (256 not measured).
   if (knobs().attention_block == 0) o.attention_block = 128;

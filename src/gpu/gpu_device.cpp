@@ -47,7 +47,9 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   o.qmatvec_stage_rows =
       k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
   o.qmatvec_rope = k.qmatvec_rope;
-  o.qmatvec_swiglu = k.qmatvec_swiglu != 0;
+  o.qmatvec_swiglu_rows = k.qmatvec_swiglu < 0    ? default_qmatvec_swiglu_rows(caps)
+                          : k.qmatvec_swiglu == 0 ? 0
+                                                  : std::numeric_limits<int64_t>::max();
   // Decode's attention workgroup: 256 on GPUs (CUDA: CudaOptions::from_knobs), few splits. On the
   // H100's Vulkan (SmolLM2-135M, session 23) decode took 703.5-707.7 tok/s against 662.6-667.3
   // at 128 (64: 647-668, 32: 611-613). CPU implementations (lavapipe) keep 128.

@@ -76,6 +76,9 @@ int64_t default_qmatvec_fuse_rows(const DeviceCaps& caps);
 int64_t default_qmatvec_fuse_max_k(const DeviceCaps& caps);
 // The x rows from which qmatvec stages x in shared memory by default (gpu_quantized.cpp).
 int64_t default_qmatvec_stage_rows(const DeviceCaps& caps);
+// The x rows up to which the feed-forward block takes qmatvec's SWIGLU_Q8 stores by default
+// (gpu_quantized.cpp).
+int64_t default_qmatvec_swiglu_rows(const DeviceCaps& caps);
 // x rows from which qmatmul dequantizes W to f16 and multiplies on the device's tensor-core GEMM,
 // where it has one (the table in gpu_quantized.cpp).
 int64_t default_dequant_rows();
@@ -116,9 +119,10 @@ struct GpuOptions {
   // qmatmul_rope_kv in qmatvec's stores where it can (WICK_QMATVEC_ROPE); off: the product, then
   // rope_kv_cache.
   bool qmatvec_rope = true;
-  // qmatmul_swiglu_ffn in two kernels (qmatvec's SWIGLU_Q8 stores; WICK_QMATVEC_SWIGLU): on for
-  // Vulkan unless the knob says otherwise; off: false, the caller runs the ops one after the other.
-  bool qmatvec_swiglu = true;
+  // x rows up to which qmatmul_swiglu_ffn runs in two kernels (qmatvec's SWIGLU_Q8 stores;
+  // WICK_QMATVEC_SWIGLU; default_qmatvec_swiglu_rows); more rows, or 0: the caller runs the ops
+  // one after the other.
+  int64_t qmatvec_swiglu_rows = 0;
   // attention_cached's workgroup for one query an item (decode): its threads, and the keys each
   // step of a split scores (the kernels' CHUNK); splits are whole steps. 32, 64, 128 or 256
   // (WICK_ATTENTION_BLOCK; the default in GpuOptions::from_knobs). Prompts take 128.

@@ -173,6 +173,16 @@ int64_t default_qmatvec_fuse_max_k(const DeviceCaps&) {
   return 576;  // the measured winners above; 1536 lost
 }
 
+int64_t default_qmatvec_swiglu_rows(const DeviceCaps&) {
+  // Decode's one or two x rows. From 3 rows each workgroup holds one gate and one up row (64 x
+  // 2) and counts every x row's blocks of h: on the H100's Vulkan (SmolLM2-135M, session 24,
+  // WICK_VK_PROFILE) the gate/up kernel of 8 rows took 30.1 us against 14.8 + 6.1 for the plain
+  // product and qact's swiglu; passes of 3 / 4 / 8 sequences 2.03-2.05 / 2.13 / 2.61-2.63 ms
+  // against 2.17-2.21 / 2.47-2.50 / 2.86-2.92 with the stores, 1 and 2 sequences within the
+  // runs' spread (docs/perf.md). CUDA: CudaOptions::from_knobs.
+  return 2;
+}
+
 int64_t default_qmatvec_stage_rows(const DeviceCaps&) {
   // Never on Vulkan: staging qact's rows in shared memory made the H200's passes of 2 to 8
   // sequences slower (session 17: 8 sequences 2.749-2.757 ms against 2.390-2.396). CUDA's
@@ -239,7 +249,8 @@ bool GpuDevice::qmatmul_rope_kv(View x, const backend::QPrologue& prologue, cons
 bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
                                    const backend::QWeights& down) const {
   using quantized::act_kind;
-  if (!options_.qmatvec_swiglu || m < 1 || gate_up.n_out != 2 * down.k || down.k < 1) return false;
+  if (m < 1 || m > options_.qmatvec_swiglu_rows || gate_up.n_out != 2 * down.k || down.k < 1)
+    return false;
   // Both products of 8-bit x rows in qmatvec (not its MMA variant), in the same 8-bit format.
   for (const backend::QWeights* w : {&gate_up, &down})
     if (!has_kernel(w->type) || !quantizes_x(w->type) || qmatmul_dequantizes(m) ||
