@@ -350,6 +350,45 @@ TEST_P(GpuQMatMulSweeps, CpuAndGpuAgreeUpToSummationOrderForEveryFormat) {
   }
 }
 
+TEST_P(GpuQMatMulSweeps, PackedDotProductsGiveTheSameBitsForEveryFormat) {
+  // qmatvec's integer sums four bytes at a time (WICK_INT_DOT: decode8_packed's words, OpSDot)
+  // against one product per element: the same integers, so the same bits, for every format,
+  // at decode's and a batch's x rows, x quantized by qact and (up to 2 rows) by the product
+  // itself after the rms_norm prologue.
+  if (!gpu(device()).device_caps().int_dot) GTEST_SKIP() << "no packed 8-bit dot products";
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  auto make = [&](bool int_dot) {
+    return private_device([&](gpu::GpuOptions& o) {
+      o.qmatvec = {32, 2, 8};
+      o.qmatvec_fuse_rows = 2;
+      o.qmatvec_fuse_max_k = 512;
+      o.int_dot = int_dot;
+    });
+  };
+  const Device on = make(true), off = make(false);
+  for (QuantType t : quantized_matmul_types()) {
+    const int64_t block = quant_type_info(t)->block_elems, n = 37;
+    const int64_t k = block == 32 ? 160 : 512;
+    const QTensor w = quantize(Tensor::from_vec(block_test_data(rng, n, k, block), {n, k}), t);
+    const QMatMul mm_on(w, on), mm_off(w, off);
+    for (int64_t m : {1, 2, 5, 8}) {
+      const std::string what = std::string(quant_type_info(t)->name) + " m=" + std::to_string(m);
+      SCOPED_TRACE(what);
+      const Ref xr = random_ref(rng, {m, k}, -3, 3), ar = random_ref(rng, {k}, -2, 2);
+      const Tensor y_on = mm_on.forward(make_tensor(xr, DType::F32, on));
+      const Tensor y_off = mm_off.forward(make_tensor(xr, DType::F32, off));
+      expect_same_bits(y_on, y_off, what);
+      const Tensor n_on = mm_on.forward_rms_norm(make_tensor(xr, DType::F32, on),
+                                                 make_tensor(ar, DType::F32, on), 1e-5);
+      const Tensor n_off = mm_off.forward_rms_norm(make_tensor(xr, DType::F32, off),
+                                                   make_tensor(ar, DType::F32, off), 1e-5);
+      expect_same_bits(n_on, n_off, what + " rms_norm");
+      EXPECT_LT(cpu_gap(y_on, w, make_tensor(xr, DType::F32, on)), 1e-5);
+    }
+  }
+}
+
 WICK_INSTANTIATE_GPU_SWEEPS(GpuQMatMulSweeps);
 
 }  // namespace

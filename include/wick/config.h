@@ -85,6 +85,10 @@ struct Knobs {
   // the device goes, each kernel's share of GPU time (from the end of the dispatch before it to
   // its own end: barrier, launch and run). For finding where a step's time goes; default off.
   bool vk_profile = false;
+  // WICK_VK_INT_DOT: 0/false/off makes Vulkan's quantized matrix-vector kernel multiply its 8-bit
+  // integers one by one instead of four at a time in packed dot products (SPV_KHR_integer_dot_
+  // product; the same bits); for measuring. Default on where the device has them.
+  bool vk_int_dot = true;
   // WICK_VK_QUEUE: "universal" makes Vulkan submit to a queue family that also does graphics
   // (where the device has one) instead of a compute-only family; for measuring. Default: compute.
   bool vk_universal_queue = false;

@@ -9,6 +9,7 @@
 // shared-memory pass over the subgroups' sums (over every thread's without subgroups).
 // ACT_Q8: x comes quantized to 8 bits by qact.comp, and each run is the CPU's integer dot product
 // (decode8_int in include/quant.glsl) times the two scales; otherwise x is read in f32.
+// WICK_INT_DOT: those integer sums in packed dot products of four bytes (decode8_packed, dot8).
 // ACT_INLINE (0, 1, 2: qact.comp's PROLOGUE): the workgroup quantizes its NUM_COLS x rows (DT,
 // ACT_K elements) itself, as qact.comp would have (include/qact.glsl, qact_value.glsl: the same
 // bits), then runs ACT_Q8's loop on them: decode takes one dispatch, not two. The rows after the
@@ -40,6 +41,9 @@
 // there is none), 4 the quantized rows, 5 the split counters. No residual, no ROPE_KV.
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#ifdef WICK_INT_DOT  // ACT_Q8's integer sums four bytes at a time (include/quant.glsl's dot8)
+#extension GL_EXT_spirv_intrinsics : require
 #endif
 #ifdef ACT_INLINE
 #define ACT_Q8 1
@@ -346,7 +350,11 @@ void main() {
   // 32-element formats with a min add m_w * s_x once per block (the thread at its start).
   for (uint run = t; run < pc.k / 8u; run += WG_SIZE) {
     const uint e = run * 8u;
+#ifdef WICK_INT_DOT
+    uvec2 xw[MAX_COLS];
+#else
     int xi[MAX_COLS][8];
+#endif
     float dx[MAX_COLS];
 #ifdef QUANT_MIN
     float sx[MAX_COLS];
@@ -355,13 +363,19 @@ void main() {
     for (uint c = 0u; c < NUM_COLS; c++) {
       const uint base = xq_base(col0, c);
       const uvec2 words = c < n_cols ? uvec2(xq[base + e / 4u], xq[base + e / 4u + 1u]) : uvec2(0u);
+#ifdef WICK_INT_DOT
+      xw[c] = words;
+#else
       for (uint i = 0u; i < 8u; i++)
         xi[c][i] = bitfieldExtract(int(i < 4u ? words.x : words.y), int(8u * (i & 3u)), 8);
+#endif
       const uint sw = base + act_scale_word(pc.k, e);
       dx[c] = c < n_cols ? uintBitsToFloat(xq[sw]) : 0.0;
 #ifdef QUANT_MIN
 #ifndef QUANT_K
       sx[c] = c < n_cols && e % 32u == 0u ? uintBitsToFloat(xq[sw + 1u]) : 0.0;
+#elif defined(WICK_INT_DOT)
+      xsum[c] = dot8(uvec2(0x01010101u), words);
 #else
       xsum[c] = 0;
       for (uint i = 0u; i < 8u; i++) xsum[c] += xi[c][i];
@@ -372,13 +386,22 @@ void main() {
     for (uint r = 0u; r < NUM_ROWS; r++) {
       const uint row = out_row(r);
       if (row >= pc.n_out) break;
-      int v[8];
       float dw, mw;
       int sc, mn;
+#ifdef WICK_INT_DOT
+      uvec2 v;
+      decode8_packed(row * pc.row_bytes + blk, j, v, dw, mw, sc, mn);
+#else
+      int v[8];
       decode8_int(row * pc.row_bytes + blk, j, v, dw, mw, sc, mn);
+#endif
       for (uint c = 0u; c < NUM_COLS; c++) {
+#ifdef WICK_INT_DOT
+        const int isum = dot8(v, xw[c]);
+#else
         int isum = 0;
         for (uint i = 0u; i < 8u; i++) isum += v[i] * xi[c][i];
+#endif
 #ifndef QUANT_K
         float s = dw * dx[c] * float(isum);
 #ifdef QUANT_MIN

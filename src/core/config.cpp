@@ -171,6 +171,7 @@ Knobs read_knobs() {
   }
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
+  if (const char* v = env("WICK_VK_INT_DOT")) k.vk_int_dot = !off(v);
   if (const char* v = env("WICK_VK_COOP_SHAPE")) {
     const std::vector<int64_t> n = parse_int_list(v).value_or(std::vector<int64_t>{});
     if (n.size() == 2 && (n[0] == 64 || n[0] == 128) && (n[1] == 128 || n[1] == 256)) {
@@ -252,6 +253,7 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_VK_COOP_SHAPE", k.vk_coop_tile == 0 ? "default"
                                                  : std::to_string(k.vk_coop_tile) + "," +
                                                        std::to_string(k.vk_coop_threads)},
+      {"WICK_VK_INT_DOT", k.vk_int_dot ? "on" : "off"},
       {"WICK_VK_QUEUE", k.vk_universal_queue ? "universal" : "compute"},
   };
 }

@@ -38,6 +38,7 @@ struct DeviceCaps {
   uint32_t max_shared_memory = 0;    // bytes of shared memory per workgroup
   bool subgroup_arithmetic = false;  // subgroupAdd etc. (warp shuffles)
   bool int8_mma = false;  // warp-wide 8-bit integer MMA in the kernels (CUDA sm_80+: qmatvec's MMA)
+  bool int_dot = false;   // dot products of four packed 8-bit integers (Vulkan: WICK_INT_DOT)
   uint64_t device_local_bytes = 0;  // the largest device-local heap
 };
 

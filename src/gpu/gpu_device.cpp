@@ -34,6 +34,7 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
       k.pool_limit ? k.pool_limit : std::min<uint64_t>(caps.device_local_bytes / 8, 1ull << 30);
   o.kernel_cache = DiskCache::folder_for(k.kernel_cache);
   o.fast_math = k.fast_math;
+  o.int_dot = caps.int_dot && k.vk_int_dot;
   o.qmatvec = default_qmatvec_shape(caps);
   if (k.qmatvec_rows >= 0) o.qmatvec.max_rows = k.qmatvec_rows;
   // -2: "on", the default row count on any device.

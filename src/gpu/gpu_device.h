@@ -93,6 +93,9 @@ struct GpuOptions {
   // Subgroup arithmetic in the kernels that use it (qmatvec), where the device has it; off:
   // their shared-memory path (tests run both).
   bool subgroups = true;
+  // Packed 8-bit dot products in qmatvec's integer loop, where the device has them
+  // (DeviceCaps::int_dot; WICK_VK_INT_DOT); off: one multiply per element (the same bits).
+  bool int_dot = true;
   QMatVecShape qmatvec;  // WICK_QMATVEC_ROWS sets max_rows
   // x rows from which qmatmul dequantizes W to f16 and calls matmul (before qmatvec's and the
   // tiled kernel's turn). -1: default_dequant_rows() where the device multiplies f16 on tensor

@@ -331,6 +331,25 @@ void VkDriver::create_device() {
     }
   if (caps_.push_descriptor) enable_exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
+  // Packed 8-bit dot products (OpSDot, emitted through GL_EXT_spirv_intrinsics: Debian 12's
+  // glslang has no GLSL extension for them): qmatvec's integer loop takes them where they exist.
+  auto dot = vk_struct<VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR);
+  if (has_ext(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
+    auto want = vk_struct<VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR);
+    auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    f2.pNext = &want;
+    vkGetPhysicalDeviceFeatures2(physical_, &f2);
+    if (want.shaderIntegerDotProduct) {
+      caps_.int_dot = true;
+      dot.shaderIntegerDotProduct = VK_TRUE;
+      dot.pNext = e11.pNext;
+      e11.pNext = &dot;
+      enable_exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    }
+  }
+
   // Cooperative matrices (tensor cores) through VK_NV_cooperative_matrix, the one Debian 12's
   // glslang compiles: used when the device lists the 16x16x16 f16 shape the kernel is written for.
   auto coop = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(

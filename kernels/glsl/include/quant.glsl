@@ -326,6 +326,112 @@ void decode8_int(uint blk, uint j, out int v[8], out float dw, out float mw, out
 #endif
 }
 
+#ifdef WICK_INT_DOT
+// OpSDot over two words of four signed 8-bit integers (SPV_KHR_integer_dot_product; operand 0:
+// PackedVectorFormat4x8Bit), through GL_EXT_spirv_intrinsics (the kernel enables it): exact
+// integer sums, so the same isum as decode8_int's products one by one.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
+                  id = 4450)
+int sdot4x8(uint a, uint b, spirv_literal int packed_format);
+int dot8(uvec2 a, uvec2 b) { return sdot4x8(a.x, b.x, 0) + sdot4x8(a.y, b.y, 0); }
+
+// v[i] (-128..127) as byte i of two words.
+uvec2 pack8(int v[8]) {
+  uvec2 p = uvec2(0u);
+  for (uint i = 0u; i < 4u; i++) {
+    p.x |= (uint(v[i]) & 0xffu) << (8u * i);
+    p.y |= (uint(v[i + 4u]) & 0xffu) << (8u * i);
+  }
+  return p;
+}
+// Bytes n (each below 2 bias, bias a power of two <= 64) less bias, as signed bytes: each byte
+// of n + 128 - bias stays below 256 (no carry), and flipping bit 7 takes the 128 off again.
+uvec2 minus_bias(uvec2 n, uint bias) {
+  return (n + uvec2((128u - bias) * 0x01010101u)) ^ uvec2(0x80808080u);
+}
+#if QTYPE == Q5_0 || QTYPE == Q5_1
+// Bits 0-3 of b at bit 4 of bytes 0-3.
+uint high_bits4(uint b) {
+  return ((b & 1u) | ((b & 2u) << 7) | ((b & 4u) << 14) | ((b & 8u) << 21)) << 4;
+}
+#endif
+
+// decode8_int's values as two words of signed bytes, with the same scales.
+void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, out int sc,
+                    out int mn) {
+#if QTYPE == Q4_0 || QTYPE == Q4_1
+  mw = 0.0;
+  sc = 1;
+  mn = 0;
+  dw = q_f16(blk);
+  const uvec2 n = (q_bytes8(blk + (QTYPE == Q4_0 ? 2u : 4u) + (j & 15u)) >> ((j >> 4) * 4u)) &
+                  uvec2(0x0f0f0f0fu);
+#if QTYPE == Q4_0
+  v = minus_bias(n, 8u);
+#else
+  mw = q_f16(blk + 2u);
+  v = n;
+#endif
+#elif QTYPE == Q5_0 || QTYPE == Q5_1
+  mw = 0.0;
+  sc = 1;
+  mn = 0;
+  const uint qh_at = QTYPE == Q5_0 ? 2u : 4u;
+  dw = q_f16(blk);
+  const uint qh = q_u32(blk + qh_at) >> j;
+  const uvec2 n = ((q_bytes8(blk + qh_at + 4u + (j & 15u)) >> ((j >> 4) * 4u)) &
+                   uvec2(0x0f0f0f0fu)) |
+                  uvec2(high_bits4(qh), high_bits4(qh >> 4));
+#if QTYPE == Q5_0
+  v = minus_bias(n, 16u);
+#else
+  mw = q_f16(blk + 2u);
+  v = n;
+#endif
+#elif QTYPE == Q8_0
+  mw = 0.0;
+  sc = 1;
+  mn = 0;
+  dw = q_f16(blk);
+  v = q_bytes8(blk + 2u + j);
+#elif QTYPE == Q2_K
+  const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
+  const uint scm = q_u8(blk + g);
+  sc = int(scm & 0xfu);
+  mn = int(scm >> 4);
+  dw = q_f16(blk + 80u);
+  mw = q_f16(blk + 82u);
+  v = (q_bytes8(blk + 16u + 32u * half_ + (e & 31u)) >> (2u * (e >> 5))) & uvec2(0x03030303u);
+#elif QTYPE == Q3_K
+  mw = 0.0;
+  mn = 0;
+  const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
+  const uint low = g < 8u ? q_u8(blk + 96u + g) & 0xfu : q_u8(blk + 96u + g - 8u) >> 4;
+  const uint high = (q_u8(blk + 104u + (g & 3u)) >> (2u * (g >> 2))) & 3u;
+  sc = int(low | (high << 4)) - 32;
+  dw = q_f16(blk + 108u);
+  const uvec2 q = (q_bytes8(blk + 32u + 32u * half_ + (e & 31u)) >> (2u * (e >> 5))) &
+                  uvec2(0x03030303u);
+  const uvec2 h = (q_bytes8(blk + (e & 31u)) >> (4u * half_ + (e >> 5))) & uvec2(0x01010101u);
+  v = minus_bias(q | (h << 2), 4u);  // low 2 bits, minus 4 where the high bit is clear
+#elif QTYPE == Q6_K
+  mw = 0.0;
+  mn = 0;
+  const uint half_ = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
+  sc = bitfieldExtract(int(q_u8(blk + 192u + 8u * half_ + 2u * s + (l >> 4))), 0, 8);
+  dw = q_f16(blk + 208u);
+  const uvec2 ql = (q_bytes8(blk + 64u * half_ + 32u * (s & 1u) + l) >> (s < 2u ? 0u : 4u)) &
+                   uvec2(0x0f0f0f0fu);
+  const uvec2 qh = (q_bytes8(blk + 128u + 32u * half_ + l) >> (2u * s)) & uvec2(0x03030303u);
+  v = minus_bias(ql | (qh << 4), 32u);
+#else  // Q4_K, Q5_K, IQ4_NL, IQ4_XS: their values, packed
+  int u[8];
+  decode8_int(blk, j, u, dw, mw, sc, mn);
+  v = pack8(u);
+#endif
+}
+#endif
+
 // Where qact.comp puts a row's values: word e / 4 holds element e; the scales follow the k / 4
 // words of q: (d, s) per 32 elements, or d per 256 (QK: the weight's block is x's block).
 uint act_scale_word(uint k, uint e) { return k / 4u + (QK == 32u ? 2u * (e / 32u) : e / 256u); }
