@@ -609,7 +609,8 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
       }
       if (device_caps().subgroup_arithmetic && options_.subgroups)
         defs.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-      if (act_q8 && device_caps().int_dot && options_.int_dot) defs.emplace_back("WICK_INT_DOT", "1");
+      if (act_q8 && device_caps().int_dot && options_.int_dot)
+        defs.emplace_back("WICK_INT_DOT", "1");
       return key_for("qmatvec", std::move(defs), {cols, group_rows}, group_threads);
     };
     if (act_inline) {
