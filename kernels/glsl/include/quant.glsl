@@ -248,102 +248,16 @@ void dequant8(uint blk, uint j, out float w[8]) {
 #if QTYPE == Q8_1 || QTYPE == Q8_K
 #error "quant.glsl: q8_1 and q8_k weights take f32 x (the CPU multiplies them in f32)"
 #endif
-void decode8_int(uint blk, uint j, out int v[8], out float dw, out float mw, out int sc, out int mn) {
-  mw = 0.0;
-  sc = 1;
-  mn = 0;
-#if QTYPE == Q4_0 || QTYPE == Q4_1
-  const uint qs = QTYPE == Q4_0 ? 2u : 4u;
-  dw = q_f16(blk);
-  const uvec2 q = q_bytes8(blk + qs + (j & 15u));
-  const uint shift = (j >> 4) * 4u;
-#if QTYPE == Q4_0
-  for (uint i = 0u; i < 8u; i++) v[i] = int(q_bits(q, i, shift, 4u)) - 8;
-#else
-  mw = q_f16(blk + 2u);
-  for (uint i = 0u; i < 8u; i++) v[i] = int(q_bits(q, i, shift, 4u));
-#endif
-#elif QTYPE == Q5_0 || QTYPE == Q5_1
-  const uint qh_at = QTYPE == Q5_0 ? 2u : 4u;
-  dw = q_f16(blk);
-  const uint qh = q_u32(blk + qh_at) >> j;
-  const uvec2 q = q_bytes8(blk + qh_at + 4u + (j & 15u));
-  const uint shift = (j >> 4) * 4u;
-#if QTYPE == Q5_1
-  mw = q_f16(blk + 2u);
-  const int offset = 0;
-#else
-  const int offset = 16;
-#endif
-  for (uint i = 0u; i < 8u; i++) v[i] = int(q_bits(q, i, shift, 4u) | (((qh >> i) & 1u) << 4)) - offset;
-#elif QTYPE == Q8_0
-  dw = q_f16(blk);
-  const uvec2 q = q_bytes8(blk + 2u + j);
-  for (uint i = 0u; i < 8u; i++) v[i] = q_i8(q, i);
-#elif QTYPE == Q2_K
-  const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
-  const uint scm = q_u8(blk + g);
-  sc = int(scm & 0xfu);
-  mn = int(scm >> 4);
-  dw = q_f16(blk + 80u);
-  mw = q_f16(blk + 82u);
-  const uvec2 q = q_bytes8(blk + 16u + 32u * half_ + (e & 31u));
-  const uint shift = 2u * (e >> 5);
-  for (uint i = 0u; i < 8u; i++) v[i] = int(q_bits(q, i, shift, 2u));
-#elif QTYPE == Q3_K
-  const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
-  const uint low = g < 8u ? q_u8(blk + 96u + g) & 0xfu : q_u8(blk + 96u + g - 8u) >> 4;
-  const uint high = (q_u8(blk + 104u + (g & 3u)) >> (2u * (g >> 2))) & 3u;
-  sc = int(low | (high << 4)) - 32;
-  dw = q_f16(blk + 108u);
-  const uvec2 q = q_bytes8(blk + 32u + 32u * half_ + (e & 31u));
-  const uvec2 h = q_bytes8(blk + (e & 31u));
-  const uint shift = 2u * (e >> 5), hshift = 4u * half_ + (e >> 5);
-  for (uint i = 0u; i < 8u; i++)
-    v[i] = int(q_bits(q, i, shift, 2u)) - (q_bits(h, i, hshift, 1u) != 0u ? 0 : 4);
-#elif QTYPE == Q4_K || QTYPE == Q5_K
-  uint u[8];
-  const uvec2 sm = k4_values8(blk, j, u);
-  sc = int(sm.x);
-  mn = int(sm.y);
-  dw = q_f16(blk);
-  mw = q_f16(blk + 2u);
-  for (uint i = 0u; i < 8u; i++) v[i] = int(u[i]);
-#elif QTYPE == Q6_K
-  const uint half_ = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
-  sc = bitfieldExtract(int(q_u8(blk + 192u + 8u * half_ + 2u * s + (l >> 4))), 0, 8);
-  dw = q_f16(blk + 208u);
-  const uvec2 ql = q_bytes8(blk + 64u * half_ + 32u * (s & 1u) + l);
-  const uvec2 qh = q_bytes8(blk + 128u + 32u * half_ + l);
-  const uint shift = s < 2u ? 0u : 4u;
-  for (uint i = 0u; i < 8u; i++)
-    v[i] = int(q_bits(ql, i, shift, 4u) | (q_bits(qh, i, 2u * s, 2u) << 4)) - 32;
-#elif QTYPE == IQ4_NL || QTYPE == IQ4_XS
-  uint c[8];
-  sc = iq4_codes8(blk, j, c);
-  dw = q_f16(blk);
-  for (uint i = 0u; i < 8u; i++) v[i] = IQ4_VALUES[c[i]];
-#endif
-}
-
 #ifdef WICK_INT_DOT
 // OpSDot over two words of four signed 8-bit integers (SPV_KHR_integer_dot_product; operand 0:
 // PackedVectorFormat4x8Bit), through GL_EXT_spirv_intrinsics (the kernel enables it): exact
-// integer sums, so the same isum as decode8_int's products one by one.
+// integer sums, so the same isum as the products one by one.
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018],
                   id = 4450)
 int sdot4x8(uint a, uint b, spirv_literal int packed_format);
 int dot8(uvec2 a, uvec2 b) { return sdot4x8(a.x, b.x, 0) + sdot4x8(a.y, b.y, 0); }
+#endif
 
-// v[i] (-128..127) as byte i of two words.
-uvec2 pack8(int v[8]) {
-  uvec2 p = uvec2(0u);
-  for (uint i = 0u; i < 4u; i++) {
-    p.x |= (uint(v[i]) & 0xffu) << (8u * i);
-    p.y |= (uint(v[i + 4u]) & 0xffu) << (8u * i);
-  }
-  return p;
-}
 // Bytes n (each below 2 bias, bias a power of two <= 64) less bias, as signed bytes: each byte
 // of n + 128 - bias stays below 256 (no carry), and flipping bit 7 takes the 128 off again.
 uvec2 minus_bias(uvec2 n, uint bias) {
@@ -356,13 +270,50 @@ uint high_bits4(uint b) {
 }
 #endif
 
-// decode8_int's values as two words of signed bytes, with the same scales.
-void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, out int sc,
-                    out int mn) {
-#if QTYPE == Q4_0 || QTYPE == Q4_1
+// The values of elements j .. j+7 as 8 signed bytes (byte i of word i / 4: the words the
+// packed dot products take), with their scales: decode8_packed for the formats whose values
+// come as packed fields of the block (masks, shifts and an offset per word), decode8_int, one by
+// one, for those that do not (a group scale computed per value, a lookup table); each is the
+// other's unpacking or packing.
+#if QTYPE == Q4_K || QTYPE == Q5_K || QTYPE == IQ4_NL || QTYPE == IQ4_XS
+void decode8_int(uint blk, uint j, out int v[8], out float dw, out float mw, out int sc, out int mn) {
   mw = 0.0;
   sc = 1;
   mn = 0;
+#if QTYPE == Q4_K || QTYPE == Q5_K
+  uint u[8];
+  const uvec2 sm = k4_values8(blk, j, u);
+  sc = int(sm.x);
+  mn = int(sm.y);
+  dw = q_f16(blk);
+  mw = q_f16(blk + 2u);
+  for (uint i = 0u; i < 8u; i++) v[i] = int(u[i]);
+#else
+  uint c[8];
+  sc = iq4_codes8(blk, j, c);
+  dw = q_f16(blk);
+  for (uint i = 0u; i < 8u; i++) v[i] = IQ4_VALUES[c[i]];
+#endif
+}
+
+void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, out int sc,
+                    out int mn) {
+  int u[8];
+  decode8_int(blk, j, u, dw, mw, sc, mn);
+  v = uvec2(0u);
+  for (uint i = 0u; i < 4u; i++) {
+    v.x |= (uint(u[i]) & 0xffu) << (8u * i);
+    v.y |= (uint(u[i + 4u]) & 0xffu) << (8u * i);
+  }
+}
+#else
+void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, out int sc,
+                    out int mn) {
+  mw = 0.0;
+  sc = 1;
+  mn = 0;
+#if QTYPE == Q4_0 || QTYPE == Q4_1
+  // Element e < 16: low nibble of qs[e]; e >= 16: high nibble of qs[e - 16].
   dw = q_f16(blk);
   const uvec2 n = (q_bytes8(blk + (QTYPE == Q4_0 ? 2u : 4u) + (j & 15u)) >> ((j >> 4) * 4u)) &
                   uvec2(0x0f0f0f0fu);
@@ -373,9 +324,7 @@ void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, o
   v = n;
 #endif
 #elif QTYPE == Q5_0 || QTYPE == Q5_1
-  mw = 0.0;
-  sc = 1;
-  mn = 0;
+  // As Q4, plus the fifth bit of element e in bit e of qh.
   const uint qh_at = QTYPE == Q5_0 ? 2u : 4u;
   dw = q_f16(blk);
   const uint qh = q_u32(blk + qh_at) >> j;
@@ -389,9 +338,6 @@ void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, o
   v = n;
 #endif
 #elif QTYPE == Q8_0
-  mw = 0.0;
-  sc = 1;
-  mn = 0;
   dw = q_f16(blk);
   v = q_bytes8(blk + 2u + j);
 #elif QTYPE == Q2_K
@@ -403,8 +349,6 @@ void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, o
   mw = q_f16(blk + 82u);
   v = (q_bytes8(blk + 16u + 32u * half_ + (e & 31u)) >> (2u * (e >> 5))) & uvec2(0x03030303u);
 #elif QTYPE == Q3_K
-  mw = 0.0;
-  mn = 0;
   const uint half_ = j >> 7, e = j & 127u, g = 8u * half_ + (e >> 4);
   const uint low = g < 8u ? q_u8(blk + 96u + g) & 0xfu : q_u8(blk + 96u + g - 8u) >> 4;
   const uint high = (q_u8(blk + 104u + (g & 3u)) >> (2u * (g >> 2))) & 3u;
@@ -413,10 +357,8 @@ void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, o
   const uvec2 q = (q_bytes8(blk + 32u + 32u * half_ + (e & 31u)) >> (2u * (e >> 5))) &
                   uvec2(0x03030303u);
   const uvec2 h = (q_bytes8(blk + (e & 31u)) >> (4u * half_ + (e >> 5))) & uvec2(0x01010101u);
-  v = minus_bias(q | (h << 2), 4u);  // low 2 bits, minus 4 where the high bit is clear
+  v = minus_bias(q | (h << 2), 4u);  // the low 2 bits, minus 4 where the high bit is clear
 #elif QTYPE == Q6_K
-  mw = 0.0;
-  mn = 0;
   const uint half_ = j >> 7, s = (j >> 5) & 3u, l = j & 31u;
   sc = bitfieldExtract(int(q_u8(blk + 192u + 8u * half_ + 2u * s + (l >> 4))), 0, 8);
   dw = q_f16(blk + 208u);
@@ -424,11 +366,13 @@ void decode8_packed(uint blk, uint j, out uvec2 v, out float dw, out float mw, o
                    uvec2(0x0f0f0f0fu);
   const uvec2 qh = (q_bytes8(blk + 128u + 32u * half_ + l) >> (2u * s)) & uvec2(0x03030303u);
   v = minus_bias(ql | (qh << 4), 32u);
-#else  // Q4_K, Q5_K, IQ4_NL, IQ4_XS: their values, packed
-  int u[8];
-  decode8_int(blk, j, u, dw, mw, sc, mn);
-  v = pack8(u);
 #endif
+}
+
+void decode8_int(uint blk, uint j, out int v[8], out float dw, out float mw, out int sc, out int mn) {
+  uvec2 p;
+  decode8_packed(blk, j, p, dw, mw, sc, mn);
+  for (uint i = 0u; i < 8u; i++) v[i] = q_i8(p, i);
 }
 #endif
 
