@@ -60,6 +60,17 @@ T vk_struct(VkStructureType type) {
   return t;
 }
 
+// An extension's feature structure as the device reports it (queried on its own; pNext null).
+template <typename T>
+T device_features(VkPhysicalDevice physical, VkStructureType type) {
+  auto want = vk_struct<T>(type);
+  auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  f2.pNext = &want;
+  vkGetPhysicalDeviceFeatures2(physical, &f2);
+  want.pNext = nullptr;
+  return want;
+}
+
 constexpr VkPipelineStageFlags kWorkStages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
 
@@ -335,19 +346,15 @@ void VkDriver::create_device() {
   // glslang has no GLSL extension for them): qmatvec's integer loop takes them where they exist.
   auto dot = vk_struct<VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR);
-  if (has_ext(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
-    auto want = vk_struct<VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR);
-    auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-    f2.pNext = &want;
-    vkGetPhysicalDeviceFeatures2(physical_, &f2);
-    if (want.shaderIntegerDotProduct) {
-      caps_.int_dot = true;
-      dot.shaderIntegerDotProduct = VK_TRUE;
-      dot.pNext = e11.pNext;
-      e11.pNext = &dot;
-      enable_exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
-    }
+  if (has_ext(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) &&
+      device_features<VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR>(
+          physical_, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR)
+          .shaderIntegerDotProduct) {
+    caps_.int_dot = true;
+    dot.shaderIntegerDotProduct = VK_TRUE;
+    dot.pNext = e11.pNext;
+    e11.pNext = &dot;
+    enable_exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   }
 
   // Cooperative matrices (tensor cores) through VK_NV_cooperative_matrix, the one Debian 12's
@@ -356,20 +363,16 @@ void VkDriver::create_device() {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   if (has_ext(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && f12.shaderFloat16 &&
       f12.vulkanMemoryModel && f11.storageBuffer16BitAccess && caps_.subgroup_size == 32 &&
-      has_coopmat_f16_shape()) {
-    auto want = vk_struct<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-    auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
-    f2.pNext = &want;
-    vkGetPhysicalDeviceFeatures2(physical_, &f2);
-    if (want.cooperativeMatrix) {
-      caps_.coopmat_f16 = true;
-      coop.cooperativeMatrix = VK_TRUE;
-      e12.shaderFloat16 = VK_TRUE;
-      e12.vulkanMemoryModel = VK_TRUE;
-      e12.pNext = &coop;
-      enable_exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    }
+      has_coopmat_f16_shape() &&
+      device_features<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+          physical_, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV)
+          .cooperativeMatrix) {
+    caps_.coopmat_f16 = true;
+    coop.cooperativeMatrix = VK_TRUE;
+    e12.shaderFloat16 = VK_TRUE;
+    e12.vulkanMemoryModel = VK_TRUE;
+    e12.pNext = &coop;
+    enable_exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   }
 
   // A queue that computes; a compute-only family when there is one (WICK_VK_QUEUE=universal:
