@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <optional>
 
 #include "gpu_test_util.h"
 #include "quantized/kernels.h"
@@ -675,6 +677,79 @@ TEST_P(GpuQMatMulPrologues, SwigluFfnIsTwoKernelsWithTheSameBits) {
                       inline_x ? "inline" : "qact");
     if (::testing::Test::HasFatalFailure()) return;
   }
+}
+
+// The device's defaults take the two kernels for decode's x rows only (Vulkan: 1 and 2;
+// default_qmatvec_swiglu_rows), the ops one after the other from 3 (CUDA: always): the default
+// device's dispatches against one with the stores for every row count and one with none (x
+// quantized by qact, whose rows are neither staged nor multiplied on the tensor cores: the
+// products' own prologues would make both two dispatches, and CUDA's staging keeps the ops
+// apart). Each device runs the block once before it is counted (the split counters' first fill).
+TEST_P(GpuQMatMulPrologues, SwigluStoresForDecodeRowsByDefault) {
+  SCOPED_TRACE(rng.seed());
+  const int64_t rows = device().kind() == DeviceKind::Cuda
+                           ? 0
+                           : gpu::default_qmatvec_swiglu_rows(gpu(device()).device_caps());
+  auto make = [&](std::optional<int64_t> swiglu_rows) {
+    return private_device([&](gpu::GpuOptions& o) {
+      o.queue.ops_per_buffer = 1000;
+      o.qmatvec_fuse_rows = 0;
+      o.qmatvec_stage_rows = 0;
+      o.qmatvec_mma_rows = 0;
+      if (swiglu_rows) o.qmatvec_swiglu_rows = *swiglu_rows;
+    });
+  };
+  const Device def = make(std::nullopt), all = make(std::numeric_limits<int64_t>::max()),
+               none = make(0);
+  EXPECT_EQ(gpu(def).gpu_options().qmatvec_swiglu_rows, rows);
+  const int64_t k = 64, half = 64, n = 48;
+  const QTensor wgu = random_weight(rng, 2 * half, k, QuantType::Q4_1);
+  const QTensor wd = random_weight(rng, n, half, QuantType::Q8_0);
+  for (int64_t m : {1, 2, 3, 8}) {
+    SCOPED_TRACE("m=" + std::to_string(m));
+    const Ref xr = random_ref(rng, {m, k}, -3, 3), ar = random_ref(rng, {k}, -2, 2);
+    const Ref rr = random_ref(rng, {m, n}, -5, 5);
+    uint64_t dispatches[3] = {};
+    std::vector<float> got[3];
+    const Device* devs[3] = {&def, &all, &none};
+    for (int i = 0; i < 3; i++) {
+      const Device& d = *devs[i];
+      const QMatMul gate_up(wgu, d), down(wd, d);
+      const Tensor x = make_tensor(xr, DType::F32, d), alpha = make_tensor(ar, DType::F32, d);
+      const Tensor r = make_tensor(rr, DType::F32, d);
+      gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps).to_vec<float>();
+      const uint64_t d0 = gpu(d).stats().queue.dispatches;
+      const Tensor y = gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps);
+      dispatches[i] = gpu(d).stats().queue.dispatches - d0;
+      got[i] = y.to_vec<float>();
+    }
+    EXPECT_EQ(dispatches[1] + 1, dispatches[2]) << "the stores save qact's dispatch";
+    EXPECT_EQ(dispatches[0], dispatches[m <= rows ? 1 : 2]);
+    EXPECT_EQ(got[0], got[1]);
+    EXPECT_EQ(got[0], got[2]);
+  }
+}
+
+TEST_P(GpuQMatMulPrologues, SwigluAndIntDotKnobsAreParsed) {
+  const std::string exe = self_exe();
+  const auto opt = [&](const std::string& env, const char* key) {
+    return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")[key];
+  };
+  const gpu::DeviceCaps& caps = gpu(device()).device_caps();
+  const std::string rows = device().kind() == DeviceKind::Cuda
+                               ? "0"
+                               : std::to_string(gpu::default_qmatvec_swiglu_rows(caps));
+  const std::string all = std::to_string(std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(opt("-u WICK_QMATVEC_SWIGLU", "qmatvec_swiglu_rows"), rows);
+  EXPECT_EQ(opt("WICK_QMATVEC_SWIGLU=1", "qmatvec_swiglu_rows"), all);
+  EXPECT_EQ(opt("WICK_QMATVEC_SWIGLU=on", "qmatvec_swiglu_rows"), all);
+  EXPECT_EQ(opt("WICK_QMATVEC_SWIGLU=0", "qmatvec_swiglu_rows"), "0");
+  EXPECT_EQ(opt("WICK_QMATVEC_SWIGLU=off", "qmatvec_swiglu_rows"), "0");
+  // Packed dot products: on where the device has them unless the knob says off.
+  const std::string has = caps.int_dot ? "1" : "0";
+  EXPECT_EQ(opt("-u WICK_VK_INT_DOT", "int_dot"), has);
+  EXPECT_EQ(opt("WICK_VK_INT_DOT=1", "int_dot"), has);
+  EXPECT_EQ(opt("WICK_VK_INT_DOT=off", "int_dot"), "0");
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMulPrologues);
