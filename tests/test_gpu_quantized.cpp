@@ -376,15 +376,13 @@ TEST_P(GpuQMatMulSweeps, PackedDotProductsGiveTheSameBitsForEveryFormat) {
       const std::string what = std::string(quant_type_info(t)->name) + " m=" + std::to_string(m);
       SCOPED_TRACE(what);
       const Ref xr = random_ref(rng, {m, k}, -3, 3), ar = random_ref(rng, {k}, -2, 2);
-      const Tensor y_on = mm_on.forward(make_tensor(xr, DType::F32, on));
-      const Tensor y_off = mm_off.forward(make_tensor(xr, DType::F32, off));
-      expect_same_bits(y_on, y_off, what);
-      const Tensor n_on = mm_on.forward_rms_norm(make_tensor(xr, DType::F32, on),
-                                                 make_tensor(ar, DType::F32, on), 1e-5);
-      const Tensor n_off = mm_off.forward_rms_norm(make_tensor(xr, DType::F32, off),
-                                                   make_tensor(ar, DType::F32, off), 1e-5);
-      expect_same_bits(n_on, n_off, what + " rms_norm");
-      EXPECT_LT(cpu_gap(y_on, w, make_tensor(xr, DType::F32, on)), 1e-5);
+      const Tensor x_on = make_tensor(xr, DType::F32, on), x_off = make_tensor(xr, DType::F32, off);
+      const Tensor a_on = make_tensor(ar, DType::F32, on), a_off = make_tensor(ar, DType::F32, off);
+      const Tensor y_on = mm_on.forward(x_on);
+      expect_same_bits(y_on, mm_off.forward(x_off), what);
+      expect_same_bits(mm_on.forward_rms_norm(x_on, a_on, 1e-5),
+                       mm_off.forward_rms_norm(x_off, a_off, 1e-5), what + " rms_norm");
+      EXPECT_LT(cpu_gap(y_on, w, x_on), 1e-5);
     }
   }
 }

@@ -549,6 +549,12 @@ class GpuQMatMulPrologues : public GpuDeviceTest {
   });
   Rng rng;
   gpu::CommandQueue::Stats queue() const { return gpu(d).stats().queue; }
+  // The x rows up to which the device's defaults take the swiglu stores (CUDA: none).
+  int64_t default_swiglu_rows() const {
+    return device().kind() == DeviceKind::Cuda
+               ? 0
+               : gpu::default_qmatvec_swiglu_rows(gpu(device()).device_caps());
+  }
 };
 
 TEST_P(GpuQMatMulPrologues, EachIsTwoDispatchesWithNoHostRoundTrip) {
@@ -687,9 +693,7 @@ TEST_P(GpuQMatMulPrologues, SwigluFfnIsTwoKernelsWithTheSameBits) {
 // apart). Each device runs the block once before it is counted (the split counters' first fill).
 TEST_P(GpuQMatMulPrologues, SwigluStoresForDecodeRowsByDefault) {
   SCOPED_TRACE(rng.seed());
-  const int64_t rows = device().kind() == DeviceKind::Cuda
-                           ? 0
-                           : gpu::default_qmatvec_swiglu_rows(gpu(device()).device_caps());
+  const int64_t rows = default_swiglu_rows();
   auto make = [&](std::optional<int64_t> swiglu_rows) {
     return private_device([&](gpu::GpuOptions& o) {
       o.queue.ops_per_buffer = 1000;
@@ -735,10 +739,7 @@ TEST_P(GpuQMatMulPrologues, SwigluAndIntDotKnobsAreParsed) {
   const auto opt = [&](const std::string& env, const char* key) {
     return run_gpu_child(exe, spec(), env, "GpuChild.DISABLED_ReportOptions")[key];
   };
-  const gpu::DeviceCaps& caps = gpu(device()).device_caps();
-  const std::string rows = device().kind() == DeviceKind::Cuda
-                               ? "0"
-                               : std::to_string(gpu::default_qmatvec_swiglu_rows(caps));
+  const std::string rows = std::to_string(default_swiglu_rows());
   const std::string all = std::to_string(std::numeric_limits<int64_t>::max());
   EXPECT_EQ(opt("-u WICK_QMATVEC_SWIGLU", "qmatvec_swiglu_rows"), rows);
   EXPECT_EQ(opt("WICK_QMATVEC_SWIGLU=1", "qmatvec_swiglu_rows"), all);
@@ -746,7 +747,7 @@ TEST_P(GpuQMatMulPrologues, SwigluAndIntDotKnobsAreParsed) {
   EXPECT_EQ(opt("WICK_QMATVEC_SWIGLU=0", "qmatvec_swiglu_rows"), "0");
   EXPECT_EQ(opt("WICK_QMATVEC_SWIGLU=off", "qmatvec_swiglu_rows"), "0");
   // Packed dot products: on where the device has them unless the knob says off.
-  const std::string has = caps.int_dot ? "1" : "0";
+  const std::string has = gpu(device()).device_caps().int_dot ? "1" : "0";
   EXPECT_EQ(opt("-u WICK_VK_INT_DOT", "int_dot"), has);
   EXPECT_EQ(opt("WICK_VK_INT_DOT=1", "int_dot"), has);
   EXPECT_EQ(opt("WICK_VK_INT_DOT=off", "int_dot"), "0");

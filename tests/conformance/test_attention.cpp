@@ -730,7 +730,7 @@ TEST_P(AttentionCached, EveryDTypeAndLayoutAgainstFloat64) {
 }
 
 // Shapes that take each path of the GPU kernels (at 128 keys per chunk, lavapipe's
-// attention_block; GpuAttentionBlocks in test_gpu_ops.cpp tries every size; about 256 workgroups):
+// attention_block; GpuAttentionBlocks below tries every size; about 256 workgroups):
 // several splits and the combine; one split of several chunks (its online softmax rescaling);
 // several splits of several chunks; head dims above the workgroup and above the accumulator's
 // registers; no GQA. On the CPU also the long caches of a real decode.
