@@ -89,5 +89,74 @@ TEST(ThreadPool, AnExceptionReachesTheCallerAfterEveryChunkRan) {
   expect_each_index_once(100, 1);  // the pool still works
 }
 
+TEST(ThreadPool, MoreChunksThanATicketCountsRunInParts) {
+  ThreadPool& pool = ThreadPool::instance();
+  constexpr int64_t n = 70001;  // above the 65535 chunks a job's ticket holds
+  std::vector<std::atomic<int>> hits(n);
+  struct Ctx {
+    std::vector<std::atomic<int>>* hits;
+  } ctx{&hits};
+  pool.run(
+      n, pool.threads() - 1,
+      [](void* p, int64_t c) { (*static_cast<Ctx*>(p)->hits)[static_cast<size_t>(c)]++; }, &ctx);
+  for (int64_t c = 0; c < n; c++) ASSERT_EQ(hits[static_cast<size_t>(c)].load(), 1) << c;
+  // An error in one part still lets the others run before it reaches the caller.
+  std::atomic<int64_t> ran{0};
+  struct Failing {
+    std::atomic<int64_t>* ran;
+  } failing{&ran};
+  EXPECT_THROW(pool.run(
+                   n, pool.threads() - 1,
+                   [](void* p, int64_t c) {
+                     (*static_cast<Failing*>(p)->ran)++;
+                     if (c == 3) throw std::runtime_error("chunk 3 failed");
+                   },
+                   &failing),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), n);
+}
+
+// Back-to-back jobs of different sizes while other threads compete for the cores, so that workers
+// are preempted anywhere, including between reading a finished job's ticket and its chunk count
+// while the next job is being published (a stale worker once claimed a chunk of the next job
+// that way: that chunk ran twice, and its caller could return while it still ran). Every chunk
+// must run exactly once, on its own job, while that job's caller waits.
+TEST(ThreadPool, BackToBackJobsUnderPreemptionRunEachChunkOnce) {
+  ThreadPool& pool = ThreadPool::instance();
+  if (pool.pool_threads() < 2) GTEST_SKIP() << "one hardware thread";
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> rivals;  // more runnable threads than cores
+  for (unsigned i = 0; i < std::max(2u, std::thread::hardware_concurrency()); i++)
+    rivals.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  constexpr int64_t kMaxChunks = 12;
+  std::atomic<int> hits[kMaxChunks];
+  std::atomic<int64_t> live_job{-1};
+  std::atomic<int64_t> wrong_job{0}, repeats{0}, missing{0};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  int64_t job = 0;
+  for (; std::chrono::steady_clock::now() < until; job++) {
+    const int64_t n = 2 + job * 7 % (kMaxChunks - 1);  // sizes that grow and shrink
+    for (int64_t c = 0; c < n; c++) hits[c].store(0, std::memory_order_relaxed);
+    live_job.store(job);
+    const int64_t mine = job;
+    parallel_for(n, 1, [&, mine](int64_t b, int64_t e) {
+      if (live_job.load() != mine) wrong_job++;
+      for (int64_t c = b; c < e; c++)
+        if (hits[c].fetch_add(1) != 0) repeats++;
+    });
+    live_job.store(-1);
+    for (int64_t c = 0; c < n; c++)
+      if (hits[c].load() != 1) missing++;
+  }
+  stop = true;
+  for (std::thread& t : rivals) t.join();
+  EXPECT_EQ(wrong_job.load(), 0) << "chunks that ran outside their job, of " << job << " jobs";
+  EXPECT_EQ(repeats.load(), 0) << "chunks that ran twice, of " << job << " jobs";
+  EXPECT_EQ(missing.load(), 0) << "chunks not run once when their job returned";
+}
+
 }  // namespace
 }  // namespace wick::cpu

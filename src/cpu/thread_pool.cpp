@@ -53,10 +53,12 @@ bool ThreadPool::claim_and_run(uint64_t generation) {
   bool ran = false;
   uint64_t t = ticket_.load(std::memory_order_acquire);
   while ((t >> 32) == generation) {
-    const auto chunk = static_cast<int64_t>(t & 0xffffffffu);
-    // Read after the ticket: these belong to `generation` or a later job, and in the later case
-    // the compare-exchange below fails.
-    if (chunk >= n_chunks_.load(std::memory_order_acquire)) break;
+    // The chunk count is the ticket's own: a worker that read a finished job's ticket and then
+    // stalled can never claim a chunk of the next one (when the count was a field of its own,
+    // a worker that read it while the next job was being published took a chunk of that job
+    // against the old ticket: the chunk ran twice and its caller could return while it ran).
+    const auto chunk = static_cast<int64_t>(t & kChunkMask);
+    if (chunk >= static_cast<int64_t>((t >> 16) & kChunkMask)) break;
     if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
                                        std::memory_order_acquire))
       continue;
@@ -110,16 +112,39 @@ void ThreadPool::run(int64_t n_chunks, int helpers, ChunkFn fn, void* ctx) {
     for (int64_t c = 0; c < n_chunks; c++) fn(ctx, c);
     return;
   }
+  if (n_chunks > static_cast<int64_t>(kChunkMask)) {  // beyond what a ticket counts: in parts
+    std::exception_ptr first_error;  // every part runs, as every chunk of one job does
+    for (int64_t first = 0; first < n_chunks; first += kChunkMask) {
+      struct Part {
+        ChunkFn fn;
+        void* ctx;
+        int64_t first;
+      } part{fn, ctx, first};
+      try {
+        run(
+            std::min<int64_t>(kChunkMask, n_chunks - first), helpers,
+            [](void* p, int64_t c) {
+              const Part& x = *static_cast<const Part*>(p);
+              x.fn(x.ctx, x.first + c);
+            },
+            &part);
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+    if (first_error) std::rethrow_exception(first_error);
+    return;
+  }
   std::lock_guard<std::mutex> job(run_mutex_);
   uint64_t gen = ((ticket_.load(std::memory_order_relaxed) >> 32) + 1) & 0xffffffffu;
   if (gen == 0) gen = 1;  // workers start having seen generation 0
   error_ = nullptr;
-  n_chunks_.store(n_chunks, std::memory_order_relaxed);
   fn_.store(fn, std::memory_order_relaxed);
   ctx_.store(ctx, std::memory_order_relaxed);
   helpers_.store(helpers, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
-  ticket_.store(gen << 32, std::memory_order_seq_cst);  // publishes the fields above
+  // Publishes the fields above.
+  ticket_.store(gen << 32 | static_cast<uint64_t>(n_chunks) << 16, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     { std::lock_guard<std::mutex> lock(sleep_mutex_); }
     wake_.notify_all();

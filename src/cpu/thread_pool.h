@@ -40,10 +40,11 @@ class ThreadPool {
 
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // one job at a time
-  // The job: (generation << 32) | next unclaimed chunk. A claim is a compare-exchange on both, so a
-  // worker holding a stale generation can never claim a chunk of a later job.
+  // The job: (generation << 32) | (chunks << 16) | next unclaimed chunk. A claim is a
+  // compare-exchange on all three, so a worker holding a stale ticket can never claim a chunk of
+  // a later job, and one that succeeds holds a chunk of a job whose caller still waits.
+  static constexpr uint64_t kChunkMask = 0xffff;  // the most chunks a ticket holds
   std::atomic<uint64_t> ticket_{0};
-  std::atomic<int64_t> n_chunks_{0};
   std::atomic<ChunkFn> fn_{nullptr};
   std::atomic<void*> ctx_{nullptr};
   std::atomic<int> helpers_{0};  // workers with index < helpers_ take part in this job
