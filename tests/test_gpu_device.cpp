@@ -17,6 +17,9 @@
 #ifdef WICK_WITH_CUDA
 #include "cuda/cu_compiler.h"
 #endif
+#ifdef WICK_WITH_VULKAN
+#include "vulkan/vk_driver.h"
+#endif
 
 namespace wick::testing {
 namespace {
@@ -523,6 +526,40 @@ TEST_P(GpuKernels, BadModulesInTheDiskCacheAreCompiledAgain) {
   EXPECT_EQ(run_ops(next), want);
   EXPECT_EQ(gpu(next).stats().kernels.compiles, 0u);
   fs::remove_all(dir);
+}
+
+// The check a disk-cache module passes before use (Driver::validate_module, no longer SPIRV-Tools'
+// full validator on Vulkan): every module the ops above cached passes it, and every cut of one at
+// a word boundary, and a wrong entry point name, fails it.
+TEST_P(GpuKernels, EveryCutOfACachedModuleIsRefused) {
+#ifndef WICK_WITH_VULKAN
+  GTEST_SKIP() << "the SPIR-V check (CUDA: cubins)";
+#else
+  if (device().kind() != DeviceKind::Vulkan) GTEST_SKIP() << "the SPIR-V check (CUDA: cubins)";
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("wick_gpu_module_cuts_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const Device d = private_device([&](gpu::GpuOptions& o) { o.kernel_cache = dir.string(); });
+  const Tensor x = Tensor::from_vec(std::vector<float>{0.5f, -1.5f, 2.0f, 3.25f}, {4}, d);
+  ASSERT_EQ(x.exp().add(x).sum_all().to_vec<float>().size(), 1u);
+  vulkan::VkDriver drv(device().ordinal());
+  gpu::DiskCache disk(dir.string());
+  size_t modules = 0;
+  for (const std::string& key : cached_keys(dir)) {
+    if (key.rfind("vk-pipeline-cache", 0) == 0) continue;
+    const std::vector<uint8_t> module = *disk.load(key);
+    ASSERT_TRUE(drv.validate_module(module, "main")) << key;
+    EXPECT_FALSE(drv.validate_module(module, "mainx"));
+    for (size_t cut = 0; cut < module.size(); cut += 4)
+      ASSERT_FALSE(
+          drv.validate_module({module.begin(), module.begin() + static_cast<long>(cut)}, "main"))
+          << "a module cut to " << cut << " of " << module.size() << " bytes passed";
+    modules++;
+  }
+  EXPECT_GE(modules, 2u);
+  fs::remove_all(dir);
+#endif
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuKernels);

@@ -77,7 +77,8 @@ class VkDriver final : public gpu::Driver {
                                                  const std::string& entry,
                                                  std::span<const uint32_t> constants,
                                                  uint32_t block) override;
-  // SPIR-V that SPIRV-Tools validates for Vulkan 1.2, with a GLCompute entry point `entry`.
+  // Whole SPIR-V (every instruction complete, every function ended, the ones it calls defined)
+  // with a GLCompute entry point `entry`.
   bool validate_module(const gpu::ModuleCode& code, const std::string& entry) override;
   std::string identity() const override;
   void record_dispatch(const gpu::Dispatch& d) override;
