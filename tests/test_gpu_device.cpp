@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <thread>
 
 #include "gpu/disk_cache.h"
@@ -351,6 +352,50 @@ TEST_P(GpuPool, LimitTrimsUnusedMemory) {
   EXPECT_LE(s.free_bytes, limit);
   EXPECT_GT(s.frees, 0u);
   EXPECT_EQ(s.in_use_bytes, 0u);
+}
+
+// Buffers of mixed sizes made and dropped in random order under a small pool limit, so that the
+// driver frees them (on Vulkan, buffers of up to 4 MiB share memory blocks: each takes a range, a
+// freed range joins its neighbours, an empty block goes back): every live tensor keeps its own
+// values, so no two buffers share a byte, and host-visible staging reads back what was written.
+TEST_P(GpuPool, BuffersOfMixedSizesNeverShareMemory) {
+  PoisonOff quiet;
+  Device d = private_device([](gpu::GpuOptions& o) { o.pool_limit = 256 << 10; });
+  std::mt19937 rng(20261206);
+  struct Live {
+    Tensor t;
+    float base;
+    int64_t n;
+  };
+  std::vector<Live> live;
+  const auto check_all = [&] {
+    for (const Live& l : live) {
+      const std::vector<float> v = l.t.to_vec<float>();
+      ASSERT_EQ(static_cast<int64_t>(v.size()), l.n);
+      for (int64_t i = 0; i < l.n; i += std::max<int64_t>(1, l.n / 64))
+        ASSERT_EQ(v[static_cast<size_t>(i)], l.base + static_cast<float>(i % 1000))
+            << "tensor of " << l.n << " at " << i;
+      ASSERT_EQ(v.back(), l.base + static_cast<float>((l.n - 1) % 1000));
+    }
+  };
+  for (int round = 0; round < 300; round++) {
+    // Sizes from 1 element to 1.5 M (6 MiB: past the shared blocks' 4 MiB).
+    const int64_t n = std::uniform_int_distribution<int>(0, 9)(rng) == 0
+                          ? std::uniform_int_distribution<int64_t>(1 << 20, 3 << 19)(rng)
+                          : std::uniform_int_distribution<int64_t>(1, 40000)(rng);
+    const float base = static_cast<float>(round) * 1000.0f;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; i++) v[static_cast<size_t>(i)] = base + static_cast<float>(i % 1000);
+    live.push_back({f32(v, d), base, n});
+    // The tensor through a kernel too: its output is a new buffer written on the device.
+    if (round % 3 == 0) live.push_back({live.back().t + 0.0f, base, n});
+    while (live.size() > 12)
+      live.erase(live.begin() + std::uniform_int_distribution<size_t>(0, live.size() - 1)(rng));
+    if (round % 25 == 24) check_all();
+  }
+  check_all();
+  d.synchronize();
+  EXPECT_GT(gpu(d).stats().device_pool.frees, 0u) << "the limit should have freed buffers";
 }
 
 TEST_P(GpuPool, StagingIsNotReusedBeforeItsCopyRan) {

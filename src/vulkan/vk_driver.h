@@ -98,6 +98,7 @@ class VkDriver final : public gpu::Driver {
 
  private:
   struct BufferObj;
+  struct MemoryBlock;
   struct PipelineObj;
   struct CmdList;
   struct CapturedList;
@@ -107,6 +108,11 @@ class VkDriver final : public gpu::Driver {
   // Whether the device lists the cooperative-matrix shape matmul_coop.comp uses.
   bool has_coopmat_f16_shape() const;
   uint32_t memory_type(uint32_t allowed, gpu::MemoryKind kind) const;
+  // A range of `bytes` at `alignment` in a shared block of memory type `type` (a new block when
+  // none has room); null when the block cannot be allocated (the caller then tries alone).
+  MemoryBlock* place(uint32_t type, gpu::MemoryKind kind, VkDeviceSize bytes,
+                     VkDeviceSize alignment, VkDeviceSize& offset);
+  void release(MemoryBlock* block, VkDeviceSize offset, VkDeviceSize bytes);
   CmdList& current();  // the open command buffer, begun on first use
   // Ends the open command buffer with the barrier that makes its writes visible to the host.
   void end_open();
@@ -153,6 +159,9 @@ class VkDriver final : public gpu::Driver {
   size_t pushed_words_n_ = 0;  // 0: nothing pushed in this command buffer
   std::array<uint32_t, gpu::kMaxPushConstantBytes / 4> pushed_words_{};
   std::unique_ptr<VkProfiler> profile_;  // WICK_VK_PROFILE only
+  // Small buffers share blocks of device memory (allocate()): one vkAllocateMemory per block.
+  std::mutex blocks_mu_;
+  std::vector<std::unique_ptr<MemoryBlock>> blocks_;
 };
 
 }  // namespace wick::vulkan
