@@ -64,10 +64,11 @@ TEST_P(LlamaOnDevices, QuantizedWeightsRunOnTheDevice) {
   }
 }
 
-// The replayed decode step (captured once at the first one-token forward, replayed with a new
-// position after) gives, token by token, the logits of the same step recorded op by op: the same
-// kernels on the same inputs, so bit for bit. Through a prompt, many positions, a reset (the
-// step stays captured; positions come from its position tensor) and a second prompt.
+// The replayed decode step (the first one-token forward runs op by op, the second captures the
+// step, replayed with a new position after) gives, token by token, the logits of the same step
+// recorded op by op: the same kernels on the same inputs, so bit for bit. Through a prompt, many
+// positions, a reset (the step stays captured; positions come from its position tensor) and a
+// second prompt.
 TEST_P(LlamaOnDevices, ReplayedDecodeStepsMatchRecordedOnesTokenByToken) {
   const Device dev = device();
   if (!dev.can_capture()) GTEST_SKIP() << dev.name() << " runs ops as they come: no replay";

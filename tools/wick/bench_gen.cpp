@@ -202,7 +202,7 @@ bool bench_gen(const BenchContext& ctx) {
   for (const bool replay : modes) {
     model.set_replay(replay);
     // The first token of a single-token prompt right after loading: what a chat turn waits for
-    // (with replay, the step is captured at the first decode, after this token).
+    // (with replay, the step is captured at the next one-token forward, after this token).
     const double first_token_ms = time_ms([&] {
       model.reset();
       Sampler greedy;
