@@ -31,7 +31,9 @@ inline constexpr bool is_float_v = std::is_floating_point_v<compute_t<T>>;
 // picked when the program loads (GCC target_clones through an ifunc), so builds stay portable
 // (no -march) yet use the host's vector width. For instruction-bound loops (exp): 4.5x faster
 // with AVX-512 than with baseline SSE2 on the build machine. Elsewhere: one baseline version.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+// ThreadSanitizer builds take the baseline: its runtime is not up yet when ifunc resolvers run.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__)
 #define WICK_MULTIVERSION \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
