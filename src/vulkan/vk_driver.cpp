@@ -183,8 +183,8 @@ struct VkDriver::MemoryBlock {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   uint32_t type = 0;
   gpu::MemoryKind kind = gpu::MemoryKind::DeviceLocal;  // one type may serve both kinds
-  VkDeviceSize size = 0, used = 0;
-  std::byte* mapped = nullptr;                 // host-visible blocks: mapped once, whole
+  VkDeviceSize used = 0;                                // bytes of its ranges handed out
+  std::byte* mapped = nullptr;                          // host-visible blocks: mapped once, whole
   std::map<VkDeviceSize, VkDeviceSize> holes;  // free ranges: offset -> bytes, never adjacent
 };
 
@@ -554,7 +554,6 @@ VkDriver::MemoryBlock* VkDriver::place(uint32_t type, gpu::MemoryKind kind, VkDe
   }
   block->type = type;
   block->kind = kind;
-  block->size = kBlockBytes;
   block->holes.emplace(0, kBlockBytes);
   blocks_.push_back(std::move(block));
   MemoryBlock* b = blocks_.back().get();
