@@ -124,7 +124,8 @@ WICK_CUDA_COMPILE_CASES(matrix) {
 // dot products for, else read in its dtype (every format: q8_1 and q8_k always, the others from
 // quantized::gemm_min_rows() x rows on); qmatvec takes 1..8 x rows (NUM_COLS), NUM_ROWS output
 // rows and WG_SIZE threads per block (knobs: 2 and 32 by default), qmatmul 32 or 64 tiles. The x
-// dtype only changes x's loads: the formats take the three in turn. dequant.cu: every format.
+// dtype only changes x's loads: the formats take the three in turn. dequant.cu: every format,
+// both modes.
 WICK_CUDA_COMPILE_CASES(quantized) {
   for (DType dt : kActDTypes)
     for (uint32_t block : {32u, 256u}) {
@@ -170,8 +171,9 @@ WICK_CUDA_COMPILE_CASES(quantized) {
                                  define("WG_SIZE", 32), spec_define(0, 3), spec_define(1, 16)});
       }
     }
-    // Long x on the tensor-core GEMM: W decoded to f16.
+    // Long x on the tensor-core GEMM: W decoded to f16; QMatMul::rows: rows by id in f32.
     cases.add("dequant.cu", {qtype});
+    cases.add("dequant.cu", {qtype, define("GATHER", 1)});
     const uint32_t v = variant++;
     const DType dt = kActDTypes[v % 3];
     cases.add("qmatvec.cu", {dtype_defines("", dt), qtype, define("WG_SIZE", v % 2 ? 128 : 32),

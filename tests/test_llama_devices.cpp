@@ -7,6 +7,7 @@
 #include "gguf_bytes.h"
 #include "quantized/kernels.h"
 #include "tiny_llama.h"
+#include "wick/config.h"
 #include "wick/llama.h"
 
 namespace wick::testing {
@@ -105,6 +106,141 @@ TEST_P(LlamaOnDevices, ReplayedDecodeStepsMatchRecordedOnesTokenByToken) {
       tokens = {static_cast<uint32_t>(std::max_element(va.begin(), va.end()) - va.begin())};
     }
   }
+}
+
+// decode_greedy against forward() + argmax, one token at a time with replay off, on the same
+// device: the same tokens, then the same logits for a next token (the cache rows the chunks wrote
+// are the ones the single steps wrote). Spans chunks and a rest of single steps; the second
+// round replays the chunk the first captured (the first chunk runs op by op, the second
+// captures). Both a tied Q8_0 table (the lm_head's blocks) and an untied Q4_1 one (uploaded).
+TEST_P(LlamaOnDevices, DecodeGreedyGivesTheTokensOfForwardAndArgmax) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  for (const auto& [type, tied] : {std::pair{QuantType::Q8_0, true}, {QuantType::Q4_1, false}}) {
+    SCOPED_TRACE(quant_type_info(type)->name);
+    TinyLlamaConfig cfg;
+    cfg.hidden = 64;
+    cfg.heads = 4;
+    cfg.kv_heads = 2;
+    cfg.ffn = 96;
+    cfg.matrix_quant = cfg.embed_quant = type;
+    cfg.tied_embeddings = tied;
+    TempDir dir;
+    write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
+    LlamaModel chunked = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 64);
+    LlamaModel single = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 64);
+    single.set_replay(false);
+    EXPECT_EQ(single.decode_chunk(), 1);
+    EXPECT_EQ(chunked.decode_chunk(), dev.can_capture() ? knobs().decode_chunk : 1);
+    for (int round = 0; round < 3; round++) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      chunked.reset();
+      single.reset();
+      std::vector<uint32_t> prompt;
+      for (int i = 0; i < 3 + round; i++)
+        prompt.push_back(static_cast<uint32_t>(rng.integer(0, cfg.vocab - 1)));
+      chunked.forward(prompt);
+      uint32_t tok = single.forward(prompt).argmax(0).to_vec<uint32_t>()[0];
+      const uint32_t first = tok;
+      const int64_t n = 2 * chunked.decode_chunk() + 3 + round;
+      std::vector<uint32_t> want;
+      for (int64_t i = 0; i < n; i++) {
+        tok = single.forward({tok}).argmax(0).to_vec<uint32_t>()[0];
+        want.push_back(tok);
+      }
+      EXPECT_EQ(chunked.decode_greedy(first, n), want);
+      ASSERT_EQ(chunked.position(), single.position());
+      // Back to an earlier position, then on from there in both.
+      const int64_t back = chunked.position() - 5 - round;
+      chunked.truncate(back);
+      single.truncate(back);
+      const uint32_t next = static_cast<uint32_t>(rng.integer(0, cfg.vocab - 1));
+      const std::vector<float> a = chunked.forward({next}).to_vec<float>(),
+                               b = single.forward({next}).to_vec<float>();
+      for (size_t i = 0; i < a.size(); i++) ASSERT_EQ(a[i], b[i]) << "logit " << i;
+    }
+    expect_error([&] { chunked.decode_greedy(static_cast<uint32_t>(cfg.vocab), 2); },
+                 ErrorKind::OutOfRange, {"LlamaModel::decode_greedy", "vocab"});
+    expect_error([&] { chunked.decode_greedy(1, 64); }, ErrorKind::OutOfRange,
+                 {"LlamaModel::decode_greedy", "exceeds the cache of 64"});
+    expect_error([&] { chunked.truncate(chunked.position() + 1); }, ErrorKind::OutOfRange,
+                 {"LlamaModel::truncate"});
+  }
+}
+
+// generate() with a greedy sampler (decode_greedy's chunks on GPUs that replay) stops where the
+// token-by-token loop stops, at an end token inside a chunk, and leaves the cache where that
+// loop leaves it: the next prompt gives the same logits.
+TEST_P(LlamaOnDevices, GreedyGenerationStopsInsideAChunkWhereTokenByTokenStops) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  TinyLlamaConfig cfg;
+  cfg.hidden = 64;
+  cfg.heads = 4;
+  cfg.kv_heads = 2;
+  cfg.ffn = 96;
+  cfg.matrix_quant = cfg.embed_quant = QuantType::Q8_0;
+  TempDir dir;
+  write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
+  LlamaModel chunked = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 64);
+  LlamaModel single = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 64);
+  single.set_replay(false);
+  const std::vector<uint32_t> prompt = {3, 1, 4, 1, 5};
+  std::vector<uint32_t> all;
+  Sampler greedy;
+  generate(single, prompt, 30, greedy, -1, [&](uint32_t t) {
+    all.push_back(t);
+    return true;
+  });
+  ASSERT_EQ(all.size(), 30u);
+  for (const size_t at : {size_t{1}, size_t{6}, size_t{11}, size_t{29}}) {
+    SCOPED_TRACE("end token at " + std::to_string(at));
+    const auto end = static_cast<int32_t>(all[at]);
+    const size_t first =
+        static_cast<size_t>(std::find(all.begin(), all.end(), all[at]) - all.begin());
+    std::vector<uint32_t> got[2];
+    LlamaModel* models[2] = {&chunked, &single};
+    GenerationStats st[2];
+    for (int i = 0; i < 2; i++) {
+      models[i]->reset();
+      Sampler s;
+      st[i] = generate(*models[i], prompt, 30, s, end, [&](uint32_t t) {
+        got[i].push_back(t);
+        return true;
+      });
+    }
+    EXPECT_EQ(got[0],
+              std::vector<uint32_t>(all.begin(), all.begin() + static_cast<long>(first) + 1));
+    EXPECT_EQ(got[0], got[1]);
+    EXPECT_TRUE(st[0].stopped_at_eos);
+    EXPECT_EQ(st[0].generated_tokens, st[1].generated_tokens);
+    ASSERT_EQ(chunked.position(), single.position());
+    const std::vector<float> a = chunked.forward({7, 2}).to_vec<float>(),
+                             b = single.forward({7, 2}).to_vec<float>();
+    for (size_t i = 0; i < a.size(); i++) ASSERT_EQ(a[i], b[i]) << "logit " << i;
+  }
+  // A callback that stops inside a chunk, then the end of the context.
+  {
+    chunked.reset();
+    single.reset();
+    int left = 9;
+    const auto stop_after_9 = [&](uint32_t) { return --left > 0; };
+    Sampler s0, s1;
+    EXPECT_EQ(generate(chunked, prompt, 40, s0, -1, stop_after_9).generated_tokens, 9);
+    left = 9;
+    EXPECT_EQ(generate(single, prompt, 40, s1, -1, stop_after_9).generated_tokens, 9);
+    EXPECT_EQ(chunked.position(), single.position());
+  }
+  chunked.reset();
+  single.reset();
+  Sampler s0, s1;
+  const GenerationStats a = generate(chunked, prompt, 100, s0, -1, nullptr);
+  const GenerationStats b = generate(single, prompt, 100, s1, -1, nullptr);
+  EXPECT_TRUE(a.stopped_at_context_end);
+  EXPECT_EQ(a.generated_tokens, b.generated_tokens);
+  EXPECT_EQ(chunked.position(), single.position());
 }
 
 WICK_INSTANTIATE_DEVICES(LlamaOnDevices);

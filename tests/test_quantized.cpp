@@ -988,6 +988,71 @@ TEST_P(QMatMulOnDevices, RefusesWrongShapesDtypesAndDevices) {
   }
 }
 
+// QMatMul::rows: the rows of fresh random ids (repeats, the first and last row included, read
+// through an offset and a stride) for every format and the plain types, bit for bit the CPU's
+// dequantize_row of the same rows; the output is poisoned first where the device can be.
+TEST_P(QMatMulOnDevices, RowsByIdAreTheDequantizedRowsBitForBit) {
+  const Device dev = device();
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  std::vector<QuantType> types = kBlockTypes;
+  for (QuantType t : {QuantType::F32, QuantType::F16, QuantType::BF16}) types.push_back(t);
+  for (QuantType t : types) {
+    SCOPED_TRACE(type_name(t));
+    const int64_t n_out = 37, k = 2 * block_elems(t), n = 11;
+    const QTensor w =
+        quantize(Tensor::from_vec(block_test_data(rng, n_out, k, block_elems(t)), {n_out, k}), t);
+    std::vector<uint32_t> ids(static_cast<size_t>(2 * n + 1), 0xdeadbeefu);
+    for (int64_t i = 0; i < n; i++)  // ids i at 1 + 2 i: offset 1, stride 2
+      ids[static_cast<size_t>(1 + 2 * i)] = i == 0 ? 0u
+                                            : i == 1
+                                                ? static_cast<uint32_t>(n_out - 1)
+                                                : static_cast<uint32_t>(rng.integer(0, n_out - 1));
+    ids[5] = ids[3];  // a repeat
+    const Tensor all = Tensor::from_vec(ids, {2 * n + 1}, dev);
+    const Tensor view = all.narrow(0, 1, 2 * n).reshape({n, 2}).narrow(1, 0, 1).reshape({n});
+    const Tensor got = QMatMul(w, dev).rows(view);
+    ASSERT_EQ(got.shape(), (Shape{n, k}));
+    ASSERT_EQ(got.dtype(), DType::F32);
+    ASSERT_EQ(got.device(), dev);
+    const std::vector<float> g = got.to_vec<float>();
+    std::vector<float> want(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n; r++) {
+      const uint32_t id = ids[static_cast<size_t>(1 + 2 * r)];
+      dequantize_row(t, w.data() + id * w.row_bytes(), want.data(), k);
+      for (int64_t e = 0; e < k; e++)
+        ASSERT_EQ(float_bits(g[static_cast<size_t>(r * k + e)]),
+                  float_bits(want[static_cast<size_t>(e)]))
+            << "row " << r << " (id " << id << ") element " << e;
+    }
+  }
+}
+
+TEST_P(QMatMulOnDevices, RowsRefuseBadIdsShapesDtypesAndDevices) {
+  const Device dev = device();
+  const QMatMul mm(quantize(Tensor::ones({4, 64}, DType::F32), QuantType::Q4_1), dev);
+  // An id past the rows: at once on the CPU, at the next wait on a GPU (the kernel finds it).
+  expect_error(
+      [&] {
+        mm.rows(Tensor::from_vec(std::vector<uint32_t>{1, 4}, {2}, dev)).to_vec<float>();
+      },
+      ErrorKind::OutOfRange, {"QMatMul::rows", "4", "size 4"});
+  EXPECT_EQ(mm.rows(Tensor::from_vec(std::vector<uint32_t>{3}, {1}, dev)).shape(), (Shape{1, 64}))
+      << "the device still works after the error";
+  EXPECT_EQ(mm.rows(Tensor::zeros({0}, DType::U32, dev)).shape(), (Shape{0, 64}));
+  expect_error(
+      [&] {
+        mm.rows(Tensor::zeros({1, 1}, DType::U32, dev));
+      },
+      ErrorKind::Shape, {"QMatMul::rows", "1-D", "[1, 1]"});
+  expect_error([&] { mm.rows(Tensor::zeros({2}, DType::I64, dev)); }, ErrorKind::DType,
+               {"QMatMul::rows", "u32", "i64"});
+  for (const Device& other : available_devices())
+    if (other.kind() != dev.kind())
+      expect_error([&] { mm.rows(Tensor::zeros({2}, DType::U32, other)); }, ErrorKind::Device,
+                   {"QMatMul::rows", other.name(), dev.name()});
+}
+
 WICK_INSTANTIATE_DEVICES(QuantizedOnDevices);
 WICK_INSTANTIATE_DEVICES(QMatMulOnDevices);
 

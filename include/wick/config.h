@@ -20,6 +20,10 @@ struct Knobs {
   // WICK_REPLAY: 0/false/off makes the llama model record every decode step op by op instead of
   // replaying one captured step (GPUs); default on.
   bool replay = true;
+  // WICK_DECODE_CHUNK: n makes LlamaModel::decode_greedy replay n captured decode steps at once on
+  // GPUs, the token fed back on the device (the host waits once per n tokens); 1/0/off: one step
+  // a submission. Default 8; unparsable -> the default.
+  int64_t decode_chunk = 8;
   // WICK_PROMPT_ROWS: n makes LlamaModel::forward_batch run prompts of up to n tokens as rows of
   // one token each beside the answers' tokens, in one rope_kv and one attention a layer (the
   // pass's op count then does not grow with its prompts); longer prompts, or 0/off, take the

@@ -165,6 +165,23 @@ class LlamaModel {
   Tensor forward(const std::vector<uint32_t>& tokens);
   // Empties the KV cache (the next forward starts at position 0).
   void reset();
+  // Forgets the tokens at positions >= `position` (0 <= position <= position(), else
+  // Error(OutOfRange)): the next forward writes the cache from there, as if they had not run.
+  void truncate(int64_t position);
+  // Greedy decoding of n tokens: feeds `token` at position(), then the first maximum of each
+  // step's logits, n steps in all; returns the n tokens picked (the last one not yet fed:
+  // position() advances by n). The same tokens as n forward() calls each followed by argmax. On a
+  // GPU that replays, with a quantized embedding table, chunks of decode_chunk() steps are captured
+  // once and replayed with each token picked and embedded on the device, so the host waits once
+  // a chunk instead of once a token (the tied lm_head's blocks serve as the table; an untied one
+  // is uploaded at the first chunk). Errors: OutOfRange (n < 0, token >= vocab size, or
+  // position() + n > max_seq()), and forward's.
+  std::vector<uint32_t> decode_greedy(uint32_t token, int64_t n);
+  // The steps decode_greedy replays at once (WICK_DECODE_CHUNK, default 8); 1 where it steps
+  // through forward() (the CPU, replay off, a table that is not quantized).
+  int64_t decode_chunk() const;
+  // Sets the steps a chunk takes (>= 1; 1: none), as WICK_DECODE_CHUNK does.
+  void set_decode_chunk(int64_t steps);
   // Whether a one-token forward replays a decode step captured once (Device::capture) instead of
   // recording its ~400 ops again: on devices that can capture, unless turned off here or by
   // WICK_REPLAY=0. The tokens are the same either way.

@@ -155,6 +155,15 @@ class QMatMul {
   Tensor forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const Tensor& residual = Tensor(),
                             const Tensor& norm_alpha = Tensor(), double eps = 0) const;
 
+  // Rows ids of W dequantized to f32: (n, k) on device() for u32 ids (n) there, each value as
+  // dequantize_row gives it (bit for bit): an embedding lookup in a quantized table that stays
+  // on the device. On a GPU one kernel that reads the ids there, so a captured step (Device::
+  // capture) can pick rows from its own results; an id >= n_out gives zeros and raises
+  // Error(OutOfRange) at the thread's next wait (the CPU, and plain f32/f16/bf16 weights, which
+  // go through index_select, at once). Errors: Shape (ids not 1-D), DType (not u32), Device
+  // (ids elsewhere), Unsupported (a device without a kernel for the format).
+  Tensor rows(const Tensor& ids) const;
+
   const QTensor& weight() const;
   const Device& device() const;  // where forward() runs
   int64_t in_features() const;   // k

@@ -32,6 +32,11 @@ void BackendDevice::custom_kernel(const KernelSpec& spec, const std::vector<cons
        "custom kernels need a GPU device, not ", name());
 }
 
+void BackendDevice::qmatmul_rows(View, const Storage&, QuantType, int64_t, int64_t, Storage&) {
+  fail(ErrorKind::Unsupported, "QMatMul::rows", name(),
+       " has no kernel for rows of quantized weights (QMatMul dequantizes them on the host)");
+}
+
 StoragePtr BackendDevice::adopt_memory(DType, size_t, std::byte*, std::shared_ptr<void>) {
   fail(ErrorKind::Device, "from_blob", name(),
        " cannot use other code's memory in place (its memory has no address other code can "

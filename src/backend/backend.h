@@ -274,6 +274,13 @@ class BackendDevice {
                                         const View* /*residual*/) {
     return nullptr;
   }
+  // QMatMul::rows: dst (n, k) f32 contiguous = rows ids[0 .. n) of W (n_out, k), each value as
+  // dequantize_row gives it (bit for bit); ids: n u32 elements along any stride (a 1-D view).
+  // An id >= n_out gives a row of zeros and OutOfRange, naming the op, at this thread's next
+  // wait (nothing waits here, so a captured step can hold it). GPU backends; elsewhere (and for a
+  // format without a kernel) Unsupported: the CPU's QMatMul dequantizes its own host rows.
+  virtual void qmatmul_rows(View ids, const Storage& wblocks, QuantType type, int64_t n_out,
+                            int64_t k, Storage& dst);
   // Whether qmatmul() runs on this device (false: QMatMul multiplies on the host with weights it
   // prepares, as for the CPU).
   virtual bool runs_qmatmul() const { return true; }

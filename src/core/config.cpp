@@ -77,6 +77,15 @@ Knobs read_knobs() {
   };
   if (const char* v = env("WICK_FAST_MATH")) k.fast_math = !off(v);
   if (const char* v = env("WICK_REPLAY")) k.replay = !off(v);
+  if (const char* v = env("WICK_DECODE_CHUNK")) {
+    int64_t n;
+    if (off(v))
+      k.decode_chunk = 1;
+    else if (parse_int(v, n) && n >= 1 && n <= 256)
+      k.decode_chunk = n;
+    else
+      ignore("WICK_DECODE_CHUNK", v, "a step count from 1 to 256, or 0/off");
+  }
   if (const char* v = env("WICK_PROMPT_ROWS")) {
     int64_t n;
     if (off(v))
@@ -208,6 +217,7 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
        k.compute_per_buffer < 0 ? "default" : std::to_string(k.compute_per_buffer)},
       {"WICK_FAST_MATH", k.fast_math ? "on" : "off"},
       {"WICK_REPLAY", k.replay ? "on" : "off"},
+      {"WICK_DECODE_CHUNK", std::to_string(k.decode_chunk)},
       {"WICK_PROMPT_ROWS", k.prompt_rows == 0 ? "off" : std::to_string(k.prompt_rows)},
       {"WICK_KERNEL_CACHE", k.kernel_cache.empty() ? "default" : k.kernel_cache},
       {"WICK_POOL_LIMIT", k.pool_limit == 0 ? "default" : std::to_string(k.pool_limit)},

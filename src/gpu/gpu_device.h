@@ -282,6 +282,8 @@ class GpuDevice : public backend::BackendDevice {
                                          const backend::QWeights& gate_up,
                                          const backend::QWeights& down,
                                          const backend::View* residual) override;
+  void qmatmul_rows(backend::View ids, const backend::Storage& wblocks, QuantType type,
+                    int64_t n_out, int64_t k, backend::Storage& dst) override;
   // Whether matmul multiplies f16 on tensor cores (backends that can override it).
   virtual bool f16_tensor_gemm() const { return false; }
   // Whether qmatmul of m rows of x dequantizes W to f16 for matmul (GpuOptions::dequant_rows).

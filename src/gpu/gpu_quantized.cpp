@@ -362,7 +362,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     dpc.n_out = to_index(n_out, "n_out");
     dpc.k = to_index(k, "k");
     dpc.row_bytes = to_index(row_bytes, "row bytes");
-    const Pipeline& decode = kernel(KernelFamily::Dequant, {qtype}, [&] {
+    const Pipeline& decode = kernel(KernelFamily::Dequant, {qtype, 0u}, [&] {
       Defines defs;
       defs.emplace_back("QTYPE", std::to_string(qtype));
       return key_for("dequant", std::move(defs));
@@ -721,6 +721,56 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     const Layout rows = Layout::contiguous(Shape{m, n_out});
     binary(backend::BinaryOp::Add, *residual, {*product, rows}, dst);
   }
+}
+
+// Rows of W by id in f32 (QMatMul::rows): dequant.comp's GATHER mode, a thread per 8 values. The
+// ids are read on the device, so an id past W is found there and raised at the next wait.
+void GpuDevice::qmatmul_rows(View ids, const Storage& wblocks, QuantType type, int64_t n_out,
+                             int64_t k, Storage& dst) {
+  const char* op = "QMatMul::rows";
+  const QuantTypeInfo* info = quant_type_info(type);
+  if (!info || !has_kernel(type))
+    fail(ErrorKind::Unsupported, op, "no kernel on ", name(), " for weights of type ",
+         info ? info->name : std::to_string(static_cast<uint32_t>(type)));
+  if (!device_caps().storage16)
+    fail(ErrorKind::Unsupported, op, info->name, " weights need 16-bit storage buffers, which ",
+         device_caps().name, " lacks");
+  WICK_ASSERT(ids.layout.rank() == 1 && ids.storage.dtype() == DType::U32 &&
+              dst.dtype() == DType::F32 && k > 0 && k % info->block_elems == 0);
+  const int64_t n = ids.layout.shape[0];
+  if (n == 0) return;
+  const int64_t row_bytes = k / info->block_elems * info->block_bytes;
+  WICK_ASSERT(wblocks.nbytes() == static_cast<size_t>(n_out * row_bytes));
+  if (wblocks.nbytes() > device_caps().max_storage_buffer_range)
+    fail(ErrorKind::Unsupported, op, "weight [", n_out, ", ", k, "] of ", info->name, ": ",
+         wblocks.nbytes(), " bytes exceed the ", device_caps().max_storage_buffer_range,
+         " bytes a kernel can bind on ", device_caps().name);
+  to_index(n_out * row_bytes, "weight bytes");
+  to_index(n * k, "output elements");
+  to_index(ids.layout.start_offset + (n - 1) * ids.layout.strides[0], "id index");
+  QMatMulParams pc{};
+  pc.m = to_index(n, "rows");
+  pc.n_out = to_index(n_out, "n_out");
+  pc.k = to_index(k, "k");
+  pc.row_bytes = to_index(row_bytes, "row bytes");
+  pc.x_offset = to_index(ids.layout.start_offset, "id offset");
+  pc.x_row = to_index(ids.layout.strides[0], "id stride");
+  const auto qtype = static_cast<uint32_t>(type);
+  const Pipeline& gather = kernel(KernelFamily::Dequant, {qtype, 1u}, [&] {
+    Defines defs;
+    defs.emplace_back("QTYPE", std::to_string(qtype));
+    defs.emplace_back("GATHER", "1");
+    return key_for("dequant", std::move(defs));
+  });
+  BufferRef record = errors_->acquire();
+  const BufferAccess args[] = {{&buffer(wblocks), Access::Read},
+                               {&buffer(ids.storage), Access::Read},
+                               {&buffer(dst), Access::Write},
+                               {record.get(), Access::Unordered}};
+  const uint64_t submission = queue_->record([&](CommandQueue::Recorder& r) {
+    r.dispatch(gather, args, param_words(pc), grid(static_cast<uint64_t>(n * k / 8)));
+  });
+  errors_->add(std::move(record), submission, op, {});
 }
 
 }  // namespace wick::gpu

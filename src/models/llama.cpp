@@ -149,6 +149,27 @@ struct LlamaModel::Impl {
   // the H100 CUDA's took 4-5 ms of a 9.4 ms first token, session 25).
   int64_t one_token_forwards = 0;
   std::map<int64_t, DecodeStep> batch_steps;
+  // decode_greedy's chunk: `steps` one-token steps whose token is the step before's argmax,
+  // picked and embedded on the device (embed_device), captured once and replayed: the host
+  // writes the first token and the positions, then reads the `steps` tokens back once.
+  struct GreedyChunk {
+    Tensor token, pos, out;  // u32: the token fed first (1), the positions (steps), the picks
+    Recording recording;
+    int64_t runs = 0;  // chunks run: the first op by op, the second captures
+  };
+  std::optional<GreedyChunk> chunk;
+  int64_t chunk_steps = knobs().decode_chunk;
+  // The embedding table on the device for decode_greedy's chunks: the tied lm_head's blocks, or
+  // the table uploaded at the first chunk; unset where the table is not quantized or the device
+  // has no kernel for its rows (decode_greedy then steps through forward()).
+  std::optional<QMatMul> embed_device_table;
+  bool embed_device_checked = false;
+  bool lm_head_tied = false;
+  // The rows of ids (a u32 tensor on dev) of embed_device_table, scaled as embed_rows scales.
+  Tensor embed_device(const Tensor& ids) const;
+  // Whether decode_greedy runs chunks here (a GPU that replays, the table on the device).
+  bool chunks_available();
+  void run_chunk(GreedyChunk& c);
   bool replay = knobs().replay;
   int64_t prompt_rows = knobs().prompt_rows;  // forward_batch's longest prompt run as rows
 
@@ -747,6 +768,7 @@ LlamaModel LlamaModel::load_gguf(std::shared_ptr<const GgufFile> file, const Dev
     tick("output.weight");
   } else if (emb.is_quantized()) {
     impl->lm_head = quantized_linear(impl->embed.qtable(), dev);  // tied: blocks on dev too
+    impl->lm_head_tied = true;
     release_pages(emb);  // the embedding reads a few rows a token: they come back
   } else {
     impl->lm_head = nn::Linear(plain_weight(impl->embed.table()).to_device(dev));
@@ -813,6 +835,105 @@ int64_t LlamaModel::kv_cache_bytes() const {
 }
 void LlamaModel::reset() {
   impl_->pos = 0;
+}
+
+void LlamaModel::truncate(int64_t position) {
+  if (position < 0 || position > impl_->pos)
+    fail(ErrorKind::OutOfRange, "LlamaModel::truncate", "position ", position,
+         " is outside the cache's tokens 0 .. ", impl_->pos);
+  impl_->pos = position;
+}
+
+Tensor LlamaModel::Impl::embed_device(const Tensor& ids) const {
+  const Tensor x = embed_device_table->rows(ids);  // (n, hidden)
+  return cfg.embed_scale != 1.0 ? x * cfg.embed_scale : x;
+}
+
+bool LlamaModel::Impl::chunks_available() {
+  if (chunk_steps <= 1 || !replay || !dev.can_capture()) return false;
+  if (!embed_device_checked) {
+    embed_device_checked = true;
+    const QTensor& table = embed.qtable();
+    if (table.defined()) {
+      try {
+        QMatMul q =
+            lm_head_tied && lm_head.quantized() ? *lm_head.quantized() : QMatMul(table, dev);
+        q.rows(Tensor::from_vec(std::vector<uint32_t>{0}, {1}, dev));  // a kernel for the format
+        embed_device_table = std::move(q);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Unsupported) throw;
+      }
+    }
+  }
+  return embed_device_table.has_value();
+}
+
+// The chunk's steps: each embeds its token on the device, runs the decode step at its position
+// and feeds its argmax (the first maximum, as greedy sampling picks) to the next.
+void LlamaModel::Impl::run_chunk(GreedyChunk& c) {
+  Tensor token = c.token;
+  for (int64_t i = 0; i < c.pos.dim(0); i++) {
+    const Tensor logits = decode_logits(embed_device(token), c.pos.narrow(0, i, 1),
+                                        {own_k, own_v, {}});  // (1, vocab)
+    token = logits.reshape({cfg.vocab_size}).argmax(0).reshape({1});
+    c.out.slice_set(token, 0, i);
+  }
+}
+
+void LlamaModel::set_decode_chunk(int64_t steps) {
+  if (steps < 1)
+    fail(ErrorKind::OutOfRange, "LlamaModel::set_decode_chunk", "a chunk of ", steps, " steps");
+  if (steps != impl_->chunk_steps) impl_->chunk.reset();  // its tensors have the old length
+  impl_->chunk_steps = steps;
+}
+
+int64_t LlamaModel::decode_chunk() const {
+  return impl_->chunks_available() ? impl_->chunk_steps : 1;
+}
+
+std::vector<uint32_t> LlamaModel::decode_greedy(uint32_t token, int64_t n) {
+  Impl& m = *impl_;
+  const char* op = "LlamaModel::decode_greedy";
+  if (n < 0) fail(ErrorKind::OutOfRange, op, "a negative token count (", n, ")");
+  if (token >= static_cast<uint64_t>(m.cfg.vocab_size))
+    fail(ErrorKind::OutOfRange, op, "token id ", token, " >= vocab size ", m.cfg.vocab_size);
+  if (m.pos + n > m.max_seq)
+    fail(ErrorKind::OutOfRange, op, "position ", m.pos, " + ", n, " tokens exceeds the cache of ",
+         m.max_seq);
+  std::vector<uint32_t> out;
+  out.reserve(static_cast<size_t>(n));
+  const int64_t k = decode_chunk();
+  while (static_cast<int64_t>(out.size()) < n) {
+    if (k == 1 || n - static_cast<int64_t>(out.size()) < k) {  // one step at a time
+      token = forward({token}).argmax(0).to_vec<uint32_t>()[0];
+      out.push_back(token);
+      continue;
+    }
+    if (!m.chunk) {
+      Impl::GreedyChunk c;
+      c.token = Tensor::zeros({1}, DType::U32, m.dev);
+      c.pos = Tensor::zeros({k}, DType::U32, m.dev);
+      c.out = Tensor::zeros({k}, DType::U32, m.dev);
+      m.chunk = std::move(c);
+    }
+    Impl::GreedyChunk& c = *m.chunk;
+    std::vector<uint32_t> positions(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; i++)
+      positions[static_cast<size_t>(i)] = static_cast<uint32_t>(m.pos + i);
+    c.token.const_set(token);
+    c.pos.slice_set(Tensor::from_vec(positions, {k}, m.dev), 0, 0);
+    if (c.runs == 1) c.recording = m.dev.capture([&] { m.run_chunk(c); });
+    if (c.runs == 0)
+      m.run_chunk(c);  // the first op by op: the first tokens do not wait for the capture
+    else
+      c.recording.replay();
+    c.runs++;
+    const std::vector<uint32_t> picks = c.out.to_vec<uint32_t>();
+    m.pos += k;
+    out.insert(out.end(), picks.begin(), picks.end());
+    token = picks.back();
+  }
+  return out;
 }
 
 Tensor LlamaModel::Impl::attn_residual(const Layer& l, const Tensor& y, const Tensor& x,
@@ -935,7 +1056,10 @@ void LlamaModel::set_prompt_rows(int64_t tokens) {
 
 void LlamaModel::set_replay(bool on) {
   impl_->replay = on;
-  if (!on) impl_->step.reset();
+  if (!on) {
+    impl_->step.reset();
+    impl_->chunk.reset();
+  }
 }
 
 bool LlamaModel::replays() const {
@@ -1175,8 +1299,33 @@ GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt,
   auto t0 = Clock::now();
   for (const uint32_t t : prompt) sampler.accept(t);
   Tensor logits = model.forward(prompt);
+  // Plain greedy picks come from LlamaModel::decode_greedy, a chunk of steps at a time (the
+  // first from the prompt's logits): `ahead` holds the picks not handed out yet, `fed` the
+  // position the model would be at had it run one token at a time (the cache is cut back to it
+  // when generation stops inside a chunk).
+  const bool chunked = sampler.plain_greedy() && model.decode_chunk() > 1;
+  std::vector<uint32_t> ahead;
+  size_t next = 0;
+  uint32_t last = 0;  // the previous pick
+  int64_t fed = model.position();
+  auto stop = [&] {
+    if (chunked && model.position() > fed) model.truncate(fed);
+  };
   for (int64_t i = 0; i < max_new; i++) {
-    const uint32_t tok = sampler.sample(logits);  // reads the logits back: the step's sync point
+    uint32_t tok;
+    if (i == 0 || !chunked) {
+      tok = sampler.sample(logits);  // reads the logits back: the step's sync point
+    } else {
+      if (next == ahead.size()) {
+        const int64_t n =
+            std::min({model.decode_chunk(), max_new - i, model.max_seq() - model.position()});
+        ahead = model.decode_greedy(last, n);
+        next = 0;
+      }
+      tok = ahead[next++];
+      fed++;
+    }
+    last = tok;
     sampler.accept(tok);
     const auto now = Clock::now();
     (i == 0 ? st.prefill_seconds : st.decode_seconds) +=
@@ -1186,15 +1335,20 @@ GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt,
     const bool go_on = on_token ? on_token(tok) : true;
     if (eos >= 0 && tok == static_cast<uint32_t>(eos)) {
       st.stopped_at_eos = true;
+      stop();
       break;
     }
-    if (!go_on || i + 1 == max_new) break;
-    if (model.position() >= model.max_seq()) {
+    if (!go_on || i + 1 == max_new) {
+      stop();
+      break;
+    }
+    if ((chunked ? fed : model.position()) >= model.max_seq()) {
       st.stopped_at_context_end = true;
+      stop();
       break;
     }
     t0 = Clock::now();
-    logits = model.forward({tok});
+    if (!chunked) logits = model.forward({tok});
   }
   return st;
 }

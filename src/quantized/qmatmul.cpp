@@ -494,6 +494,36 @@ void check_residual(const char* op, const QMatMul::Impl& w, const Tensor& residu
 
 }  // namespace
 
+Tensor QMatMul::rows(const Tensor& ids) const {
+  const char* op = "QMatMul::rows";
+  const Impl& w = *impl_;
+  if (ids.rank() != 1) fail(ErrorKind::Shape, op, "ids must be 1-D, got ", ids.shape());
+  if (ids.dtype() != DType::U32)
+    fail(ErrorKind::DType, op, "ids must be u32, got ", dtype_name(ids.dtype()));
+  if (ids.device() != w.device)
+    fail(ErrorKind::Device, op, "ids are on ", ids.device().name(), ", the weight ", w.weight.str(),
+         " on ", w.device.name());
+  const int64_t n = ids.dim(0);
+  if (w.dense_device.defined()) return w.dense_device.index_select(ids, 0);
+  if (!w.device.backend().runs_qmatmul()) {  // the host's QTensor
+    const std::vector<uint32_t> id = ids.to_vec<uint32_t>();
+    std::vector<float> out(static_cast<size_t>(n * w.k));
+    const size_t row_bytes = w.weight.row_bytes();
+    for (int64_t r = 0; r < n; r++) {
+      const uint32_t i = id[static_cast<size_t>(r)];
+      if (i >= w.n_out)
+        fail(ErrorKind::OutOfRange, op, "index ", i, " out of range for a dim of size ", w.n_out);
+      if (w.k > 0)
+        dequantize_row(w.type, w.weight.data() + i * row_bytes, out.data() + r * w.k, w.k);
+    }
+    return Tensor::from_vec(out, {n, w.k}, w.device);
+  }
+  Tensor y = core::empty(Shape{n, w.k}, DType::F32, w.device);
+  if (y.numel() == 0) return y;
+  w.device.backend().qmatmul_rows(core::view(ids), *w.blocks, w.type, w.n_out, w.k, *y.storage());
+  return y;
+}
+
 Tensor QMatMul::forward(const Tensor& x) const {
   const Impl& w = *impl_;
   const XRows r = check_x("QMatMul::forward", w, x, "x");

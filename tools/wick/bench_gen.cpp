@@ -195,12 +195,24 @@ bool bench_gen(const BenchContext& ctx) {
            "first run: prefill / decode"});
   // The same figures for --json: one object per row, numbers unrounded.
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  // On devices that can capture: the replayed step (the default), then op by op.
-  std::vector<bool> modes = {model.replays()};
-  if (model.replays()) modes.push_back(false);
+  // On devices that can capture: the replayed step (the default: greedy decoding replays chunks
+  // of steps, LlamaModel::decode_chunk), then one step a submission where chunks run, then op by
+  // op.
+  struct Mode {
+    bool replay;
+    int64_t chunk;
+  };
+  const int64_t chunk = model.decode_chunk();
+  std::vector<Mode> modes = {{model.replays(), chunk}};
+  if (chunk > 1) modes.push_back({true, 1});
+  if (model.replays()) modes.push_back({false, 1});
   const int runs = ctx.quick ? 1 : 5;
-  for (const bool replay : modes) {
+  for (const auto [replay, steps] : modes) {
     model.set_replay(replay);
+    model.set_decode_chunk(replay ? steps : chunk);
+    const std::string label = !replay     ? "recorded op by op"
+                              : steps > 1 ? "replayed, " + std::to_string(steps) + " a submission"
+                                          : "replayed";
     // The first token of a single-token prompt right after loading: what a chat turn waits for
     // (with replay, the step is captured at the next one-token forward, after this token).
     const double first_token_ms = time_ms([&] {
@@ -216,14 +228,14 @@ bool bench_gen(const BenchContext& ctx) {
       decode.push_back(r.decode_tps);
       dispatches.push_back(r.dispatches_per_token);
     }
-    t.add_row({dev.name(), replay ? "replayed" : "recorded op by op",
-               fixed(load_s * 1e3, 1) + " ms", fixed(first_token_ms, 1) + " ms",
+    t.add_row({dev.name(), label, fixed(load_s * 1e3, 1) + " ms", fixed(first_token_ms, 1) + " ms",
                fixed(median(prefill), 1), fixed(median(decode), 1),
                dev.is_cpu() ? "-" : fixed(median(dispatches), 1),
                fixed(cold.prefill_tps, 1) + " / " + fixed(cold.decode_tps, 1)});
     nlohmann::ordered_json row;
     row["device"] = dev.name();
     row["decode_step"] = replay ? "replayed" : "recorded";
+    row["steps_per_submission"] = replay ? steps : 1;
     row["load_ms"] = load_s * 1e3;
     row["first_token_ms"] = first_token_ms;
     row["prefill_tokens_per_s"] = median(prefill);
@@ -235,6 +247,7 @@ bool bench_gen(const BenchContext& ctx) {
     rows.push_back(std::move(row));
   }
   model.set_replay(true);
+  model.set_decode_chunk(chunk);
   // After every run of one sequence: the peak covers loading, prefill and decode (not the
   // batched sequences' caches below).
   const ProcessMemory mem = process_memory();
@@ -329,7 +342,9 @@ bool bench_gen(const BenchContext& ctx) {
   ctx.os() << "\nMedians of " << runs
            << " runs after a first run (each run: reset the cache, prefill the "
            << "prompt of random token ids, decode greedily). Dispatches per token: the kernels "
-           << "(and library calls) a decode step launches, a replay's included.\n\n";
+           << "(and library calls) a decode step launches, a replay's included. \"N a "
+           << "submission\": greedy tokens picked and fed back on the device, N steps replayed "
+           << "between two host waits (LlamaModel::decode_greedy, WICK_DECODE_CHUNK).\n\n";
   if (ctx.batch > 0) {
     bt.print(ctx.os());
     ctx.os() << "\nSequences decoding together (LlamaModel::forward_batch, as wick serve's "

@@ -142,7 +142,13 @@ int iq4_codes8(uint blk, uint j, out uint c[8]) {
 }
 #endif
 
-void dequant8(uint blk, uint j, out float w[8]) {
+// DEQUANT_EXACT: each value rounded as the CPU's dequantize_row rounds it (no fused multiply-add).
+#ifdef DEQUANT_EXACT
+#define DEQUANT_OUT out precise
+#else
+#define DEQUANT_OUT out
+#endif
+void dequant8(uint blk, uint j, DEQUANT_OUT float w[8]) {
 #if QTYPE == Q4_0 || QTYPE == Q4_1
   // Element e < 16: low nibble of qs[e]; e >= 16: high nibble of qs[e - 16].
   const uint qs = QTYPE == Q4_0 ? 2u : 4u;
