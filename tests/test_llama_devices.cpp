@@ -15,6 +15,19 @@ namespace {
 
 class LlamaOnDevices : public DeviceTest {};
 
+// The suite's tiny model: hidden 64, 4 heads over 2 kv heads (kv dim 32), ffn 96, every matrix
+// and the embedding table in `type`.
+TinyLlamaConfig tiny_config(QuantType type, bool tied = true) {
+  TinyLlamaConfig cfg;
+  cfg.hidden = 64;
+  cfg.heads = 4;
+  cfg.kv_heads = 2;
+  cfg.ffn = 96;
+  cfg.matrix_quant = cfg.embed_quant = type;
+  cfg.tied_embeddings = tied;
+  return cfg;
+}
+
 TEST_P(LlamaOnDevices, QuantizedWeightsRunOnTheDevice) {
   const Device dev = device();
   Rng rng;
@@ -34,13 +47,7 @@ TEST_P(LlamaOnDevices, QuantizedWeightsRunOnTheDevice) {
     quantized::set_gemm_min_rows(f32 ? 1 : 0);
     for (const auto& [type, tied] : {std::pair{QuantType::Q8_0, true}, {QuantType::Q4_1, false}}) {
       SCOPED_TRACE(quant_type_info(type)->name);
-      TinyLlamaConfig cfg;
-      cfg.hidden = 64;
-      cfg.heads = 4;
-      cfg.kv_heads = 2;  // kv dim 32
-      cfg.ffn = 96;
-      cfg.matrix_quant = cfg.embed_quant = type;
-      cfg.tied_embeddings = tied;
+      const TinyLlamaConfig cfg = tiny_config(type, tied);
       TempDir dir;
       write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
       // f32 caches: an f16 cache would round the devices' slightly different k and v now and
@@ -75,12 +82,7 @@ TEST_P(LlamaOnDevices, ReplayedDecodeStepsMatchRecordedOnesTokenByToken) {
   if (!dev.can_capture()) GTEST_SKIP() << dev.name() << " runs ops as they come: no replay";
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  TinyLlamaConfig cfg;
-  cfg.hidden = 64;
-  cfg.heads = 4;
-  cfg.kv_heads = 2;
-  cfg.ffn = 96;
-  cfg.matrix_quant = cfg.embed_quant = QuantType::Q8_0;
+  const TinyLlamaConfig cfg = tiny_config(QuantType::Q8_0);
   TempDir dir;
   write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
   LlamaModel replayed = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 40);
@@ -119,13 +121,7 @@ TEST_P(LlamaOnDevices, DecodeGreedyGivesTheTokensOfForwardAndArgmax) {
   SCOPED_TRACE(rng.seed());
   for (const auto& [type, tied] : {std::pair{QuantType::Q8_0, true}, {QuantType::Q4_1, false}}) {
     SCOPED_TRACE(quant_type_info(type)->name);
-    TinyLlamaConfig cfg;
-    cfg.hidden = 64;
-    cfg.heads = 4;
-    cfg.kv_heads = 2;
-    cfg.ffn = 96;
-    cfg.matrix_quant = cfg.embed_quant = type;
-    cfg.tied_embeddings = tied;
+    const TinyLlamaConfig cfg = tiny_config(type, tied);
     TempDir dir;
     write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
     LlamaModel chunked = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 64);
@@ -176,12 +172,7 @@ TEST_P(LlamaOnDevices, GreedyGenerationStopsInsideAChunkWhereTokenByTokenStops) 
   const Device dev = device();
   Rng rng;
   SCOPED_TRACE(rng.seed());
-  TinyLlamaConfig cfg;
-  cfg.hidden = 64;
-  cfg.heads = 4;
-  cfg.kv_heads = 2;
-  cfg.ffn = 96;
-  cfg.matrix_quant = cfg.embed_quant = QuantType::Q8_0;
+  const TinyLlamaConfig cfg = tiny_config(QuantType::Q8_0);
   TempDir dir;
   write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
   LlamaModel chunked = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 64);

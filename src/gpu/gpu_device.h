@@ -286,6 +286,10 @@ class GpuDevice : public backend::BackendDevice {
                     int64_t n_out, int64_t k, backend::Storage& dst) override;
   // Whether matmul multiplies f16 on tensor cores (backends that can override it).
   virtual bool f16_tensor_gemm() const { return false; }
+  // A block-format weight's bytes a row, after the checks every kernel on it needs (a kernel for
+  // the format, 16-bit storage, the weight within one binding); Unsupported naming `op` else.
+  int64_t weight_row_bytes(const char* op, const backend::Storage& wblocks, QuantType type,
+                           int64_t n_out, int64_t k) const;
   // Whether qmatmul of m rows of x dequantizes W to f16 for matmul (GpuOptions::dequant_rows).
   bool qmatmul_dequantizes(int64_t m) const;
 

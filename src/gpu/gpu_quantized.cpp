@@ -294,6 +294,26 @@ backend::StoragePtr GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QProlog
   return dst;
 }
 
+int64_t GpuDevice::weight_row_bytes(const char* op, const Storage& wblocks, QuantType type,
+                                    int64_t n_out, int64_t k) const {
+  const QuantTypeInfo* info = quant_type_info(type);
+  if (!info || !has_kernel(type))
+    fail(ErrorKind::Unsupported, op, "no kernel on ", name(), " for weights of type ",
+         info ? info->name : std::to_string(static_cast<uint32_t>(type)));
+  if (!device_caps().storage16)
+    fail(ErrorKind::Unsupported, op, info->name, " weights need 16-bit storage buffers, which ",
+         device_caps().name, " lacks");
+  WICK_ASSERT(k > 0 && k % info->block_elems == 0);
+  const int64_t row_bytes = k / info->block_elems * info->block_bytes;
+  WICK_ASSERT(wblocks.nbytes() == static_cast<size_t>(n_out * row_bytes));
+  if (wblocks.nbytes() > device_caps().max_storage_buffer_range)
+    fail(ErrorKind::Unsupported, op, "weight [", n_out, ", ", k, "] of ", info->name, ": ",
+         wblocks.nbytes(), " bytes exceed the ", device_caps().max_storage_buffer_range,
+         " bytes a kernel can bind on ", device_caps().name);
+  to_index(n_out * row_bytes, "weight bytes");
+  return row_bytes;
+}
+
 void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const Storage& wblocks,
                                QuantType type, int64_t n_out, int64_t k, const View* residual,
                                const QMatVecStores& stores, Storage& dst) {
@@ -304,23 +324,9 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const char* op = "qmatmul";
   const DType dt = x.storage.dtype();
   require(dt, op);
-  const QuantTypeInfo* info = quant_type_info(type);
-  if (!info || !has_kernel(type))
-    fail(ErrorKind::Unsupported, op, "no kernel on ", name(), " for weights of type ",
-         info ? info->name : std::to_string(static_cast<uint32_t>(type)));
-  if (!device_caps().storage16)
-    fail(ErrorKind::Unsupported, op, info->name, " weights need 16-bit storage buffers, which ",
-         device_caps().name, " lacks");
-  WICK_ASSERT(x.layout.rank() == 2 && x.layout.shape[1] == k && k > 0 &&
-              k % info->block_elems == 0 && dst.dtype() == DType::F32);
+  WICK_ASSERT(x.layout.rank() == 2 && x.layout.shape[1] == k && dst.dtype() == DType::F32);
+  const int64_t row_bytes = weight_row_bytes(op, wblocks, type, n_out, k);
   const int64_t m = x.layout.shape[0];
-  const int64_t row_bytes = k / info->block_elems * info->block_bytes;
-  WICK_ASSERT(wblocks.nbytes() == static_cast<size_t>(n_out * row_bytes));
-  if (wblocks.nbytes() > device_caps().max_storage_buffer_range)
-    fail(ErrorKind::Unsupported, op, "weight [", n_out, ", ", k, "] of ", info->name, ": ",
-         wblocks.nbytes(), " bytes exceed the ", device_caps().max_storage_buffer_range,
-         " bytes a kernel can bind on ", device_caps().name);
-  to_index(n_out * row_bytes, "weight bytes");
   to_index(m * n_out, "output elements");
   to_index(x.layout.start_offset + (m - 1) * x.layout.strides[0] + (k - 1) * x.layout.strides[1],
            "x index");
@@ -728,24 +734,11 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
 void GpuDevice::qmatmul_rows(View ids, const Storage& wblocks, QuantType type, int64_t n_out,
                              int64_t k, Storage& dst) {
   const char* op = "QMatMul::rows";
-  const QuantTypeInfo* info = quant_type_info(type);
-  if (!info || !has_kernel(type))
-    fail(ErrorKind::Unsupported, op, "no kernel on ", name(), " for weights of type ",
-         info ? info->name : std::to_string(static_cast<uint32_t>(type)));
-  if (!device_caps().storage16)
-    fail(ErrorKind::Unsupported, op, info->name, " weights need 16-bit storage buffers, which ",
-         device_caps().name, " lacks");
   WICK_ASSERT(ids.layout.rank() == 1 && ids.storage.dtype() == DType::U32 &&
-              dst.dtype() == DType::F32 && k > 0 && k % info->block_elems == 0);
+              dst.dtype() == DType::F32);
+  const int64_t row_bytes = weight_row_bytes(op, wblocks, type, n_out, k);
   const int64_t n = ids.layout.shape[0];
   if (n == 0) return;
-  const int64_t row_bytes = k / info->block_elems * info->block_bytes;
-  WICK_ASSERT(wblocks.nbytes() == static_cast<size_t>(n_out * row_bytes));
-  if (wblocks.nbytes() > device_caps().max_storage_buffer_range)
-    fail(ErrorKind::Unsupported, op, "weight [", n_out, ", ", k, "] of ", info->name, ": ",
-         wblocks.nbytes(), " bytes exceed the ", device_caps().max_storage_buffer_range,
-         " bytes a kernel can bind on ", device_caps().name);
-  to_index(n_out * row_bytes, "weight bytes");
   to_index(n * k, "output elements");
   to_index(ids.layout.start_offset + (n - 1) * ids.layout.strides[0], "id index");
   QMatMulParams pc{};
