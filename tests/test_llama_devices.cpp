@@ -151,11 +151,27 @@ TEST_P(LlamaOnDevices, DecodeGreedyGivesTheTokensOfForwardAndArgmax) {
       const int64_t back = chunked.position() - 5 - round;
       chunked.truncate(back);
       single.truncate(back);
+      ASSERT_EQ(chunked.position(), back);
       const uint32_t next = static_cast<uint32_t>(rng.integer(0, cfg.vocab - 1));
       const std::vector<float> a = chunked.forward({next}).to_vec<float>(),
                                b = single.forward({next}).to_vec<float>();
       for (size_t i = 0; i < a.size(); i++) ASSERT_EQ(a[i], b[i]) << "logit " << i;
     }
+    // Another chunk length (set_decode_chunk drops the captured chunk): 3 steps, 10 tokens.
+    chunked.set_decode_chunk(3);
+    EXPECT_EQ(chunked.decode_chunk(), dev.can_capture() ? 3 : 1);
+    chunked.reset();
+    single.reset();
+    chunked.forward({1, 2});
+    const uint32_t start = single.forward({1, 2}).argmax(0).to_vec<uint32_t>()[0];
+    std::vector<uint32_t> want3;
+    for (uint32_t t = start; want3.size() < 10;) {
+      t = single.forward({t}).argmax(0).to_vec<uint32_t>()[0];
+      want3.push_back(t);
+    }
+    EXPECT_EQ(chunked.decode_greedy(start, 10), want3);
+    expect_error([&] { chunked.set_decode_chunk(0); }, ErrorKind::OutOfRange,
+                 {"LlamaModel::set_decode_chunk"});
     expect_error([&] { chunked.decode_greedy(static_cast<uint32_t>(cfg.vocab), 2); },
                  ErrorKind::OutOfRange, {"LlamaModel::decode_greedy", "vocab"});
     expect_error([&] { chunked.decode_greedy(1, 64); }, ErrorKind::OutOfRange,
