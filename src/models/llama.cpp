@@ -1300,16 +1300,16 @@ GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt,
   for (const uint32_t t : prompt) sampler.accept(t);
   Tensor logits = model.forward(prompt);
   // Plain greedy picks come from LlamaModel::decode_greedy, a chunk of steps at a time (the
-  // first from the prompt's logits): `ahead` holds the picks not handed out yet, `fed` the
-  // position the model would be at had it run one token at a time (the cache is cut back to it
-  // when generation stops inside a chunk).
+  // first from the prompt's logits): `ahead` holds the picks not handed out yet. `fed` is the
+  // position the model is at had it run one token at a time: past it only inside a chunk, and
+  // cut back to it when generation stops there.
   const bool chunked = sampler.plain_greedy() && model.decode_chunk() > 1;
   std::vector<uint32_t> ahead;
   size_t next = 0;
   uint32_t last = 0;  // the previous pick
   int64_t fed = model.position();
   auto stop = [&] {
-    if (chunked && model.position() > fed) model.truncate(fed);
+    if (model.position() > fed) model.truncate(fed);
   };
   for (int64_t i = 0; i < max_new; i++) {
     uint32_t tok;
@@ -1323,8 +1323,8 @@ GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt,
         next = 0;
       }
       tok = ahead[next++];
-      fed++;
     }
+    if (i > 0) fed++;  // the pick before this one has been fed
     last = tok;
     sampler.accept(tok);
     const auto now = Clock::now();
@@ -1342,7 +1342,7 @@ GenerationStats generate(LlamaModel& model, const std::vector<uint32_t>& prompt,
       stop();
       break;
     }
-    if ((chunked ? fed : model.position()) >= model.max_seq()) {
+    if (fed >= model.max_seq()) {
       st.stopped_at_context_end = true;
       stop();
       break;

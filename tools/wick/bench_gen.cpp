@@ -209,7 +209,7 @@ bool bench_gen(const BenchContext& ctx) {
   const int runs = ctx.quick ? 1 : 5;
   for (const auto [replay, steps] : modes) {
     model.set_replay(replay);
-    model.set_decode_chunk(replay ? steps : chunk);
+    if (replay) model.set_decode_chunk(steps);
     const std::string label = !replay     ? "recorded op by op"
                               : steps > 1 ? "replayed, " + std::to_string(steps) + " a submission"
                                           : "replayed";
