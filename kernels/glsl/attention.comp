@@ -20,6 +20,10 @@
 // error record gets the position; an item whose slot is beyond the caches gets nothing computed
 // (the record gets the slot).
 #include "include/common.glsl"
+#if defined(WICK_SUBGROUP_ARITHMETIC) && DT_KIND != 1  // f32 sums only: f64 keeps the tree
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#define GROUP_REDUCE_SUBGROUPS 1
+#endif
 #include "include/dtype.glsl"
 #include "include/math.glsl"
 #if DT_KIND == 1
@@ -67,8 +71,16 @@ shared ACC_T s_red[WG_SIZE];  // reductions, partial sums
 shared ACC_T s_qv[VEC_ARRAYS * 32u * KV_VEC + 1u];       // its query row (d <= 32 KV_VEC)
 shared ACC_T s_acc[VEC_ARRAYS * WG_SIZE * KV_VEC + 1u];  // its key groups' value sums
 
-// Sum (or max) over the workgroup; every invocation gets the result.
+// Sum (or max) over the workgroup; every invocation gets the result. With subgroup arithmetic:
+// each subgroup's, then the subgroups' in order (two barriers, not one per halving).
 ACC_T group_reduce(ACC_T v, bool take_max) {
+#ifdef GROUP_REDUCE_SUBGROUPS
+  const ACC_T part = take_max ? subgroupMax(v) : subgroupAdd(v);
+  if (subgroupElect()) s_red[gl_SubgroupID] = part;
+  barrier();
+  ACC_T r = s_red[0];
+  for (uint i = 1u; i < gl_NumSubgroups; i++) r = take_max ? max(r, s_red[i]) : r + s_red[i];
+#else
   const uint t = gl_LocalInvocationID.x;
   s_red[t] = v;
   barrier();
@@ -77,6 +89,7 @@ ACC_T group_reduce(ACC_T v, bool take_max) {
     barrier();
   }
   const ACC_T r = s_red[0];
+#endif
   barrier();
   return r;
 }
@@ -264,7 +277,12 @@ ACC_T kv_elem(uvec4 v, uint i) {
 
 // The vector form (LANES > 0, d == LANES * KV_VEC): a key per thread as in partial_phase,
 // its row read as LANES independent 16-byte loads; the value sums take KV_VEC elements per
-// thread, WG_SIZE / LANES keys at a time, and add the key groups' sums once at the end.
+// thread, WG_SIZE / LANES keys at a time, and add the key groups' sums once at the end. A chunk's
+// loads are all issued at its start (its key row, up to PRE_K pieces, and up to PRE_V of its
+// value rows, in registers), before the query's barrier and the softmax's reductions, so their
+// latency overlaps them instead of following them.
+#define PRE_K 8u
+#define PRE_V 8u
 void partial_phase_vec(uint g, uint tid, RowWork w) {
   const uint lanes = max(LANES, 1u);  // not 0 here; a constant expression would divide by it
   const uint GROUPS = WG_SIZE / lanes, D = lanes * KV_VEC;
@@ -275,17 +293,24 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
   const uint group = tid / lanes, col = tid % lanes;
   ACC_T acc[KV_VEC];
   for (uint i = 0u; i < KV_VEC; i++) acc[i] = ACC_T(0);
-  barrier();
   ACC_T m = NEG_INF, l = ACC_T(0);
   for (uint c0 = k0; c0 < k_end; c0 += CHUNK) {
     const uint len = min(CHUNK, k_end - c0);
+    const uint k_row = k_first + (c0 + tid) * lanes;
+    uvec4 kr[PRE_K], vr[PRE_V];
+    for (uint c = 0u; c < PRE_K; c++)
+      kr[c] = c < lanes && tid < len ? k_vec[k_row + c] : uvec4(0u);
+    for (uint i = 0u; i < PRE_V; i++) {
+      const uint j = group + i * GROUPS;
+      vr[i] = j < len ? v_vec[v_first + (c0 + j) * lanes + col] : uvec4(0u);
+    }
+    if (c0 == k0) barrier();  // s_qv (uniform)
     ACC_T s = NEG_INF;
     if (tid < len) {
-      const uint k_row = k_first + (c0 + tid) * lanes;
       ACC_T dot0 = ACC_T(0), dot1 = ACC_T(0);
       for (uint c = 0u; c < lanes; c += 2u) {
-        const uvec4 a = k_vec[k_row + c];
-        const uvec4 b = c + 1u < lanes ? k_vec[k_row + c + 1u] : uvec4(0u);
+        const uvec4 a = c < PRE_K ? kr[c] : k_vec[k_row + c];
+        const uvec4 b = c + 1u >= lanes ? uvec4(0u) : c + 1u < PRE_K ? kr[c + 1u] : k_vec[k_row + c + 1u];
         for (uint i = 0u; i < KV_VEC; i++) {
           dot0 += s_qv[c * KV_VEC + i] * kv_elem(a, i);
           if (c + 1u < lanes) dot1 += s_qv[(c + 1u) * KV_VEC + i] * kv_elem(b, i);
@@ -300,19 +325,18 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
     l = l * alpha + group_reduce(w, false);  // its barriers publish s_p too
     m = m_new;
     for (uint i = 0u; i < KV_VEC; i++) acc[i] *= alpha;
-    uint j = group;
-    for (; j + GROUPS < len; j += 2u * GROUPS) {  // two value rows in flight
-      const uvec4 a = v_vec[v_first + (c0 + j) * lanes + col];
-      const uvec4 b = v_vec[v_first + (c0 + j + GROUPS) * lanes + col];
-      const ACC_T wa = s_p[j], wb = s_p[j + GROUPS];
-      for (uint i = 0u; i < KV_VEC; i++) acc[i] += wa * kv_elem(a, i) + wb * kv_elem(b, i);
+    for (uint u = 0u; u < PRE_V; u++) {
+      const uint j = group + u * GROUPS;
+      if (j >= len) break;
+      const ACC_T wj = s_p[j];
+      for (uint i = 0u; i < KV_VEC; i++) acc[i] += wj * kv_elem(vr[u], i);
     }
-    if (j < len) {
+    for (uint j = group + PRE_V * GROUPS; j < len; j += GROUPS) {  // rows past the prefetched
       const uvec4 a = v_vec[v_first + (c0 + j) * lanes + col];
-      const ACC_T wa = s_p[j];
-      for (uint i = 0u; i < KV_VEC; i++) acc[i] += wa * kv_elem(a, i);
+      const ACC_T wj = s_p[j];
+      for (uint i = 0u; i < KV_VEC; i++) acc[i] += wj * kv_elem(a, i);
     }
-    barrier();  // s_p and s_red are refilled by the next chunk
+    if (c0 + CHUNK < k_end) barrier();  // s_p and s_red are refilled by the next chunk
   }
   for (uint i = 0u; i < KV_VEC; i++) s_acc[group * D + col * KV_VEC + i] = acc[i];
   barrier();

@@ -65,6 +65,17 @@
 #endif
 #include "include/common.glsl"
 #include "include/dtype.glsl"
+#ifdef W_STAGE
+// W_STAGE (with ACT_INLINE): the workgroup's weight rows (W_ROW_HALVES 16-bit words each, two to
+// a shared word, W_WORDS in all) are loaded into registers (W_PRE a thread) before the prologue,
+// whose barriers and arithmetic their latency then overlaps, and stored in shared memory after
+// it, where the dot loop decodes them (quant.glsl's QUANT_HALF).
+#ifndef ACT_INLINE
+#error "qmatvec: W_STAGE takes ACT_INLINE"
+#endif
+shared uint s_w[W_WORDS];
+#define QUANT_HALF(i) ((s_w[(i) >> 1] >> (((i)&1u) * 16u)) & 0xffffu)
+#endif
 #define QUANT_BINDING 0
 #include "include/quant.glsl"
 
@@ -314,6 +325,20 @@ void swiglu_quantize(uint t, uint col0, uint n_cols) {
 uint out_row(uint r) { return group_index() * NUM_ROWS + r; }
 #endif
 
+#ifdef W_STAGE
+// 16-bit word h of the workgroup's rows (local row h / W_ROW_HALVES); 0 past the matrix.
+uint w_half(uint h) {
+  const uint r = h / W_ROW_HALVES, row = out_row(r);
+  return r < NUM_ROWS && row < pc.n_out ? uint(wq[row * (pc.row_bytes >> 1) + h % W_ROW_HALVES])
+                                        : 0u;
+}
+uint w_word(uint word) { return w_half(2u * word) | (w_half(2u * word + 1u) << 16); }
+// Where local row r's blocks start: in s_w, or in wq (global row `row`).
+#define W_ROW_START(r, row) ((r) * (W_ROW_HALVES * 2u))
+#else
+#define W_ROW_START(r, row) ((row) * pc.row_bytes)
+#endif
+
 // y's element (x row c, output row `row`).
 void store(uint c, uint row, float v) {
 #ifdef RESIDUAL
@@ -330,12 +355,25 @@ void main() {
   for (uint r = 0u; r < NUM_ROWS; r++)
     for (uint c = 0u; c < NUM_COLS; c++) acc[r][c] = 0.0;
 
+#ifdef W_STAGE
+  uint w_pre[W_PRE];
+  for (uint i = 0u; i < W_PRE; i++) {
+    const uint word = t + i * WG_SIZE;
+    w_pre[i] = word < W_WORDS ? w_word(word) : 0u;
+  }
+#endif
 #ifdef ACT_INLINE
   g_col0 = col0;
   stage_rows(t, n_cols);  // n_cols: uniform per workgroup
   for (uint item = t; item < n_cols * (ACT_K / ACT_BLOCK); item += WG_SIZE)
     quantize_act_block_serial(item / (ACT_K / ACT_BLOCK), item % (ACT_K / ACT_BLOCK), ACT_K,
                               ACT_ROW_WORDS, pc.ties_away != 0u);
+#ifdef W_STAGE
+  for (uint i = 0u; i < W_PRE; i++) {
+    const uint word = t + i * WG_SIZE;
+    if (word < W_WORDS) s_w[word] = w_pre[i];
+  }
+#endif
   barrier();
 #elif defined(ACT_STAGE)
   for (uint i = t; i < n_cols * pc.x_row; i += WG_SIZE) {
@@ -390,10 +428,10 @@ void main() {
       int sc, mn;
 #ifdef WICK_INT_DOT
       uvec2 v;
-      decode8_packed(row * pc.row_bytes + blk, j, v, dw, mw, sc, mn);
+      decode8_packed(W_ROW_START(r, row) + blk, j, v, dw, mw, sc, mn);
 #else
       int v[8];
-      decode8_int(row * pc.row_bytes + blk, j, v, dw, mw, sc, mn);
+      decode8_int(W_ROW_START(r, row) + blk, j, v, dw, mw, sc, mn);
 #endif
       for (uint c = 0u; c < NUM_COLS; c++) {
 #ifdef WICK_INT_DOT

@@ -187,15 +187,19 @@ void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, c
                    k_cache.layout.start_offset % per_vec == 0 &&
                    v_cache.layout.start_offset % per_vec == 0;
   const uint32_t vec_lanes = vec ? static_cast<uint32_t>(lanes) : 0;
-  const Pipeline& pipeline =
-      kernel(KernelFamily::Attention,
-             {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv), block}, [&] {
-               Defines defines;
-               add_dtype(defines, "", dt);
-               add_dtype(defines, "KV_", kv);  // the caches' dtype
-               defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
-               return key_for("attention", std::move(defines), {vec_lanes}, block);
-             });
+  // The softmax's reductions in subgroups where the device has them (f32; the tree otherwise).
+  const bool subgroups = device_caps().subgroup_arithmetic && options_.subgroups;
+  const Pipeline& pipeline = kernel(
+      KernelFamily::Attention,
+      {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv), block, subgroups ? 1u : 0u},
+      [&] {
+        Defines defines;
+        add_dtype(defines, "", dt);
+        add_dtype(defines, "KV_", kv);  // the caches' dtype
+        defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
+        if (subgroups) defines.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
+        return key_for("attention", std::move(defines), {vec_lanes}, block);
+      });
   // One split (prompts) leaves the counters alone: they are bound, not grown.
   Buffer& counters = split_counters(splits > 1 ? static_cast<size_t>(rows) : 1);
   BufferRef record = errors_->acquire();

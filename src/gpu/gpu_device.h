@@ -122,6 +122,9 @@ struct GpuOptions {
   // qmatmul_rope_kv in qmatvec's stores where it can (WICK_QMATVEC_ROPE); off: the product, then
   // rope_kv_cache.
   bool qmatvec_rope = true;
+  // qmatvec's ACT_INLINE variant loads its weight rows before its prologue and decodes them from
+  // shared memory (W_STAGE) where they fit; off: from the weight buffer, after the prologue.
+  bool qmatvec_weight_stage = true;
   // x rows up to which qmatmul_swiglu_ffn runs in two kernels (qmatvec's SWIGLU_Q8 stores;
   // WICK_QMATVEC_SWIGLU; default_qmatvec_swiglu_rows); more rows, or 0: the caller runs the ops
   // one after the other.

@@ -54,6 +54,9 @@ constexpr uint64_t kActLanes = 32;           // qact's threads per 8-bit block (
 // The most shared memory qmatvec's staged and quantized x rows may take (ACT_INLINE): Vulkan's
 // least maxComputeSharedMemorySize; 2 rows of k = 1536 (SmolLM2-135M's down_proj).
 constexpr int64_t kInlineActBytes = 16384;
+// The most 32-bit words of weight rows a thread of qmatvec's ACT_INLINE holds across its prologue
+// (W_STAGE): its registers.
+constexpr int64_t kMaxWeightStageWords = 16;
 
 bool has_kernel(QuantType t) {
   switch (t) {
@@ -456,6 +459,16 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     WICK_ASSERT(param_kind(dt) == PushParam::F32);
   }
   const uint32_t code = prologue.kind == Prologue::None ? 0u : rms ? 1u : 2u;
+  // ACT_INLINE's weight rows, loaded before its prologue and kept in shared memory (qmatvec.comp's
+  // W_STAGE) where they fit beside the rest, in a few registers a thread.
+  const int64_t w_row_halves = row_bytes / 2;
+  const int64_t w_words = (int64_t{v.rows} * w_row_halves + 1) / 2;
+  const int64_t w_pre = (w_words + v.threads - 1) / v.threads;
+  const bool w_stage = act_inline && options_.qmatvec_weight_stage &&
+                       w_pre <= kMaxWeightStageWords &&
+                       inline_bytes + partial_bytes + 4 * int64_t{v.threads} +
+                               (swiglu_rows ? swiglu_tail_bytes(v.threads) : 0) + 4 * w_words <=
+                           device_caps().max_shared_memory;
   // The CPU's scalar quantizer rounds halves away from zero, its AVX2 and AVX-512 ones to even:
   // follow the one it uses now (kernels.h), so that the values agree bit for bit.
   const bool ties_away = act_q8 && quantized::act_quantizer(quantized::active_simd_level()) ==
@@ -622,7 +635,8 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     if (act_inline) {
       pipeline = &kernel(KernelFamily::QMatVecAct,
                          {cols, v.rows, v.threads, qtype, static_cast<uint32_t>(dt),
-                          with_residual | code << 1 | rope_key << 3 | (swiglu_rows ? 1u << 12 : 0u),
+                          with_residual | code << 1 | rope_key << 3 |
+                              (swiglu_rows ? 1u << 12 : 0u) | (w_stage ? 1u << 13 : 0u),
                           static_cast<uint32_t>(k)},
                          [&] {
                            Defines defs;
@@ -635,6 +649,12 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
                            defs.emplace_back("ACT_ROW_WORDS", std::to_string(inline_row_words));
                            // rms_norm: the sums of norm's workgroup size.
                            defs.emplace_back("NORM_LANES", std::to_string(kWorkgroupSize));
+                           if (w_stage) {
+                             defs.emplace_back("W_STAGE", "1");
+                             defs.emplace_back("W_ROW_HALVES", std::to_string(w_row_halves));
+                             defs.emplace_back("W_WORDS", std::to_string(w_words));
+                             defs.emplace_back("W_PRE", std::to_string(w_pre));
+                           }
                            return vec_defines(std::move(defs));
                          });
     } else {

@@ -1164,31 +1164,42 @@ TEST_P(AttentionCached, Errors) {
 WICK_INSTANTIATE_DEVICES(AttentionCached);
 
 // A GPU's attention on every decode workgroup size (GpuOptions::attention_block: the keys a
-// split's step scores, so also how the keys split): one query of 9 heads over 3 kv heads
-// (decode) and 3 queries a head (a short prompt, which takes 128 whatever the option); f32 q over
-// f32 and f16 caches, against float64 on the caches' values.
+// split's step scores, so also how the keys split), with the softmax's reductions in subgroups
+// and (at both ends) in the shared-memory tree: one query of 9 heads over 3 kv heads (decode;
+// head size 64, and 128 whose f16 rows outgrow the vector form's prefetched registers) and 3
+// queries a head (a short prompt, which takes 128 whatever the option); f32 q over f32 and f16
+// caches, against float64 on the caches' values.
 class GpuAttentionBlocks : public GpuDeviceTest {};
 
 TEST_P(GpuAttentionBlocks, EveryBlockAgainstFloat64) {
   Rng rng;
   SCOPED_TRACE(rng.seed());
   const DType dt = DType::F32;
-  for (uint32_t block : {32u, 64u, 128u, 256u}) {
-    const Device dev = private_device([&](gpu::GpuOptions& o) { o.attention_block = block; });
-    for (DType kv : {DType::F32, DType::F16})
-      for (int64_t t : {1, 3}) {
-        const Dims x{1, 9, 3, t, 64, 200, rng.integer(t == 1 ? 100 : 20, 200 - t)};
-        SCOPED_TRACE(::testing::Message() << "block " << block << " " << kv << " cache " << str(x));
-        AttentionCase c = random_attention_case(rng, x, dt);
-        c.kc = round_ref(c.kc, kv);
-        c.vc = round_ref(c.vc, kv);
-        const Tensor y =
-            attention_cached(make_tensor(c.q, dt, dev), make_cache(c.kc, kv, dev, false),
-                             make_cache(c.vc, kv, dev, false), pos_tensor(x.pos, dev));
-        const AttentionRef want = attention_ref(c.q, c.kc, c.vc, x.pos, dt);
-        WICK_EXPECT_CLOSE(y, want.y, want.tol);
-      }
-  }
+  for (bool subgroups : {true, false})
+    for (uint32_t block : {32u, 64u, 128u, 256u}) {
+      if (!subgroups && block != 32 && block != 256) continue;  // the tree at both ends
+      const Device dev = private_device([&](gpu::GpuOptions& o) {
+        o.attention_block = block;
+        o.subgroups = subgroups;
+      });
+      for (DType kv : {DType::F32, DType::F16})
+        for (int64_t t : {1, 3})
+          for (int64_t d : {64, 128}) {
+            // f16 rows of 128 outgrow the prefetched registers (f32 rows of 64 do already).
+            if (d == 128 && (kv != DType::F16 || t != 1 || !subgroups)) continue;
+            const Dims x{1, 9, 3, t, d, 200, rng.integer(t == 1 ? 100 : 20, 200 - t)};
+            SCOPED_TRACE(::testing::Message() << (subgroups ? "subgroups, " : "tree, ") << "block "
+                                              << block << " " << kv << " cache " << str(x));
+            AttentionCase c = random_attention_case(rng, x, dt);
+            c.kc = round_ref(c.kc, kv);
+            c.vc = round_ref(c.vc, kv);
+            const Tensor y =
+                attention_cached(make_tensor(c.q, dt, dev), make_cache(c.kc, kv, dev, false),
+                                 make_cache(c.vc, kv, dev, false), pos_tensor(x.pos, dev));
+            const AttentionRef want = attention_ref(c.q, c.kc, c.vc, x.pos, dt);
+            WICK_EXPECT_CLOSE(y, want.y, want.tol);
+          }
+    }
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuAttentionBlocks);

@@ -69,13 +69,18 @@
 #endif
 
 layout(set = 0, binding = QUANT_BINDING) readonly buffer QuantBlocks { uint16_t wq[]; };
+// The 16-bit word i the decoders read: wq's, or the includer's (qmatvec.comp's W_STAGE: a copy
+// of the workgroup's rows in shared memory).
+#ifndef QUANT_HALF
+#define QUANT_HALF(i) uint(wq[i])
+#endif
 
 // The 4 bytes at even byte offset b, little-endian.
-uint q_u32(uint b) { return uint(wq[b >> 1]) | (uint(wq[(b >> 1) + 1u]) << 16); }
+uint q_u32(uint b) { return QUANT_HALF(b >> 1) | (QUANT_HALF((b >> 1) + 1u) << 16); }
 // The byte at b.
-uint q_u8(uint b) { return (uint(wq[b >> 1]) >> ((b & 1u) * 8u)) & 0xffu; }
+uint q_u8(uint b) { return (QUANT_HALF(b >> 1) >> ((b & 1u) * 8u)) & 0xffu; }
 // The f16 at even byte offset b.
-float q_f16(uint b) { return unpackHalf2x16(uint(wq[b >> 1])).x; }
+float q_f16(uint b) { return unpackHalf2x16(QUANT_HALF(b >> 1)).x; }
 // The 8 bytes at even byte offset b: bytes 0-3 in .x, 4-7 in .y.
 uvec2 q_bytes8(uint b) { return uvec2(q_u32(b), q_u32(b + 4u)); }
 // Bits [shift, shift + bits) of byte i (0..7) of q.
@@ -134,7 +139,7 @@ int iq4_codes8(uint blk, uint j, out uint c[8]) {
   const uvec2 q = q_bytes8(blk + 8u + 16u * ib + (l & 15u));
   const uint shift = (l >> 4) * 4u;
   const uint low = (q_u8(blk + 4u + (ib >> 1)) >> (4u * (ib & 1u))) & 0xfu;
-  const uint high = (uint(wq[(blk >> 1) + 1u]) >> (2u * ib)) & 3u;
+  const uint high = (QUANT_HALF((blk >> 1) + 1u) >> (2u * ib)) & 3u;
   const int sc = int(low | (high << 4)) - 32;
 #endif
   for (uint i = 0u; i < 8u; i++) c[i] = q_bits(q, i, shift, 4u);
