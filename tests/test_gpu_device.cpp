@@ -130,13 +130,13 @@ TEST_P(GpuChild, DISABLED_ReportOptions) {
       "CHILD ops_per_buffer=%lld fast_math=%d qmatvec_rows=%lld dequant_rows=%lld "
       "qmatvec_fuse_rows=%lld qmatvec_fuse_max_k=%lld qmatvec_fuse_wide=%d "
       "qmatvec_stage_rows=%lld qmatvec_mma_rows=%lld qmatvec_mma_threads=%u "
-      "qmatvec_swiglu_rows=%lld int_dot=%d qffn=%d\n",
+      "qmatvec_swiglu_rows=%lld int_dot=%d\n",
       static_cast<long long>(o.queue.ops_per_buffer), o.fast_math ? 1 : 0,
       static_cast<long long>(o.qmatvec.max_rows), static_cast<long long>(o.dequant_rows),
       static_cast<long long>(o.qmatvec_fuse_rows), static_cast<long long>(o.qmatvec_fuse_max_k),
       o.qmatvec_fuse_wide ? 1 : 0, static_cast<long long>(o.qmatvec_stage_rows),
       static_cast<long long>(o.qmatvec_mma_rows), o.qmatvec_mma_threads,
-      static_cast<long long>(o.qmatvec_swiglu_rows), o.int_dot ? 1 : 0, o.qffn ? 1 : 0);
+      static_cast<long long>(o.qmatvec_swiglu_rows), o.int_dot ? 1 : 0);
 }
 
 TEST_P(GpuQueue, ComputePerBufferKnobIsParsed) {

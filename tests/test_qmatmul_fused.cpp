@@ -812,12 +812,6 @@ TEST_P(GpuQMatMulPrologues, SwigluAndIntDotKnobsAreParsed) {
   EXPECT_EQ(opt("-u WICK_VK_INT_DOT", "int_dot"), has);
   EXPECT_EQ(opt("WICK_VK_INT_DOT=1", "int_dot"), has);
   EXPECT_EQ(opt("WICK_VK_INT_DOT=off", "int_dot"), "0");
-  // The one-dispatch feed-forward block: GPUs' default, off where asked, on where asked.
-  const gpu::DeviceCaps& caps = gpu(device()).device_caps();
-  const bool cuda = device().name().rfind("cuda", 0) == 0;
-  EXPECT_EQ(opt("-u WICK_QFFN", "qffn"), !caps.is_cpu && !cuda ? "1" : "0");
-  EXPECT_EQ(opt("WICK_QFFN=off", "qffn"), "0");
-  EXPECT_EQ(opt("WICK_QFFN=on", "qffn"), cuda ? "0" : "1");
 }
 
 WICK_INSTANTIATE_GPU_DEVICES(GpuQMatMulPrologues);
