@@ -378,20 +378,12 @@ constexpr std::pair<QuantType, QuantType> kFfnTypes[] = {{QuantType::Q4_1, Quant
                                                          {QuantType::IQ4_XS, QuantType::Q6_K},
                                                          {QuantType::Q8_1, QuantType::Q4_1}};
 
-// The feed-forward blocks a GPU device ran in one dispatch (qffn.comp) so far; 0 elsewhere.
-uint64_t qffn_blocks(const Device& dev) {
-  return dev.is_cpu() ? 0 : gpu(dev).stats().qffn_blocks;
-}
-
 // gate_up (2 half x k, type tg) and down (n x half, type td) on x of shape xs: the block equals
 // forward_rms_norm (or forward) then down.forward_swiglu on its halves bit for bit, with and
 // without the residual, and (without it) down's product is within QMatMul's allowance of the
-// float64 product of silu(gate) * up on the device's own gate and up. A block that ran in one
-// dispatch (qffn.comp, which sums in its own order) is held to the float64 product instead, and
-// with the residual to its own product plus the residual, bit for bit. `qffn`: whether it must.
+// float64 product of silu(gate) * up on the device's own gate and up.
 void check_ffn(const Device& dev, Rng& rng, QuantType tg, QuantType td, int64_t n, int64_t half,
-               const Shape& xs, DType dt, Variant variant, bool norm, const std::string& label,
-               std::optional<bool> qffn = std::nullopt) {
+               const Shape& xs, DType dt, Variant variant, bool norm, const std::string& label) {
   const int64_t k = xs.dims().back(), m = xs.numel() / k;
   const QTensor qd = random_weight(rng, n, half, td);
   const QMatMul gate_up(random_weight(rng, 2 * half, k, tg), dev), down(qd, dev);
@@ -411,22 +403,11 @@ void check_ffn(const Device& dev, Rng& rng, QuantType tg, QuantType td, int64_t 
   const Tensor gu = norm ? gate_up.forward_rms_norm(x, alpha, kEps) : gate_up.forward(x);
   const int64_t last = static_cast<int64_t>(gu.rank()) - 1;
   const Tensor gate = gu.narrow(last, 0, half), up = gu.narrow(last, half, half);
-  const uint64_t q0 = qffn_blocks(dev);
   const Tensor y = gate_up.forward_swiglu_ffn(x, down, Tensor(), alpha, kEps);
-  const Tensor y_r = gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps);
-  const uint64_t one_dispatch = qffn_blocks(dev) - q0;
   ASSERT_EQ(y.shape(), Shape(out_dims)) << what;
-  if (qffn) EXPECT_EQ(one_dispatch, *qffn ? 2u : 0u) << what;
-  if (one_dispatch == 0) {
-    expect_same_bits_here(y, down.forward_swiglu(gate, up), what);
-    expect_same_bits_here(y_r, down.forward_swiglu(gate, up, r), "+residual " + what);
-  } else {
-    ASSERT_EQ(one_dispatch, 2u) << what;
-    const std::vector<float> got = y_r.to_vec<float>(), alone = y.to_vec<float>();
-    const std::vector<float> res = r.contiguous().to_vec<float>();
-    for (size_t i = 0; i < got.size(); i++)
-      ASSERT_EQ(got[i], res[i] + alone[i]) << "+residual " << what << " at " << i;
-  }
+  expect_same_bits_here(y, down.forward_swiglu(gate, up), what);
+  expect_same_bits_here(gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps),
+                        down.forward_swiglu(gate, up, r), "+residual " + what);
   const auto as_ref = [](const Tensor& t) {
     const std::vector<float> f = t.contiguous().to_vec<float>();
     return Ref{t.shape(), std::vector<double>(f.begin(), f.end())};
@@ -702,48 +683,6 @@ TEST_P(GpuQMatMulPrologues, SwigluFfnIsTwoKernelsWithTheSameBits) {
                       inline_x ? "inline" : "qact");
     if (::testing::Test::HasFatalFailure()) return;
   }
-}
-
-// One x row's block in one dispatch (qffn.comp), forced where the device's default leaves it
-// off: each 32-element format that quantizes x with itself as down's format; h of one block, of
-// 5 and of 11 (the last workgroup's sums eight blocks at a time, then the rest); k of 2 and 7
-// blocks; x in f32, f16 and bf16, strided; without the norm, with other formats, or for two rows
-// the block takes the other kernels. Against the float64 product (check_ffn), the residual's add
-// bit for bit, and the same bits on the next calls (the counter left at zero).
-TEST_P(GpuQMatMulPrologues, QffnRunsTheBlockOfOneRowInOneDispatch) {
-  SCOPED_TRACE(rng.seed());
-  const Device dev = private_device([](gpu::GpuOptions& o) { o.qffn = true; });
-  int i = 0;
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                      QuantType::Q8_0, QuantType::IQ4_NL}) {
-    for (int64_t half : {32, 160, 352}) {
-      const int64_t k = i % 2 == 0 ? 64 : 224, n = i % 3 == 0 ? 36 : 68;
-      const DType dt = i % 3 == 0 ? DType::F32 : i % 3 == 1 ? DType::F16 : DType::BF16;
-      const Variant v = kAllVariants[i % 5];
-      check_ffn(dev, rng, t, t, n, half, Shape{1, k}, dt, v, true, "qffn", true);
-      if (::testing::Test::HasFatalFailure()) return;
-      i++;
-    }
-  }
-  check_ffn(dev, rng, QuantType::Q4_1, QuantType::Q4_1, 36, 64, Shape{1, 64}, DType::F32,
-            Variant::Contiguous, false, "no norm", false);
-  check_ffn(dev, rng, QuantType::Q4_1, QuantType::Q8_0, 36, 64, Shape{1, 64}, DType::F32,
-            Variant::Contiguous, true, "two formats", false);
-  check_ffn(dev, rng, QuantType::Q4_K, QuantType::Q4_K, 36, 256, Shape{1, 256}, DType::F32,
-            Variant::Contiguous, true, "256-element blocks", false);
-  check_ffn(dev, rng, QuantType::Q4_1, QuantType::Q4_1, 36, 64, Shape{2, 64}, DType::F32,
-            Variant::Contiguous, true, "two rows", false);
-  check_ffn(dev, rng, QuantType::Q4_1, QuantType::Q4_1, 38, 64, Shape{1, 64}, DType::F32,
-            Variant::Contiguous, true, "n not a multiple of 4", false);
-  // Replays and repeats: the counter is back at zero after each block.
-  const QMatMul gate_up(random_weight(rng, 2 * 96, 64, QuantType::Q8_0), dev);
-  const QMatMul down(random_weight(rng, 40, 96, QuantType::Q8_0), dev);
-  const Tensor x = make_tensor(random_ref(rng, {1, 64}, -3, 3), DType::F32, dev);
-  const Tensor alpha = make_tensor(random_ref(rng, {64}, -2, 2), DType::F32, dev);
-  const Tensor r = make_tensor(random_ref(rng, {1, 40}, -5, 5), DType::F32, dev);
-  const Tensor first = gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps);
-  for (int rep = 0; rep < 3; rep++)
-    expect_same_bits_here(gate_up.forward_swiglu_ffn(x, down, r, alpha, kEps), first, "again");
 }
 
 // The device's defaults take the two kernels for decode's x rows only (Vulkan: 1 and 2;

@@ -77,12 +77,6 @@ struct Knobs {
   // 0/false/off runs qact for it. Unset -> -1: the device's default (Vulkan for 1 or 2 x rows,
   // gpu::default_qmatvec_swiglu_rows; CUDA never: CudaOptions::from_knobs).
   int qmatvec_swiglu = -1;
-  // WICK_QFFN: 0/false/off runs a GPU's decode feed-forward block of one x row
-  // (QMatMul::forward_swiglu_ffn) as the gate/up and down products (two dispatches) instead of
-  // qffn's one, where h stays in the workgroup that makes it and the last one adds the partial
-  // sums of down; 1/true/on asks for qffn on CPU implementations too. Unset -> -1: the device's
-  // default (Vulkan GPUs on, lavapipe and CUDA off).
-  int qffn = -1;
   // WICK_ATTENTION_BLOCK: a GPU's attention_cached workgroup size for one query an item (decode),
   // which is also the keys each step of a split scores (32, 64, 128 or 256; prompts take 128);
   // for tuning. Unset or invalid -> 0: the device's default (Vulkan GPUs 256, CUDA and CPU

@@ -200,18 +200,6 @@
   A(wick_u32, table_offsets, 4)        \
   A(wick_u32, table_rows, 2)
 
-// qffn.comp (decode's feed-forward block of one x row in one dispatch): qact's prologue block for
-// x and rms_norm's alpha, then h's length (down's k), down's rows, the two weights' row bytes and
-// the residual's offset and stride.
-#define WICK_PARAMS_QFFN(F, A)      \
-  WICK_PARAMS_QACT_PROLOGUE(F, A)   \
-  F(wick_u32, h_len)                \
-  F(wick_u32, n_out)                \
-  F(wick_u32, gu_row_bytes)         \
-  F(wick_u32, down_row_bytes)       \
-  F(wick_u32, r_offset)             \
-  F(wick_u32, r_col)
-
 // What a kernel reports in its op's error record, four words {code, a low, a high, b}: the first
 // error wins (compare-and-swap on the code).
 #define WICK_ERROR_INDEX_SELECT 1u  // a: the index (64-bit), b: the dim size

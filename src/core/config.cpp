@@ -171,7 +171,6 @@ Knobs read_knobs() {
   }
   if (const char* v = env("WICK_QMATVEC_ROPE")) k.qmatvec_rope = !off(v);
   if (const char* v = env("WICK_QMATVEC_SWIGLU")) k.qmatvec_swiglu = off(v) ? 0 : 1;
-  if (const char* v = env("WICK_QFFN")) k.qffn = off(v) ? 0 : 1;
   if (const char* v = env("WICK_ATTENTION_BLOCK")) {
     int64_t n;
     if (parse_int(v, n) && (n == 32 || n == 64 || n == 128 || n == 256))
@@ -257,9 +256,6 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
       {"WICK_QMATVEC_SWIGLU", k.qmatvec_swiglu < 0 ? "default"
                               : k.qmatvec_swiglu   ? "on"
                                                    : "off"},
-      {"WICK_QFFN", k.qffn < 0 ? "default"
-                    : k.qffn   ? "on"
-                               : "off"},
       {"WICK_ATTENTION_BLOCK",
        k.attention_block == 0 ? "default" : std::to_string(k.attention_block)},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},

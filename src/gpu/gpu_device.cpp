@@ -48,7 +48,6 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   o.qmatvec_stage_rows =
       k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
   o.qmatvec_rope = k.qmatvec_rope;
-  o.qffn = k.qffn < 0 ? default_qffn(caps) : k.qffn != 0;
   o.qmatvec_swiglu_rows = k.qmatvec_swiglu < 0    ? default_qmatvec_swiglu_rows(caps)
                           : k.qmatvec_swiglu == 0 ? 0
                                                   : std::numeric_limits<int64_t>::max();
@@ -215,8 +214,7 @@ GpuDevice::Stats GpuDevice::stats() const {
           kernels_->stats(),
           coop_matmuls_.load(std::memory_order_relaxed),
           staged_qmatvecs_.load(std::memory_order_relaxed),
-          mma_qmatvecs_.load(std::memory_order_relaxed),
-          qffn_blocks_.load(std::memory_order_relaxed)};
+          mma_qmatvecs_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace wick::gpu

@@ -76,8 +76,6 @@ int64_t default_qmatvec_fuse_rows(const DeviceCaps& caps);
 int64_t default_qmatvec_fuse_max_k(const DeviceCaps& caps);
 // The x rows from which qmatvec stages x in shared memory by default (gpu_quantized.cpp).
 int64_t default_qmatvec_stage_rows(const DeviceCaps& caps);
-// Whether one x row's feed-forward block runs in one dispatch (qffn.comp) by default.
-bool default_qffn(const DeviceCaps& caps);
 // The x rows up to which the feed-forward block takes qmatvec's SWIGLU_Q8 stores by default
 // (gpu_quantized.cpp).
 int64_t default_qmatvec_swiglu_rows(const DeviceCaps& caps);
@@ -127,9 +125,6 @@ struct GpuOptions {
   // qmatvec's ACT_INLINE variant loads its weight rows before its prologue and decodes them from
   // shared memory (W_STAGE) where they fit; off: from the weight buffer, after the prologue.
   bool qmatvec_weight_stage = true;
-  // qmatmul_swiglu_ffn of one x row in one dispatch (qffn.comp) where the block fits it: for
-  // weights of one 32-element format, with rms_norm and a residual (default_qffn; WICK_QFFN).
-  bool qffn = false;
   // x rows up to which qmatmul_swiglu_ffn runs in two kernels (qmatvec's SWIGLU_Q8 stores;
   // WICK_QMATVEC_SWIGLU; default_qmatvec_swiglu_rows); more rows, or 0: the caller runs the ops
   // one after the other.
@@ -173,7 +168,6 @@ enum class KernelFamily : uint32_t {
   QActPrologue,  // qact with an rms_norm or swiglu prologue
   Dequant,
   QMatVecAct,  // qmatvec quantizing its own x (ACT_INLINE)
-  QFfn,        // qffn.comp: decode's feed-forward block in one dispatch
 };
 
 // A value of a kernel's parameter block after its header (op parameters).
@@ -348,7 +342,6 @@ class GpuDevice : public backend::BackendDevice {
     uint64_t coop_matmuls = 0;     // matmuls recorded on tensor cores
     uint64_t staged_qmatvecs = 0;  // qmatvec products that staged x in shared memory (ACT_STAGE)
     uint64_t mma_qmatvecs = 0;     // qmatvec products on the tensor cores (MMA)
-    uint64_t qffn_blocks = 0;      // feed-forward blocks in one dispatch (qffn.comp)
   };
   Stats stats() const;
 
@@ -395,10 +388,6 @@ class GpuDevice : public backend::BackendDevice {
   // Whether qmatmul_swiglu_ffn's two kernels take these products of m x rows.
   bool swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
                           const backend::QWeights& down) const;
-  // qmatmul_swiglu_ffn in one dispatch (qffn.comp) where it takes the block; false otherwise.
-  bool record_qffn(backend::View x, const backend::QPrologue& prologue,
-                   const backend::QWeights& gate_up, const backend::QWeights& down,
-                   const backend::View* residual, backend::Storage& dst);
   // qmatvec's workgroup shape for a matrix of n_out rows and m rows of x, and whether it takes
   // them.
   QMatVecShape qmatvec_shape(int64_t n_out, int64_t m) const;
@@ -484,7 +473,6 @@ class GpuDevice : public backend::BackendDevice {
   std::atomic<uint64_t> coop_matmuls_{0};
   std::atomic<uint64_t> staged_qmatvecs_{0};
   std::atomic<uint64_t> mma_qmatvecs_{0};
-  std::atomic<uint64_t> qffn_blocks_{0};
   std::unique_ptr<DeviceErrors> errors_;
   BufferRef unused_record_;  // bound by integer binary ops that cannot fail (never read)
   // The split counters of ops whose rows are split over workgroups (attention_cached, long

@@ -57,8 +57,6 @@ constexpr int64_t kInlineActBytes = 16384;
 // The most 32-bit words of weight rows a thread of qmatvec's ACT_INLINE holds across its prologue
 // (W_STAGE): its registers.
 constexpr int64_t kMaxWeightStageWords = 16;
-// ... and of qffn.comp's gate/up rows and down blocks together.
-constexpr int64_t kMaxQffnWords = 64;
 
 bool has_kernel(QuantType t) {
   switch (t) {
@@ -188,12 +186,6 @@ int64_t default_qmatvec_swiglu_rows(const DeviceCaps&) {
   return 2;
 }
 
-bool default_qffn(const DeviceCaps& caps) {
-  // GPUs: the feed-forward block of one x row in one dispatch (qffn.comp) instead of two, where
-  // it fits. Not on CPU implementations (lavapipe), whose dispatches cost little.
-  return !caps.is_cpu;
-}
-
 int64_t default_qmatvec_stage_rows(const DeviceCaps&) {
   // Never on Vulkan: staging qact's rows in shared memory made the H200's passes of 2 to 8
   // sequences slower (session 17: 8 sequences 2.749-2.757 ms against 2.390-2.396). CUDA's
@@ -284,120 +276,11 @@ bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
   return bytes <= device_caps().max_shared_memory;
 }
 
-bool GpuDevice::record_qffn(View x, const backend::QPrologue& prologue,
-                            const backend::QWeights& gate_up, const backend::QWeights& down,
-                            const View* residual, Storage& dst) {
-  using quantized::act_kind;
-  const int64_t k = gate_up.k, half = down.k, n_out = down.n_out;
-  const DType dt = x.storage.dtype();
-  const QuantType type = gate_up.type;
-  if (!options_.qffn || x.layout.shape[0] != 1 ||
-      prologue.kind != backend::QPrologue::Kind::RmsNorm || down.type != type ||
-      !has_kernel(type) || !quantizes_x(type) || act_kind(type) != quantized::ActKind::Block32 ||
-      gate_up.n_out != 2 * half || half % 32 != 0 || n_out % 4 != 0 || k % 32 != 0 ||
-      !device_caps().storage16 || param_kind(dt) != PushParam::F32 ||
-      device_caps().max_workgroup_size < kWorkgroupSize)
-    return false;
-  const QuantTypeInfo* info = quant_type_info(type);
-  const int64_t block_bytes = info->block_bytes, gu_row_bytes = k / 32 * block_bytes;
-  // qffn.comp's staged weights (the larger of 64 gate/up rows and down's n_out blocks, two 16-bit
-  // words to a shared word), the words a thread holds of each, and its other shared arrays.
-  const int64_t gu_words = 64 * gu_row_bytes / 4, down_words = (n_out * block_bytes + 3) / 4;
-  const int64_t w_words = std::max(gu_words, down_words);
-  const int64_t pre_gu = (gu_words + kWorkgroupSize - 1) / kWorkgroupSize;
-  const int64_t pre_down = (down_words + kWorkgroupSize - 1) / kWorkgroupSize;
-  const int64_t row_words = act_row_words(type, k);
-  const int64_t shared_bytes =
-      4 * (w_words + (k + 32) + (row_words + 10) + 2 * int64_t{kWorkgroupSize}) + 16;
-  if (pre_gu + pre_down > kMaxQffnWords || shared_bytes > device_caps().max_shared_memory)
-    return false;
-  const char* op = "qmatmul_swiglu_ffn";
-  const int64_t gu_bytes = weight_row_bytes(op, *gate_up.blocks, type, gate_up.n_out, k);
-  const int64_t down_row_bytes = weight_row_bytes(op, *down.blocks, type, n_out, half);
-  WICK_ASSERT(gu_bytes == gu_row_bytes);
-  const View& alpha = *prologue.operand;
-  WICK_ASSERT(alpha.layout.rank() == 1 && alpha.layout.shape[0] == k);
-  to_index(x.layout.start_offset + (k - 1) * x.layout.strides[1], "x index");
-  to_index(alpha.layout.start_offset + (k - 1) * alpha.layout.strides[0], "operand index");
-  if (residual)
-    to_index(residual->layout.start_offset + (n_out - 1) * residual->layout.strides[1],
-             "residual index");
-  const int64_t blocks = half / 32;
-  to_index(blocks * n_out, "partial sums");
-
-  QFfnParams<float> pc{};
-  pc.m = 1;
-  pc.k = to_index(k, "k");
-  pc.x_offset = to_index(x.layout.start_offset, "offset");
-  pc.x_row = 0;
-  pc.x_k = to_index(x.layout.strides[1], "stride");
-  pc.row_words = to_index(row_words, "row words");
-  pc.ties_away = quantized::act_quantizer(quantized::active_simd_level()) ==
-                         &quantized::quantize_act_row_scalar
-                     ? 1u
-                     : 0u;
-  pc.p_offset = to_index(alpha.layout.start_offset, "offset");
-  pc.p_row = 0;
-  pc.p_k = to_index(alpha.layout.strides[0], "stride");
-  pc.eps = static_cast<float>(prologue.eps);
-  pc.h_len = to_index(half, "h length");
-  pc.n_out = to_index(n_out, "n_out");
-  pc.gu_row_bytes = to_index(gu_row_bytes, "row bytes");
-  pc.down_row_bytes = to_index(down_row_bytes, "row bytes");
-  if (residual) {
-    pc.r_offset = to_index(residual->layout.start_offset, "offset");
-    pc.r_col = to_index(residual->layout.strides[1], "stride");
-  }
-
-  const bool int_dot = device_caps().int_dot && options_.int_dot;
-  const auto qtype = static_cast<uint32_t>(type);
-  const Pipeline& pipeline =
-      kernel(KernelFamily::QFfn,
-             {qtype, static_cast<uint32_t>(dt), static_cast<uint32_t>(k),
-              static_cast<uint32_t>(n_out), (int_dot ? 1u : 0u) | (residual ? 2u : 0u)},
-             [&] {
-               Defines defs;
-               add_dtype(defs, "", dt);
-               defs.emplace_back("PARAM_T", param_type(dt));
-               defs.emplace_back("QTYPE", std::to_string(qtype));
-               defs.emplace_back("ACT_BLOCK", "32");
-               defs.emplace_back("ACT_K", std::to_string(k));
-               defs.emplace_back("ROW_WORDS", std::to_string(row_words));
-               defs.emplace_back("GU_ROW_BYTES", std::to_string(gu_row_bytes));
-               defs.emplace_back("W_WORDS", std::to_string(w_words));
-               defs.emplace_back("PRE_GU", std::to_string(pre_gu));
-               defs.emplace_back("PRE_DOWN", std::to_string(pre_down));
-               if (int_dot) defs.emplace_back("WICK_INT_DOT", "1");
-               if (residual) defs.emplace_back("RESIDUAL", "1");
-               return key_for("qffn", std::move(defs), {}, kWorkgroupSize);
-             });
-  BufferRef partials = device_pool_->acquire(static_cast<size_t>(blocks * n_out) * 4);
-  Buffer& counters = split_counters(1);
-  const BufferAccess args[] = {{&buffer(*gate_up.blocks), Access::Read},
-                               {&buffer(*down.blocks), Access::Read},
-                               {&buffer(x.storage), Access::Read},
-                               {&buffer(alpha.storage), Access::Read},
-                               {&buffer(residual ? residual->storage : x.storage), Access::Read},
-                               {partials.get(), Access::Write},
-                               {&buffer(dst), Access::Write},
-                               {&counters, Access::Write}};
-  queue_->record([&](CommandQueue::Recorder& r) {
-    r.dispatch(pipeline, args, param_words(pc),
-               grid(static_cast<uint64_t>(blocks) * kWorkgroupSize));
-  });
-  qffn_blocks_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
 backend::StoragePtr GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QPrologue& prologue,
                                                   const backend::QWeights& gate_up,
                                                   const backend::QWeights& down,
                                                   const View* residual) {
   const int64_t m = x.layout.shape[0], half = down.k;
-  if (m == 1 && options_.qffn) {
-    backend::StoragePtr dst = alloc(DType::F32, static_cast<size_t>(down.n_out));
-    if (record_qffn(x, prologue, gate_up, down, residual, *dst)) return dst;
-  }
   if (!swiglu_stores_take(m, gate_up, down)) return nullptr;
   to_index(m * down.n_out, "output elements");
   backend::StoragePtr dst = alloc(DType::F32, static_cast<size_t>(m * down.n_out));

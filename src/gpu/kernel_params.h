@@ -52,11 +52,6 @@ struct QMatVecRopeParams {
   WICK_PARAMS_QMATVEC_ROPE(WICK_CXX_FIELD, WICK_CXX_ARRAY)
 };
 
-template <typename wick_param_t>  // float, as QActPrologueParams
-struct QFfnParams {
-  WICK_PARAMS_QFFN(WICK_CXX_FIELD, WICK_CXX_ARRAY)
-};
-
 #undef WICK_CXX_FIELD
 #undef WICK_CXX_ARRAY
 
@@ -69,7 +64,6 @@ static_assert(sizeof(QActParams) == 7 * 4 && sizeof(QMatMulParams) == 10 * 4);
 static_assert(sizeof(QActPrologueParams<float>) == 11 * 4);
 static_assert(sizeof(QMatVecActParams<float>) == 15 * 4);
 static_assert(sizeof(QMatVecRopeParams<float>) == 31 * 4);
-static_assert(sizeof(QFfnParams<float>) == 17 * 4);
 
 // A block as the words a dispatch carries.
 template <typename P>

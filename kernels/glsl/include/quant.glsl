@@ -396,9 +396,7 @@ uint act_scale_word(uint k, uint e) { return k / 4u + (QK == 32u ? 2u * (e / 32u
 // contiguous = x (m, k) @ W^T, x read through its strides, W rows `row_bytes` apart.
 #include "include/params.glsl"
 layout(push_constant) uniform QMatMulPush {
-#if defined(QFFN)  // qffn.comp's
-  WICK_PARAMS_QFFN(WICK_FIELD, WICK_ARRAY)
-#elif defined(ROPE_KV)  // qmatvec.comp's product to rope_kv_cache: ACT's fields, then rope's
+#if defined(ROPE_KV)  // qmatvec.comp's product to rope_kv_cache: ACT's fields, then rope's
   WICK_PARAMS_QMATVEC_ROPE(WICK_FIELD, WICK_ARRAY)
 #elif defined(ACT_INLINE) || defined(SWIGLU_Q8)  // qact's fields follow (qmatvec.comp)
   WICK_PARAMS_QMATVEC_ACT(WICK_FIELD, WICK_ARRAY)
