@@ -71,8 +71,10 @@ class GpuQMatVecFuse : public GpuDeviceTest {
   // A device of shape `shape` that fuses x's quantization up to fuse_rows x rows and stages
   // qact's rows from stage_rows (0: never), whatever the knobs say; the SIMT products only (MMA,
   // which takes 8 x rows on CUDA by default, has its own tests: test_qmatvec_mma.cpp).
-  Device with_rows(const gpu::QMatVecShape& shape, int64_t fuse_rows, int64_t stage_rows) const {
+  Device with_rows(const gpu::QMatVecShape& shape, int64_t fuse_rows, int64_t stage_rows,
+                   bool weight_stage = true) const {
     return private_device([&](gpu::GpuOptions& o) {
+      o.qmatvec_weight_stage = weight_stage;
       o.queue.ops_per_buffer = 1000;
       o.qmatvec = shape;
       o.qmatvec_fuse_rows = fuse_rows;
@@ -236,6 +238,15 @@ TEST_P(GpuQMatVecFuseSweeps, SameBitsAsQactThenQmatvecForEveryFormat) {
             m == 1);
       if (::testing::Test::HasFatalFailure()) return;
     }
+  }
+  // The fused products with their weights read from the buffer after the prologue, not staged
+  // before it (W_STAGE off: where shared memory is short).
+  const Device unstaged = with_rows(gpu_like, std::numeric_limits<int64_t>::max(), 0, false);
+  const Device unstaged_off = with(gpu_like, false);
+  for (QuantType t : {QuantType::Q4_1, QuantType::Q5_K}) {
+    check(unstaged, unstaged_off, t, 37, 1, t == QuantType::Q4_1 ? 96 : 512, DType::F32,
+          Variant::Contiguous, "no W_STAGE");
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
