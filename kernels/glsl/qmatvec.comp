@@ -329,8 +329,7 @@ uint out_row(uint r) { return group_index() * NUM_ROWS + r; }
 // 16-bit word h of the workgroup's rows (local row h / W_ROW_HALVES); 0 past the matrix.
 uint w_half(uint h) {
   const uint r = h / W_ROW_HALVES, row = out_row(r);
-  return r < NUM_ROWS && row < pc.n_out ? uint(wq[row * (pc.row_bytes >> 1) + h % W_ROW_HALVES])
-                                        : 0u;
+  return r < NUM_ROWS && row < pc.n_out ? uint(wq[row * W_ROW_HALVES + h % W_ROW_HALVES]) : 0u;
 }
 uint w_word(uint word) { return w_half(2u * word) | (w_half(2u * word + 1u) << 16); }
 // Where local row r's blocks start: in s_w, or in wq (global row `row`).

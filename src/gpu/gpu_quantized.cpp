@@ -430,13 +430,13 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
       xq_bytes + cols * k * 4 + (rms ? (k + cols * int64_t{v.threads}) * 4 : 0);
   // Beside them: the partial sums, norm_row.glsl's s_red (a float per thread) and SWIGLU_Q8's
   // grouped quantizer.
+  const int64_t inline_shared_bytes = inline_bytes + partial_bytes + 4 * int64_t{v.threads} +
+                                      (swiglu_rows ? swiglu_tail_bytes(v.threads) : 0);
   const bool act_inline =
       act_q8 && vec && !mma && !given_rows && m <= options_.qmatvec_fuse_rows &&
       k <= options_.qmatvec_fuse_max_k && (options_.qmatvec_fuse_wide || n_out < v.wide_min_out) &&
       inline_bytes <= kInlineActBytes && (!rms || kWorkgroupSize % v.threads == 0) &&
-      inline_bytes + partial_bytes + 4 * int64_t{v.threads} +
-              (swiglu_rows ? swiglu_tail_bytes(v.threads) : 0) <=
-          device_caps().max_shared_memory;
+      inline_shared_bytes <= device_caps().max_shared_memory;
   // From qmatvec_stage_rows x rows, qmatvec copies the quantized rows into shared memory first.
   // MMA reads 8 rows' words at once: rows an odd number of 16-byte vectors apart meet no bank
   // twice. Its partial sums: 4 floats a thread.
@@ -466,9 +466,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const int64_t w_pre = (w_words + v.threads - 1) / v.threads;
   const bool w_stage = act_inline && options_.qmatvec_weight_stage &&
                        w_pre <= kMaxWeightStageWords &&
-                       inline_bytes + partial_bytes + 4 * int64_t{v.threads} +
-                               (swiglu_rows ? swiglu_tail_bytes(v.threads) : 0) + 4 * w_words <=
-                           device_caps().max_shared_memory;
+                       inline_shared_bytes + 4 * w_words <= device_caps().max_shared_memory;
   // The CPU's scalar quantizer rounds halves away from zero, its AVX2 and AVX-512 ones to even:
   // follow the one it uses now (kernels.h), so that the values agree bit for bit.
   const bool ties_away = act_q8 && quantized::act_quantizer(quantized::active_simd_level()) ==
