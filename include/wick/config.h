@@ -82,11 +82,6 @@ struct Knobs {
   // for tuning. Unset or invalid -> 0: the device's default (Vulkan GPUs 256, CUDA and CPU
   // implementations 128).
   int64_t attention_block = 0;
-  // WICK_ATTENTION_O: 0/false/off makes a GPU's decode attention store its output and run the
-  // output projection after it (two dispatches) instead of projecting each head's output in the
-  // attention kernel (QMatMul::forward_attention); for measuring. Default on where the backend
-  // has that kernel (Vulkan).
-  bool attention_o_proj = true;
   // WICK_CUDA_PDL: 0/false/off launches CUDA kernels without programmatic dependent launch
   // (each starts only when the previous one has ended); default on where the GPU has it (sm_90).
   bool cuda_dependent_launch = true;

@@ -154,19 +154,6 @@ class QMatMul {
   // down's product.
   Tensor forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const Tensor& residual = Tensor(),
                             const Tensor& norm_alpha = Tensor(), double eps = 0) const;
-  // Attention and its output projection with this matrix (n_out, h d): y = attention_cached(q,
-  // k_cache, v_cache, pos, slots, options) (b, h, t, d) as (b t, h d) rows (query i of item bi at
-  // row bi t + i), then residual + forward(y) (b t, n_out) f32 (forward(y) when residual is
-  // undefined). On a GPU, for decode's few queries and the 32-element formats, one kernel where
-  // the head's columns of the weight fit beside the attention (Vulkan; WICK_ATTENTION_O): each
-  // head's output is quantized to 8 bits as forward would quantize it (the same bits) and
-  // projected by the workgroup that computed it, the heads' sums then added in head order, so the
-  // result differs from the two ops only in the product's summation order. Elsewhere the two
-  // ops. Errors: attention_cached's (named QMatMul::forward_attention), Error(Shape) when h d is
-  // not the weight's k, and forward(x, residual)'s for the residual, of shape (b t, n_out).
-  Tensor forward_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                           const Tensor& pos, const Tensor& slots, const AttentionOptions& options,
-                           const Tensor& residual = Tensor()) const;
 
   // Rows ids of W dequantized to f32: (n, k) on device() for u32 ids (n) there, each value as
   // dequantize_row gives it (bit for bit): an embedding lookup in a quantized table that stays

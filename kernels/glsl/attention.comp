@@ -19,15 +19,6 @@
 // pos + t > max_seq the keys are clamped to the cache (nothing is read out of bounds) and the op's
 // error record gets the position; an item whose slot is beyond the caches gets nothing computed
 // (the record gets the slot).
-// O_PROJ: the output projection joins the stores (attention_qmatmul): the row that finishes a
-// query row (its one split, or the last to finish) rounds it to DT, quantizes its O_D / 32 blocks
-// to 8 bits as qmatvec's ACT_INLINE 0 would (include/qact.glsl: the same bits), and multiplies them
-// with its head's columns of the weight (QTYPE, a 32-element format; every output row, a thread a
-// row, the head's runs in order), writing the partial sums to o_part; the query's last head to
-// finish (a counter per query after the rows' own) adds its h partial sums in head order and the
-// residual. The head's columns of the weight (O_SLICE_WORDS words a row, O_W_WORDS in all) are
-// loaded into registers (O_PRE a thread) before the attention and kept in shared memory after
-// it. Bindings: 9 the weight, 10 the output (b t, n_out) f32, 11 the residual, 12 o_part.
 #include "include/common.glsl"
 #if defined(WICK_SUBGROUP_ARITHMETIC) && DT_KIND != 1  // f32 sums only: f64 keeps the tree
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -48,11 +39,7 @@
 
 #include "include/params.glsl"
 layout(push_constant) uniform Push {
-#ifdef O_PROJ
-  WICK_PARAMS_ATTENTION_O(WICK_FIELD, WICK_ARRAY)
-#else
   WICK_PARAMS_ATTENTION(WICK_FIELD, WICK_ARRAY)
-#endif
 } pc;
 
 // The vector form when not 0: rows of d = LANES * KV_VEC elements, read 16 bytes at a time
@@ -73,45 +60,6 @@ layout(set = 0, binding = 5) writeonly buffer Out { STORAGE_T(DT) y[]; };
 layout(set = 0, binding = 7) readonly buffer Slots { uint slots[]; };
 #define SPLIT_COUNTERS_BINDING 8
 #include "include/split_rows.glsl"
-
-#ifdef O_PROJ
-#if DT_KIND == 1
-#error "attention: O_PROJ takes f32, f16 or bf16 q"
-#endif
-#define QUANT_BINDING 9
-#define QUANT_OWN_PARAMS 1
-#define ACT_Q8 1
-shared uint s_w[O_W_WORDS];  // the head's columns of the weight: O_SLICE_WORDS words a row
-#define QUANT_HALF(i) ((s_w[(i) >> 1] >> (((i)&1u) * 16u)) & 0xffffu)
-#include "include/quant.glsl"
-#ifdef QUANT_K
-#error "attention: O_PROJ takes the 32-element formats"
-#endif
-layout(set = 0, binding = 9) readonly buffer QuantWords { uint wq32[]; };
-layout(set = 0, binding = 10) writeonly buffer OOut { float o_out[]; };
-layout(set = 0, binding = 11) readonly buffer OResidual { float o_residual[]; };
-layout(set = 0, binding = 12) coherent buffer OPart { float o_part[]; };
-shared float s_out[O_D];  // the query row's output, as DT would round it
-// Its 8-bit blocks: O_D / 4 words of codes, then (d, s) per block (qact.glsl's row layout).
-#define O_ROW_WORDS (O_D / 4u + 2u * (O_D / 32u))
-shared uint s_xq[O_ROW_WORDS];
-float out_value(uint row, uint e) { return s_out[e]; }
-#define ACT_BLOCK 32
-#define ACT_SERIAL 1
-#define ACT_SERIAL_VALUE out_value
-#define ACT_OUT s_xq
-#include "include/qact.glsl"
-shared bool s_last_of_query;
-#endif
-
-// Element e of query row `row`'s output: into y, or (O_PROJ) into s_out for the projection.
-void put_out(uint row, uint e, ACC_T v) {
-#ifdef O_PROJ
-  s_out[e] = float(LOAD(DT, PACK(DT, v)));
-#else
-  y[row * pc.d + e] = PACK(DT, v);
-#endif
-}
 
 #define CHUNK WG_SIZE
 #define ACC_REGS 4u
@@ -302,12 +250,12 @@ void partial_phase(uint g, uint tid, RowWork w) {
       const uint e = tid + i * WG_SIZE;
       if (e >= d) break;
       if (w.used == 1u)
-        put_out(row, e, acc[i] / l);
+        y[row * d + e] = PACK(DT, acc[i] / l);
       else
         scratch[slot + 2u + e] = acc[i];
     }
   } else if (w.used == 1u) {
-    for (uint e = tid; e < d; e += WG_SIZE) put_out(row, e, scratch[slot + 2u + e] / l);
+    for (uint e = tid; e < d; e += WG_SIZE) y[row * d + e] = PACK(DT, scratch[slot + 2u + e] / l);
   }
   if (w.used > 1u && tid == 0u) {
     scratch[slot] = m;
@@ -396,7 +344,7 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
     ACC_T total = ACC_T(0);
     for (uint k = 0u; k < GROUPS; k++) total += s_acc[k * D + e];
     if (w.used == 1u)
-      put_out(row, e, total / l);
+      y[row * D + e] = PACK(DT, total / l);
     else
       scratch[slot + 2u + e] = total;
   }
@@ -425,70 +373,9 @@ void combine_splits(uint row, uint tid) {
       const uint slot = first + s * (d + 2u);
       acc += scratch[slot + 2u + e] * EXP(scratch[slot] - big);
     }
-    put_out(row, e, acc / l);
+    y[row * d + e] = PACK(DT, acc / l);
   }
 }
-
-#ifdef O_PROJ
-// Word `word` of head hi's columns of the weight (row word / O_SLICE_WORDS).
-uint o_weight_word(uint hi, uint word) {
-  const uint r = word / O_SLICE_WORDS;
-  return r < pc.n_out
-             ? wq32[(r * pc.row_bytes + hi * O_SLICE_WORDS * 4u) / 4u + word % O_SLICE_WORDS]
-             : 0u;
-}
-
-// The projection of query row `row`'s output (in s_out), by every invocation of the workgroup
-// that finished it; w_pre: its head's columns, loaded at the start.
-void o_project(uint row, uint tid, uint w_pre[O_PRE]) {
-  const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
-  const uint query = bi * pc.t + ti;  // the projection's x row
-  for (uint i = 0u; i < O_PRE; i++) {
-    const uint word = tid + i * WG_SIZE;
-    if (word < O_W_WORDS) s_w[word] = w_pre[i];
-  }
-  barrier();  // s_out
-  if (tid < O_D / 32u)
-    quantize_act_block_serial(0u, tid, O_D, O_ROW_WORDS, pc.ties_away != 0u);
-  barrier();
-  for (uint r = tid; r < pc.n_out; r += WG_SIZE) {
-    float acc = 0.0;
-    for (uint run = 0u; run < O_D / 8u; run++) {
-      const uint e = run * 8u;
-      const uvec2 words = uvec2(s_xq[e / 4u], s_xq[e / 4u + 1u]);
-      const uint sw = O_D / 4u + 2u * (e / 32u);
-      const float dx = uintBitsToFloat(s_xq[sw]);
-      int v[8];
-      float dw, mw;
-      int sc, mn;
-      decode8_int(r * O_SLICE_WORDS * 4u + (e / 32u) * BLOCK_BYTES, e % 32u, v, dw, mw, sc, mn);
-      int isum = 0;
-      for (uint i = 0u; i < 8u; i++)
-        isum += v[i] * bitfieldExtract(int(i < 4u ? words.x : words.y), int(8u * (i & 3u)), 8);
-      float s = dw * dx * float(isum);  // qmatvec's run, term for term
-#ifdef QUANT_MIN
-      s += mw * (e % 32u == 0u ? uintBitsToFloat(s_xq[sw + 1u]) : 0.0);
-#endif
-      acc += s;
-    }
-    o_part[(query * pc.h + hi) * pc.n_out + r] = acc;
-  }
-  memoryBarrierBuffer();  // this invocation's sums before the workgroup's count
-  barrier();
-  if (tid == 0u) s_last_of_query = count_part(pc.b * pc.h * pc.t + query, pc.h);
-  barrier();
-  memoryBarrierBuffer();
-  if (!s_last_of_query) return;
-  for (uint r = tid; r < pc.n_out; r += WG_SIZE) {
-    float sum = 0.0;
-    for (uint hh = 0u; hh < pc.h; hh++) sum += o_part[(query * pc.h + hh) * pc.n_out + r];
-#ifdef O_RESIDUAL
-    sum = o_residual[pc.r_offset + query * pc.r_row + r * pc.r_col] + sum;
-#endif
-    o_out[query * pc.n_out + r] = sum;
-  }
-}
-#endif
 
 void main() {
   const uint g = group_index(), tid = gl_LocalInvocationID.x;
@@ -496,28 +383,11 @@ void main() {
   RowWork w;
   const bool work = row_work(g, tid, w);  // uniform per workgroup
   if (w.split >= w.used) return;  // past the row's keys (a decode step sized for max_seq)
-#ifdef O_PROJ
-  // The head's weight columns first: their loads overlap the attention.
-  uint w_pre[O_PRE];
-  const uint head = w.row / pc.t % pc.h;
-  for (uint i = 0u; i < O_PRE; i++) w_pre[i] = o_weight_word(head, tid + i * WG_SIZE);
-  // A row with no keys (its slot beyond the caches: reported) projects zeros, so that its query
-  // is still counted.
-  if (!work)
-    for (uint e = tid; e < O_D; e += WG_SIZE) s_out[e] = 0.0;
-#endif
   if (work) {
     if (LANES > 0u)
       partial_phase_vec(g, tid, w);
     else
       partial_phase(g, tid, w);
   }
-  bool finished = w.used == 1u;
-  if (w.used > 1u && last_of_row(w.row, w.used)) {
-    combine_splits(w.row, tid);
-    finished = true;
-  }
-#ifdef O_PROJ
-  if (finished) o_project(w.row, tid, w_pre);
-#endif
+  if (w.used > 1u && last_of_row(w.row, w.used)) combine_splits(w.row, tid);
 }

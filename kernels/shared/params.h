@@ -23,50 +23,47 @@
   F(wick_u32, rank)                                      \
   A(wick_u32, shape, WICK_MAX_RANK)                      \
   A(wick_u32, offset, N_OPERANDS)                        \
-  A(wick_u32, strides, (N_STRIDED)*WICK_MAX_RANK)
+  A(wick_u32, strides, (N_STRIDED) * WICK_MAX_RANK)
 
 // Extras of strided kernels.
 #define WICK_PARAMS_UNARY_EXTRA(F, A) F(wick_param_t, p0) F(wick_param_t, p1)
 #define WICK_PARAMS_FILL_EXTRA(F, A) F(wick_u32, lo) F(wick_u32, hi)
-#define WICK_PARAMS_INDEX_EXTRA(F, A) \
-  F(wick_u32, src_stride) F(wick_u32, dim_size) F(wick_u32, op_code)
-#define WICK_PARAMS_SCATTER_EXTRA(F, A)                                              \
-  F(wick_u32, src_stride)                                                            \
-  F(wick_u32, ids_stride) F(wick_u32, count) F(wick_u32, inner) F(wick_u32, dst_dim) \
-      F(wick_u32, op_code)
+#define WICK_PARAMS_INDEX_EXTRA(F, A) F(wick_u32, src_stride) F(wick_u32, dim_size) F(wick_u32, op_code)
+#define WICK_PARAMS_SCATTER_EXTRA(F, A)                                                        \
+  F(wick_u32, src_stride) F(wick_u32, ids_stride) F(wick_u32, count) F(wick_u32, inner) \
+  F(wick_u32, dst_dim) F(wick_u32, op_code)
 
 // Kernels over (outer, inner) index pairs (include/rows.*): reductions and row ops.
-#define WICK_PARAMS_ROWS(F, A)                \
-  F(wick_u32, n_outer)                        \
-  F(wick_u32, n_inner)                        \
-  F(wick_u32, outer_rank)                     \
-  F(wick_u32, inner_rank)                     \
-  A(wick_u32, outer_shape, WICK_GROUP_RANK)   \
+#define WICK_PARAMS_ROWS(F, A)               \
+  F(wick_u32, n_outer)                       \
+  F(wick_u32, n_inner)                       \
+  F(wick_u32, outer_rank)                    \
+  F(wick_u32, inner_rank)                    \
+  A(wick_u32, outer_shape, WICK_GROUP_RANK)  \
   A(wick_u32, outer_strides, WICK_GROUP_RANK) \
-  A(wick_u32, inner_shape, WICK_GROUP_RANK)   \
+  A(wick_u32, inner_shape, WICK_GROUP_RANK)  \
   A(wick_u32, inner_strides, WICK_GROUP_RANK) \
-  F(wick_u32, in_offset)                      \
+  F(wick_u32, in_offset)                     \
   F(wick_u32, out_offset)
 // norm: alpha's and beta's offset and last-dim stride, epsilon.
 #define WICK_PARAMS_NORM_EXTRA(F, A) \
-  F(wick_u32, a_offset)              \
-  F(wick_u32, a_stride) F(wick_u32, b_offset) F(wick_u32, b_stride) F(wick_param_t, eps)
+  F(wick_u32, a_offset) F(wick_u32, a_stride) F(wick_u32, b_offset) F(wick_u32, b_stride) F(wick_param_t, eps)
 
 // Batched matrix kernels (matmul, gemv): batch dims with a stride per operand.
-#define WICK_PARAMS_BATCH(F, A)                       \
+#define WICK_PARAMS_BATCH(F, A)             \
   F(wick_u32, rows)  /* m, or gemv's output length */ \
-  F(wick_u32, cols)  /* n */                          \
-  F(wick_u32, depth) /* k */                          \
-  F(wick_u32, batch_rank)                             \
-  F(wick_u32, batch_base)                             \
-  A(wick_u32, batch_shape, WICK_BATCH_RANK)           \
-  A(wick_u32, a_batch, WICK_BATCH_RANK)               \
-  A(wick_u32, b_batch, WICK_BATCH_RANK)               \
-  F(wick_u32, a_offset)                               \
-  F(wick_u32, a_row) /* stride between rows of A */   \
-  F(wick_u32, a_k)                                    \
-  F(wick_u32, b_offset)                               \
-  F(wick_u32, b_k)                                    \
+  F(wick_u32, cols)  /* n */                \
+  F(wick_u32, depth) /* k */                \
+  F(wick_u32, batch_rank)                   \
+  F(wick_u32, batch_base)                   \
+  A(wick_u32, batch_shape, WICK_BATCH_RANK) \
+  A(wick_u32, a_batch, WICK_BATCH_RANK)     \
+  A(wick_u32, b_batch, WICK_BATCH_RANK)     \
+  F(wick_u32, a_offset)                     \
+  F(wick_u32, a_row) /* stride between rows of A */ \
+  F(wick_u32, a_k)                          \
+  F(wick_u32, b_offset)                     \
+  F(wick_u32, b_k)                          \
   F(wick_u32, b_col) /* stride between columns of B */
 
 // rope: x (b, h, t, d) and cos/sin (b, t, d/2), each with its strides and offset.
@@ -111,9 +108,8 @@
 // attention (attention_cached's kernels): q (b, h, t, d) with strides and offset, the caches
 // (slots, kvh, max_seq, d) contiguous from their offsets, the positions and slots as in
 // WICK_PARAMS_ROPE_KV but with pos_stride (1: a position per item, 0: one) for its constant;
-// softcap_bits: the score cap as f32 bits (0: none), window: the rows a query sees (0: all); the
-// keys of each query row are split into n_splits ranges of `span` keys (a multiple of the kernel's
-// chunk).
+// softcap_bits: the score cap as f32 bits (0: none), window: the rows a query sees (0: all); the keys of each query row are split into n_splits ranges of `span` keys
+// (a multiple of the kernel's chunk).
 #define WICK_PARAMS_ATTENTION(F, A) \
   F(wick_u32, b)                    \
   F(wick_u32, h)                    \
@@ -135,24 +131,12 @@
   F(wick_u32, window)               \
   F(wick_u32, key_limit) /* 0: none; else the keys a query may attend to (max_keys) */
 
-// attention with the output projection in its stores (attention.comp's O_PROJ): attention's
-// block, then the projection's: its output rows, the weight's bytes a row, the residual's offset
-// and strides (f32, (b t, n_out)) and the 8-bit quantizer's rounding (qact's ties_away).
-#define WICK_PARAMS_ATTENTION_O(F, A) \
-  WICK_PARAMS_ATTENTION(F, A)         \
-  F(wick_u32, n_out)                  \
-  F(wick_u32, row_bytes)              \
-  F(wick_u32, r_offset)               \
-  F(wick_u32, r_row)                  \
-  F(wick_u32, r_col)                  \
-  F(wick_u32, ties_away)
-
 // rand: Philox counters base .. base + numel under a 64-bit seed (lo, hi words).
-#define WICK_PARAMS_RAND(F, A)         \
-  F(wick_u32, numel)                   \
-  F(wick_u32, out_offset)              \
-  A(wick_u32, seed, 2)                 \
-  A(wick_u32, base, 2)                 \
+#define WICK_PARAMS_RAND(F, A) \
+  F(wick_u32, numel)           \
+  F(wick_u32, out_offset)      \
+  A(wick_u32, seed, 2)         \
+  A(wick_u32, base, 2)         \
   F(wick_param_t, p0) /* lo or mean */ \
   F(wick_param_t, p1) /* hi or std */
 

@@ -274,18 +274,6 @@ class BackendDevice {
                                         const View* /*residual*/) {
     return nullptr;
   }
-  // Decode's attention and its output projection: (b t, o.n_out) f32, contiguous, = (residual +)
-  // qmatmul(o) of attention_cached(q, ...) as (b t, h d) rows (query i of item bi at row bi t +
-  // i), those rows quantized to 8 bits as qmatmul would quantize them; the product's sums may run
-  // in another order than qmatmul's (its float rounding, not its inputs, differs). In one kernel
-  // where the backend has one for these arguments; null, having allocated and recorded nothing,
-  // where it has none (the caller runs the two ops). Arguments as attention_cached's and
-  // qmatmul's; o.k = h d; residual f32 (b t, o.n_out), any strides.
-  virtual StoragePtr attention_qmatmul(View /*q*/, View /*k_cache*/, View /*v_cache*/, View /*pos*/,
-                                       const View* /*slots*/, const AttentionOptions& /*options*/,
-                                       const QWeights& /*o*/, const View* /*residual*/) {
-    return nullptr;
-  }
   // QMatMul::rows: dst (n, k) f32 contiguous = rows ids[0 .. n) of W (n_out, k), each value as
   // dequantize_row gives it (bit for bit); ids: n u32 elements along any stride (a 1-D view).
   // An id >= n_out gives a row of zeros and OutOfRange, naming the op, at this thread's next

@@ -178,7 +178,6 @@ Knobs read_knobs() {
     else
       ignore("WICK_ATTENTION_BLOCK", v, "32, 64, 128 or 256");
   }
-  if (const char* v = env("WICK_ATTENTION_O")) k.attention_o_proj = !off(v);
   if (const char* v = env("WICK_CUDA_PDL")) k.cuda_dependent_launch = !off(v);
   if (const char* v = env("WICK_VK_PROFILE")) k.vk_profile = !off(v);
   if (const char* v = env("WICK_VK_INT_DOT")) k.vk_int_dot = !off(v);
@@ -259,7 +258,6 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
                                                    : "off"},
       {"WICK_ATTENTION_BLOCK",
        k.attention_block == 0 ? "default" : std::to_string(k.attention_block)},
-      {"WICK_ATTENTION_O", k.attention_o_proj ? "on" : "off"},
       {"WICK_CUDA_PDL", k.cuda_dependent_launch ? "on" : "off"},
       {"WICK_VK_PROFILE", k.vk_profile ? "on" : "off"},
       {"WICK_VK_COOP_SHAPE", k.vk_coop_tile == 0 ? "default"

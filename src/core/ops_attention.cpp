@@ -157,29 +157,6 @@ void record_rope_kv(const RopeKvInputs& in, const Tensor& k_cache, const Tensor&
       core::view(in.pos), slot_view ? &*slot_view : nullptr, interleaved, *out.storage());
 }
 
-AttentionInputs check_attention(const char* op, const Tensor& q, const Tensor& k_cache,
-                                const Tensor& v_cache, const Tensor& pos_in, const Tensor& slots_in,
-                                const AttentionOptions& options) {
-  core::check_float(op, q);
-  if (!(options.softcap >= 0) || !std::isfinite(options.softcap) || options.window < 0 ||
-      options.max_keys < 0)
-    fail(ErrorKind::Unsupported, op, "softcap ", options.softcap, ", window ", options.window,
-         " and max_keys ", options.max_keys,
-         ": a softcap is finite and >= 0, a window and max_keys >= 0 (0: none)");
-  core::check_same_device(op, q, pos_in);  // an undefined pos is named before q's shape
-  if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
-  const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
-  AttentionInputs in{checked_pos(op, q, pos_in, b), checked_slots(op, q, slots_in, b)};
-  if (k_cache.rank() != 4)
-    fail(ErrorKind::Shape, op, "k_cache must be (", b, ", kvh, max_seq, ", d, "), got ",
-         k_cache.shape());
-  const int64_t kvh = k_cache.dim(1);
-  check_caches(op, q, k_cache, v_cache, in.slots.defined() ? -1 : b, kvh, d);
-  check_heads(op, q, kvh);
-  check_tokens_fit(op, t, k_cache.dim(2));
-  return in;
-}
-
 }  // namespace core
 
 Tensor rope_kv_cache(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
@@ -198,15 +175,30 @@ Tensor attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_
                         const Tensor& pos_in, const Tensor& slots_in,
                         const AttentionOptions& options) {
   const char* op = "attention_cached";
-  const core::AttentionInputs in =
-      core::check_attention(op, q, k_cache, v_cache, pos_in, slots_in, options);
+  core::check_float(op, q);
+  if (!(options.softcap >= 0) || !std::isfinite(options.softcap) || options.window < 0 ||
+      options.max_keys < 0)
+    fail(ErrorKind::Unsupported, op, "softcap ", options.softcap, ", window ", options.window,
+         " and max_keys ", options.max_keys,
+         ": a softcap is finite and >= 0, a window and max_keys >= 0 (0: none)");
+  core::check_same_device(op, q, pos_in);  // an undefined pos is named before q's shape
+  if (q.rank() != 4) fail(ErrorKind::Shape, op, "q must be (b, h, t, d), got ", q.shape());
+  const int64_t b = q.dim(0), t = q.dim(2), d = q.dim(3);
+  const Tensor pos = checked_pos(op, q, pos_in, b), slots = checked_slots(op, q, slots_in, b);
+  if (k_cache.rank() != 4)
+    fail(ErrorKind::Shape, op, "k_cache must be (", b, ", kvh, max_seq, ", d, "), got ",
+         k_cache.shape());
+  const int64_t kvh = k_cache.dim(1);
+  check_caches(op, q, k_cache, v_cache, slots.defined() ? -1 : b, kvh, d);
+  check_heads(op, q, kvh);
+  check_tokens_fit(op, t, k_cache.dim(2));
   Tensor out = core::empty(q.shape(), q.dtype(), q.device(), op);
   if (out.numel() == 0) return out;
   const std::optional<backend::View> slot_view =
-      in.slots.defined() ? std::optional(core::view(in.slots)) : std::nullopt;
+      slots.defined() ? std::optional(core::view(slots)) : std::nullopt;
   q.device().backend().attention_cached(core::view(q), core::view(k_cache), core::view(v_cache),
-                                        core::view(in.pos), slot_view ? &*slot_view : nullptr,
-                                        options, *out.storage());
+                                        core::view(pos), slot_view ? &*slot_view : nullptr, options,
+                                        *out.storage());
   return out;
 }
 

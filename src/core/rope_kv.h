@@ -1,6 +1,5 @@
-// rope_kv_cache's and attention_cached's front ends, shared with QMatMul::forward_rope_kv and
-// forward_attention, which may hand the op to the kernel of the product it joins (the checks and
-// errors stay the op's).
+// rope_kv_cache's front end, shared with QMatMul::forward_rope_kv, which may hand the op to the
+// kernel of the product it rotates (the checks and errors stay rope_kv_cache's).
 #pragma once
 
 #include "wick/attention.h"
@@ -21,15 +20,5 @@ RopeKvInputs check_rope_kv(const char* op, const Tensor& q, const Tensor& k, con
 // The backend's rope_kv_cache of checked inputs into out (q's shape, contiguous).
 void record_rope_kv(const RopeKvInputs& in, const Tensor& k_cache, const Tensor& v_cache,
                     bool interleaved, const Tensor& out);
-
-// attention_cached's inputs once checked: pos and slots read as contiguous.
-struct AttentionInputs {
-  Tensor pos, slots;
-};
-
-// attention_cached's checks, its errors named `op` (wick/attention.h).
-AttentionInputs check_attention(const char* op, const Tensor& q, const Tensor& k_cache,
-                                const Tensor& v_cache, const Tensor& pos, const Tensor& slots,
-                                const AttentionOptions& options);
 
 }  // namespace wick::core

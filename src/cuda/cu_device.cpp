@@ -51,7 +51,6 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
   // products lost is not measured per kernel yet (Vulkan's: gpu_quantized.cpp).
   if (knobs().qmatvec_fuse_rows < 0) o.qmatvec_fuse_rows = 0;
   o.qmatvec_weight_stage = false;  // qmatvec.cu has no W_STAGE
-  o.attention_o_proj = false;      // attention.cu has no O_PROJ
   // The feed-forward block's swiglu quantized by qact unless WICK_QMATVEC_SWIGLU says otherwise:
   // on the H100 (SmolLM2-135M, session 22) decode with qmatvec.cu's SWIGLU_Q8 stores took
   // 1239.8 / 1242.6 tok/s against 1257.4 / 1255.8 (the last block's fence, count and L2 round

@@ -124,13 +124,7 @@ void GpuDevice::rope_kv_cache(View q, View k, View v, const CacheView& k_cache,
 
 void GpuDevice::attention_cached(View q, View k_cache, View v_cache, View pos, const View* slots,
                                  const AttentionOptions& options, Storage& dst) {
-  record_attention(q, k_cache, v_cache, pos, slots, options, nullptr, dst);
-}
-
-bool GpuDevice::record_attention(View q, View k_cache, View v_cache, View pos, const View* slots,
-                                 const AttentionOptions& options, const AttentionOProj* o,
-                                 Storage& dst) {
-  const char* op = o ? "attention_qmatmul" : "attention_cached";
+  const char* op = "attention_cached";
   const DType dt = q.storage.dtype(), kv = k_cache.storage.dtype();
   require(dt, op);
   require(kv, op);
@@ -140,7 +134,7 @@ bool GpuDevice::record_attention(View q, View k_cache, View v_cache, View pos, c
   check_span(v_cache.layout, v_cache.storage, op);
   const int64_t t = lq.shape[2], d = lq.shape[3], max_seq = k_cache.layout.shape[2];
   const int64_t rows = lq.shape[0] * lq.shape[1] * t;
-  AttentionOParams pc{};  // attention's block, then the projection's (O_PROJ)
+  AttentionParams pc{};
   pc.b = to_index(lq.shape[0], "dim");
   pc.h = to_index(lq.shape[1], "dim");
   pc.kvh = to_index(k_cache.layout.shape[1], "dim");
@@ -185,6 +179,7 @@ bool GpuDevice::record_attention(View q, View k_cache, View v_cache, View pos, c
   const DType acc = dt == DType::F64 ? DType::F64 : DType::F32;
   to_index(units * (d + 2), "scratch element count");
   to_index(units, "workgroup count");
+  BufferRef scratch = device_pool_->acquire(static_cast<size_t>(units * (d + 2)) * dtype_size(acc));
   // The vector form: rows of whole 16-byte pieces, 2^i <= 32 of them, 16-byte aligned.
   const int64_t per_vec = 16 / static_cast<int64_t>(dtype_size(kv));
   const int64_t lanes = d / per_vec;
@@ -194,97 +189,34 @@ bool GpuDevice::record_attention(View q, View k_cache, View v_cache, View pos, c
   const uint32_t vec_lanes = vec ? static_cast<uint32_t>(lanes) : 0;
   // The softmax's reductions in subgroups where the device has them (f32; the tree otherwise).
   const bool subgroups = device_caps().subgroup_arithmetic && options_.subgroups;
-  // O_PROJ: the head's columns of the weight in shared memory beside the attention's arrays (a
-  // float per thread for s_q, s_p and s_red; the vector form's query and value sums), the row's
-  // output and its 8-bit blocks.
-  int64_t slice_words = 0, w_words = 0;
-  if (o) {
-    const QuantTypeInfo* info = quant_type_info(o->type);
-    WICK_ASSERT(info && info->block_elems == 32 && d % 32 == 0 && d <= block);
-    slice_words = d / 32 * info->block_bytes / 4;
-    w_words = o->n_out * slice_words;
-    const int64_t per_vec_acc = vec ? per_vec : 0;
-    const int64_t own = 4 * (3 * int64_t{block} + (int64_t{block} + 32) * per_vec_acc + 2);
-    const int64_t extra = 4 * (w_words + d + d / 4 + 2 * (d / 32) + 1);
-    if (own + extra > static_cast<int64_t>(device_caps().max_shared_memory)) return false;
-    pc.n_out = to_index(o->n_out, "n_out");
-    pc.row_bytes = to_index(o->row_bytes, "row bytes");
-    if (o->residual) {
-      const Layout& rl = o->residual->layout;
-      pc.r_offset = to_index(rl.start_offset, "offset");
-      pc.r_row = to_index(rl.strides[0], "stride");
-      pc.r_col = to_index(rl.strides[1], "stride");
-      check_reach(rl, "residual index");
-    }
-    pc.ties_away = o->ties_away ? 1u : 0u;
-    to_index(rows * o->n_out, "partial sums");
-  }
-  const uint32_t qtype = o ? static_cast<uint32_t>(o->type) : 0u;
-  const bool residual = o && o->residual;
-  auto add_attention_defines = [&](Defines& defines) {
-    add_dtype(defines, "", dt);
-    add_dtype(defines, "KV_", kv);  // the caches' dtype
-    defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
-    if (subgroups) defines.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
-  };
-  const Pipeline& pipeline =
-      o ? kernel(KernelFamily::AttentionO,
-                 {vec_lanes | block << 8 | (subgroups ? 1u : 0u) << 20 | (residual ? 1u : 0u) << 21,
-                  static_cast<uint32_t>(dt), static_cast<uint32_t>(kv), qtype,
-                  static_cast<uint32_t>(d), pc.n_out},
-                 [&] {
-                   Defines defines;
-                   add_attention_defines(defines);
-                   defines.emplace_back("O_PROJ", "1");
-                   defines.emplace_back("QTYPE", std::to_string(qtype));
-                   defines.emplace_back("O_D", std::to_string(d));
-                   defines.emplace_back("O_SLICE_WORDS", std::to_string(slice_words));
-                   defines.emplace_back("O_W_WORDS", std::to_string(w_words));
-                   defines.emplace_back("O_PRE", std::to_string((w_words + block - 1) / block));
-                   if (residual) defines.emplace_back("O_RESIDUAL", "1");
-                   return key_for("attention", std::move(defines), {vec_lanes}, block);
-                 })
-        : kernel(KernelFamily::Attention,
-                 {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv), block,
-                  subgroups ? 1u : 0u},
-                 [&] {
-                   Defines defines;
-                   add_attention_defines(defines);
-                   return key_for("attention", std::move(defines), {vec_lanes}, block);
-                 });
-  BufferRef scratch = device_pool_->acquire(static_cast<size_t>(units * (d + 2)) * dtype_size(acc));
-  // The split counters, then (O_PROJ) a counter per query for its heads. One split without the
-  // projection leaves them alone: they are bound, not grown.
-  const int64_t queries = lq.shape[0] * t;
-  Buffer& counters = split_counters(o            ? static_cast<size_t>(rows + queries)
-                                    : splits > 1 ? static_cast<size_t>(rows)
-                                                 : 1);
-  BufferRef partials =
-      o ? device_pool_->acquire(static_cast<size_t>(rows * o->n_out) * sizeof(float)) : BufferRef();
+  const Pipeline& pipeline = kernel(
+      KernelFamily::Attention,
+      {vec_lanes, static_cast<uint32_t>(dt), static_cast<uint32_t>(kv), block, subgroups ? 1u : 0u},
+      [&] {
+        Defines defines;
+        add_dtype(defines, "", dt);
+        add_dtype(defines, "KV_", kv);  // the caches' dtype
+        defines.emplace_back("KV_BYTES", std::to_string(dtype_size(kv)));
+        if (subgroups) defines.emplace_back("WICK_SUBGROUP_ARITHMETIC", "1");
+        return key_for("attention", std::move(defines), {vec_lanes}, block);
+      });
+  // One split (prompts) leaves the counters alone: they are bound, not grown.
+  Buffer& counters = split_counters(splits > 1 ? static_cast<size_t>(rows) : 1);
   BufferRef record = errors_->acquire();
-  Buffer& out = buffer(dst);
-  std::vector<BufferAccess> args = {{&buffer(q.storage), Access::Read},
-                                    {&buffer(k_cache.storage), Access::Read},
-                                    {&buffer(v_cache.storage), Access::Read},
-                                    {&buffer(pos.storage), Access::Read},
-                                    {scratch.get(), Access::Write},
-                                    {&out, Access::Write},
-                                    {record.get(), Access::Unordered},
-                                    {&buffer(slots ? slots->storage : pos.storage), Access::Read},
-                                    {&counters, Access::Write}};
-  if (o) {
-    args.push_back({&buffer(*o->wblocks), Access::Read});
-    args.push_back({&out, Access::Write});
-    args.push_back({&buffer(o->residual ? o->residual->storage : q.storage), Access::Read});
-    args.push_back({partials.get(), Access::Write});
-  }
-  const std::span<const uint32_t> words =
-      o ? param_words(pc) : param_words(pc).first(sizeof(AttentionParams) / 4);
+  const BufferAccess args[] = {{&buffer(q.storage), Access::Read},
+                               {&buffer(k_cache.storage), Access::Read},
+                               {&buffer(v_cache.storage), Access::Read},
+                               {&buffer(pos.storage), Access::Read},
+                               {scratch.get(), Access::Write},
+                               {&buffer(dst), Access::Write},
+                               {record.get(), Access::Unordered},
+                               {&buffer(slots ? slots->storage : pos.storage), Access::Read},
+                               {&counters, Access::Write}};
   const uint64_t submission = queue_->record([&](CommandQueue::Recorder& r) {
-    r.dispatch(pipeline, args, words, grid(static_cast<uint64_t>(units) * kWorkgroupSize));
+    r.dispatch(pipeline, args, param_words(pc),
+               grid(static_cast<uint64_t>(units) * kWorkgroupSize));
   });
   errors_->add(std::move(record), submission, op, std::to_string(t) + " tokens");
-  return true;
 }
 
 }  // namespace wick::gpu

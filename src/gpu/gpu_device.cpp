@@ -56,7 +56,6 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   // at 128 (64: 647-668, 32: 611-613). CPU implementations (lavapipe) keep 128.
   o.attention_block = caps.is_cpu || caps.max_workgroup_size < 256 ? 128 : 256;
   if (k.attention_block > 0) o.attention_block = static_cast<uint32_t>(k.attention_block);
-  o.attention_o_proj = k.attention_o_proj;
   // Where the kernels have 8-bit MMA: off unless the knob or the backend's options say (CUDA:
   // CudaOptions::from_knobs).
   if (caps.int8_mma && k.qmatvec_mma_rows > 0) o.qmatvec_mma_rows = k.qmatvec_mma_rows;

@@ -133,9 +133,6 @@ struct GpuOptions {
   // step of a split scores (the kernels' CHUNK); splits are whole steps. 32, 64, 128 or 256
   // (WICK_ATTENTION_BLOCK; the default in GpuOptions::from_knobs). Prompts take 128.
   uint32_t attention_block = 128;
-  // attention_qmatmul in attention's stores where it can (attention.comp's O_PROJ;
-  // WICK_ATTENTION_O); off: the caller runs attention_cached, then the projection.
-  bool attention_o_proj = true;
   static GpuOptions from_knobs(const DeviceCaps& caps);
 };
 
@@ -171,7 +168,6 @@ enum class KernelFamily : uint32_t {
   QActPrologue,  // qact with an rms_norm or swiglu prologue
   Dequant,
   QMatVecAct,  // qmatvec quantizing its own x (ACT_INLINE)
-  AttentionO,  // attention with the output projection in its stores (O_PROJ)
 };
 
 // A value of a kernel's parameter block after its header (op parameters).
@@ -274,11 +270,6 @@ class GpuDevice : public backend::BackendDevice {
   void attention_cached(backend::View q, backend::View k_cache, backend::View v_cache,
                         backend::View pos, const backend::View* slots,
                         const AttentionOptions& options, backend::Storage& dst) override;
-  backend::StoragePtr attention_qmatmul(backend::View q, backend::View k_cache,
-                                        backend::View v_cache, backend::View pos,
-                                        const backend::View* slots, const AttentionOptions& options,
-                                        const backend::QWeights& o,
-                                        const backend::View* residual) override;
 
   // The shared GEMM: gemv for m == 1 or n == 1, the tiled SIMT kernel otherwise. Backends with a
   // faster path for some products (tensor cores) override it and call this for the rest.
@@ -403,21 +394,6 @@ class GpuDevice : public backend::BackendDevice {
   bool qmatvec_takes(int64_t m) const;
   // Whether qmatvec's product of m x rows and `type` runs its MMA variant.
   bool qmatvec_mma(int64_t m, QuantType type) const;
-  // attention_qmatmul's projection, joined to attention's stores (attention.comp's O_PROJ).
-  struct AttentionOProj {
-    const backend::Storage* wblocks;
-    QuantType type;
-    int64_t n_out, row_bytes;
-    const backend::View* residual;  // f32 (b t, n_out), or null
-    bool ties_away;                 // qact's rounding
-  };
-  // attention_cached's dispatch; with `o`, dst is the projection's (b t, n_out) f32. With `o`,
-  // false, having recorded nothing, where the kernel cannot hold the projection (its shared
-  // memory).
-  bool record_attention(backend::View q, backend::View k_cache, backend::View v_cache,
-                        backend::View pos, const backend::View* slots,
-                        const AttentionOptions& options, const AttentionOProj* o,
-                        backend::Storage& dst);
   // norm: 0 softmax, 1 log_softmax, 2 rms_norm, 3 layer_norm.
   void norm(uint32_t kind, const char* name, backend::View x, const backend::View* alpha,
             const backend::View* beta, double eps, backend::Storage& dst);

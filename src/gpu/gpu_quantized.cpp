@@ -57,9 +57,6 @@ constexpr int64_t kInlineActBytes = 16384;
 // The most 32-bit words of weight rows a thread of qmatvec's ACT_INLINE holds across its prologue
 // (W_STAGE): its registers.
 constexpr int64_t kMaxWeightStageWords = 16;
-// The most bytes of a head's columns of the output projection attention_qmatmul's kernel holds
-// (in shared memory, and in registers before: 24 words a thread of 256).
-constexpr int64_t kMaxAttentionWeightBytes = 24576;
 
 bool has_kernel(QuantType t) {
   switch (t) {
@@ -110,13 +107,6 @@ int64_t act_row_words(QuantType t, int64_t k) {
 // workgroup is whole subgroups of 32): 3 words a thread.
 int64_t swiglu_tail_bytes(int64_t threads) {
   return threads % 32 == 0 ? 12 * threads : 0;
-}
-
-// The CPU's scalar quantizer rounds halves away from zero, its AVX2 and AVX-512 ones to even:
-// the kernels follow the one it uses now (kernels.h), so that the values agree bit for bit.
-bool act_ties_away() {
-  return quantized::act_quantizer(quantized::active_simd_level()) ==
-         &quantized::quantize_act_row_scalar;
 }
 
 // The x rows from which qmatmul dequantizes W to f16 for a tensor-core GEMM. Not measured yet:
@@ -307,41 +297,6 @@ backend::StoragePtr GpuDevice::qmatmul_swiglu_ffn(View x, const backend::QProlog
   return dst;
 }
 
-backend::StoragePtr GpuDevice::attention_qmatmul(View q, View k_cache, View v_cache, View pos,
-                                                 const View* slots, const AttentionOptions& options,
-                                                 const backend::QWeights& o, const View* residual) {
-  // Where qmatmul of the attention's rows would quantize them to 8 bits in 32-element blocks
-  // (qmatvec's integer dots) and a head's blocks are its own, whose columns of the weight (a few
-  // words a thread) fit in the attention kernel's shared memory (record_attention checks it).
-  const DType dt = q.storage.dtype();
-  const Layout& lq = q.layout;
-  const int64_t m = lq.shape[0] * lq.shape[2], d = lq.shape[3];
-  const QuantTypeInfo* info = quant_type_info(o.type);
-  if (!options_.attention_o_proj || (dt != DType::F32 && dt != DType::F16 && dt != DType::BF16) ||
-      !info || !has_kernel(o.type) || !quantizes_x(o.type) || info->block_elems != 32 ||
-      act_block_elems(o.type) != 32 || !device_caps().storage16 || qmatmul_dequantizes(m) ||
-      m >= quantized::gemm_min_rows() || d % 32 != 0 || o.k != lq.shape[1] * d)
-    return nullptr;
-  const uint32_t block = lq.shape[2] == 1 ? options_.attention_block : 128;
-  const int64_t slice_bytes = d / 32 * info->block_bytes;
-  if (d > block || slice_bytes % 4 != 0 || o.n_out * slice_bytes > kMaxAttentionWeightBytes)
-    return nullptr;
-  const int64_t row_bytes = weight_row_bytes("attention_qmatmul", *o.blocks, o.type, o.n_out, o.k);
-  if (row_bytes % 4 != 0) return nullptr;
-  to_index(m * o.n_out, "output elements");
-  if (residual) {
-    WICK_ASSERT(residual->storage.dtype() == DType::F32 &&
-                residual->layout.shape == Shape({m, o.n_out}));
-    const Layout& rl = residual->layout;
-    to_index(rl.start_offset + (m - 1) * rl.strides[0] + (o.n_out - 1) * rl.strides[1],
-             "residual index");
-  }
-  backend::StoragePtr dst = alloc(DType::F32, static_cast<size_t>(m * o.n_out));
-  const AttentionOProj proj{o.blocks, o.type, o.n_out, row_bytes, residual, act_ties_away()};
-  if (!record_attention(q, k_cache, v_cache, pos, slots, options, &proj, *dst)) return nullptr;
-  return dst;
-}
-
 int64_t GpuDevice::weight_row_bytes(const char* op, const Storage& wblocks, QuantType type,
                                     int64_t n_out, int64_t k) const {
   const QuantTypeInfo* info = quant_type_info(type);
@@ -512,7 +467,10 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const bool w_stage = act_inline && options_.qmatvec_weight_stage &&
                        w_pre <= kMaxWeightStageWords &&
                        inline_shared_bytes + 4 * w_words <= device_caps().max_shared_memory;
-  const bool ties_away = act_q8 && act_ties_away();
+  // The CPU's scalar quantizer rounds halves away from zero, its AVX2 and AVX-512 ones to even:
+  // follow the one it uses now (kernels.h), so that the values agree bit for bit.
+  const bool ties_away = act_q8 && quantized::act_quantizer(quantized::active_simd_level()) ==
+                                       &quantized::quantize_act_row_scalar;
   // The fields of WICK_PARAMS_QACT_PROLOGUE's (qact) and WICK_PARAMS_QMATVEC_ACT's (ACT_INLINE)
   // own that follow x's.
   auto fill_prologue = [&](auto& p) {

@@ -29,9 +29,6 @@ struct RopeKvParams {
 struct AttentionParams {
   WICK_PARAMS_ATTENTION(WICK_CXX_FIELD, WICK_CXX_ARRAY)
 };
-struct AttentionOParams {
-  WICK_PARAMS_ATTENTION_O(WICK_CXX_FIELD, WICK_CXX_ARRAY)
-};
 template <typename wick_param_t>  // float or double, as the kernel's PARAM_T
 struct RandParams {
   WICK_PARAMS_RAND(WICK_CXX_FIELD, WICK_CXX_ARRAY)
@@ -62,8 +59,6 @@ static_assert(sizeof(BatchParams) == 20 * 4 && sizeof(BatchParams) <= kMaxPushCo
 static_assert(sizeof(RopeParams) == 18 * 4);
 static_assert(sizeof(RopeKvParams) == 32 * 4 && sizeof(RopeKvParams) <= kMaxPushConstantBytes);
 static_assert(sizeof(AttentionParams) == 22 * 4);
-static_assert(sizeof(AttentionOParams) == 28 * 4 &&
-              sizeof(AttentionOParams) <= kMaxPushConstantBytes);
 static_assert(sizeof(RandParams<float>) == 8 * 4 && sizeof(RandParams<double>) == 10 * 4);
 static_assert(sizeof(QActParams) == 7 * 4 && sizeof(QMatMulParams) == 10 * 4);
 static_assert(sizeof(QActPrologueParams<float>) == 11 * 4);

@@ -1007,14 +1007,9 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, const D
       q = rope_kv_cache(heads(qkv[0], h), heads(qkv[1], kvh), heads(qkv[2], kvh), kc, vc, tables,
                         position, cfg.rope_interleaved, caches.slots);
     }
-    const AttentionOptions options = attention_options(l, max_keys);
-    if (const QMatMul* o = l.o.quantized(); o && !cfg.post_norms) {
-      x = o->forward_attention(q, kc, vc, position, caches.slots, options, x);  // one kernel
-    } else {
-      const Tensor y =
-          attention_cached(q, kc, vc, position, caches.slots, options);  // (b, h, 1, d)
-      x = attn_residual(l, y.reshape({b, h * d}), x, true);
-    }
+    const Tensor y = attention_cached(q, kc, vc, position, caches.slots,
+                                      attention_options(l, max_keys));  // (b, h, 1, d)
+    x = attn_residual(l, y.reshape({b, h * d}), x, true);
     x = ffn_block(l, x);
   }
   return head(x);

@@ -659,39 +659,6 @@ Tensor QMatMul::forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const T
   return down.swiglu(gate, up, residual.defined() ? &residual : nullptr);
 }
 
-Tensor QMatMul::forward_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                                  const Tensor& pos, const Tensor& slots,
-                                  const AttentionOptions& options, const Tensor& residual) const {
-  const char* op = "QMatMul::forward_attention";
-  const Impl& w = *impl_;
-  const core::AttentionInputs in =
-      core::check_attention(op, q, k_cache, v_cache, pos, slots, options);
-  const int64_t b = q.dim(0), h = q.dim(1), t = q.dim(2), d = q.dim(3);
-  if (h * d != w.k)
-    fail(ErrorKind::Shape, op, "q ", q.shape(), " has h d = ", h * d,
-         " columns of output, but the ", "weight ", w.weight.str(), " takes k = ", w.k);
-  if (q.device() != w.device)
-    fail(ErrorKind::Device, op, "q ", q.shape(), " is on ", q.device().name(), " but the weight ",
-         w.weight.str(), " is on ", w.device.name());
-  const Shape out_shape{b * t, w.n_out};
-  if (residual.defined()) check_residual(op, w, residual, out_shape);
-  backend::BackendDevice& be = w.device.backend();
-  if (be.runs_qmatmul() && !w.dense_device.defined() && b * t > 0 && w.k > 0 && w.n_out > 0) {
-    const std::optional<backend::View> slot_view =
-        in.slots.defined() ? std::optional(core::view(in.slots)) : std::nullopt;
-    const backend::View r_view = core::view(residual.defined() ? residual : q);
-    if (backend::StoragePtr y = be.attention_qmatmul(
-            core::view(q), core::view(k_cache), core::view(v_cache), core::view(in.pos),
-            slot_view ? &*slot_view : nullptr, options, {w.blocks.get(), w.type, w.n_out, w.k},
-            residual.defined() ? &r_view : nullptr))
-      return Tensor(std::move(y), Layout::contiguous(out_shape), DType::F32, w.device);
-  }
-  const Tensor y = attention_cached(q, k_cache, v_cache, in.pos, in.slots, options)
-                       .transpose(1, 2)
-                       .reshape({b * t, w.k});
-  return residual.defined() ? forward(y, residual) : forward(y);
-}
-
 Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up) const {
   return swiglu(gate, up, nullptr);
 }

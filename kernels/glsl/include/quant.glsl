@@ -393,9 +393,7 @@ uint act_scale_word(uint k, uint e) { return k / 4u + (QK == 32u ? 2u * (e / 32u
 #endif
 
 // The push constants of the quantized matmuls (qmatvec.comp, qmatmul.comp): y (m, n_out) f32
-// contiguous = x (m, k) @ W^T, x read through its strides, W rows `row_bytes` apart. A kernel with
-// a block of its own (attention.comp's O_PROJ) defines QUANT_OWN_PARAMS.
-#ifndef QUANT_OWN_PARAMS
+// contiguous = x (m, k) @ W^T, x read through its strides, W rows `row_bytes` apart.
 #include "include/params.glsl"
 layout(push_constant) uniform QMatMulPush {
 #if defined(ROPE_KV)  // qmatvec.comp's product to rope_kv_cache: ACT's fields, then rope's
@@ -406,4 +404,3 @@ layout(push_constant) uniform QMatMulPush {
   WICK_PARAMS_QMATMUL(WICK_FIELD, WICK_ARRAY)  // x_row: stride between rows of x; x_k: along k
 #endif
 } pc;
-#endif
