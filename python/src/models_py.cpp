@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
 
 #include "wick/gguf.h"
 #include "wick/llama.h"
+#include "wick/quantized.h"
 #include "wick/tokenizer.h"
 #include "wick_py.h"
 
@@ -23,7 +25,17 @@ struct LlamaState {
   LlamaModel model;
   Tokenizer tokenizer;
   bool adds_bos;
+  // Where token-by-token generation would have left the cache while a generator's greedy chunk
+  // runs ahead of it (-1: nowhere ahead); settle() cuts the cache back to it.
+  int64_t fed = -1;
 };
+
+// Drops the positions a greedy chunk ran ahead of its generator's last token (an iterator left
+// before its chunk was used up), before anything else reads or extends the cache.
+void settle(LlamaState& s) {
+  if (s.fed >= 0 && s.model.position() > s.fed) s.model.truncate(s.fed);
+  s.fed = -1;
+}
 
 struct Llama {
   std::shared_ptr<LlamaState> s;
@@ -31,7 +43,10 @@ struct Llama {
 
 // generate(): one forward pass and one sampled token per step, text out as soon as it is whole
 // (TokenStreamer), until max_new tokens, a stop token or a full context. The sampler and the
-// stream follow wick::generate and the CLI's `wick generate`, so the text is the CLI's.
+// stream follow wick::generate and the CLI's `wick generate`, so the text is the CLI's. Plain
+// greedy picks come as wick::generate takes them: LlamaModel::decode_greedy's chunks (a GPU that
+// replays: one wait a chunk), handed out one at a time; the cache is cut back to where
+// token-by-token decoding would be when generation stops inside a chunk.
 class Generation {
  public:
   Generation(std::shared_ptr<LlamaState> s, std::vector<uint32_t> prompt, int64_t max_new,
@@ -66,26 +81,48 @@ class Generation {
  private:
   std::string step() {
     LlamaModel& model = s_->model;
-    Tensor logits;
+    uint32_t tok;
     if (tokens_.empty()) {
+      settle(*s_);
       for (const uint32_t t : prompt_) sampler_.accept(t);
-      logits = model.forward(prompt_);
+      tok = sampler_.sample(model.forward(prompt_));
+      chunked_ = sampler_.plain_greedy() && model.decode_chunk() > 1;
+      fed_ = model.position();
     } else {
-      if (model.position() >= model.max_seq()) {
-        stopped_at_context_end_ = done_ = true;
+      if (fed_ >= model.max_seq()) {
+        stopped_at_context_end_ = true;
+        finish();
         return {};
       }
-      logits = model.forward({tokens_.back()});
+      if (!chunked_) {
+        tok = sampler_.sample(model.forward({tokens_.back()}));
+      } else {
+        if (next_ == ahead_.size()) {  // the cache is at fed_ again: the next chunk
+          const int64_t n =
+              std::min({model.decode_chunk(), max_new_ - static_cast<int64_t>(tokens_.size()),
+                        model.max_seq() - model.position()});
+          ahead_ = model.decode_greedy(tokens_.back(), n);
+          next_ = 0;
+        }
+        tok = ahead_[next_++];
+      }
+      fed_++;  // the pick before this one has been fed
+      s_->fed = fed_;
     }
-    const uint32_t tok = sampler_.sample(logits);
     sampler_.accept(tok);
     tokens_.push_back(tok);
-    if (static_cast<int64_t>(tokens_.size()) == max_new_) done_ = true;
+    if (static_cast<int64_t>(tokens_.size()) == max_new_) finish();
     if (std::find(stops_.begin(), stops_.end(), static_cast<int32_t>(tok)) != stops_.end()) {
-      stopped_at_eos_ = done_ = true;
+      stopped_at_eos_ = true;
+      finish();
       return {};
     }
     return stream_.push(static_cast<int32_t>(tok));
+  }
+
+  void finish() {
+    done_ = true;
+    settle(*s_);
   }
 
   std::shared_ptr<LlamaState> s_;
@@ -96,6 +133,12 @@ class Generation {
   std::vector<int32_t> stops_;
   std::vector<uint32_t> tokens_;
   bool done_ = false, flushed_ = false, stopped_at_eos_ = false, stopped_at_context_end_ = false;
+  // Greedy chunks: whether picks come from them, the picks not handed out yet, and the position
+  // token-by-token decoding would be at.
+  bool chunked_ = false;
+  std::vector<uint32_t> ahead_;
+  size_t next_ = 0;
+  int64_t fed_ = 0;
 };
 
 std::vector<uint32_t> prompt_ids(const LlamaState& s, nb::handle prompt, bool allow_special) {
@@ -220,14 +263,24 @@ void bind_models(nb::module_& m) {
       .def_prop_ro("device", [](const Llama& l) { return l.s->model.device(); })
       .def_prop_ro("max_seq", [](const Llama& l) { return l.s->model.max_seq(); })
       .def_prop_ro(
-          "position", [](const Llama& l) { return l.s->model.position(); },
+          "position",
+          [](const Llama& l) {
+            settle(*l.s);
+            return l.s->model.position();
+          },
           "Tokens in the KV cache.")
       .def(
-          "reset", [](Llama& l) { l.s->model.reset(); }, "Empties the KV cache.")
+          "reset",
+          [](Llama& l) {
+            l.s->fed = -1;
+            l.s->model.reset();
+          },
+          "Empties the KV cache.")
       .def(
           "forward",
           [](Llama& l, const std::vector<uint32_t>& tokens) {
             nb::gil_scoped_release release;
+            settle(*l.s);
             return l.s->model.forward(tokens);
           },
           nb::arg("tokens"),
@@ -248,6 +301,7 @@ void bind_models(nb::module_& m) {
              double top_p, double min_p, double repeat_penalty, int64_t repeat_last_n,
              uint64_t seed, bool allow_special, bool reset,
              std::optional<std::vector<int32_t>> stop_tokens) {
+            settle(*l.s);
             if (reset) l.s->model.reset();
             SamplingOptions o;
             o.temperature = temperature;
@@ -291,7 +345,28 @@ void bind_models(nb::module_& m) {
                   "collections.abc.Sequence[float]) -> None"),
           "bool, int (u32, or i64 outside u32), float (f32), str, or a list of str/int (i32)/float "
           "(f32).")
-      .def("add_tensor", &GgufWriter::add_tensor, nb::arg("name"), nb::arg("tensor"))
+      .def(
+          "add_tensor",
+          [](GgufWriter& w, const std::string& name, const Tensor& t,
+             std::optional<std::string> type) {
+            if (!type) return w.add_tensor(name, t);
+            const QuantTypeInfo* info = nullptr;
+            for (uint32_t id = 0; id < 64 && !info; id++)
+              if (const QuantTypeInfo* i = quant_type_info(id); i && *type == i->name) info = i;
+            if (!info)
+              fail(ErrorKind::DType, "GgufWriter.add_tensor", "unknown tensor type \"", *type,
+                   "\" for ", name);
+            if (info->block_elems == 1) {  // a plain type: the tensor in that dtype
+              w.add_tensor(name, t.to_dtype(parse_dtype(*type)));
+              return;
+            }
+            const QTensor q = quantize(t, info->type);
+            w.add_raw_tensor(name, info->type, q.shape(),
+                             std::as_bytes(std::span(q.data(), q.nbytes())));
+          },
+          nb::arg("name"), nb::arg("tensor"), nb::arg("type") = nb::none(),
+          "A tensor, as it is or (type: a GGML type name such as \"q8_0\" or \"f16\") quantized or "
+          "converted to that type first.")
       .def("write", &GgufWriter::write, nb::arg("path"));
 }
 

@@ -1,5 +1,6 @@
 """wick.Llama and wick.Tokenizer on a tiny random llama written with wick.GgufWriter."""
 import pathlib
+import struct
 import subprocess
 
 import numpy as np
@@ -13,7 +14,9 @@ MERGES = ["t h", "th e", "\u0120 a"]
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = 32, 2, 4, 2, 48, 64
 
 
-def write_tiny_llama(path, rng):
+def write_tiny_llama(path, rng, qtype=None):
+    """qtype: the GGML type of the matrices whose rows are whole blocks of 32 (the embedding, which
+    the lm_head shares, among them)."""
     tokens = SPECIALS + CHARS + ["th", "the", "\u0120a"]
     w = wick.GgufWriter()
     for key, value in [
@@ -39,7 +42,8 @@ def write_tiny_llama(path, rng):
         w.set(key, value)
 
     def add(name, shape, scale):
-        w.add_tensor(name, wick.from_numpy(rng.uniform(-scale, scale, size=shape).astype(np.float32)))
+        t = wick.from_numpy(rng.uniform(-scale, scale, size=shape).astype(np.float32))
+        w.add_tensor(name, t, qtype if qtype and len(shape) == 2 and shape[1] % 32 == 0 else None)
 
     kv = KV_HEADS * (HIDDEN // HEADS)
     add("token_embd.weight", (len(tokens), HIDDEN), 1.0)
@@ -98,6 +102,96 @@ def test_generate_greedy_matches_forward_argmax(tiny):
         logits = m.forward([want[-1]])
     assert ids == want
     assert m.position == len(m.tokenizer.encode("the bat")) + 12
+
+
+GPUS = [d for d in wick.available_devices() if not d.is_cpu]
+
+
+@pytest.mark.parametrize("device", ["cpu"] + GPUS, ids=str)
+def test_greedy_generation_in_chunks_is_token_by_token(tmp_path, rng, device):
+    # A q8_0 model: on a GPU that replays, greedy picks come from decode_greedy's chunks of 8
+    # (one wait a chunk); tokens, text and the cache's position must be token-by-token's,
+    # wherever generation stops inside a chunk, and an iterator left mid-chunk must not leave the
+    # chunk's extra positions in the cache.
+    path = tmp_path / "tiny_q8.gguf"
+    write_tiny_llama(path, rng, "q8_0")
+    m = wick.Llama.load(str(path), device)
+    prompt = m.tokenizer.encode("the bat")
+    m.reset()
+    logits = m.forward(prompt)
+    want = []
+    for _ in range(20):
+        want.append(int(np.argmax(np.asarray(logits))))
+        logits = m.forward([want[-1]])
+    for n in (1, 5, 8, 9, 20):
+        gen = m.generate(prompt, max_new_tokens=n, stop_tokens=[])
+        text = "".join(gen)
+        assert gen.tokens == want[:n] and text == m.tokenizer.decode(want[:n], skip_special=True)
+        assert m.position == len(prompt) + n - 1
+    # A stop token inside a chunk: the picks before it, the cache where token by token stops.
+    stop = want[10]
+    first = want.index(stop)
+    gen = m.generate(prompt, max_new_tokens=20, stop_tokens=[stop])
+    "".join(gen)
+    assert gen.tokens == want[:first + 1] and gen.stopped_at_eos
+    assert m.position == len(prompt) + first
+    # Continuing from the cache gives what one run gives.
+    rest = m.generate([want[first]], max_new_tokens=4, stop_tokens=[], reset=False)
+    "".join(rest)
+    assert rest.tokens == want[first + 1:first + 5]
+    # An iterator left after 3 picks: the cache is at its third pick, as token by token.
+    gen = m.generate(prompt, max_new_tokens=20, stop_tokens=[])
+    while len(gen.tokens) < 3:
+        next(gen)
+    assert m.position == len(prompt) + len(gen.tokens) - 1
+    logits = m.forward([gen.tokens[-1]])
+    assert int(np.argmax(np.asarray(logits))) == want[len(gen.tokens)]
+
+
+def read_gguf_tensors(path):
+    """{name: (ggml type id, dims, bytes)} of a GGUF v3 file without metadata, alignment 32."""
+    data = pathlib.Path(path).read_bytes()
+    magic, version, n_tensors, n_kv = struct.unpack_from("<4sIQQ", data, 0)
+    assert magic == b"GGUF" and version == 3 and n_kv == 0
+    at, infos = 24, []
+    for _ in range(n_tensors):
+        (n,) = struct.unpack_from("<Q", data, at)
+        name = data[at + 8:at + 8 + n].decode()
+        at += 8 + n
+        (rank,) = struct.unpack_from("<I", data, at)
+        dims = struct.unpack_from(f"<{rank}Q", data, at + 4)
+        ggml_type, offset = struct.unpack_from("<IQ", data, at + 4 + 8 * rank)
+        at += 4 + 8 * rank + 12
+        infos.append((name, ggml_type, dims, offset))
+    base = (at + 31) // 32 * 32
+    ends = [o for _, _, _, o in infos[1:]] + [len(data) - base]
+    return {name: (t, dims, data[base + o:base + e]) for (name, t, dims, o), e in zip(infos, ends)}
+
+
+def test_gguf_writer_quantizes(tmp_path, rng):
+    x = rng.uniform(-1, 1, size=(4, 64)).astype(np.float32)
+    w = wick.GgufWriter()
+    w.add_tensor("a", wick.from_numpy(x), "q8_0")
+    w.add_tensor("b", wick.from_numpy(x), "f16")
+    w.add_tensor("c", wick.from_numpy(x))
+    with pytest.raises(wick.DTypeError, match="q9_9"):
+        w.add_tensor("d", wick.from_numpy(x), "q9_9")
+    with pytest.raises(wick.ShapeError):
+        w.add_tensor("e", wick.from_numpy(x[:, :48]), "q8_0")
+    w.write(str(tmp_path / "t.gguf"))
+    t = read_gguf_tensors(tmp_path / "t.gguf")
+    assert [(k, v[0], v[1]) for k, v in t.items()] == [("a", 8, (64, 4)), ("b", 1, (64, 4)),
+                                                        ("c", 0, (64, 4))]
+    # q8_0: blocks of an f16 scale d and 32 int8 codes q, x ~ d q (ggml: d = amax / 127).
+    blocks = np.frombuffer(t["a"][2][:8 * 34], dtype=np.uint8).reshape(8, 34)
+    d = blocks[:, :2].copy().view(np.float16).astype(np.float64)
+    q = blocks[:, 2:].copy().view(np.int8).astype(np.float64)
+    xb = x.reshape(8, 32).astype(np.float64)
+    np.testing.assert_allclose(d[:, 0], np.abs(xb).max(1) / 127, rtol=1e-3)
+    assert np.all(np.abs(d * q - xb) <= d * 0.5 + 1e-3 * np.abs(xb))
+    np.testing.assert_array_equal(np.frombuffer(t["b"][2], dtype=np.float16).reshape(4, 64),
+                                  x.astype(np.float16))
+    np.testing.assert_array_equal(np.frombuffer(t["c"][2], dtype=np.float32).reshape(4, 64), x)
 
 
 def test_generate_stops(tiny):
