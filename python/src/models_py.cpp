@@ -330,7 +330,10 @@ void bind_models(nb::module_& m) {
               "stop_tokens: collections.abc.Sequence[int] | None = None) -> Generation"),
           "An iterator of text pieces: the prompt (text, or token ids) is fed, then up to "
           "max_new_tokens are sampled (temperature 0: greedy), stopping at a stop token (default: "
-          "eos; [] for none) or a full context. reset=False continues from the KV cache.");
+          "eos; [] for none) or a full context. reset=False continues from the KV cache. Greedy "
+          "picks "
+          "on a GPU that replays come in chunks of decode steps run on the device (the same "
+          "tokens).");
 
   nb::class_<GgufWriter>(m, "GgufWriter", "Builds a GGUF file (metadata and tensors).")
       .def(nb::init<uint32_t>(), nb::arg("alignment") = 32)
