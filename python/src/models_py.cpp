@@ -97,12 +97,16 @@ class Generation {
       if (!chunked_) {
         tok = sampler_.sample(model.forward({tokens_.back()}));
       } else {
+        // The cache cut back under the chunk (settle(): a forward or a generate meanwhile): its
+        // other picks' rows are gone, so the next chunk starts from the last pick handed out.
+        if (model.position() != chunk_end_) next_ = ahead_.size();
         if (next_ == ahead_.size()) {  // the cache is at fed_ again: the next chunk
           const int64_t n =
               std::min({model.decode_chunk(), max_new_ - static_cast<int64_t>(tokens_.size()),
                         model.max_seq() - model.position()});
           ahead_ = model.decode_greedy(tokens_.back(), n);
           next_ = 0;
+          chunk_end_ = model.position();
         }
         tok = ahead_[next_++];
       }
@@ -138,7 +142,7 @@ class Generation {
   bool chunked_ = false;
   std::vector<uint32_t> ahead_;
   size_t next_ = 0;
-  int64_t fed_ = 0;
+  int64_t fed_ = 0, chunk_end_ = 0;  // chunk_end_: the cache's position after the chunk
 };
 
 std::vector<uint32_t> prompt_ids(const LlamaState& s, nb::handle prompt, bool allow_special) {
@@ -265,8 +269,8 @@ void bind_models(nb::module_& m) {
       .def_prop_ro(
           "position",
           [](const Llama& l) {
-            settle(*l.s);
-            return l.s->model.position();
+            const int64_t p = l.s->model.position();  // a greedy chunk may run ahead of it
+            return l.s->fed >= 0 ? std::min(p, l.s->fed) : p;
           },
           "Tokens in the KV cache.")
       .def(

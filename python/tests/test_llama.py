@@ -139,6 +139,11 @@ def test_greedy_generation_in_chunks_is_token_by_token(tmp_path, rng, device):
     rest = m.generate([want[first]], max_new_tokens=4, stop_tokens=[], reset=False)
     "".join(rest)
     assert rest.tokens == want[first + 1:first + 5]
+    # The position read between picks is token by token's, and reading it changes nothing.
+    gen = m.generate(prompt, max_new_tokens=20, stop_tokens=[])
+    for _ in gen:
+        assert m.position == len(prompt) + len(gen.tokens) - 1
+    assert gen.tokens == want[:20]
     # An iterator left after 3 picks: the cache is at its third pick, as token by token.
     gen = m.generate(prompt, max_new_tokens=20, stop_tokens=[])
     while len(gen.tokens) < 3:
