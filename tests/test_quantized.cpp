@@ -288,6 +288,21 @@ void check_round_trip_iq4(QuantType t, const float* x, const uint8_t* blk, const
   }
 }
 
+TEST(QuantTypes, NamesFindTheirTypes) {
+  int known = 0;
+  for (uint32_t id = 0; id < 64; id++) {
+    const QuantTypeInfo* info = quant_type_info(id);
+    if (!info) continue;
+    known++;
+    EXPECT_EQ(quant_type_named(info->name), info) << info->name;
+  }
+  EXPECT_EQ(known, 22);
+  EXPECT_EQ(quant_type_named("q8_0")->type, QuantType::Q8_0);
+  EXPECT_EQ(quant_type_named("Q8_0"), nullptr);
+  EXPECT_EQ(quant_type_named(""), nullptr);
+  EXPECT_EQ(quant_type_named("q9_9"), nullptr);
+}
+
 TEST(QuantizedRoundTrip, ErrorWithinFormatBound) {
   Rng rng;
   SCOPED_TRACE(rng.seed());

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace wick {
 
@@ -26,5 +27,7 @@ const QuantTypeInfo* quant_type_info(uint32_t id);
 inline const QuantTypeInfo* quant_type_info(QuantType t) {
   return quant_type_info(static_cast<uint32_t>(t));
 }
+// The type of that name ("q4_0", "f16", ...), or nullptr.
+const QuantTypeInfo* quant_type_named(std::string_view name);
 
 }  // namespace wick

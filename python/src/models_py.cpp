@@ -357,9 +357,7 @@ void bind_models(nb::module_& m) {
           [](GgufWriter& w, const std::string& name, const Tensor& t,
              std::optional<std::string> type) {
             if (!type) return w.add_tensor(name, t);
-            const QuantTypeInfo* info = nullptr;
-            for (uint32_t id = 0; id < 64 && !info; id++)
-              if (const QuantTypeInfo* i = quant_type_info(id); i && *type == i->name) info = i;
+            const QuantTypeInfo* info = quant_type_named(*type);
             if (!info)
               fail(ErrorKind::DType, "GgufWriter.add_tensor", "unknown tensor type \"", *type,
                    "\" for ", name);

@@ -25,4 +25,10 @@ const QuantTypeInfo* quant_type_info(uint32_t id) {
   return nullptr;
 }
 
+const QuantTypeInfo* quant_type_named(std::string_view name) {
+  for (const QuantTypeInfo& t : kTypes)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
 }  // namespace wick
