@@ -305,8 +305,10 @@ void bind_models(nb::module_& m) {
              double top_p, double min_p, double repeat_penalty, int64_t repeat_last_n,
              uint64_t seed, bool allow_special, bool reset,
              std::optional<std::vector<int32_t>> stop_tokens) {
-            settle(*l.s);
-            if (reset) l.s->model.reset();
+            if (reset) {  // else the generator's first step settles the cache
+              l.s->fed = -1;
+              l.s->model.reset();
+            }
             SamplingOptions o;
             o.temperature = temperature;
             o.top_k = top_k;
