@@ -833,9 +833,22 @@ TEST(CliBinary, ChatTurnsFromStdin) {
   EXPECT_EQ(err.find("dropped"), std::string::npos) << err;
   EXPECT_EQ(run("").first, out) << "greedy: the same conversation";
 
-  // 80 tokens of context, 6 kept for a reply: the third turn no longer fits with the first.
-  const auto [small_out, small_err] = run(" -c 80");
-  EXPECT_HAS(small_err, "the conversation no longer fits the context of 80 tokens: dropped");
+  // A context that holds the first turn but not all three with 6 tokens kept for a reply, even
+  // when every reply is empty (the random model may end its turn at once; its random merges set
+  // how many tokens a turn takes): the oldest turn must go.
+  const GgufFile f = GgufFile::open(dir.file("tiny.gguf"));
+  const Tokenizer tok = load_gguf_tokenizer(f);
+  const std::vector<ChatMessage> shortest = {{"system", "be brief"}, {"user", "abc"},
+                                             {"assistant", ""},      {"user", "de f"},
+                                             {"assistant", ""},      {"user", "ghi"}};
+  const std::string text =
+      load_gguf_chat_template(f).apply(shortest, /*add_generation_prompt=*/true);
+  const int64_t fewest = static_cast<int64_t>(tok.encode(text, /*allow_special=*/true).size()) +
+                         (gguf_adds_bos(f) && text.rfind(tok.token(tok.bos_id()), 0) != 0);
+  const std::string ctx = std::to_string(fewest + 6 - 1);
+  const auto [small_out, small_err] = run(" -c " + ctx);
+  EXPECT_HAS(small_err,
+             "the conversation no longer fits the context of " + ctx + " tokens: dropped");
   EXPECT_HAS(small_err, ": 3 turns, ");
 }
 
