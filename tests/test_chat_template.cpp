@@ -59,5 +59,130 @@ TEST(ChatTemplate, StrftimeNowIsTheCurrentTime) {
   EXPECT_EQ(t.apply({}, false), year);
 }
 
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; i++) out += s;
+  return out;
+}
+
+std::string render(const std::string& source) {
+  const std::vector<ChatMessage> messages = {{"user", "hi"}};
+  return ChatTemplate::from_jinja(source).apply(messages, true);
+}
+
+// A chat template comes from the model file: nesting that would overflow the stack of the parser,
+// of the run or of freeing the tree is refused when the template is read, naming the limit. Nesting
+// of real depth still parses and renders.
+TEST(ChatTemplate, DeepNestingIsAParseErrorNotACrash) {
+  const int n = 20000;
+  const std::vector<std::pair<std::string, std::string>> deep = {
+      {"brackets", "{{ " + repeat("(", n) + "1" + repeat(")", n) + " }}"},
+      {"lists", "{{ " + repeat("[", n) + repeat("]", n) + " }}"},
+      {"blocks", repeat("{% if true %}", n) + repeat("{% endif %}", n)},
+      {"elif chain", "{% if false %}" + repeat("{% elif false %}", n) + "{% endif %}"},
+      {"sum", "{{ 1" + repeat(" + 1", n) + " }}"},
+      {"not", "{{ " + repeat("not ", n) + "true }}"},
+      {"minus", "{{ " + repeat("-", n) + "1 }}"},
+      {"filters", "{{ 'a'" + repeat("|upper", n) + " }}"},
+      {"members", "{{ messages" + repeat(".x", n) + " }}"},
+      {"calls", "{{ range" + repeat("(1)", n) + " }}"},
+      {"ternaries", "{{ 1" + repeat(" if false else 1", n) + " }}"},
+  };
+  for (const auto& [what, source] : deep) {
+    SCOPED_TRACE(what);
+    expect_error([&] { ChatTemplate::from_jinja(source); }, ErrorKind::Parse,
+                 {"ChatTemplate::from_jinja", "nested deeper than 256 levels"});
+  }
+  EXPECT_EQ(render("{{ " + repeat("(", 100) + "7" + repeat(")", 100) + " }}"), "7");
+  EXPECT_EQ(render(repeat("{% if true %}", 100) + "x" + repeat("{% endif %}", 100)), "x");
+  EXPECT_EQ(render("{{ 0" + repeat(" + 1", 200) + " }}"), "200");
+  EXPECT_EQ(render("{{ " + repeat("not ", 101) + "false }}"), "True");
+}
+
+// A template that runs without end, or makes a huge value, stops with an error naming the limit;
+// the process keeps its stack, memory and time.
+TEST(ChatTemplate, RunawayRendersStopAtALimit) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> runaway = {
+      {"recursive macro", "{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}",
+       "nested deeper than the limit of 1024"},
+      {"huge range", "{% for i in range(1000000000) %}{% endfor %}",
+       "range() would make 1000000000 elements, more than the limit of 1048576"},
+      {"huge repetition", "{{ 'ab' * 1000000000 }}",
+       "string repetition would make a string of 2000000000 bytes, more than the limit of "
+       "33554432"},
+      {"doubling",
+       "{% set ns = namespace(s='ab') %}{% for i in range(64) %}"
+       "{% set ns.s = ns.s + ns.s %}{% endfor %}",
+       "more than the limit of 33554432"},
+      {"long loops",
+       "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}",
+       // the steps, or the time where a step is slow (sanitizers)
+       "the render ran more than the limit of "},
+      {"replace", "{{ ('a' * 1000000)|replace('a', 'bcdefghijklmnopqrstuvwxyz0123456789') }}",
+       "replace() would make a string of 35000000 bytes"},
+      {"replace between characters",
+       "{{ ('a' * 1000000)|replace('', 'bcdefghijklmnopqrstuvwxyz0123456789') }}",
+       "replace() would make a string of 36000035 bytes"},
+      {"indent", "{{ 'a\nb'|indent(10000000000) }}", "indent() would make a string of 10000000000"},
+      {"tojson indent", "{{ [1]|tojson(indent=1000000) }}", "more than the limit of 1024"},
+      {"join",
+       "{% set s = 'a' * 1000000 %}{% set l = [] %}{% for i in range(40) %}"
+       "{% set _ = l.append(s) %}{% endfor %}{{ l|join }}",
+       "join() would make a string of"},
+      {"output",
+       "{% set s = 'a' * 1000000 %}{% set l = [] %}{% for i in range(40) %}"
+       "{% set _ = l.append(s) %}{% endfor %}{{ l }}",
+       "more than 33554432 bytes"},
+      {"list inside itself", "{% set a = [1] %}{% set _ = a.append(a) %}{{ a }}",
+       "append(): a container cannot hold itself"},
+      {"namespace inside itself", "{% set ns = namespace(x=1) %}{% set ns.y = [ns] %}{{ ns }}",
+       "set: a container cannot hold itself"},
+      {"deep value",
+       "{% set x = [] %}{% for i in range(50000) %}{% set x = [x] %}"
+       "{% if loop.last %}{{ x|tojson }}{% endif %}{% endfor %}",
+       "values nested deeper than the limit of 512"},
+  };
+  for (const auto& [what, source, message] : runaway) {
+    SCOPED_TRACE(what);
+    const ChatTemplate t = ChatTemplate::from_jinja(source);
+    expect_error(
+        [&] {
+          t.apply(std::vector<ChatMessage>{{"user", "hi"}}, true);
+        },
+        ErrorKind::Unsupported, {"ChatTemplate::apply", "ran past a limit", message});
+  }
+  // A deep value that is never printed is freed without recursion.
+  EXPECT_EQ(render("{% set x = [] %}{% for i in range(50000) %}{% set x = [x] %}{% endfor %}ok"),
+            "ok");
+}
+
+// Each step of this loop copies a 16 MiB string: few steps, long enough to meet the time limit.
+TEST(ChatTemplate, ARenderStopsAfterFiveSeconds) {
+  const ChatTemplate t = ChatTemplate::from_jinja(
+      "{% set ns = namespace(s='a' * 16000000) %}{% for i in range(100000) %}"
+      "{% set ns.s = ns.s[1:] + 'b' %}{% endfor %}");
+  expect_error(
+      [&] {
+        t.apply(std::vector<ChatMessage>{{"user", "hi"}}, true);
+      },
+      ErrorKind::Unsupported, {"the render ran more than the limit of 5 s"});
+}
+
+// What the limits changed in the engine gives Python's answers: range() near the ends of int64
+// (its length is computed without overflow), replace() built in one pass.
+TEST(ChatTemplate, RangeAndReplaceGivePythonsAnswers) {
+  EXPECT_EQ(render("{{ range(9223372036854775806, 9223372036854775807, 5)|list|tojson }}"),
+            "[9223372036854775806]");
+  EXPECT_EQ(render("{{ range(-9223372036854775807, 9223372036854775807, 4611686018427387904)"
+                   "|list|tojson }}"),
+            "[-9223372036854775807, -4611686018427387903, 1, 4611686018427387905]");
+  EXPECT_EQ(render("{{ range(5, -6, -3)|list|tojson }}"), "[5, 2, -1, -4]");
+  EXPECT_EQ(render("{{ range(3, 3)|list|tojson }}"), "[]");
+  EXPECT_EQ(render("{{ 'abcabc'|replace('b', 'XYZ') }}"), "aXYZcaXYZc");
+  EXPECT_EQ(render("{{ 'abc'|replace('', '-') }}"), "-a-b-c-");
+  EXPECT_EQ(render("{{ 'aaaaa'|replace('aa', 'b') }}"), "bba");
+  EXPECT_EQ(render("{{ 'a.b'|replace('.', '') }}"), "ab");
+}
+
 }  // namespace
 }  // namespace wick::testing

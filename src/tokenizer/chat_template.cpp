@@ -26,6 +26,19 @@ constexpr std::string_view kChatML =
     "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
+// What one render may use. A chat template comes from the model file, which is untrusted input;
+// the templates of tests/data/chat_templates take under 5,000 steps and 40 levels on their test
+// conversations.
+jinja::exec_limits render_limits() {
+  jinja::exec_limits l;
+  l.max_depth = 1024;        // statements inside one another, macro calls included
+  l.max_steps = 1000000;     // statements and loop iterations: about a second
+  l.max_seconds = 5;         // a step's cost grows with what the template made
+  l.max_string = 32u << 20;  // bytes of one string, the rendered conversation included
+  l.max_items = 1u << 20;    // elements of one list or dict, and of range()
+  return l;
+}
+
 }  // namespace
 
 ChatTemplate::ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -65,10 +78,18 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
     input["bos_token"] = impl_->bos_token;
     input["eos_token"] = impl_->eos_token;
     jinja::context ctx(impl_->source);
+    ctx.exec->limits = render_limits();
     jinja::global_from_json(ctx, input, /*mark_input=*/false);
     jinja::runtime runtime(ctx);
     const jinja::value out = runtime.execute(impl_->program);
+    const jinja::walk_output_limit_scope limit(ctx.exec->limits.max_string);
     return jinja::runtime::gather_string_parts(out)->as_string().str();
+  } catch (const jinja::limit_exceeded& e) {
+    fail(ErrorKind::Unsupported, "ChatTemplate::apply",
+         "the chat template ran past a limit of wick's on the ", messages.size(),
+         "-message conversation (a template that loops or recurses without end, or "
+         "makes a huge text?): ",
+         e.what());
   } catch (const std::exception& e) {
     fail(ErrorKind::Unsupported, "ChatTemplate::apply", "the chat template refused the ",
          messages.size(), "-message conversation: ", e.what());

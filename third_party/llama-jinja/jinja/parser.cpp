@@ -35,14 +35,56 @@ public:
         return program(std::move(body));
     }
 
+    // wick: templates are untrusted input (a model file's). Nesting deeper than this is refused while
+    // parsing, instead of overflowing the stack as the parser descends, or later as the tree is run
+    // or freed. Real templates nest a few dozen levels.
+    static constexpr size_t max_depth = 256;
+
     // NOTE: start_pos is the token index, used for error reporting
     template<typename T, typename... Args>
     std::unique_ptr<T> mk_stmt(size_t start_pos, Args&&... args) {
-        auto ptr = std::make_unique<T>(std::forward<Args>(args)...);
         assert(start_pos < tokens.size());
+        const size_t depth = 1 + std::max({size_t(0), subtree_depth(args)...});
+        if (depth > max_depth) {
+            throw parser_exception("Parser Error: nested deeper than " + std::to_string(max_depth) + " levels",
+                                   source, tokens[start_pos].pos);
+        }
+        auto ptr = std::make_unique<T>(std::forward<Args>(args)...);
         ptr->pos = tokens[start_pos].pos;
+        ptr->depth = depth;
         return ptr;
     }
+
+    template<typename T>
+    static size_t subtree_depth(const std::unique_ptr<T> & p) { return p ? p->depth : 0; }
+    static size_t subtree_depth(const statements & list) {
+        size_t d = 0;
+        for (const auto & p : list) d = std::max(d, subtree_depth(p));
+        return d;
+    }
+    static size_t subtree_depth(const std::vector<std::pair<statement_ptr, statement_ptr>> & pairs) {
+        size_t d = 0;
+        for (const auto & [k, v] : pairs) d = std::max({d, subtree_depth(k), subtree_depth(v)});
+        return d;
+    }
+    template<typename T>
+    static size_t subtree_depth(const T &) { return 0; } // not a node: a token, a name, a literal
+
+    // wick: bounds the parser's own recursion (see max_depth); one on every cycle of calls.
+    size_t nesting = 0;
+    struct nesting_guard {
+        parser & p;
+        explicit nesting_guard(parser & owner) : p(owner) {
+            if (p.nesting >= max_depth) {
+                throw parser_exception("Parser Error: nested deeper than " + std::to_string(max_depth) + " levels",
+                                       p.source, p.peek().pos);
+            }
+            p.nesting++;
+        }
+        ~nesting_guard() { p.nesting--; }
+        nesting_guard(const nesting_guard &) = delete;
+        nesting_guard & operator=(const nesting_guard &) = delete;
+    };
 
 private:
     const token & peek(size_t offset = 0) const {
@@ -94,6 +136,7 @@ private:
     }
 
     statement_ptr parse_any() {
+        nesting_guard guard(*this); // wick: a block inside a block
         size_t start_pos = current;
         switch (peek().t) {
             case token::comment:
@@ -254,6 +297,7 @@ private:
             size_t pos0 = current;
             ++current; // consume {%
             ++current; // consume 'elif'
+            nesting_guard guard(*this); // wick
             alternate.push_back(parse_if_statement(pos0)); // nested If
         } else if (is_statement({"else"})) {
             ++current; // consume {%
@@ -325,6 +369,7 @@ private:
     }
 
     statement_ptr parse_expression() {
+        nesting_guard guard(*this); // wick: brackets, arguments, subscripts
         // Choose parse function with lowest precedence
         return parse_if_expression();
     }
@@ -340,6 +385,7 @@ private:
                 // Ternary expression with else
                 size_t pos0 = current;
                 ++current; // consume 'else'
+                nesting_guard guard(*this); // wick
                 auto false_expr = parse_if_expression(); // recurse to support chained ternaries
                 return mk_stmt<ternary_expression>(pos0, std::move(test), std::move(a), std::move(false_expr));
             } else {
@@ -375,6 +421,7 @@ private:
         if (is_identifier("not")) {
             size_t start_pos = current;
             auto op = next();
+            nesting_guard guard(*this); // wick
             return mk_stmt<unary_expression>(start_pos, op, parse_logical_negation_expression());
         }
         return parse_comparison_expression();
@@ -460,6 +507,7 @@ private:
         if (is(token::unary_operator)) {
             size_t start_pos = current;
             auto op = next();
+            nesting_guard guard(*this); // wick
             return mk_stmt<unary_expression>(start_pos, op, parse_unary_expression());
         }
         return parse_call_member_expression();
@@ -477,6 +525,7 @@ private:
         size_t start_pos = current;
         auto expr = mk_stmt<call_expression>(start_pos, std::move(callee), parse_args());
         auto member = parse_member_expression(std::move(expr)); // foo.x().y
+        nesting_guard guard(*this); // wick
         return is(token::open_paren)
             ? parse_call_expression(std::move(member)) // foo.x()()
             : std::move(member);

@@ -7,6 +7,7 @@
 #include <vector>
 #include <memory>
 #include <cmath>
+#include <set>
 
 #define FILENAME "jinja-runtime"
 
@@ -50,10 +51,95 @@ static void ensure_key_type_allowed(const value & val) {
     }
 }
 
+void check_string_size(const exec_state & st, size_t bytes, const char * what) {
+    if (bytes > st.limits.max_string) {
+        throw limit_exceeded(std::string(what) + " would make a string of " + std::to_string(bytes) +
+                             " bytes, more than the limit of " + std::to_string(st.limits.max_string));
+    }
+}
+
+void check_item_count(const exec_state & st, size_t items, const char * what) {
+    if (items > st.limits.max_items) {
+        throw limit_exceeded(std::string(what) + " would make " + std::to_string(items) +
+                             " elements, more than the limit of " + std::to_string(st.limits.max_items));
+    }
+}
+
+void count_step(exec_state & st) {
+    if (++st.steps > st.limits.max_steps) {
+        throw limit_exceeded("the render ran more than the limit of " + std::to_string(st.limits.max_steps) +
+                             " steps (statements and loop iterations)");
+    }
+    if (st.steps % 16 == 0) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.start).count();
+        if (s > st.limits.max_seconds) {
+            std::ostringstream msg;
+            msg << "the render ran more than the limit of " << st.limits.max_seconds << " s";
+            throw limit_exceeded(msg.str());
+        }
+    }
+}
+
+void check_no_cycle(exec_state & st, const value_t * target, const value & inserted, const char * what) {
+    std::vector<const value_t *> todo = {inserted.get()};
+    std::set<const value_t *> seen;
+    while (!todo.empty()) {
+        const value_t * v = todo.back();
+        todo.pop_back();
+        if (v == target) {
+            throw limit_exceeded(std::string(what) + ": a container cannot hold itself");
+        }
+        if (v == nullptr || (v->val_arr.empty() && v->val_obj.empty()) || !seen.insert(v).second) continue;
+        count_step(st);
+        for (const auto & c : v->val_arr) todo.push_back(c.get());
+        for (const auto & [k, c] : v->val_obj) {
+            todo.push_back(k.get());
+            todo.push_back(c.get());
+        }
+    }
+}
+
+namespace {
+
+// wick: counts a statement's execution against the render's limits while it runs.
+struct exec_guard {
+    exec_state & st;
+    explicit exec_guard(exec_state & s) : st(s) {
+        if (st.depth >= st.limits.max_depth) {
+            throw limit_exceeded("statements nested deeper than the limit of " +
+                                 std::to_string(st.limits.max_depth) + " (a macro that calls itself without end?)");
+        }
+        count_step(st);
+        st.depth++;
+    }
+    ~exec_guard() { st.depth--; }
+    exec_guard(const exec_guard &) = delete;
+    exec_guard & operator=(const exec_guard &) = delete;
+};
+
+// wick: a value that grew past the limits is refused where it was made.
+void check_value_size(const exec_state & st, const value & v) {
+    if (!v) return;
+    if (is_val<value_string>(v)) {
+        // its parts count too: concatenation keeps them apart (a string doubled in a loop)
+        check_item_count(st, v->val_str.parts.size(), "this expression (string parts)");
+        check_string_size(st, v->val_str.length(), "this expression");
+    } else if (is_val<value_array>(v)) {
+        check_item_count(st, v->val_arr.size(), "this expression");
+    } else if (is_val<value_object>(v)) {
+        check_item_count(st, v->val_obj.size(), "this expression");
+    }
+}
+
+} // namespace
+
 // execute with error handling
 value statement::execute(context & ctx) const {
     try {
-        return execute_impl(ctx);
+        exec_guard guard(*ctx.exec);
+        value out = execute_impl(ctx);
+        check_value_size(*ctx.exec, out);
+        return out;
     } catch (const continue_statement::signal & /* ex */) {
         throw;
     } catch (const break_statement::signal & /* ex */) {
@@ -62,6 +148,8 @@ value statement::execute(context & ctx) const {
         throw;
     } catch (const not_implemented_exception & /* ex */) {
         throw;
+    } catch (const limit_exceeded & /* ex */) {
+        throw; // wick: said once, where it happened (rethrown_exception would wrap it at every level)
     } catch (const std::exception & e) {
         const std::string & source = *ctx.src;
         if (source.empty()) {
@@ -268,6 +356,8 @@ value binary_expression::execute_impl(context & ctx) const {
         if (repeat <= 0) {
             return res;
         }
+        // wick: the size is checked before it is made
+        check_string_size(*ctx.exec, mul_saturated(str.length(), size_t(repeat)), "string repetition");
         for (int64_t i = 0; i < repeat; ++i) {
             res->val_str.append(str);
         }
@@ -537,7 +627,7 @@ value for_statement::execute_impl(context & ctx) const {
 
     std::vector<value> filtered_items;
     for (size_t i = 0; i < items.size(); ++i) {
-        context loop_scope(scope);
+        count_step(*ctx.exec); // wick
 
         value current = items[i];
 
@@ -584,6 +674,7 @@ value for_statement::execute_impl(context & ctx) const {
         }
 
         if (select_expr && test_expr) {
+            context loop_scope(scope); // wick: only where a filter runs (a copy of every variable)
             scope_update_fn(loop_scope);
             value test_val = test_expr->execute(loop_scope);
             if (!test_val->as_bool()) {
@@ -601,6 +692,7 @@ value for_statement::execute_impl(context & ctx) const {
     bool noIteration = true;
     for (size_t i = 0; i < filtered_items.size(); i++) {
         JJ_DEBUG("For loop iteration %zu/%zu", i + 1, filtered_items.size());
+        count_step(*ctx.exec); // wick
         value_object loop_obj = mk_val<value_object>();
         loop_obj->has_builtins = false; // loop object has no builtins
         loop_obj->insert("index", mk_val<value_int>(i + 1));
@@ -686,6 +778,7 @@ value set_statement::execute_impl(context & ctx) const {
         }
         auto obj_ptr = cast_val<value_object>(object);
         JJ_DEBUG("Setting object property '%s' with value type %s", prop_name.c_str(), rhs->type().c_str());
+        check_no_cycle(*ctx.exec, obj_ptr, rhs, "set"); // wick
         obj_ptr->insert(prop_name, rhs);
 
     } else {

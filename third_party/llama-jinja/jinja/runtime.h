@@ -4,9 +4,12 @@
 #include "value.h"
 
 #include <cassert>
+#include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -52,8 +55,41 @@ void enable_debug(bool enable);
 using visitor_pair = std::pair<std::string, std::vector<const statement *>>;
 using visitor_fn = std::function<void(bool, const statement *, std::vector<visitor_pair>)>;
 
+// wick: the limits of one render. Templates come from model files, which are untrusted input: without
+// them a few bytes of template exhaust the stack (recursive macros), the time (range(10**12)) or the
+// memory ('a' * 10**12, a string doubled in a loop) of the process. Exceeding one throws
+// limit_exceeded.
+struct exec_limits {
+    size_t max_depth = 1024;          // statements executing inside one another, macro calls included
+    uint64_t max_steps = 1000000;     // statements executed and loop iterations in one render
+    double max_seconds = 5;           // of one render (a step's cost grows with what the template made)
+    size_t max_string = 32u << 20;    // bytes of one string
+    size_t max_items = 1u << 20;      // elements of one array or object
+};
+
+struct exec_state {
+    exec_limits limits;
+    size_t depth = 0;
+    uint64_t steps = 0;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
+// Counts a step (a statement executed, a loop iteration) against the limits.
+void count_step(exec_state & st);
+
+// Throws limit_exceeded when a string of `bytes` bytes or a container of `items` elements would pass
+// the limits (`what` names the operation).
+void check_string_size(const exec_state & st, size_t bytes, const char * what);
+inline size_t mul_saturated(size_t a, size_t b) { return b != 0 && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+inline size_t add_saturated(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+void check_item_count(const exec_state & st, size_t items, const char * what);
+// Throws when `inserted` holds `target` (at any depth): a container inside itself is never freed and
+// never printed. Walks `inserted`, each container a step.
+void check_no_cycle(exec_state & st, const value_t * target, const value & inserted, const char * what);
+
 struct context {
     std::shared_ptr<std::string> src; // for debugging; use shared_ptr to avoid copying on scope creation
+    std::shared_ptr<exec_state> exec = std::make_shared<exec_state>(); // wick: shared by every scope
     std::time_t current_time; // for functions that need current time
 
     bool is_get_stats = false; // whether to collect stats
@@ -83,6 +119,7 @@ struct context {
         current_time = parent.current_time;
         is_get_stats = parent.is_get_stats;
         src = parent.src;
+        exec = parent.exec;
     }
 
     value get_val(const std::string & name) {
@@ -121,6 +158,7 @@ static std::vector<const statement *> stmts_to_ptr(const statements & stmts) {
  */
 struct statement {
     size_t pos; // position in source, for debugging
+    size_t depth = 1; // wick: the height of the tree below and including this node (the parser bounds it)
     virtual ~statement() = default;
     virtual std::string type() const { return "Statement"; }
     virtual void visit(context & ctx) const { ctx.visitor(true, this, {}); }
@@ -714,20 +752,42 @@ struct rethrown_exception : public std::exception {
 
 //////////////////////
 
-static void gather_string_parts_recursive(const value & val, value_string & parts) {
+// wick: what a walk over a value writes (printing, JSON, gathering the output) is bounded like any
+// string while one of these is alive.
+struct walk_output_limit_scope {
+    size_t saved = walk_output_limit;
+    explicit walk_output_limit_scope(size_t limit) { walk_output_limit = limit; }
+    ~walk_output_limit_scope() { walk_output_limit = saved; }
+    walk_output_limit_scope(const walk_output_limit_scope &) = delete;
+    walk_output_limit_scope & operator=(const walk_output_limit_scope &) = delete;
+};
+
+// wick: `written` counts the bytes gathered, checked against walk_output_limit (an array holding
+// the same long string a million times would otherwise be written out whole).
+static void gather_string_parts_recursive(const value & val, value_string & parts, size_t & written) {
     // TODO: probably allow print value_none as "None" string? currently this breaks some templates
     if (is_val<value_string>(val)) {
         const auto & str_val = cast_val<value_string>(val)->val_str;
+        written = add_saturated(written, str_val.length());
+        check_walk_output(written);
         parts->val_str.append(str_val);
     } else if (is_val<value_int>(val) || is_val<value_float>(val) || is_val<value_bool>(val)) {
         std::string str_val = val->as_string().str();
+        written = add_saturated(written, str_val.size());
+        check_walk_output(written);
         parts->val_str.append(str_val);
     } else if (is_val<value_array>(val)) {
-        auto items = cast_val<value_array>(val)->as_array();
+        value_nesting_guard guard;
+        const auto & items = cast_val<value_array>(val)->as_array();
         for (const auto & item : items) {
-            gather_string_parts_recursive(item, parts);
+            gather_string_parts_recursive(item, parts, written);
         }
     }
+}
+
+static void gather_string_parts_recursive(const value & val, value_string & parts) {
+    size_t written = parts->val_str.length();
+    gather_string_parts_recursive(val, parts, written);
 }
 
 static std::string render_string_parts(const value_string & parts) {
@@ -743,6 +803,7 @@ struct runtime {
     explicit runtime(context & ctx) : ctx(ctx) {}
 
     value_array execute(const program & prog) {
+        walk_output_limit_scope limit_scope(ctx.exec->limits.max_string); // wick
         value_array results = mk_val<value_array>();
         for (const auto & stmt : prog.body) {
             value res = stmt->execute(ctx);

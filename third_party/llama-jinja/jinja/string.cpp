@@ -105,7 +105,13 @@ void string::mark_input_based_on(const string & other) {
 
 string & string::append(const string & other) {
     for (const auto & part : other.parts) {
-        parts.push_back(part);
+        // wick: a part joins the last one when both are input or both are not (same meaning, and a
+        // string concatenated in a loop does not grow a part per step)
+        if (!parts.empty() && parts.back().is_input == part.is_input) {
+            parts.back().val += part.val;
+        } else {
+            parts.push_back(part);
+        }
     }
     return *this;
 }

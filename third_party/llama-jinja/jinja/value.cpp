@@ -252,7 +252,12 @@ static value tojson(const func_args & args) {
         value_t::stats_t::mark_used(const_cast<value&>(val_input), true);
     }
     if (is_val<value_int>(val_indent)) {
-        indent = static_cast<int>(val_indent->as_int());
+        // wick: an indent is repeated once per nesting level on every line: bounded like a string
+        const int64_t width = val_indent->as_int();
+        if (width > 1024) {
+            throw limit_exceeded("tojson(indent=" + std::to_string(width) + "): more than the limit of 1024");
+        }
+        indent = static_cast<int>(width);
     }
     if (val_sort->as_bool()) { // undefined == false
         throw not_implemented_exception("tojson sort_keys=true not implemented");
@@ -458,14 +463,16 @@ const func_builtins & global_builtins() {
             if (step == 0) {
                 throw raised_exception("range() step argument must not be zero");
             }
-            if (step > 0) {
-                for (int64_t i = start; i < stop; i += step) {
-                    out->push_back(mk_val<value_int>(i));
-                }
-            } else {
-                for (int64_t i = start; i > stop; i += step) {
-                    out->push_back(mk_val<value_int>(i));
-                }
+            // wick: the length first (in unsigned arithmetic: start + step may not fit int64), checked
+            // against the limits before anything is made.
+            const bool up = step > 0;
+            const uint64_t span = up ? (stop > start ? uint64_t(stop) - uint64_t(start) : 0)
+                                     : (start > stop ? uint64_t(start) - uint64_t(stop) : 0);
+            const uint64_t stride = up ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+            const uint64_t count = span == 0 ? 0 : (span - 1) / stride + 1;
+            check_item_count(*args.ctx.exec, count > SIZE_MAX ? SIZE_MAX : size_t(count), "range()");
+            for (uint64_t k = 0; k < count; k++) {
+                out->push_back(mk_val<value_int>(int64_t(uint64_t(start) + (up ? k * stride : uint64_t(0) - k * stride))));
             }
             return out;
         }},
@@ -801,22 +808,37 @@ const func_builtins & value_string_t::get_builtins() const {
                 throw not_implemented_exception("String replace with count argument not implemented");
             }
             if (old_str != new_str) {
-                size_t pos = 0;
+                // wick: the size is checked before the text is built, and built in one pass (replacing
+                // in place moved the tail once per match: quadratic).
+                const exec_state & st = *args.ctx.exec;
+                std::string new_res;
                 if (old_str.empty()) {
-                    std::string new_res;
-                    new_res.reserve(str.length() + new_str.length() * (str.length() + 1));
+                    const size_t gaps = str.length() + 1;
+                    check_string_size(st, add_saturated(str.length(), mul_saturated(new_str.length(), gaps)), "replace()");
+                    new_res.reserve(str.length() + new_str.length() * gaps);
                     new_res += new_str;
                     for (const char c : str) {
                         new_res.push_back(c);
                         new_res += new_str;
                     }
-                    str = new_res;
                 } else {
-                    while ((pos = str.find(old_str, pos)) != std::string::npos) {
-                        str.replace(pos, old_str.length(), new_str);
-                        pos += new_str.length();
+                    size_t matches = 0;
+                    for (size_t pos = 0; (pos = str.find(old_str, pos)) != std::string::npos; pos += old_str.length()) {
+                        matches++;
                     }
+                    if (new_str.length() > old_str.length()) {
+                        check_string_size(st, add_saturated(str.length(), mul_saturated(matches, new_str.length() - old_str.length())),
+                                          "replace()");
+                    }
+                    size_t from = 0;
+                    for (size_t pos = 0; (pos = str.find(old_str, pos)) != std::string::npos; pos += old_str.length()) {
+                        new_res.append(str, from, pos - from);
+                        new_res += new_str;
+                        from = pos + old_str.length();
+                    }
+                    new_res.append(str, from, std::string::npos);
                 }
+                str = std::move(new_res);
             }
             auto res = mk_val<value_string>(str);
             res->val_str.mark_input_based_on(args.get_pos(0)->val_str);
@@ -955,7 +977,9 @@ const func_builtins & value_string_t::get_builtins() const {
             }
             std::string indent;
             if (is_val<value_int>(val_width)) {
-                indent.assign(val_width->as_int(), ' ');
+                const int64_t width = std::max<int64_t>(val_width->as_int(), 0); // wick: checked
+                check_string_size(*args.ctx.exec, uint64_t(width) > SIZE_MAX ? SIZE_MAX : size_t(width), "indent()");
+                indent.assign(size_t(width), ' ');
             } else if (is_val<value_string>(val_width)) {
                 indent = val_width->as_string().str();
             } else {
@@ -1109,6 +1133,7 @@ const func_builtins & value_array_t::get_builtins() const {
                 if (i < arr.size() - 1) {
                     result += delim;
                 }
+                check_string_size(*args.ctx.exec, result.size(), "join()"); // wick
             }
             return mk_val<value_string>(result);
         }},
@@ -1149,6 +1174,8 @@ const func_builtins & value_array_t::get_builtins() const {
             const value_array_t * arr = cast_val<value_array>(args.get_pos(0));
             // need to use const_cast here to modify the array
             value_array_t * arr_editable = const_cast<value_array_t *>(arr);
+            check_no_cycle(*args.ctx.exec, arr, args.get_pos(1), "append()"); // wick
+            check_item_count(*args.ctx.exec, arr->val_arr.size() + 1, "append()");
             arr_editable->push_back(args.get_pos(1));
             return args.get_pos(0);
         }},
@@ -1519,7 +1546,41 @@ void global_from_json(context & ctx, const common_json & json_obj, bool mark_inp
 
 // recursively convert value to JSON string
 // TODO: avoid circular references
+thread_local size_t value_nesting_guard::depth = 0;
+thread_local size_t walk_output_limit = SIZE_MAX;
+
+void check_walk_output(size_t bytes) {
+    if (bytes > walk_output_limit) {
+        throw limit_exceeded("writing this value would make a string of more than " + std::to_string(walk_output_limit) +
+                             " bytes, the limit");
+    }
+}
+
+value_t::~value_t() {
+    if (val_arr.empty() && val_obj.empty()) return;
+    // The outermost destructor frees the values that reach a refcount of zero one at a time; the
+    // destructors it runs hand their children back to it instead of freeing them themselves.
+    static thread_local std::vector<value> * pending = nullptr;
+    std::vector<value> local;
+    const bool outermost = pending == nullptr;
+    if (outermost) pending = &local;
+    for (auto & v : val_arr) pending->push_back(std::move(v));
+    for (auto & [k, v] : val_obj) {
+        pending->push_back(std::move(k));
+        pending->push_back(std::move(v));
+    }
+    if (outermost) {
+        while (!local.empty()) {
+            value v = std::move(local.back());
+            local.pop_back();
+        }
+        pending = nullptr;
+    }
+}
+
 static void value_to_json_internal(std::ostringstream & oss, const value & val, int curr_lvl, int indent, const std::string_view item_sep, const std::string_view key_sep) {
+    value_nesting_guard guard; // wick
+    check_walk_output(static_cast<size_t>(oss.tellp()));
     auto indent_str = [indent, curr_lvl]() -> std::string {
         return (indent > 0) ? std::string(curr_lvl * indent, ' ') : "";
     };
@@ -1622,6 +1683,7 @@ std::string value_to_string_repr(const value & val) {
 
 // stats utility
 void value_t::stats_t::mark_used(value & val, bool deep) {
+    value_nesting_guard guard; // wick
     val->stats.used = true;
     if (deep) {
         if (is_val<value_array>(val)) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 #include <unordered_map>
@@ -103,6 +104,38 @@ using func_builtins = std::map<std::string, func_handler>;
 enum value_compare_op { eq, ge, gt, lt, ne };
 bool value_compare(const value & a, const value & b, value_compare_op op);
 
+// wick: thrown when a render passes one of its limits (exec_limits in runtime.h).
+struct limit_exceeded : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// wick: nested values are walked recursively (printed, written as JSON, compared, hashed). A walk
+// deeper than max_value_nesting throws limit_exceeded rather than overflowing the stack (a template
+// can nest values without end through a namespace or append()), and what a walk writes is bounded
+// by walk_output_limit (a render sets it to its string limit).
+constexpr size_t max_value_nesting = 512;
+struct value_nesting_guard {
+    static thread_local size_t depth;
+    value_nesting_guard() {
+        if (depth >= max_value_nesting) {
+            throw limit_exceeded("values nested deeper than the limit of " + std::to_string(max_value_nesting));
+        }
+        depth++;
+    }
+    ~value_nesting_guard() { depth--; }
+    value_nesting_guard(const value_nesting_guard &) = delete;
+    value_nesting_guard & operator=(const value_nesting_guard &) = delete;
+};
+// The depth counted without the check (for noexcept walks that check it themselves).
+struct value_nesting_depth_scope {
+    value_nesting_depth_scope() noexcept { value_nesting_guard::depth++; }
+    ~value_nesting_depth_scope() { value_nesting_guard::depth--; }
+    value_nesting_depth_scope(const value_nesting_depth_scope &) = delete;
+    value_nesting_depth_scope & operator=(const value_nesting_depth_scope &) = delete;
+};
+extern thread_local size_t walk_output_limit;
+void check_walk_output(size_t bytes);
+
 struct value_t {
     int64_t val_int;
     double val_flt;
@@ -124,7 +157,9 @@ struct value_t {
 
     value_t() = default;
     value_t(const value_t &) = default;
-    virtual ~value_t() = default;
+    // wick: frees nested values without recursion (a chain of a million nested lists would
+    // otherwise overflow the stack as it is freed)
+    virtual ~value_t();
 
     // Note: only for debugging and error reporting purposes
     virtual std::string type() const { return ""; }
@@ -401,10 +436,12 @@ struct value_array_t : public value_t {
         const bool immutable = is_immutable();
         std::ostringstream ss;
         ss << (immutable ? "(" : "[");
+        value_nesting_guard guard; // wick
         for (size_t i = 0; i < val_arr.size(); i++) {
             if (i > 0) ss << ", ";
             value val = val_arr.at(i);
             ss << value_to_string_repr(val);
+            check_walk_output(static_cast<size_t>(ss.tellp())); // wick
         }
         if (immutable && val_arr.size() == 1) {
             ss << ",";
@@ -441,6 +478,7 @@ struct value_array_t : public value_t {
     }
     virtual const func_builtins & get_builtins() const override;
     virtual bool is_hashable() const override {
+        value_nesting_guard guard; // wick
         if (std::all_of(val_arr.begin(), val_arr.end(), [&](auto & val) -> bool {
             return val->is_immutable() && val->is_hashable();
         })) {
@@ -450,6 +488,9 @@ struct value_array_t : public value_t {
     }
     virtual hasher unique_hash() const noexcept override {
         auto hash = hasher(typeid(*this));
+        // wick: noexcept, so past the nesting limit the walk stops (equal values still hash equal)
+        if (value_nesting_guard::depth >= max_value_nesting) return hash;
+        value_nesting_depth_scope scope;
         for (const auto & val : val_arr) {
             // must use digest to prevent problems from "concatenation" property of hasher
             // for ex. hash of [ "ab", "c" ] should be different from [ "a", "bc" ]
@@ -460,6 +501,7 @@ struct value_array_t : public value_t {
     }
 protected:
     virtual bool equivalent(const value_t & other) const override {
+        value_nesting_guard guard; // wick
         return typeid(*this) == typeid(other) && is_hashable() && other.is_hashable() && std::equal(val_arr.begin(), val_arr.end(), other.val_arr.begin(), other.val_arr.end(), value_equivalence());
     }
 };
@@ -515,10 +557,12 @@ struct value_object_t : public value_t {
     virtual string as_string() const override {
         std::ostringstream ss;
         ss << "{";
+        value_nesting_guard guard; // wick
         for (size_t i = 0; i < val_obj.size(); i++) {
             if (i > 0) ss << ", ";
             auto & [key, val] = val_obj.at(i);
             ss << value_to_string_repr(key) << ": " << value_to_string_repr(val);
+            check_walk_output(static_cast<size_t>(ss.tellp())); // wick
         }
         ss << "}";
         return ss.str();
@@ -574,6 +618,7 @@ struct value_object_t : public value_t {
     }
     virtual const func_builtins & get_builtins() const override;
     virtual bool is_hashable() const override {
+        value_nesting_guard guard; // wick
         if (std::all_of(val_obj.begin(), val_obj.end(), [&](auto & pair) -> bool {
             const auto & val = pair.second;
             return val->is_immutable() && val->is_hashable();
@@ -584,6 +629,8 @@ struct value_object_t : public value_t {
     }
     virtual hasher unique_hash() const noexcept override {
         auto hash = hasher(typeid(*this));
+        if (value_nesting_guard::depth >= max_value_nesting) return hash; // wick: as for arrays
+        value_nesting_depth_scope scope;
         for (const auto & [key, val] : val_obj) {
             // must use digest to prevent problems from "concatenation" property of hasher
             // for ex. hash of key="ab", value="c" should be different from key="a", value="bc"
@@ -596,6 +643,7 @@ struct value_object_t : public value_t {
     }
 protected:
     virtual bool equivalent(const value_t & other) const override {
+        value_nesting_guard guard; // wick
         return typeid(*this) == typeid(other) && is_hashable() && other.is_hashable() && std::equal(val_obj.begin(), val_obj.end(), other.val_obj.begin(), other.val_obj.end(), value_equivalence());
     }
 };
