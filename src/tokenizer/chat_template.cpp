@@ -31,11 +31,13 @@ constexpr std::string_view kChatML =
 // conversations.
 jinja::exec_limits render_limits() {
   jinja::exec_limits l;
-  l.max_depth = 1024;        // statements inside one another, macro calls included
-  l.max_steps = 1000000;     // statements and loop iterations: about a second
-  l.max_seconds = 5;         // a step's cost grows with what the template made
-  l.max_string = 32u << 20;  // bytes of one string, the rendered conversation included
-  l.max_items = 1u << 20;    // elements of one list or dict, and of range()
+  l.max_depth = 1024;                     // statements inside one another, macro calls included
+  l.max_steps = 1000000;                  // statements and loop iterations: about a second
+  l.max_seconds = 5;                      // a step's cost grows with what the template made
+  l.max_string = 32u << 20;               // bytes of one string, the rendered conversation included
+  l.max_items = 1u << 18;                 // elements of one list or dict, and of range()
+  l.max_total_bytes = uint64_t{1} << 30;  // summed over every value the expressions give
+  l.max_total_items = uint64_t{1} << 22;
   return l;
 }
 

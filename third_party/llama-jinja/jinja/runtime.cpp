@@ -99,6 +99,10 @@ void check_no_cycle(exec_state & st, const value_t * target, const value & inser
     }
 }
 
+bool member_expression::makes_values() const {
+    return is_stmt<slice_expression>(property);
+}
+
 namespace {
 
 // wick: counts a statement's execution against the render's limits while it runs.
@@ -117,17 +121,30 @@ struct exec_guard {
     exec_guard & operator=(const exec_guard &) = delete;
 };
 
-// wick: a value that grew past the limits is refused where it was made.
-void check_value_size(const exec_state & st, const value & v) {
+// wick: a value that grew past the limits is refused where it was made; `made` says whether it
+// counts in the render's totals.
+void check_value_size(exec_state & st, const value & v, bool made) {
     if (!v) return;
+    size_t bytes = 0, items = 0;
     if (is_val<value_string>(v)) {
         // its parts count too: concatenation keeps them apart (a string doubled in a loop)
         check_item_count(st, v->val_str.parts.size(), "this expression (string parts)");
-        check_string_size(st, v->val_str.length(), "this expression");
+        bytes = v->val_str.length();
+        check_string_size(st, bytes, "this expression");
     } else if (is_val<value_array>(v)) {
-        check_item_count(st, v->val_arr.size(), "this expression");
+        items = v->val_arr.size();
+        check_item_count(st, items, "this expression");
     } else if (is_val<value_object>(v)) {
-        check_item_count(st, v->val_obj.size(), "this expression");
+        items = v->val_obj.size();
+        check_item_count(st, items, "this expression");
+    }
+    if (!made) return;
+    st.total_bytes += bytes;
+    st.total_items += items;
+    if (st.total_bytes > st.limits.max_total_bytes || st.total_items > st.limits.max_total_items) {
+        throw limit_exceeded("the render's expressions gave more than the limit of " +
+                             std::to_string(st.limits.max_total_bytes) + " bytes of strings or " +
+                             std::to_string(st.limits.max_total_items) + " elements in all");
     }
 }
 
@@ -138,7 +155,7 @@ value statement::execute(context & ctx) const {
     try {
         exec_guard guard(*ctx.exec);
         value out = execute_impl(ctx);
-        check_value_size(*ctx.exec, out);
+        check_value_size(*ctx.exec, out, makes_values());
         return out;
     } catch (const continue_statement::signal & /* ex */) {
         throw;
@@ -282,7 +299,7 @@ value binary_expression::execute_impl(context & ctx) const {
             if (is_float) {
                 return mk_val<value_float>(res);
             } else {
-                return mk_val<value_int>(static_cast<int64_t>(res));
+                return mk_val<value_int>(double_to_int64(res)); // wick: checked
             }
         } else if (op.value == "/") {
             JJ_DEBUG("Division operation: %f / %f", a, b);
@@ -294,7 +311,7 @@ value binary_expression::execute_impl(context & ctx) const {
             if (is_float) {
                 return mk_val<value_float>(rem);
             } else {
-                return mk_val<value_int>(static_cast<int64_t>(rem));
+                return mk_val<value_int>(double_to_int64(rem)); // wick: checked
             }
         } else if (op.value == "<") {
             JJ_DEBUG("Comparison operation: %f < %f is %d", a, b, a < b);
@@ -534,7 +551,7 @@ value unary_expression::execute_impl(context & ctx) const {
         return mk_val<value_bool>(!operand_val->as_bool());
     } else if (op.value == "-") {
         if (is_val<value_int>(operand_val)) {
-            return mk_val<value_int>(-operand_val->as_int());
+            return mk_val<value_int>(negate_int64(operand_val->as_int())); // wick: checked
         } else if (is_val<value_float>(operand_val)) {
             return mk_val<value_float>(-operand_val->as_float());
         } else {

@@ -65,12 +65,17 @@ struct exec_limits {
     double max_seconds = 5;           // of one render (a step's cost grows with what the template made)
     size_t max_string = 32u << 20;    // bytes of one string
     size_t max_items = 1u << 20;      // elements of one array or object
+    // Summed over every value the render's expressions give (what is alive at once is less): bounds
+    // the memory of many values each under the limits above.
+    uint64_t max_total_bytes = uint64_t(1) << 30;
+    uint64_t max_total_items = uint64_t(1) << 24;
 };
 
 struct exec_state {
     exec_limits limits;
     size_t depth = 0;
     uint64_t steps = 0;
+    uint64_t total_bytes = 0, total_items = 0;
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
 
@@ -167,6 +172,9 @@ struct statement {
     virtual value execute_impl(context &) const { throw_exec_error(); }
     // execute is the public method to execute a statement with error handling
     value execute(context &) const;
+    // wick: whether what execute() gives is made by it (counted in the render's totals), not a
+    // value that exists already (a variable, a member)
+    virtual bool makes_values() const { return true; }
 
 private:
     [[noreturn]] void throw_exec_error() const {
@@ -380,6 +388,7 @@ struct member_expression : public expression {
             {"property", {property.get()}}
         });
     }
+    bool makes_values() const override; // wick: a slice does, a member does not
 };
 
 struct call_expression : public expression {
@@ -409,6 +418,7 @@ struct identifier : public expression {
     explicit identifier(const std::string & val) : val(val) {}
     std::string type() const override { return "Identifier"; }
     value execute_impl(context & ctx) const override;
+    bool makes_values() const override { return false; } // wick
 };
 
 // Literals

@@ -112,6 +112,8 @@ static T slice(const T & array, int64_t start, int64_t stop, int64_t step = 1) {
         if (i >= 0 && i < len) {
             result.push_back(array[static_cast<size_t>(i)]);
         }
+        // wick: stop before i + step overflows (it would be past the end)
+        if ((step > 0 && i > INT64_MAX - step) || (step < 0 && i < INT64_MIN - step)) break;
     }
     return result;
 }
@@ -616,7 +618,7 @@ const func_builtins & value_int_t::get_builtins() const {
         {"abs", [](const func_args & args) -> value {
             args.ensure_vals<value_int>();
             int64_t val = args.get_pos(0)->as_int();
-            return mk_val<value_int>(val < 0 ? -val : val);
+            return mk_val<value_int>(val < 0 ? negate_int64(val) : val); // wick: checked
         }},
         {"int", [](const func_args & args) -> value {
             args.ensure_vals<value_int>();
@@ -645,7 +647,7 @@ const func_builtins & value_float_t::get_builtins() const {
         }},
         {"int", [](const func_args & args) -> value {
             args.ensure_vals<value_float>();
-            int64_t val = static_cast<int64_t>(args.get_pos(0)->as_float());
+            int64_t val = double_to_int64(args.get_pos(0)->as_float()); // wick: checked
             return mk_val<value_int>(val);
         }},
         {"float", [](const func_args & args) -> value {
@@ -757,14 +759,14 @@ const func_builtins & value_string_t::get_builtins() const {
             }
             int64_t maxsplit = (args.count() > 2) ? args.get_pos(2)->as_int() : -1;
             auto result = mk_val<value_array>();
-            size_t pos = 0;
-            std::string token;
-            while ((pos = str.find(delim)) != std::string::npos && maxsplit != 0) {
-                token = str.substr(0, pos);
-                result->push_back(mk_val<value_string>(token));
-                str.erase(0, pos + delim.length());
-                --maxsplit;
+            // wick: one pass (erasing each piece from the front was quadratic), pieces counted
+            size_t from = 0;
+            for (size_t pos; maxsplit != 0 && (pos = str.find(delim, from)) != std::string::npos; maxsplit -= maxsplit > 0) {
+                check_item_count(*args.ctx.exec, result->val_arr.size() + 2, "split()");
+                result->push_back(mk_val<value_string>(str.substr(from, pos - from)));
+                from = pos + delim.length();
             }
+            str.erase(0, from);
             auto res = mk_val<value_string>(str);
             res->val_str.mark_input_based_on(args.get_pos(0)->val_str);
             result->push_back(std::move(res));
@@ -784,14 +786,16 @@ const func_builtins & value_string_t::get_builtins() const {
             }
             int64_t maxsplit = (args.count() > 2) ? args.get_pos(2)->as_int() : -1;
             auto result = mk_val<value_array>();
-            size_t pos = 0;
-            std::string token;
-            while ((pos = str.rfind(delim)) != std::string::npos && maxsplit != 0) {
-                token = str.substr(pos + delim.length());
-                result->push_back(mk_val<value_string>(token));
-                str.erase(pos);
-                --maxsplit;
+            // wick: one pass from the end (erasing each piece was quadratic), pieces counted
+            size_t end = str.size(); // the text before `end` is what is left to split
+            for (size_t pos; maxsplit != 0 && end >= delim.length() &&
+                             (pos = str.rfind(delim, end - delim.length())) != std::string::npos;
+                 maxsplit -= maxsplit > 0) {
+                check_item_count(*args.ctx.exec, result->val_arr.size() + 2, "rsplit()");
+                result->push_back(mk_val<value_string>(str.substr(pos + delim.length(), end - pos - delim.length())));
+                end = pos;
             }
+            str.erase(end);
             auto res = mk_val<value_string>(str);
             res->val_str.mark_input_based_on(args.get_pos(0)->val_str);
             result->push_back(std::move(res));
@@ -987,6 +991,9 @@ const func_builtins & value_string_t::get_builtins() const {
             }
             std::string indented;
             std::string input = val_input->as_string().str();
+            // wick: the indent goes before every line
+            const size_t lines = size_t(std::count(input.begin(), input.end(), '\n')) + 1;
+            check_string_size(*args.ctx.exec, add_saturated(input.size(), mul_saturated(lines, indent.size())), "indent()");
             std::istringstream iss = std::istringstream(input);
             std::string line;
             while (std::getline(iss, line)) {

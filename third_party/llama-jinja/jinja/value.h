@@ -246,11 +246,28 @@ struct value_equality {
 // primitive value types
 //
 
+// wick: a double as an int64, or an error where it has none (converting out of range is undefined)
+inline int64_t double_to_int64(double d) {
+    if (!(d >= -0x1p63 && d < 0x1p63)) {
+        throw std::runtime_error("the number " + std::to_string(d) + " does not fit a 64-bit integer");
+    }
+    return static_cast<int64_t>(d);
+}
+
+// wick: -v, or an error for the one int64 without a negation
+inline int64_t negate_int64(int64_t v) {
+    if (v == INT64_MIN) {
+        throw std::runtime_error("the negation of " + std::to_string(v) + " does not fit a 64-bit integer");
+    }
+    return -v;
+}
+
 struct value_int_t : public value_t {
     value_int_t(int64_t v) {
         val_int = v;
         val_flt = static_cast<double>(v);
-        if (static_cast<int64_t>(val_flt) != v) {
+        // wick: 2^63 (INT64_MAX rounded) has no int64: compare only in range
+        if (val_flt >= 0x1p63 || static_cast<int64_t>(val_flt) != v) {
             val_flt = v < 0 ? -INFINITY : INFINITY;
         }
     }
