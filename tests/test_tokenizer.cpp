@@ -385,6 +385,15 @@ TEST(TokenizerUnit, ErrorsOnBadJson) {
                ErrorKind::Parse, {op, "vocab id of 'a'"});
   expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": 0, "b": 0}, "merges": []}})"),
                ErrorKind::Parse, {op, "id 0 is both"});
+  // One far id would make a table of billions of empty tokens (found by fuzz_tokenizer_json);
+  // a gap in the ids is fine.
+  expect_error(
+      load("{" + pre + R"(, "model": {"vocab": {"a": 0, "b": 2000000000}, "merges": []}})"),
+      ErrorKind::Parse, {op, "'b' has id 2000000000, far past the 2 tokens"});
+  EXPECT_EQ(Tokenizer::from_hf_json("{" + pre +
+                                    R"(, "model": {"vocab": {"a": 0, "b": 60000}, "merges": []}})")
+                .encode("ba"),
+            (std::vector<int32_t>{60000, 0}));
   expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": 0}, "merges": [7]}})"),
                ErrorKind::Parse, {op, "merge 0"});
   expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": 0}, "merges": ["a q"]}})"),

@@ -181,10 +181,15 @@ std::vector<std::pair<std::string, std::string>> read_merges(const json& merges)
   return out;
 }
 
-// Places `token` at `id`, growing the table; a clash of two different strings is an error.
-void place(std::vector<std::string>& tokens, int64_t id, const std::string& token) {
+// Places `token` at `id`, growing the table; a clash of two different strings is an error. Ids
+// reach at most `entries` (the vocabulary's and the added tokens' count) plus a gap of 65,536:
+// one far id would make a table of billions of empty tokens.
+void place(std::vector<std::string>& tokens, int64_t id, const std::string& token, size_t entries) {
   if (id < 0 || id >= INT32_MAX)
     fail(ErrorKind::Parse, kOp, "token '", io::excerpt(token), "' has id ", id);
+  if (uint64_t(id) >= uint64_t(entries) + 65536)
+    fail(ErrorKind::Parse, kOp, "token '", io::excerpt(token), "' has id ", id, ", far past the ",
+         entries, " tokens of the file");
   if (size_t(id) >= tokens.size()) tokens.resize(size_t(id) + 1);
   if (!tokens[id].empty() && tokens[id] != token)
     fail(ErrorKind::Parse, kOp, "id ", id, " is both '", io::excerpt(tokens[id]), "' and '",
@@ -283,10 +288,12 @@ Tokenizer Tokenizer::from_parsed_hf_json(std::string_view tokenizer_json,
 
   std::vector<std::string> tokens;
   tokens.reserve(vocab.size());
+  const size_t entries =
+      vocab.size() + (root.contains("added_tokens") ? root.at("added_tokens").size() : 0);
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer())
       fail(ErrorKind::Parse, kOp, "vocab id of '", io::excerpt(token), "' is ", describe(id));
-    place(tokens, id.get<int64_t>(), token);
+    place(tokens, id.get<int64_t>(), token, entries);
   }
   std::vector<int32_t> types(tokens.size(), int32_t(TokenType::Normal));
   if (root.contains("added_tokens")) {
@@ -300,7 +307,7 @@ Tokenizer Tokenizer::from_parsed_hf_json(std::string_view tokenizer_json,
       for (const char* key : {"lstrip", "rstrip", "single_word"})
         if (added.value(key, false))
           fail(ErrorKind::Unsupported, kOp, "added token option ", key, " in ", describe(added));
-      place(tokens, id.get<int64_t>(), content.get<std::string>());
+      place(tokens, id.get<int64_t>(), content.get<std::string>(), entries);
       types.resize(tokens.size(), int32_t(TokenType::Normal));
       types[id.get<int64_t>()] =
           int32_t(added.value("special", false) ? TokenType::Control : TokenType::UserDefined);
