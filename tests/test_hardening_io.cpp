@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -561,6 +561,17 @@ TEST(HardeningIo, GgufErrorsEchoBoundedInput) {
   GgufWriter w;
   expect_bounded_error([&] { w.add_tensor(huge, Tensor::zeros({2}, DType::U8)); }, ErrorKind::DType,
                        {"GgufWriter::add_tensor", size});
+}
+
+// JSON nesting is counted without recursion, brackets in strings (escaped quotes too) skipped.
+TEST(HardeningIo, JsonNestingDepthSkipsStrings) {
+  EXPECT_EQ(io::json_nesting_depth(""), 0u);
+  EXPECT_EQ(io::json_nesting_depth("7"), 0u);
+  EXPECT_EQ(io::json_nesting_depth("[]"), 1u);
+  EXPECT_EQ(io::json_nesting_depth(R"({"a": [1, {"b": []}], "c": {}})"), 4u);
+  EXPECT_EQ(io::json_nesting_depth(R"(["[[[{", "\"[[", "\\", []])"), 2u);
+  EXPECT_EQ(io::json_nesting_depth("]]]}"), 0u);
+  EXPECT_EQ(io::json_nesting_depth(std::string(1000000, '[')), 1000000u);
 }
 
 TEST(HardeningIo, ExcerptEscapesCutsAndCounts) {

@@ -385,6 +385,9 @@ TEST(TokenizerUnit, ErrorsOnBadJson) {
                ErrorKind::Parse, {op, "vocab id of 'a'"});
   expect_error(load("{" + pre + R"(, "model": {"vocab": {"a": 0, "b": 0}, "merges": []}})"),
                ErrorKind::Parse, {op, "id 0 is both"});
+  // Nesting is bounded before nlohmann::json (whose dump recurses) sees the text.
+  expect_error(load(std::string(100000, '[') + std::string(100000, ']')), ErrorKind::Parse,
+               {op, "nests arrays and objects 100000 deep, more than 128"});
   // One far id would make a table of billions of empty tokens (found by fuzz_tokenizer_json);
   // a gap in the ids is fine.
   expect_error(

@@ -285,6 +285,27 @@ void AtomicFileWriter::commit() {
 
 // ---- messages ---------------------------------------------------------------------------------
 
+size_t json_nesting_depth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); i++) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;  // the escaped character, a quote among them
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return deepest;
+}
+
 std::string excerpt(std::string_view text, size_t max_bytes) {
   size_t cut = std::min(text.size(), max_bytes);
   if (cut < text.size())

@@ -117,6 +117,13 @@ std::string temporary_name(std::string_view file_name, long pid, uint64_t n);
 // Test hook: whether AtomicFileWriter tries O_TMPFILE first (default true).
 bool& atomic_writer_uses_tmpfile();
 
+// How deep arrays and objects nest in JSON text (brackets inside strings skipped), counted in one
+// pass without recursion. nlohmann::json parses without recursion but dumps, copies and compares
+// with one call per level, so untrusted JSON deeper than kMaxJsonNesting is refused before it is
+// parsed (a request body of 500,000 brackets overflowed the stack in an error message's dump()).
+size_t json_nesting_depth(std::string_view text);
+inline constexpr size_t kMaxJsonNesting = 128;
+
 // `text` as it may appear in an error message: control bytes, quotes and backslashes escaped, at
 // most `max_bytes` of it (cut at a UTF-8 boundary), then "... (N bytes)" when it was longer.
 std::string excerpt(std::string_view text, size_t max_bytes = 80);

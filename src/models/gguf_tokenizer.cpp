@@ -82,7 +82,10 @@ ChatTemplate load_gguf_chat_template(const GgufFile& f) {
     if (const GgufValue* config = f.find("tokenizer.huggingface.config");
         config && config->is<std::string>()) {
       // A Hugging Face folder's: the texts are tokenizer_config.json's.
-      const nlohmann::json j = nlohmann::json::parse(config->as_string(), nullptr, false);
+      const std::string& config_text = config->as_string();
+      const nlohmann::json j = io::json_nesting_depth(config_text) > io::kMaxJsonNesting
+                                   ? nlohmann::json()  // not a config a converter wrote
+                                   : nlohmann::json::parse(config_text, nullptr, false);
       const auto text = [&](const char* key) {
         return j.is_object() && j.contains(key) && j.at(key).is_string()
                    ? j.at(key).get<std::string>()

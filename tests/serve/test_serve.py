@@ -184,6 +184,10 @@ def refusals(srv, max_body):
     expect(400, {"prompt": "x", "top_p": 0}, 400, "top_p")
     expect(400, {"prompt": "x", "n": 2}, 400, "'n'")
     expect(400, {"prompt": "x", "stop": [1]}, 400, "stop")
+    # Deep nesting is refused before a recursive dump in an error message meets it (it crashed).
+    deep = 200000
+    expect(400, '{"prompt": "x", "stop": ' + "[" * deep + "]" * deep + "}", 400,
+           f"nests arrays and objects {deep + 1} deep")
     expect(400, {"prompt": "x", "stream": "yes"}, 400, "stream")
     expect(400, {"prompt": [10 ** 9]}, 400, "prompt", "token")
     expect(400, {"prompt": "x" * 5000}, 400, "prompt", "context")

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "io/file.h"
+
 namespace wick::cli {
 
 using nlohmann::json;
@@ -148,6 +150,9 @@ std::vector<std::string> stop_strings(const json& body) {
 }  // namespace
 
 ApiRequest parse_api_request(const std::string& body_text, bool chat, const ServedModel& m) {
+  if (const size_t d = io::json_nesting_depth(body_text); d > io::kMaxJsonNesting)
+    throw ApiError(400, "the body nests arrays and objects " + std::to_string(d) +
+                            " deep, more than " + std::to_string(io::kMaxJsonNesting));
   json body;
   try {
     body = json::parse(body_text);
