@@ -91,6 +91,70 @@ void gguf_seeds(const std::filesystem::path& dir) {
   }
 }
 
+// GGUF files that carry a tokenizer (and a chat template): byte-level BPE, SentencePiece with byte
+// tokens and scores, and a Hugging Face tokenizer.json inside the file.
+void gguf_tokenizer_seeds(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string chatml =
+      "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + "
+      "'<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' "
+      "}}{% endif %}";
+  {
+    GgufWriter w;
+    std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    std::vector<int32_t> types = {3, 3, 3};
+    for (const char* t : {"a", "b", "c", "l", "o", "H", "e", "\xc4\xa0", "ab", "lo", "Hel",
+                          "\xc4\xa0" "a", "1", "2", "3"}) {
+      tokens.push_back(t);
+      types.push_back(1);
+    }
+    w.set("tokenizer.ggml.model", "gpt2");
+    w.set("tokenizer.ggml.pre", "smollm");
+    w.set("tokenizer.ggml.tokens", GgufValue::array(tokens));
+    w.set("tokenizer.ggml.token_type", GgufValue::array(types));
+    w.set("tokenizer.ggml.merges",
+          GgufValue::array(std::vector<std::string>{"a b", "l o", "H e", "\xc4\xa0 a"}));
+    w.set("tokenizer.ggml.bos_token_id", uint32_t{0});
+    w.set("tokenizer.ggml.eos_token_id", uint32_t{2});
+    w.set("tokenizer.chat_template", chatml);
+    save(dir / "bpe.gguf", w.to_bytes());
+  }
+  {
+    GgufWriter w;
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+    std::vector<int32_t> types = {2, 3, 3};
+    std::vector<float> scores = {0, 0, 0};
+    for (int b = 0; b < 256; b++) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      tokens.push_back(name);
+      types.push_back(6);
+      scores.push_back(0);
+    }
+    for (const char* t : {"\xe2\x96\x81", "a", "b", "\xe2\x96\x81" "a", "ab", "\xe2\x96\x81" "ab"}) {
+      tokens.push_back(t);
+      types.push_back(1);
+      scores.push_back(-float(tokens.size()));
+    }
+    w.set("tokenizer.ggml.model", "llama");
+    w.set("tokenizer.ggml.tokens", GgufValue::array(tokens));
+    w.set("tokenizer.ggml.token_type", GgufValue::array(types));
+    w.set("tokenizer.ggml.scores", GgufValue::array(scores));
+    w.set("tokenizer.ggml.add_space_prefix", true);
+    w.set("tokenizer.chat_template",
+          "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}{% endfor %}");
+    save(dir / "spm.gguf", w.to_bytes());
+  }
+  {
+    GgufWriter w;
+    w.set("tokenizer.huggingface.json",
+          R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false}, )"
+          R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}})");
+    w.set("tokenizer.huggingface.config", R"({"bos_token": "a", "eos_token": "b"})");
+    save(dir / "hf.gguf", w.to_bytes());
+  }
+}
+
 // A safetensors file: u64 header length, the JSON header padded with spaces to 8 bytes, data.
 std::vector<std::byte> safetensors_file(std::string header, size_t data_bytes) {
   header.resize((header.size() + 7) / 8 * 8, ' ');
@@ -138,5 +202,6 @@ int main(int argc, char** argv) {
   }
   gguf_seeds(std::filesystem::path(argv[1]) / "gguf");
   safetensors_seeds(std::filesystem::path(argv[1]) / "safetensors");
+  gguf_tokenizer_seeds(std::filesystem::path(argv[1]) / "gguf_tokenizer");
   return 0;
 }
