@@ -34,8 +34,8 @@ void expect_kind(const Error& e, std::initializer_list<ErrorKind> kinds, const c
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<GgufFile> f;
   try {
-    f.emplace(GgufFile::parse({reinterpret_cast<const std::byte*>(data), size}, nullptr,
-                              "fuzz.gguf"));
+    f.emplace(
+        GgufFile::parse({reinterpret_cast<const std::byte*>(data), size}, nullptr, "fuzz.gguf"));
   } catch (const Error& e) {
     expect_kind(e, {ErrorKind::Parse}, "parse:");
     return 0;

@@ -104,7 +104,9 @@ void gguf_tokenizer_seeds(const std::filesystem::path& dir) {
     std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
     std::vector<int32_t> types = {3, 3, 3};
     for (const char* t : {"a", "b", "c", "l", "o", "H", "e", "\xc4\xa0", "ab", "lo", "Hel",
-                          "\xc4\xa0" "a", "1", "2", "3"}) {
+                          "\xc4\xa0"
+                          "a",
+                          "1", "2", "3"}) {
       tokens.push_back(t);
       types.push_back(1);
     }
@@ -131,7 +133,12 @@ void gguf_tokenizer_seeds(const std::filesystem::path& dir) {
       types.push_back(6);
       scores.push_back(0);
     }
-    for (const char* t : {"\xe2\x96\x81", "a", "b", "\xe2\x96\x81" "a", "ab", "\xe2\x96\x81" "ab"}) {
+    for (const char* t : {"\xe2\x96\x81", "a", "b",
+                          "\xe2\x96\x81"
+                          "a",
+                          "ab",
+                          "\xe2\x96\x81"
+                          "ab"}) {
       tokens.push_back(t);
       types.push_back(1);
       scores.push_back(-float(tokens.size()));
