@@ -68,13 +68,14 @@ void expect_same_step(const std::vector<float>& got, const std::vector<float>& w
 // 8-bit activations of block weights by a step now and then) and by forward_batch (to
 // `batch_rel_tol`).
 void check_batches(const Device& dev, const TinyLlamaConfig& cfg, double rel_tol,
-                   double batch_rel_tol, int64_t prompt_rows = 64) {
+                   double batch_rel_tol, int64_t prompt_rows = 64,
+                   KvCacheType kv_cache = KvCacheType::F16) {
   Rng rng;
   SCOPED_TRACE("seed " + std::to_string(rng.seed()) + ", prompt rows " +
                std::to_string(prompt_rows));
   TempDir dir;
   write_tiny_llama(dir.file("tiny.gguf"), rng, cfg);
-  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, 24);
+  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"), dev, LlamaOptions{24, kv_cache});
   model.set_prompt_rows(prompt_rows);
   const int64_t v = cfg.vocab;
   const Alone a = run_alone(model, random_ids(rng, 5, v), random_ids(rng, 6, v));
@@ -127,9 +128,12 @@ void check_batches(const Device& dev, const TinyLlamaConfig& cfg, double rel_tol
 
 TEST_P(LlamaBatch, EachSequenceMatchesItsRunAloneF32) {
   // Prompts as rows of the decode step (up to 64 tokens), and each prompt's own attention (0; the
-  // path of longer prompts); 5: prompts of 3 and 5 tokens as rows, the one of 7 alone.
+  // path of longer prompts); 5: prompts of 3 and 5 tokens as rows, the one of 7 alone. An f32 KV
+  // cache: with f16 a row's last-bit difference from a GEMM of another height can round a cached
+  // K or V element the other way (2^-11), which moved logits by 2.3e-4 relative in 2% of the runs
+  // (seed 5614674620422272810); the quantized test below runs the f16 cache.
   for (int64_t prompt_rows : {64, 0, 5}) {
-    check_batches(device(), TinyLlamaConfig{}, 2e-4, 2e-4, prompt_rows);
+    check_batches(device(), TinyLlamaConfig{}, 2e-4, 2e-4, prompt_rows, KvCacheType::F32);
     if (HasFatalFailure()) return;
   }
 }
