@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer_checks.h"
 #include "wick/error.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
@@ -40,18 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     expect_kind(e, {ErrorKind::Parse}, "parse:");
     return 0;
   }
-  static const std::string text =
-      "Hello, world! 12345 <|im_start|>user\n  tabs\tand   spaces \xc3\xa9\xe4\xb8\xad\xf0\x9f\x98"
-      "\x80 ok\xff<s></s>";
   try {
-    const Tokenizer tok = load_gguf_tokenizer(*f);
-    for (const bool special : {false, true}) {
-      const std::vector<int32_t> ids = tok.encode(text, special);
-      for (const int32_t id : ids)
-        if (id < 0 || id >= tok.vocab_size())
-          die("encode: an id outside the vocabulary:", std::to_string(id));
-      (void)tok.decode(ids, !special);
-    }
+    check_encode_decode(load_gguf_tokenizer(*f), "fuzz_gguf_tokenizer");
   } catch (const Error& e) {
     expect_kind(e, {ErrorKind::Parse, ErrorKind::Unsupported}, "load_gguf_tokenizer:");
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer_checks.h"
 #include "wick/error.h"
 #include "wick/tokenizer.h"
 
@@ -23,9 +24,6 @@ namespace {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view json(reinterpret_cast<const char*>(data), size);
-  static const std::string text =
-      "Hello, world! 12345 <|im_start|>user\n  tabs\tand   spaces \xc3\xa9\xe4\xb8\xad\xf0\x9f\x98"
-      "\x80 ok\xff<s></s>";
   Tokenizer tok = Tokenizer::from_vocab({"a"}, {}, {}, {}, "default");
   try {
     tok = Tokenizer::from_hf_json(json);
@@ -34,13 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       die("from_hf_json: unexpected error:", e.what());
     return 0;
   }
-  for (const bool special : {false, true}) {
-    const std::vector<int32_t> ids = tok.encode(text, special);
-    for (const int32_t id : ids)
-      if (id < 0 || id >= tok.vocab_size())
-        die("encode: an id outside the vocabulary:", std::to_string(id));
-    (void)tok.decode(ids, !special);
-  }
+  check_encode_decode(tok, "fuzz_tokenizer_json");
   std::vector<int32_t> every(static_cast<size_t>(std::min(tok.vocab_size(), 4096)));
   for (size_t i = 0; i < every.size(); i++) every[i] = static_cast<int32_t>(i);
   (void)tok.decode_bytes(every);
