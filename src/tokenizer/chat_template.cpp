@@ -26,21 +26,6 @@ constexpr std::string_view kChatML =
     "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-// What one render may use. A chat template comes from the model file, which is untrusted input;
-// the templates of tests/data/chat_templates take under 5,000 steps and 40 levels on their test
-// conversations.
-jinja::exec_limits render_limits() {
-  jinja::exec_limits l;
-  l.max_depth = 1024;                     // statements inside one another, macro calls included
-  l.max_steps = 1000000;                  // statements and loop iterations: about a second
-  l.max_seconds = 5;                      // a step's cost grows with what the template made
-  l.max_string = 32u << 20;               // bytes of one string, the rendered conversation included
-  l.max_items = 1u << 18;                 // elements of one list or dict, and of range()
-  l.max_total_bytes = uint64_t{1} << 30;  // summed over every value the expressions give
-  l.max_total_items = uint64_t{1} << 22;
-  return l;
-}
-
 }  // namespace
 
 ChatTemplate::ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -80,7 +65,6 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
     input["bos_token"] = impl_->bos_token;
     input["eos_token"] = impl_->eos_token;
     jinja::context ctx(impl_->source);
-    ctx.exec->limits = render_limits();
     jinja::global_from_json(ctx, input, /*mark_input=*/false);
     jinja::runtime runtime(ctx);
     const jinja::value out = runtime.execute(impl_->program);
