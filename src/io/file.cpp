@@ -306,6 +306,12 @@ size_t json_nesting_depth(std::string_view text) {
   return deepest;
 }
 
+void check_json_nesting(std::string_view text, const char* op, std::string_view what) {
+  if (const size_t d = json_nesting_depth(text); d > kMaxJsonNesting)
+    fail(ErrorKind::Parse, op, what, ": nests arrays and objects ", d, " deep, more than ",
+         kMaxJsonNesting);
+}
+
 std::string excerpt(std::string_view text, size_t max_bytes) {
   size_t cut = std::min(text.size(), max_bytes);
   if (cut < text.size())

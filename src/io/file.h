@@ -123,6 +123,8 @@ bool& atomic_writer_uses_tmpfile();
 // parsed (a request body of 500,000 brackets overflowed the stack in an error message's dump()).
 size_t json_nesting_depth(std::string_view text);
 inline constexpr size_t kMaxJsonNesting = 128;
+// Error(Parse) from `op` naming `what` when `text` nests deeper than kMaxJsonNesting.
+void check_json_nesting(std::string_view text, const char* op, std::string_view what);
 
 // `text` as it may appear in an error message: control bytes, quotes and backslashes escaped, at
 // most `max_bytes` of it (cut at a UTF-8 boundary), then "... (N bytes)" when it was longer.

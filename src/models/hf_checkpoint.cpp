@@ -47,9 +47,7 @@ std::string read_text(const std::string& path) {
 }
 
 json parse_json(const std::string& text, const std::string& path) {
-  if (const size_t d = io::json_nesting_depth(text); d > io::kMaxJsonNesting)
-    fail(ErrorKind::Parse, kOp, path, ": nests arrays and objects ", d, " deep, more than ",
-         io::kMaxJsonNesting);
+  io::check_json_nesting(text, kOp, path);
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) fail(ErrorKind::Parse, kOp, path, ": not valid JSON");
   if (!j.is_object()) fail(ErrorKind::Parse, kOp, path, ": not a JSON object");

@@ -215,9 +215,7 @@ int32_t config_token(const json& config, const char* key, const std::vector<std:
 }
 
 json parse(std::string_view text, const char* what) {
-  if (const size_t d = io::json_nesting_depth(text); d > io::kMaxJsonNesting)
-    fail(ErrorKind::Parse, kOp, what, " nests arrays and objects ", d, " deep, more than ",
-         io::kMaxJsonNesting);
+  io::check_json_nesting(text, kOp, what);
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) fail(ErrorKind::Parse, kOp, what, " is not valid JSON");
   if (!j.is_object()) fail(ErrorKind::Parse, kOp, what, " is not a JSON object");
