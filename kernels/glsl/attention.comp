@@ -283,13 +283,31 @@ ACC_T kv_elem(uvec4 v, uint i) {
 // latency overlaps them instead of following them.
 #define PRE_K 8u
 #define PRE_V 8u
-void partial_phase_vec(uint g, uint tid, RowWork w) {
+uvec4 kr[PRE_K], vr[PRE_V];  // a chunk's loads
+// Chunk c0's loads of the keys and values below `bound` (the row's keys, or the cache's rows when
+// they are issued before the row's position is known: the rows past its keys go unused).
+void load_chunk(uint k_first, uint v_first, uint c0, uint bound, uint tid) {
+  const uint lanes = max(LANES, 1u), GROUPS = WG_SIZE / lanes, col = tid % lanes;
+  const uint k_row = k_first + (c0 + tid) * lanes;
+  for (uint c = 0u; c < PRE_K; c++)
+    kr[c] = c < lanes && c0 + tid < bound ? k_vec[k_row + c] : uvec4(0u);
+  for (uint i = 0u; i < PRE_V; i++) {
+    const uint j = tid / lanes + i * GROUPS;
+    vr[i] = c0 + j < bound ? v_vec[v_first + (c0 + j) * lanes + col] : uvec4(0u);
+  }
+}
+void load_query(uint q_row, uint tid) {
+  for (uint e = tid; e < max(LANES, 1u) * KV_VEC; e += WG_SIZE)
+    s_qv[e] = ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
+}
+// early: the query and the first chunk were loaded before the row's position was read (main).
+void partial_phase_vec(uint g, uint tid, RowWork w, bool early) {
   const uint lanes = max(LANES, 1u);  // not 0 here; a constant expression would divide by it
   const uint GROUPS = WG_SIZE / lanes, D = lanes * KV_VEC;
   const uint row = w.row, k0 = w.k0, k_end = w.k_end, q_row = w.q_row, first = w.first;
   const uint k_first = (pc.kc_offset + first) / KV_VEC, v_first = (pc.vc_offset + first) / KV_VEC;
   const uint slot = g * (D + 2u);  // (m, l, acc[d])
-  for (uint e = tid; e < D; e += WG_SIZE) s_qv[e] = ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
+  if (!early) load_query(q_row, tid);
   const uint group = tid / lanes, col = tid % lanes;
   ACC_T acc[KV_VEC];
   for (uint i = 0u; i < KV_VEC; i++) acc[i] = ACC_T(0);
@@ -297,13 +315,7 @@ void partial_phase_vec(uint g, uint tid, RowWork w) {
   for (uint c0 = k0; c0 < k_end; c0 += CHUNK) {
     const uint len = min(CHUNK, k_end - c0);
     const uint k_row = k_first + (c0 + tid) * lanes;
-    uvec4 kr[PRE_K], vr[PRE_V];
-    for (uint c = 0u; c < PRE_K; c++)
-      kr[c] = c < lanes && tid < len ? k_vec[k_row + c] : uvec4(0u);
-    for (uint i = 0u; i < PRE_V; i++) {
-      const uint j = group + i * GROUPS;
-      vr[i] = j < len ? v_vec[v_first + (c0 + j) * lanes + col] : uvec4(0u);
-    }
+    if (c0 != k0 || !early) load_chunk(k_first, v_first, c0, k_end, tid);
     if (c0 == k0) barrier();  // s_qv (uniform)
     ACC_T s = NEG_INF;
     if (tid < len) {
@@ -380,12 +392,27 @@ void combine_splits(uint row, uint tid) {
 void main() {
   const uint g = group_index(), tid = gl_LocalInvocationID.x;
   if (g >= pc.b * pc.h * pc.t * pc.n_splits) return;  // uniform per workgroup
+  // A row's first split in the vector form, without a window or cache slots, knows where its
+  // keys start before it reads the row's position: the query and the first chunk's keys and
+  // values (up to the cache's end) are loaded first, and the position's latency overlaps theirs
+  // instead of coming before it. (Later splits may hold no keys: they wait for the position.)
+  const bool early = LANES > 0u && pc.window == 0u && pc.cache_slots == 0u &&
+                     g % pc.n_splits == 0u;  // uniform
+  if (early) {
+    const uint row = g / pc.n_splits, split = 0u;
+    const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
+    const uint first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
+    load_query(pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2],
+               tid);
+    load_chunk((pc.kc_offset + first) / KV_VEC, (pc.vc_offset + first) / KV_VEC, split * pc.span,
+               pc.max_seq, tid);
+  }
   RowWork w;
   const bool work = row_work(g, tid, w);  // uniform per workgroup
   if (w.split >= w.used) return;  // past the row's keys (a decode step sized for max_seq)
   if (work) {
     if (LANES > 0u)
-      partial_phase_vec(g, tid, w);
+      partial_phase_vec(g, tid, w, early);
     else
       partial_phase(g, tid, w);
   }
