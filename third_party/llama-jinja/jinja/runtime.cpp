@@ -721,11 +721,14 @@ value for_statement::execute_impl(context & ctx) const {
         loop_obj->insert("length", mk_val<value_int>(filtered_items.size()));
         loop_obj->insert("previtem", i > 0 ? filtered_items[i - 1] : mk_val<value_undefined>("previtem"));
         loop_obj->insert("nextitem", i < filtered_items.size() - 1 ? filtered_items[i + 1] : mk_val<value_undefined>("nextitem"));
-        scope.set_val("loop", loop_obj);
-        scope_update_fns[i](scope);
+        // wick: Jinja2 runs each iteration in a scope of its own: what the body sets lasts until
+        // the iteration ends, and the next one reads the enclosing scope's values again.
+        context iteration(scope);
+        iteration.set_val("loop", loop_obj);
+        scope_update_fns[i](iteration);
         try {
             for (auto & stmt : body) {
-                value val = stmt->execute(scope);
+                value val = stmt->execute(iteration);
                 result->push_back(val);
             }
         } catch (const continue_statement::signal &) {
@@ -739,7 +742,7 @@ value for_statement::execute_impl(context & ctx) const {
     JJ_DEBUG("For loop complete, total iterations: %zu", filtered_items.size());
     if (noIteration) {
         for (auto & stmt : default_block) {
-            value val = stmt->execute(ctx);
+            value val = stmt->execute(scope); // wick: as Jinja2, its sets stay in the loop
             result->push_back(val);
         }
     }
