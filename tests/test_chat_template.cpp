@@ -250,6 +250,7 @@ TEST(ChatTemplate, LoopBodiesSetInAScopeOfEachIteration) {
   EXPECT_EQ(render("{% set ns = namespace(n=0, last='') %}{% for i in range(3) %}"
                    "{% set ns.n = ns.n + i %}{% set ns.last = i %}{% endfor %}{{ ns.n }}{{ ns.last }}"),
             "32");
+  EXPECT_EQ(render("{% for i in range(5) %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}"), "abcab");
 }
 
 }  // namespace

@@ -721,6 +721,14 @@ value for_statement::execute_impl(context & ctx) const {
         loop_obj->insert("length", mk_val<value_int>(filtered_items.size()));
         loop_obj->insert("previtem", i > 0 ? filtered_items[i - 1] : mk_val<value_undefined>("previtem"));
         loop_obj->insert("nextitem", i < filtered_items.size() - 1 ? filtered_items[i + 1] : mk_val<value_undefined>("nextitem"));
+        // wick: loop.cycle(a, b, ...), Jinja2's: the argument at the iteration's index modulo their count
+        loop_obj->insert("cycle", mk_val<value_func>("cycle", [i](const func_args & args) -> value {
+            const auto & items = args.get_args();
+            if (items.empty()) {
+                throw std::runtime_error("loop.cycle() takes at least one argument");
+            }
+            return items[i % items.size()];
+        }));
         // wick: Jinja2 runs each iteration in a scope of its own: what the body sets lasts until
         // the iteration ends, and the next one reads the enclosing scope's values again.
         context iteration(scope);
