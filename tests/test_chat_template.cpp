@@ -233,7 +233,8 @@ TEST(ChatTemplate, RangeReplaceSplitAndSlicesGivePythonsAnswers) {
 
 // Scopes as Jinja2 has them (the answers are jinja2 3.1's): what a loop's body sets lasts one
 // iteration, and the next iteration reads the enclosing value again; the loop's else block and
-// its body leave the enclosing scope as it was; a namespace carries values across iterations.
+// its body, and a filter block, leave the enclosing scope as it was (an if block does not); a
+// namespace carries values across iterations.
 TEST(ChatTemplate, LoopBodiesSetInAScopeOfEachIteration) {
   EXPECT_EQ(render("{% for i in range(3) %}{% if i == 0 %}{% set x = 'a' %}{% endif %}[{{ x }}]"
                    "{% endfor %}"),
@@ -251,6 +252,8 @@ TEST(ChatTemplate, LoopBodiesSetInAScopeOfEachIteration) {
                    "{% set ns.n = ns.n + i %}{% set ns.last = i %}{% endfor %}{{ ns.n }}{{ ns.last }}"),
             "32");
   EXPECT_EQ(render("{% for i in range(5) %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}"), "abcab");
+  EXPECT_EQ(render("{% filter upper %}{% set q = 'z' %}{{ q }}{% endfilter %}[{{ q }}]"), "Z[]");
+  EXPECT_EQ(render("{% if true %}{% set a = 1 %}{% endif %}{{ a }}"), "1");
 }
 
 }  // namespace

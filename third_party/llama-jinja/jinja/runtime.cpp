@@ -486,7 +486,8 @@ value filter_expression::execute_impl(context & ctx) const {
 
 value filter_statement::execute_impl(context & ctx) const {
     // eval body as string, then apply filter
-    auto body_val = exec_statements(body, ctx);
+    context scope(ctx); // wick: as Jinja2, the block's sets stay in the block
+    auto body_val = exec_statements(body, scope);
     value_string parts = mk_val<value_string>();
     gather_string_parts_recursive(body_val, parts);
 
