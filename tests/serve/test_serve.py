@@ -189,6 +189,12 @@ def refusals(srv, max_body):
     expect(400, '{"prompt": "x", "stop": ' + "[" * deep + "]" * deep + "}", 400,
            f"nests arrays and objects {deep + 1} deep")
     expect(400, {"prompt": "x", "stream": "yes"}, 400, "stream")
+    # A refused value is shown short: a long string by its start and size, a container by its size.
+    for body, needle in (({"prompt": "x", "max_tokens": "é" * 5000}, "a string of 10000 bytes"),
+                         ({"prompt": "x", "seed": list(range(5000))}, "an array of 5000 elements")):
+        got, data = srv.request("POST", "/v1/completions", body)
+        msg = json.loads(data)["error"]["message"]
+        check(got == 400 and needle in msg and len(msg) < 300, f"long value: {got} {msg[:400]!r}")
     expect(400, {"prompt": [10 ** 9]}, 400, "prompt", "token")
     expect(400, {"prompt": "x" * 5000}, 400, "prompt", "context")
     expect(400, {"messages": []}, 400, "messages", path="/v1/chat/completions")

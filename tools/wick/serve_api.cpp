@@ -15,6 +15,20 @@ namespace {
   throw ApiError(400, "'" + param + "' " + message, param);
 }
 
+// A refused value as an error message shows it: numbers, booleans and short strings whole; a long
+// string's start; an array or object by its size (a body may be megabytes: the answer stays short).
+std::string shown(const json& v) {
+  constexpr size_t kShownChars = 48;
+  if (v.is_array()) return "an array of " + std::to_string(v.size()) + " elements";
+  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " members";
+  if (!v.is_string() || v.get_ref<const std::string&>().size() <= kShownChars) return v.dump();
+  const std::string& text = v.get_ref<const std::string&>();
+  size_t cut = kShownChars;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) cut--;  // whole chars
+  return json(text.substr(0, cut)).dump() + "... (a string of " + std::to_string(text.size()) +
+         " bytes)";
+}
+
 // The field if present and not null.
 const json* field(const json& body, const char* name) {
   const auto it = body.find(name);
@@ -28,7 +42,7 @@ double number(const json& body, const char* name, double dflt, double lo, double
   if (!v->is_number()) bad(name, "must be a number, got " + std::string(v->type_name()));
   const double x = v->get<double>();
   if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
-    bad(name, "is " + v->dump() + ", want a number in " + (lo_open ? "(" : "[") + json(lo).dump() +
+    bad(name, "is " + shown(*v) + ", want a number in " + (lo_open ? "(" : "[") + json(lo).dump() +
                   ", " + (std::isinf(hi) ? "inf)" : json(hi).dump() + "]"));
   return x;
 }
@@ -36,21 +50,21 @@ double number(const json& body, const char* name, double dflt, double lo, double
 int64_t integer(const json& body, const char* name, int64_t dflt, int64_t lo, int64_t hi) {
   const json* v = field(body, name);
   if (!v) return dflt;
-  if (!v->is_number_integer()) bad(name, "must be an integer, got " + v->dump());
+  if (!v->is_number_integer()) bad(name, "must be an integer, got " + shown(*v));
   // Parsed non-negative integers are unsigned, which may not fit int64.
   const bool in_range = v->is_number_unsigned()
                             ? v->get<uint64_t>() <= static_cast<uint64_t>(hi) &&
                                   static_cast<int64_t>(v->get<uint64_t>()) >= lo
                             : v->get<int64_t>() >= lo && v->get<int64_t>() <= hi;
   if (!in_range)
-    bad(name, "is " + v->dump() + ", want " + std::to_string(lo) + " to " + std::to_string(hi));
+    bad(name, "is " + shown(*v) + ", want " + std::to_string(lo) + " to " + std::to_string(hi));
   return v->get<int64_t>();
 }
 
 bool boolean(const json& body, const char* name, bool dflt) {
   const json* v = field(body, name);
   if (!v) return dflt;
-  if (!v->is_boolean()) bad(name, "must be true or false, got " + v->dump());
+  if (!v->is_boolean()) bad(name, "must be true or false, got " + shown(*v));
   return v->get<bool>();
 }
 
@@ -125,7 +139,7 @@ std::vector<uint32_t> completion_prompt(const json& body, const ServedModel& m) 
     for (const json& t : *p) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
           t.get<int64_t>() >= m.tokenizer.vocab_size())
-        bad("prompt", "has token " + t.dump() + ", want ids 0 to " +
+        bad("prompt", "has token " + shown(t) + ", want ids 0 to " +
                           std::to_string(m.tokenizer.vocab_size() - 1));
       ids.push_back(t.get<uint32_t>());
     }
@@ -141,7 +155,7 @@ std::vector<std::string> stop_strings(const json& body) {
   if (!v->is_array() || v->size() > 4) bad("stop", "must be a string or up to 4 strings");
   std::vector<std::string> out;
   for (const json& s : *v) {
-    if (!s.is_string()) bad("stop", "must hold strings only, got " + s.dump());
+    if (!s.is_string()) bad("stop", "must hold strings only, got " + shown(s));
     out.push_back(s.get<std::string>());
   }
   return out;
@@ -183,7 +197,7 @@ ApiRequest parse_api_request(const std::string& body_text, bool chat, const Serv
   s.repeat_penalty = number(body, "repeat_penalty", 1.0, 0, 1e9, /*lo_open=*/true);
   s.repeat_last_n = integer(body, "repeat_last_n", 64, 0, INT32_MAX);
   if (const json* v = field(body, "seed")) {
-    if (!v->is_number_integer()) bad("seed", "must be an integer, got " + v->dump());
+    if (!v->is_number_integer()) bad("seed", "must be an integer, got " + shown(*v));
     s.seed =
         v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
   }
