@@ -223,12 +223,43 @@ TEST(ChatTemplate, RangeReplaceSplitAndSlicesGivePythonsAnswers) {
             "[1] [2] [3]");
   EXPECT_EQ(render("{{ 9223372036854775807 }} {{ -9223372036854775807 }}"),
             "9223372036854775807 -9223372036854775807");
-  for (const char* source : {"{{ 5 % 0 }}", "{{ ('1e300'|float * '1e300'|float)|int }}",
-                             "{{ 9223372036854775807 + 1 }}"}) {
+  for (const char* source : {"{{ ('1e300'|float * '1e300'|float)|int }}",
+                             "{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
+                             "{{ 4294967296 * 4294967296 }}", "{{ 2 ** 63 }}",
+                             "{{ (-9223372036854775807 - 1) // -1 }}"}) {
     SCOPED_TRACE(source);
     expect_error([&] { render(source); }, ErrorKind::Unsupported,
                  {"does not fit a 64-bit integer"});
   }
+  for (const auto& [source, message] :
+       std::vector<std::pair<const char*, const char*>>{{"{{ 5 % 0 }}", "modulo by zero"},
+                                                        {"{{ 5 // 0 }}", "division by zero"},
+                                                        {"{{ 5 / 0 }}", "division by zero"},
+                                                        {"{{ 5.5 % 0 }}", "modulo by zero"}}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { render(source); }, ErrorKind::Unsupported, {message});
+  }
+}
+
+// Arithmetic as Jinja2 (Python) does it (the answers are jinja2 3.1's): integers exact past 2^53,
+// `%` and `//` rounding toward negative infinity, `**` binding tighter than `*` and grouping from
+// the left, `/` a float division, float remainders taking the divisor's sign.
+TEST(ChatTemplate, ArithmeticGivesPythonsAnswers) {
+  EXPECT_EQ(render("{{ 9007199254740993 + 2 }} {{ 9007199254740993 * 1 }} "
+                   "{{ 9007199254740993 - 1 }} {{ 9007199254740993 == 9007199254740992 }} "
+                   "{{ 9007199254740993 > 9007199254740992 }}"),
+            "9007199254740995 9007199254740993 9007199254740992 False True");
+  EXPECT_EQ(render("{{ -2 ** 2 }} {{ 2 ** 3 ** 2 }} {{ 2 * 3 ** 2 }} {{ 7 // 2 * 3 }} "
+                   "{{ 2 ** -1 }} {{ 7.5 // 2 }} {{ -7 % 3 }} {{ 7.5 % -2 }} {{ 2 ** 62 }} "
+                   "{{ 0 ** 0 }} {{ (-3) ** 3 }}"),
+            "4 64 18 9 0.5 3.0 2 -0.5 4611686018427387904 1 -27");
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % -3 }} {{ 7 / 2 }} {{ 6 / 2 }} "
+                   "{{ -7.5 // 2 }} {{ 7 // -2.0 }} {{ -0.0 // 1 }} {{ 5 % 5 }} "
+                   "{{ -9223372036854775807 - 1 }} {{ 1.5 ** 2 }} {{ 3 - 1.5 }}"),
+            "3 -4 -2 3.5 3.0 -4.0 -4.0 -0.0 0 -9223372036854775808 2.25 1.5");
+  EXPECT_EQ(render("{{ 1 == 1.0 }} {{ 2 > 1.5 }} {{ 3 * 'ab' }} {{ 10 - 3 - 2 }} "
+                   "{{ 100 // 7 // 2 }} {{ 2 ** 10 % 1000 }}"),
+            "True True ababab 5 7 24");
 }
 
 // Scopes as Jinja2 has them (the answers are jinja2 3.1's): what a loop's body sets lasts one

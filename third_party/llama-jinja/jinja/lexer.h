@@ -137,6 +137,8 @@ struct lexer {
         {"+", token::additive_binary_operator},
         {"-", token::additive_binary_operator},
         {"~", token::additive_binary_operator},
+        {"**", token::multiplicative_binary_operator}, // wick: power (parse_pow_expression)
+        {"//", token::multiplicative_binary_operator}, // wick: floor division
         {"*", token::multiplicative_binary_operator},
         {"/", token::multiplicative_binary_operator},
         {"%", token::multiplicative_binary_operator},

@@ -459,8 +459,19 @@ private:
     }
 
     statement_ptr parse_multiplicative_expression() {
+        auto left = parse_pow_expression();
+        while (is(token::multiplicative_binary_operator) && peek().value != "**") {
+            size_t start_pos = current;
+            auto op = next();
+            left = mk_stmt<binary_expression>(start_pos, op, std::move(left), parse_pow_expression());
+        }
+        return left;
+    }
+
+    // wick: `**` binds tighter than `*` and, as in Jinja2, groups from the left
+    statement_ptr parse_pow_expression() {
         auto left = parse_test_expression();
-        while (is(token::multiplicative_binary_operator)) {
+        while (is(token::multiplicative_binary_operator) && peek().value == "**") {
             size_t start_pos = current;
             auto op = next();
             left = mk_stmt<binary_expression>(start_pos, op, std::move(left), parse_test_expression());

@@ -287,6 +287,62 @@ value binary_expression::execute_impl(context & ctx) const {
         throw std::runtime_error("Cannot perform operation on null values");
     }
 
+    // wick: integers compute in int64, exactly, and an overflow is an error (Python's integers
+    // never overflow: a template that needs more than 64 bits is refused, not answered wrongly);
+    // `%` and `//` round toward negative infinity as Python's do; `/` is a float division.
+    if (is_val<value_int>(left_val) && is_val<value_int>(right_val) && op.value != "/") {
+        const int64_t a = left_val->as_int(), b = right_val->as_int();
+        int64_t r = 0;
+        auto overflow = [&]() -> value {
+            throw std::runtime_error(std::to_string(a) + " " + op.value + " " + std::to_string(b) +
+                                     " does not fit a 64-bit integer");
+        };
+        if (op.value == "+") {
+            if (__builtin_add_overflow(a, b, &r)) overflow();
+            return mk_val<value_int>(r);
+        } else if (op.value == "-") {
+            if (__builtin_sub_overflow(a, b, &r)) overflow();
+            return mk_val<value_int>(r);
+        } else if (op.value == "*") {
+            if (__builtin_mul_overflow(a, b, &r)) overflow();
+            return mk_val<value_int>(r);
+        } else if (op.value == "%" || op.value == "//") {
+            if (b == 0) {
+                throw std::runtime_error(op.value == "%" ? "integer modulo by zero" : "integer division by zero");
+            }
+            if (b == -1) { // INT64_MIN / -1 overflows; the remainder is 0
+                if (op.value == "%") return mk_val<value_int>(0);
+                return mk_val<value_int>(negate_int64(a));
+            }
+            int64_t q = a / b, m = a % b;
+            if (m != 0 && ((m < 0) != (b < 0))) {
+                m += b;
+                q -= 1;
+            }
+            return mk_val<value_int>(op.value == "%" ? m : q);
+        } else if (op.value == "**") {
+            if (b < 0) return mk_val<value_float>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+            int64_t result = 1, base = a;
+            for (int64_t e = b; e > 0; e >>= 1) { // by squaring: at most 63 rounds
+                if ((e & 1) && __builtin_mul_overflow(result, base, &result)) overflow();
+                if (e > 1 && __builtin_mul_overflow(base, base, &base)) {
+                    // base^2 overflows: the result does unless nothing more multiplies it
+                    if (result != 0) overflow();
+                    break;
+                }
+            }
+            return mk_val<value_int>(result);
+        } else if (op.value == "<") {
+            return mk_val<value_bool>(a < b);
+        } else if (op.value == ">") {
+            return mk_val<value_bool>(a > b);
+        } else if (op.value == ">=") {
+            return mk_val<value_bool>(a >= b);
+        } else if (op.value == "<=") {
+            return mk_val<value_bool>(a <= b);
+        }
+    }
+
     // Float operations
     if ((is_val<value_int>(left_val) || is_val<value_float>(left_val)) &&
         (is_val<value_int>(right_val) || is_val<value_float>(right_val))) {
@@ -295,24 +351,35 @@ value binary_expression::execute_impl(context & ctx) const {
         if (op.value == "+" || op.value == "-" || op.value == "*") {
             double res = (op.value == "+") ? a + b : (op.value == "-") ? a - b : a * b;
             JJ_DEBUG("Arithmetic operation: %f %s %f = %f", a, op.value.c_str(), b, res);
-            bool is_float = is_val<value_float>(left_val) || is_val<value_float>(right_val);
-            if (is_float) {
-                return mk_val<value_float>(res);
-            } else {
-                return mk_val<value_int>(double_to_int64(res)); // wick: checked
-            }
+            return mk_val<value_float>(res); // wick: one operand is a float (integers above)
         } else if (op.value == "/") {
             JJ_DEBUG("Division operation: %f / %f", a, b);
+            if (b == 0) throw std::runtime_error("division by zero"); // wick: as Python
             return mk_val<value_float>(a / b);
-        } else if (op.value == "%") {
+        } else if (op.value == "%" || op.value == "//") {
+            // wick: Python's float modulo and floor division
+            if (b == 0) throw std::runtime_error(op.value == "%" ? "float modulo by zero" : "float division by zero");
+            // CPython's float divmod: the remainder takes b's sign, the quotient is rounded to
+            // the integer nearest (a - rem) / b
             double rem = std::fmod(a, b);
-            JJ_DEBUG("Modulo operation: %f %% %f = %f", a, b, rem);
-            bool is_float = is_val<value_float>(left_val) || is_val<value_float>(right_val);
-            if (is_float) {
-                return mk_val<value_float>(rem);
+            double div = (a - rem) / b;
+            if (rem != 0) {
+                if ((b < 0) != (rem < 0)) {
+                    rem += b;
+                    div -= 1.0;
+                }
             } else {
-                return mk_val<value_int>(double_to_int64(rem)); // wick: checked
+                rem = std::copysign(0.0, b);
             }
+            if (op.value == "%") return mk_val<value_float>(rem);
+            double floordiv = std::copysign(0.0, a / b);
+            if (div != 0) {
+                floordiv = std::floor(div);
+                if (div - floordiv > 0.5) floordiv += 1.0;
+            }
+            return mk_val<value_float>(floordiv);
+        } else if (op.value == "**") {
+            return mk_val<value_float>(std::pow(a, b)); // wick
         } else if (op.value == "<") {
             JJ_DEBUG("Comparison operation: %f < %f is %d", a, b, a < b);
             return mk_val<value_bool>(a < b);

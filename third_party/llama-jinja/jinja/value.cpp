@@ -1479,6 +1479,17 @@ static value from_json(const common_json & j, bool mark_input) {
 bool value_compare(const value & a, const value & b, value_compare_op op) {
     auto cmp = [&]() {
         // compare numeric types
+        if (is_val<value_int>(a) && is_val<value_int>(b)) { // wick: exactly, past 2^53 too
+            const int64_t x = a->as_int(), y = b->as_int();
+            switch (op) {
+                case value_compare_op::eq: return x == y;
+                case value_compare_op::ge: return x >= y;
+                case value_compare_op::gt: return x > y;
+                case value_compare_op::lt: return x < y;
+                case value_compare_op::ne: return x != y;
+                default: break;
+            }
+        }
         if ((is_val<value_int>(a) || is_val<value_float>(a)) &&
             (is_val<value_int>(b) || is_val<value_float>(b))){
             try {

@@ -265,11 +265,7 @@ inline int64_t negate_int64(int64_t v) {
 struct value_int_t : public value_t {
     value_int_t(int64_t v) {
         val_int = v;
-        val_flt = static_cast<double>(v);
-        // wick: 2^63 (INT64_MAX rounded) has no int64: compare only in range
-        if (val_flt >= 0x1p63 || static_cast<int64_t>(val_flt) != v) {
-            val_flt = v < 0 ? -INFINITY : INFINITY;
-        }
+        val_flt = static_cast<double>(v); // wick: rounded past 2^53; integers compute in int64
     }
     virtual std::string type() const override { return "Integer"; }
     virtual int64_t as_int() const override { return val_int; }
