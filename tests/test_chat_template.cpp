@@ -287,5 +287,21 @@ TEST(ChatTemplate, LoopBodiesSetInAScopeOfEachIteration) {
   EXPECT_EQ(render("{% if true %}{% set a = 1 %}{% endif %}{{ a }}"), "1");
 }
 
+// `{{ x }}` prints a list, tuple or dict as Python's repr() and none as None, as Jinja2 does (the
+// engine concatenated a list's items and printed a dict and none as nothing); dictsort gives
+// (key, value) pairs, without case unless asked. The answers are jinja2 3.1's.
+TEST(ChatTemplate, PrintsContainersAsPythonDoes) {
+  EXPECT_EQ(render("{{ {'a': 1, 'b': [none, true, 1.5]} }} {{ ['it\\'s', 'say \"x\"', 'a\\nb'] }} "
+                   "{{ none }} {{ range(3)|list }} {{ {'a': 1}|items|list }}"),
+            "{'a': 1, 'b': [None, True, 1.5]} [\"it's\", 'say \"x\"', 'a\\nb'] None [0, 1, 2] "
+            "[('a', 1)]");
+  EXPECT_EQ(render("{{ {'b': 1, 'A': 2, 'a': 0}|dictsort }} "
+                   "{{ {'b': 1, 'a': 2}|dictsort(by='value', reverse=true)|tojson }}"),
+            "[('A', 2), ('a', 0), ('b', 1)] [[\"a\", 2], [\"b\", 1]]");
+  // Output of loops and blocks is still text, not a list.
+  EXPECT_EQ(render("{% for i in [1, 2] %}{{ i }}{% endfor %}{% if true %}{{ [3] }}{% endif %}"),
+            "12[3]");
+}
+
 }  // namespace
 }  // namespace wick::testing

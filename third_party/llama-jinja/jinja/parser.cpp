@@ -154,10 +154,11 @@ private:
 
     statement_ptr parse_jinja_expression() {
         // Consume {{ }} tokens
+        size_t start_pos = current;
         expect(token::open_expression, "Expected {{");
         auto result = parse_expression();
         expect(token::close_expression, "Expected }}");
-        return result;
+        return mk_stmt<print_expression>(start_pos, std::move(result)); // wick
     }
 
     statement_ptr parse_jinja_statement() {

@@ -551,6 +551,14 @@ value filter_expression::execute_impl(context & ctx) const {
     return apply_filter(ctx, filter, operand->execute(ctx));
 }
 
+value print_expression::execute_impl(context & ctx) const {
+    value v = expr->execute(ctx);
+    if (is_val<value_array>(v) || is_val<value_object>(v) || is_val<value_none>(v)) {
+        return mk_val<value_string>(value_to_python_repr(v));
+    }
+    return v;
+}
+
 value filter_statement::execute_impl(context & ctx) const {
     // eval body as string, then apply filter
     context scope(ctx); // wick: as Jinja2, the block's sets stay in the block

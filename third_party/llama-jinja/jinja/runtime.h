@@ -563,6 +563,21 @@ struct filter_statement : public statement {
     }
 };
 
+// wick: what `{{ expr }}` prints. Jinja2 prints a list, tuple or dict as Python's repr() and none
+// as None (the engine's own output arrays, of a loop or a block, are gathered as before).
+struct print_expression : public expression {
+    statement_ptr expr;
+    explicit print_expression(statement_ptr && expr) : expr(std::move(expr)) {}
+    std::string type() const override { return "PrintExpression"; }
+    value execute_impl(context & ctx) const override;
+    bool makes_values() const override { return expr->makes_values(); }
+    void visit(context & ctx) const override {
+        ctx.visitor(false, this, {
+            {"expr", {expr.get()}}
+        });
+    }
+};
+
 /**
  * An operation which filters a sequence of objects by applying a test to each object,
  * and only selecting the objects with the test succeeding.

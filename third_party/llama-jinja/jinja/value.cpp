@@ -1365,18 +1365,26 @@ const func_builtins & value_object_t::get_builtins() const {
             value val_case    = args.get_kwarg_or_pos("case_sensitive", 1);
             value val_by      = args.get_kwarg_or_pos("by",             2);
             value val_reverse = args.get_kwarg_or_pos("reverse",        3);
-            // FIXME: sorting is currently always case sensitive
-            //const bool case_sensitive = val_case->as_bool(); // undefined == false
+            // wick: as Jinja2's, a list of (key, value) pairs; strings compared without case
+            // unless case_sensitive; a stable sort
+            const bool case_sensitive = val_case->as_bool(); // undefined == false
             const bool reverse = val_reverse->as_bool(); // undefined == false
             const bool by_value = is_val<value_string>(val_by) && val_by->as_string().str() == "value" ? true : false;
-            auto result = mk_val<value_object>(val_input); // copy
-            std::sort(result->val_obj.begin(), result->val_obj.end(), [&](const auto & a, const auto & b) {
-                if (by_value) {
-                    return value_compare(a.second, b.second, reverse ? value_compare_op::gt : value_compare_op::lt);
-                } else {
-                    return value_compare(a.first, b.first, reverse ? value_compare_op::gt : value_compare_op::lt);
-                }
+            auto sort_key = [case_sensitive](const value & v) -> value {
+                if (case_sensitive || !is_val<value_string>(v)) return v;
+                std::string lower = v->as_string().str();
+                for (char & c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                return mk_val<value_string>(lower);
+            };
+            std::vector<std::pair<value, value>> keyed; // (sort key, the pair)
+            for (const auto & pair : val_input->as_ordered_object()) {
+                keyed.emplace_back(sort_key(by_value ? pair.second : pair.first), mk_val<value_tuple>(pair));
+            }
+            std::stable_sort(keyed.begin(), keyed.end(), [&](const auto & a, const auto & b) {
+                return value_compare(a.first, b.first, reverse ? value_compare_op::gt : value_compare_op::lt);
             });
+            auto result = mk_val<value_array>();
+            for (auto & k : keyed) result->push_back(std::move(k.second));
             return result;
         }},
         {"join", object_join_not_implemented},
@@ -1681,6 +1689,94 @@ std::string value_to_json(const value & val, int indent, const std::string_view 
     std::ostringstream oss;
     value_to_json_internal(oss, val, 0, indent, item_sep, key_sep);
     JJ_DEBUG("value_to_json: result=%s", oss.str().c_str());
+    return oss.str();
+}
+
+// wick: a string as Python's repr() writes it: single quotes unless it holds one and no double
+// quote; backslash escapes for the quote, the backslash, control characters and the non-printing
+// characters texts commonly hold (C1 controls, no-break and zero-width spaces, line separators,
+// the byte order mark); other characters as they are.
+static void python_string_repr(std::ostringstream & oss, const std::string & str) {
+    const bool has_single = str.find('\'') != std::string::npos;
+    const char quote = has_single && str.find('"') == std::string::npos ? '"' : '\'';
+    oss << quote;
+    char buf[12];
+    for (size_t i = 0; i < str.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(str[i]);
+        if (c == static_cast<unsigned char>(quote) || c == '\\') {
+            oss << '\\' << static_cast<char>(c);
+        } else if (c == '\n') {
+            oss << "\\n";
+        } else if (c == '\r') {
+            oss << "\\r";
+        } else if (c == '\t') {
+            oss << "\\t";
+        } else if (c < 0x20 || c == 0x7f) {
+            snprintf(buf, sizeof(buf), "\\x%02x", c);
+            oss << buf;
+        } else if (c >= 0x80) {
+            // the code point of the UTF-8 sequence at i (a malformed byte is written as it is)
+            size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+            uint32_t cp = len == 1 ? c : c & (0xff >> (len + 1));
+            if (i + len > str.size()) len = 1;
+            for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(str[i + k]) & 0x3f);
+            const bool hidden = (cp >= 0x80 && cp <= 0xa0) || cp == 0xad || (cp >= 0x200b && cp <= 0x200f) ||
+                                cp == 0x2028 || cp == 0x2029 || (cp >= 0x2060 && cp <= 0x2064) || cp == 0xfeff;
+            if (len > 1 && hidden) {
+                snprintf(buf, sizeof(buf), cp <= 0xff ? "\\x%02x" : "\\u%04x", static_cast<unsigned>(cp));
+                oss << buf;
+            } else {
+                oss.write(str.data() + i, static_cast<std::streamsize>(len));
+            }
+            i += len - 1;
+        } else {
+            oss << static_cast<char>(c);
+        }
+    }
+    oss << quote;
+}
+
+static void value_to_python_repr_internal(std::ostringstream & oss, const value & val) {
+    value_nesting_guard guard;
+    check_walk_output(static_cast<size_t>(oss.tellp()));
+    if (is_val<value_none>(val)) {
+        oss << "None";
+    } else if (val->is_undefined()) {
+        oss << "Undefined";
+    } else if (is_val<value_bool>(val)) {
+        oss << (val->as_bool() ? "True" : "False");
+    } else if (is_val<value_int>(val) || is_val<value_float>(val)) {
+        oss << val->as_string().str();
+    } else if (is_val<value_string>(val)) {
+        python_string_repr(oss, val->as_string().str());
+    } else if (is_val<value_array>(val)) {
+        const bool tuple = is_val<value_tuple>(val);
+        const auto & arr = val->as_array();
+        oss << (tuple ? "(" : "[");
+        for (size_t i = 0; i < arr.size(); ++i) {
+            if (i > 0) oss << ", ";
+            value_to_python_repr_internal(oss, arr[i]);
+        }
+        oss << (tuple ? (arr.size() == 1 ? ",)" : ")") : "]");
+    } else if (is_val<value_object>(val)) {
+        oss << "{";
+        size_t i = 0;
+        for (const auto & pair : val->as_ordered_object()) {
+            if (i++ > 0) oss << ", ";
+            value_to_python_repr_internal(oss, pair.first);
+            oss << ": ";
+            value_to_python_repr_internal(oss, pair.second);
+        }
+        oss << "}";
+    } else {
+        oss << val->as_repr();
+    }
+}
+
+std::string value_to_python_repr(const value & val) {
+    std::ostringstream oss;
+    value_to_python_repr_internal(oss, val);
+    check_walk_output(static_cast<size_t>(oss.tellp()));
     return oss.str();
 }
 

@@ -213,6 +213,8 @@ protected:
 const func_builtins & global_builtins();
 
 std::string value_to_json(const value & val, int indent = -1, const std::string_view item_sep = ", ", const std::string_view key_sep = ": ");
+// wick: Python's repr() of a value, as Jinja2 prints a list, tuple or dict (bounded like any walk)
+std::string value_to_python_repr(const value & val);
 
 // Note: only used for debugging purposes
 std::string value_to_string_repr(const value & val);
