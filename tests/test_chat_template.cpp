@@ -289,8 +289,9 @@ TEST(ChatTemplate, LoopBodiesSetInAScopeOfEachIteration) {
 
 // `{{ x }}` prints a list, tuple or dict as Python's repr() and none as None, as Jinja2 does (the
 // engine concatenated a list's items and printed a dict and none as nothing); dictsort gives
-// (key, value) pairs, without case unless asked. The answers are jinja2 3.1's.
-TEST(ChatTemplate, PrintsContainersAsPythonDoes) {
+// (key, value) pairs, without case unless asked; filters that picked nothing or formatted
+// nothing. The answers are jinja2 3.1's.
+TEST(ChatTemplate, PrintsContainersAndFiltersAsJinja2Does) {
   EXPECT_EQ(render("{{ {'a': 1, 'b': [none, true, 1.5]} }} {{ ['it\\'s', 'say \"x\"', 'a\\nb'] }} "
                    "{{ none }} {{ range(3)|list }} {{ {'a': 1}|items|list }}"),
             "{'a': 1, 'b': [None, True, 1.5]} [\"it's\", 'say \"x\"', 'a\\nb'] None [0, 1, 2] "
@@ -298,6 +299,16 @@ TEST(ChatTemplate, PrintsContainersAsPythonDoes) {
   EXPECT_EQ(render("{{ {'b': 1, 'A': 2, 'a': 0}|dictsort }} "
                    "{{ {'b': 1, 'a': 2}|dictsort(by='value', reverse=true)|tojson }}"),
             "[('A', 2), ('a', 0), ('b', 1)] [[\"a\", 2], [\"b\", 1]]");
+  // select/reject test the items, selectattr/rejectattr an attribute; `format` is printf-style;
+  // `~` writes none as None.
+  EXPECT_EQ(render("{{ [1, 2, 3]|select('odd')|list }} {{ [1, 2, 3]|reject('odd')|list }} "
+                   "{{ [0, 1, '', 2]|select|list }} {{ [1, 5, 3]|select('>', 2)|list }} "
+                   "{{ [{'a': 1}, {'b': 2}]|selectattr('a', 'defined')|list }} "
+                   "{{ [{'a': 1}, {'a': 2}]|rejectattr('a', 'equalto', 2)|list }}"),
+            "[1, 3] [2] [1, 2] [5, 3] [{'a': 1}] [{'a': 1}]");
+  EXPECT_EQ(render("{{ '%s-%d|%5.2f|%-4s|%r|%%|%x|%03d'|format('a', 3, 3.14159, 'b', 'q', 255, 7) }} "
+                   "{{ '{} {}'.format(1, 'a') }} {{ 'a' ~ none ~ 1 }}"),
+            "a-3| 3.14|b   |'q'|%|ff|007 1 a aNone1");
   // Output of loops and blocks is still text, not a list.
   EXPECT_EQ(render("{% for i in [1, 2] %}{{ i }}{% endfor %}{% if true %}{{ [3] }}{% endif %}"),
             "12[3]");

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 #include <memory>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #define FILENAME "jinja-runtime"
@@ -242,8 +244,10 @@ value binary_expression::execute_impl(context & ctx) const {
         bool is_right_str  = is_val<value_string>(right_val);
         if ((is_left_null && is_right_str) || (is_right_null && is_left_str)) {
             JJ_DEBUG("%s", "Workaround: treating null/undefined as empty string for string concatenation");
-            string left_str  = is_left_null  ? string() : left_val->as_string();
-            string right_str = is_right_null ? string() : right_val->as_string();
+            // wick: `~` writes none as None, as Jinja2 does (undefined is empty; `+` keeps the workaround)
+            auto null_str = [&](const value & v) { return op.value == "~" && v->is_none() ? string("None") : string(); };
+            string left_str  = is_left_null  ? null_str(left_val) : left_val->as_string();
+            string right_str = is_right_null ? null_str(right_val) : right_val->as_string();
             auto output = left_str.append(right_str);
             res = mk_val<value_string>(std::move(output));
             return true;
@@ -491,6 +495,86 @@ static value try_builtin_func(context & ctx, const std::string & name, value & i
     throw std::runtime_error("Unknown (built-in) filter '" + name + "' for type " + input->type());
 }
 
+// wick: Python's str() of a value, as `%s` writes it
+static std::string python_str(const value & v) {
+    if (is_val<value_string>(v)) return v->as_string().str();
+    if (v->is_undefined()) return "";
+    return value_to_python_repr(v);
+}
+
+// wick: snprintf into a string of the size it needs
+template<typename... Args>
+static std::string printf_string(const std::string & spec, Args... args) {
+    const int n = snprintf(nullptr, 0, spec.c_str(), args...);
+    if (n < 0) throw std::runtime_error("format: bad format " + spec);
+    std::string out(static_cast<size_t>(n) + 1, '\0');
+    snprintf(out.data(), out.size(), spec.c_str(), args...);
+    out.pop_back();
+    return out;
+}
+
+// wick: the `format` filter is Python's printf-style `fmt % args` in Jinja2 (the `.format()` method
+// of a string is str.format, the builtin): %s %r %d %i %f %F %e %E %g %G %x %X %o %c %% with flags,
+// width and precision; a mapping's `%(name)s` is not supported.
+static value printf_format(const value & input, const func_args & args) {
+    if (!is_val<value_string>(input)) {
+        throw std::runtime_error("format: the input must be a string, got " + input->type());
+    }
+    const std::string fmt = input->as_string().str();
+    const auto & items = args.get_args();
+    std::string out;
+    size_t next = 0;
+    auto take = [&]() -> value {
+        if (next >= items.size()) throw std::runtime_error("format: not enough arguments for the format string");
+        return items[next++];
+    };
+    for (size_t i = 0; i < fmt.size(); ++i) {
+        if (fmt[i] != '%') {
+            out += fmt[i];
+            continue;
+        }
+        size_t j = i + 1;
+        if (j < fmt.size() && fmt[j] == '(') throw std::runtime_error("format: %(name) is not supported");
+        std::string spec = "%";
+        while (j < fmt.size() && std::strchr("-+ 0#", fmt[j])) spec += fmt[j++];
+        for (int k = 0; j < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[j])) && k < 4; ++k) spec += fmt[j++];
+        if (j < fmt.size() && fmt[j] == '.') {
+            spec += fmt[j++];
+            for (int k = 0; j < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[j])) && k < 4; ++k) spec += fmt[j++];
+        }
+        if (j >= fmt.size()) throw std::runtime_error("format: incomplete format");
+        const char conv = fmt[j];
+        if (conv == '%') {
+            out += '%';
+        } else if (conv == 's' || conv == 'r') {
+            const value v = take();
+            const std::string text = conv == 's' ? python_str(v) : value_to_python_repr(v);
+            out += printf_string(spec + "s", text.c_str()); // flags, width, precision as printf's
+        } else if (std::strchr("dixXoc", conv)) {
+            const value v = take();
+            if (!is_val<value_int>(v) && !is_val<value_float>(v) && !is_val<value_bool>(v)) {
+                throw std::runtime_error(std::string("format: %") + conv + " takes a number, got " + v->type());
+            }
+            const long long n = is_val<value_float>(v) ? static_cast<long long>(double_to_int64(std::trunc(v->as_float())))
+                                                       : static_cast<long long>(v->as_int());
+            const std::string f = spec + (conv == 'i' ? std::string("lld") : conv == 'c' ? std::string("c") : std::string("ll") + conv);
+            out += conv == 'c' ? printf_string(f, static_cast<int>(n)) : printf_string(f, n);
+        } else if (std::strchr("fFeEgG", conv)) {
+            const value v = take();
+            if (!is_val<value_int>(v) && !is_val<value_float>(v) && !is_val<value_bool>(v)) {
+                throw std::runtime_error(std::string("format: %") + conv + " takes a number, got " + v->type());
+            }
+            out += printf_string(spec + conv, v->as_float());
+        } else {
+            throw std::runtime_error(std::string("format: unsupported format character '") + conv + "'");
+        }
+        check_string_size(*args.ctx.exec, out.size(), "format");
+        i = j;
+    }
+    if (next < items.size()) throw std::runtime_error("format: not all arguments converted during string formatting");
+    return mk_val<value_string>(out);
+}
+
 static value apply_filter(context & ctx, const statement_ptr & filter, value input) {
     JJ_DEBUG("Applying filter to %s", input->type().c_str());
 
@@ -539,6 +623,7 @@ static value apply_filter(context & ctx, const statement_ptr & filter, value inp
         for (const auto & arg_expr : call->args) {
             args.push_back(arg_expr->execute(ctx));
         }
+        if (filter_id == "format") return printf_format(input, args); // wick
 
         return try_builtin_func(ctx, filter_id, input)->invoke(args);
 

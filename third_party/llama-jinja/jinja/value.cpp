@@ -299,74 +299,49 @@ static value & get_attribute(const value & val, const value & attr, value & defa
     return default_val;
 }
 
-template<bool is_reject>
-static value selectattr(const func_args & args) {
-    args.ensure_count(2, 4);
-    args.ensure_vals<value_array, value_string, value_string, value_string>(true, true, false, false);
-
-    auto arr = args.get_pos(0)->as_array();
-    auto attribute = args.get_pos(1);
+// wick: Jinja2's select/reject (by_attr false) and selectattr/rejectattr (true): the item (or its
+// attribute, the first argument) is kept where the named test passes (with the arguments after
+// the test's name), or where it is true when no test is named. The engine had one function for
+// the four, which tested nothing for `select('odd')` and took selectattr's attribute for a test.
+template<bool is_reject, bool by_attr>
+static value select_items(const func_args & args) {
+    const char * name = by_attr ? (is_reject ? "rejectattr" : "selectattr") : (is_reject ? "reject" : "select");
+    args.ensure_count(by_attr ? 2 : 1);
+    if (!is_val<value_array>(args.get_pos(0))) {
+        throw raised_exception(std::string(name) + ": the input must be a list");
+    }
+    const auto & items = args.get_args();
+    const size_t test_at = by_attr ? 2 : 1;
+    value attribute = by_attr ? items[1] : value();
+    func_handler test_fn;
+    if (items.size() > test_at) {
+        if (!is_val<value_string>(items[test_at])) {
+            throw raised_exception(std::string(name) + ": the test's name must be a string");
+        }
+        const std::string test_name = items[test_at]->as_string().str();
+        auto & builtins = global_builtins();
+        auto it = builtins.find("test_is_" + test_name);
+        if (it == builtins.end()) {
+            throw raised_exception(std::string(name) + ": unknown test '" + test_name + "'");
+        }
+        test_fn = it->second;
+    }
     auto out = mk_val<value_array>();
     value val_default = mk_val<value_undefined>();
-
-    if (args.count() == 2) {
-        // example: array | selectattr("active")
-        for (const auto & item : arr) {
-            value attr_val = get_attribute(item, attribute, val_default);
-            bool is_selected = attr_val->as_bool();
-            if constexpr (is_reject) is_selected = !is_selected;
-            if (is_selected) out->push_back(item);
-        }
-        return out;
-
-    } else if (args.count() == 3) {
-        // example: array | selectattr("equalto", "text")
-        // translated to: test_is_equalto(item, "text")
-        std::string test_name = args.get_pos(1)->as_string().str();
-        value test_val = args.get_pos(2);
-        auto & builtins = global_builtins();
-        auto it = builtins.find("test_is_" + test_name);
-        if (it == builtins.end()) {
-            throw raised_exception("selectattr: unknown test '" + test_name + "'");
-        }
-        auto test_fn = it->second;
-        for (const auto & item : arr) {
+    for (const auto & item : args.get_pos(0)->as_array()) {
+        value subject = by_attr ? get_attribute(item, attribute, val_default) : item;
+        bool selected;
+        if (test_fn) {
             func_args test_args(args.ctx);
-            test_args.push_back(item); // current object
-            test_args.push_back(test_val); // extra argument
-            value test_result = test_fn(test_args);
-            bool is_selected = test_result->as_bool();
-            if constexpr (is_reject) is_selected = !is_selected;
-            if (is_selected) out->push_back(item);
+            test_args.func_name = name;
+            test_args.push_back(subject);
+            for (size_t k = test_at + 1; k < items.size(); ++k) test_args.push_back(items[k]);
+            selected = test_fn(test_args)->as_bool();
+        } else {
+            selected = subject->as_bool();
         }
-        return out;
-
-    } else if (args.count() == 4) {
-        // example: array | selectattr("status", "equalto", "active")
-        // translated to: test_is_equalto(item.status, "active")
-        std::string test_name = args.get_pos(2)->as_string().str();
-        auto extra_arg = args.get_pos(3);
-        auto & builtins = global_builtins();
-        auto it = builtins.find("test_is_" + test_name);
-        if (it == builtins.end()) {
-            throw raised_exception("selectattr: unknown test '" + test_name + "'");
-        }
-        auto test_fn = it->second;
-        for (const auto & item : arr) {
-            value attr_val = get_attribute(item, attribute, val_default);
-            func_args test_args(args.ctx);
-            test_args.push_back(attr_val); // attribute value
-            test_args.push_back(extra_arg); // extra argument
-            value test_result = test_fn(test_args);
-            bool is_selected = test_result->as_bool();
-            if constexpr (is_reject) is_selected = !is_selected;
-            if (is_selected) out->push_back(item);
-        }
-        return out;
-    } else {
-        throw raised_exception("selectattr: invalid number of arguments");
+        if (selected != is_reject) out->push_back(item);
     }
-
     return out;
 }
 
@@ -539,6 +514,22 @@ const func_builtins & global_builtins() {
         {"test_is_lt", test_compare_fn<value_compare_op::lt>},
         {"test_is_lessthan", test_compare_fn<value_compare_op::lt>},
         {"test_is_ne", test_compare_fn<value_compare_op::ne>},
+        // wick: the rest of Jinja2's comparison tests (`select('>', 2)`, `x is le 3`)
+        {"test_is_==", test_compare_fn<value_compare_op::eq>},
+        {"test_is_!=", test_compare_fn<value_compare_op::ne>},
+        {"test_is_>", test_compare_fn<value_compare_op::gt>},
+        {"test_is_>=", test_compare_fn<value_compare_op::ge>},
+        {"test_is_<", test_compare_fn<value_compare_op::lt>},
+        {"test_is_le", [](const func_args & args) -> value {
+            args.ensure_count(2, 2);
+            return mk_val<value_bool>(value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::lt) ||
+                                      value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::eq));
+        }},
+        {"test_is_<=", [](const func_args & args) -> value {
+            args.ensure_count(2, 2);
+            return mk_val<value_bool>(value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::lt) ||
+                                      value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::eq));
+        }},
         {"test_is_in", [](const func_args & args) -> value {
             args.ensure_count(2);
             auto needle   = args.get_pos(0);
@@ -1113,10 +1104,10 @@ const func_builtins & value_array_t::get_builtins() const {
             auto arr = slice(val->as_array(), start, stop, step);
             return is_val<value_tuple>(val) ? mk_val<value_tuple>(std::move(arr)) : mk_val<value_array>(std::move(arr));
         }},
-        {"selectattr", selectattr<false>},
-        {"select", selectattr<false>},
-        {"rejectattr", selectattr<true>},
-        {"reject", selectattr<true>},
+        {"selectattr", select_items<false, true>},
+        {"select", select_items<false, false>},
+        {"rejectattr", select_items<true, true>},
+        {"reject", select_items<true, false>},
         {"join", [](const func_args & args) -> value {
             args.ensure_count(1, 3);
             if (!is_val<value_array>(args.get_pos(0))) {

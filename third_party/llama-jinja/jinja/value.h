@@ -299,7 +299,7 @@ struct value_float_t : public value_t {
     value val;
     value_float_t(double v) {
         val_flt = v;
-        val_int = std::isfinite(v) ? static_cast<int64_t>(v) : 0;
+        val_int = v >= -0x1p63 && v < 0x1p63 ? static_cast<int64_t>(v) : 0; // wick: defined only in range
         val = mk_val<value_int>(val_int);
     }
     virtual std::string type() const override { return "Float"; }
