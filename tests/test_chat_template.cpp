@@ -223,10 +223,10 @@ TEST(ChatTemplate, RangeReplaceSplitAndSlicesGivePythonsAnswers) {
             "[1] [2] [3]");
   EXPECT_EQ(render("{{ 9223372036854775807 }} {{ -9223372036854775807 }}"),
             "9223372036854775807 -9223372036854775807");
-  for (const char* source : {"{{ ('1e300'|float * '1e300'|float)|int }}",
-                             "{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
-                             "{{ 4294967296 * 4294967296 }}", "{{ 2 ** 63 }}",
-                             "{{ (-9223372036854775807 - 1) // -1 }}"}) {
+  for (const char* source :
+       {"{{ ('1e300'|float * '1e300'|float)|int }}", "{{ 9223372036854775807 + 1 }}",
+        "{{ -9223372036854775807 - 2 }}", "{{ 4294967296 * 4294967296 }}", "{{ 2 ** 63 }}",
+        "{{ (-9223372036854775807 - 1) // -1 }}"}) {
     SCOPED_TRACE(source);
     expect_error([&] { render(source); }, ErrorKind::Unsupported,
                  {"does not fit a 64-bit integer"});
@@ -279,9 +279,10 @@ TEST(ChatTemplate, LoopBodiesSetInAScopeOfEachIteration) {
   EXPECT_EQ(render("{% for i in range(2) %}{% set i = i + 10 %}{{ i }}{{ loop.index }}{% endfor %}"
                    "{% for i in [] %}x{% else %}{% set e = 5 %}{{ e }}{% endfor %}[{{ e }}]"),
             "1011125[]");
-  EXPECT_EQ(render("{% set ns = namespace(n=0, last='') %}{% for i in range(3) %}"
-                   "{% set ns.n = ns.n + i %}{% set ns.last = i %}{% endfor %}{{ ns.n }}{{ ns.last }}"),
-            "32");
+  EXPECT_EQ(
+      render("{% set ns = namespace(n=0, last='') %}{% for i in range(3) %}"
+             "{% set ns.n = ns.n + i %}{% set ns.last = i %}{% endfor %}{{ ns.n }}{{ ns.last }}"),
+      "32");
   EXPECT_EQ(render("{% for i in range(5) %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}"), "abcab");
   EXPECT_EQ(render("{% filter upper %}{% set q = 'z' %}{{ q }}{% endfilter %}[{{ q }}]"), "Z[]");
   EXPECT_EQ(render("{% if true %}{% set a = 1 %}{% endif %}{{ a }}"), "1");
@@ -306,9 +307,10 @@ TEST(ChatTemplate, PrintsContainersAndFiltersAsJinja2Does) {
                    "{{ [{'a': 1}, {'b': 2}]|selectattr('a', 'defined')|list }} "
                    "{{ [{'a': 1}, {'a': 2}]|rejectattr('a', 'equalto', 2)|list }}"),
             "[1, 3] [2] [1, 2] [5, 3] [{'a': 1}] [{'a': 1}]");
-  EXPECT_EQ(render("{{ '%s-%d|%5.2f|%-4s|%r|%%|%x|%03d'|format('a', 3, 3.14159, 'b', 'q', 255, 7) }} "
-                   "{{ '{} {}'.format(1, 'a') }} {{ 'a' ~ none ~ 1 }}"),
-            "a-3| 3.14|b   |'q'|%|ff|007 1 a aNone1");
+  EXPECT_EQ(
+      render("{{ '%s-%d|%5.2f|%-4s|%r|%%|%x|%03d'|format('a', 3, 3.14159, 'b', 'q', 255, 7) }} "
+             "{{ '{} {}'.format(1, 'a') }} {{ 'a' ~ none ~ 1 }}"),
+      "a-3| 3.14|b   |'q'|%|ff|007 1 a aNone1");
   // Output of loops and blocks is still text, not a list.
   EXPECT_EQ(render("{% for i in [1, 2] %}{{ i }}{% endfor %}{% if true %}{{ [3] }}{% endif %}"),
             "12[3]");
