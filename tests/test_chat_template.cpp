@@ -311,6 +311,10 @@ TEST(ChatTemplate, PrintsContainersAndFiltersAsJinja2Does) {
       render("{{ '%s-%d|%5.2f|%-4s|%r|%%|%x|%03d'|format('a', 3, 3.14159, 'b', 'q', 255, 7) }} "
              "{{ '{} {}'.format(1, 'a') }} {{ 'a' ~ none ~ 1 }}"),
       "a-3| 3.14|b   |'q'|%|ff|007 1 a aNone1");
+  EXPECT_EQ(render("{{ [1, 2, 3]|map('string')|join('-') }} {{ [' a ', 'b ']|map('trim')|list }} "
+                   "{{ ['a-b']|map('replace', '-', '+')|list }} {{ [1, 2.5]|sum }} "
+                   "{{ [{'n': 2}, {'n': 3}]|sum(attribute='n') }}"),
+            "1-2-3 ['a', 'b'] ['a+b'] 3.5 5");
   // Output of loops and blocks is still text, not a list.
   EXPECT_EQ(render("{% for i in [1, 2] %}{{ i }}{% endfor %}{% if true %}{{ [3] }}{% endif %}"),
             "12[3]");

@@ -1151,7 +1151,29 @@ const func_builtins & value_array_t::get_builtins() const {
                 throw raised_exception("map: first argument must be an array");
             }
             if (!is_val<value_kwarg>(args.get_args().at(1))) {
-                throw not_implemented_exception("map: filter-mapping not implemented");
+                // wick: map('filter', args...), Jinja2's: the filter applied to each item
+                const value & filter = args.get_args().at(1);
+                if (!is_val<value_string>(filter)) {
+                    throw raised_exception("map: the filter's name must be a string");
+                }
+                std::string name = filter->as_string().str();
+                if (name == "trim") name = "strip";
+                if (name == "count") name = "length";
+                if (name == "d") name = "default";
+                auto out = mk_val<value_array>();
+                for (const auto & item : args.get_pos(0)->as_array()) {
+                    const auto & builtins = item->get_builtins();
+                    auto it = builtins.find(name);
+                    if (it == builtins.end()) {
+                        throw raised_exception("map: no filter '" + name + "' for " + item->type());
+                    }
+                    func_args item_args(args.ctx);
+                    item_args.func_name = name;
+                    item_args.push_back(item);
+                    for (size_t k = 2; k < args.get_args().size(); ++k) item_args.push_back(args.get_args()[k]);
+                    out->push_back(it->second(item_args));
+                }
+                return out;
             }
             value val       = args.get_pos(0);
             value attribute = args.get_kwarg_or_pos("attribute", 1);
@@ -1163,6 +1185,31 @@ const func_builtins & value_array_t::get_builtins() const {
                 out->push_back(attr_val);
             }
             return is_val<value_tuple>(val) ? mk_val<value_tuple>(std::move(out->as_array())) : out;
+        }},
+        {"sum", [](const func_args & args) -> value { // wick: Jinja2's sum(attribute=, start=0)
+            args.ensure_count(1, 3);
+            value attribute = args.get_kwarg_or_pos("attribute", 1);
+            value start = args.get_kwarg_or_pos("start", 2);
+            value undef = mk_val<value_undefined>();
+            bool is_float = is_val<value_float>(start);
+            int64_t total = start->is_undefined() ? 0 : start->as_int();
+            double ftotal = start->is_undefined() ? 0.0 : start->as_float();
+            for (const auto & item : args.get_pos(0)->as_array()) {
+                value v = attribute->is_undefined() ? item : get_attribute(item, attribute, undef);
+                if (!is_val<value_int>(v) && !is_val<value_float>(v) && !is_val<value_bool>(v)) {
+                    throw raised_exception("sum: cannot add " + v->type());
+                }
+                if (is_val<value_float>(v) && !is_float) {
+                    is_float = true;
+                    ftotal = static_cast<double>(total);
+                }
+                if (is_float) {
+                    ftotal += v->as_float();
+                } else if (__builtin_add_overflow(total, v->as_int(), &total)) {
+                    throw std::runtime_error("sum: the total does not fit a 64-bit integer");
+                }
+            }
+            return is_float ? value(mk_val<value_float>(ftotal)) : value(mk_val<value_int>(total));
         }},
         {"append", [](const func_args & args) -> value {
             args.ensure_count(2);
