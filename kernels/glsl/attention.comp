@@ -170,19 +170,27 @@ ACC_T cap_score(ACC_T s) {
 struct RowWork {
   uint row, split, used, k0, k_end, q_row, first;
 };
+// Query row `row`'s element 0 in q, and element 0 of its kv head's cache rows in cache slot `slot`.
+uint q_row_of(uint row) {
+  const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
+  return pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+}
+uint cache_first(uint row, uint slot) {
+  return (slot * pc.kvh + row / pc.t % pc.h / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
+}
 // False when the workgroup has nothing to do (a split outside the row's keys: uniform).
 bool row_work(uint g, uint tid, out RowWork w) {
   w.row = g / pc.n_splits;
   const uint split = g % pc.n_splits;
-  const uint ti = w.row % pc.t, hi = w.row / pc.t % pc.h, bi = w.row / (pc.t * pc.h);
+  const uint ti = w.row % pc.t, hi = w.row / pc.t % pc.h;
   const Item it = item_of(w.row);
   const uint n_keys = key_count(it, ti, split == 0u && hi == 0u && tid == 0u);
   w.split = split;
   w.used = max(1u, (n_keys + pc.span - 1u) / pc.span);
   w.k0 = max(split * pc.span, first_key(n_keys));
   w.k_end = min(split * pc.span + pc.span, n_keys);
-  w.q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
-  w.first = (it.slot * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
+  w.q_row = q_row_of(w.row);
+  w.first = cache_first(w.row, it.slot);
   return w.k0 < w.k_end;
 }
 
@@ -398,14 +406,11 @@ void main() {
   // instead of coming before it. (Later splits may hold no keys: they wait for the position.)
   const bool early = LANES > 0u && pc.window == 0u && pc.cache_slots == 0u &&
                      g % pc.n_splits == 0u;  // uniform
-  if (early) {
-    const uint row = g / pc.n_splits, split = 0u;
-    const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
-    const uint first = (bi * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
-    load_query(pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2],
+  if (early) {  // the item's slot is its index bi; the first split's keys start at 0
+    const uint row = g / pc.n_splits, first = cache_first(row, row / (pc.t * pc.h));
+    load_query(q_row_of(row), tid);
+    load_chunk((pc.kc_offset + first) / KV_VEC, (pc.vc_offset + first) / KV_VEC, 0u, pc.max_seq,
                tid);
-    load_chunk((pc.kc_offset + first) / KV_VEC, (pc.vc_offset + first) / KV_VEC, split * pc.span,
-               pc.max_seq, tid);
   }
   RowWork w;
   const bool work = row_work(g, tid, w);  // uniform per workgroup

@@ -229,7 +229,7 @@ layout(set = 0, binding = 11) writeonly buffer VCache { STORAGE_T(KV_DT) v_cache
 #include "include/rope.glsl"
 
 // What the stores of output rows `row` (even) and row + 1 of x row c need besides the sums: the
-// item's position and slot and the pair's rotation, loaded before the product (prefetch_pair) so
+// item's position and slot and the pair's rotation, loaded before the product (main) so
 // that the stores do not wait on them after the reduction.
 struct PairOperands {
   uint p, slot;

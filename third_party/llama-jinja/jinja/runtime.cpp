@@ -528,6 +528,13 @@ static value printf_format(const value & input, const func_args & args) {
         if (next >= items.size()) throw std::runtime_error("format: not enough arguments for the format string");
         return items[next++];
     };
+    auto take_number = [&](char conv) -> value {
+        value v = take();
+        if (!is_val<value_int>(v) && !is_val<value_float>(v) && !is_val<value_bool>(v)) {
+            throw std::runtime_error(std::string("format: %") + conv + " takes a number, got " + v->type());
+        }
+        return v;
+    };
     for (size_t i = 0; i < fmt.size(); ++i) {
         if (fmt[i] != '%') {
             out += fmt[i];
@@ -551,19 +558,13 @@ static value printf_format(const value & input, const func_args & args) {
             const std::string text = conv == 's' ? python_str(v) : value_to_python_repr(v);
             out += printf_string(spec + "s", text.c_str()); // flags, width, precision as printf's
         } else if (std::strchr("dixXoc", conv)) {
-            const value v = take();
-            if (!is_val<value_int>(v) && !is_val<value_float>(v) && !is_val<value_bool>(v)) {
-                throw std::runtime_error(std::string("format: %") + conv + " takes a number, got " + v->type());
-            }
+            const value v = take_number(conv);
             const long long n = is_val<value_float>(v) ? static_cast<long long>(double_to_int64(std::trunc(v->as_float())))
                                                        : static_cast<long long>(v->as_int());
             const std::string f = spec + (conv == 'i' ? std::string("lld") : conv == 'c' ? std::string("c") : std::string("ll") + conv);
             out += conv == 'c' ? printf_string(f, static_cast<int>(n)) : printf_string(f, n);
         } else if (std::strchr("fFeEgG", conv)) {
-            const value v = take();
-            if (!is_val<value_int>(v) && !is_val<value_float>(v) && !is_val<value_bool>(v)) {
-                throw std::runtime_error(std::string("format: %") + conv + " takes a number, got " + v->type());
-            }
+            const value v = take_number(conv);
             out += printf_string(spec + conv, v->as_float());
         } else {
             throw std::runtime_error(std::string("format: unsupported format character '") + conv + "'");
@@ -578,17 +579,7 @@ static value printf_format(const value & input, const func_args & args) {
 static value apply_filter(context & ctx, const statement_ptr & filter, value input) {
     JJ_DEBUG("Applying filter to %s", input->type().c_str());
 
-    auto set_filter_alias = [](auto & filter_id) {
-        if (filter_id == "count") {
-            filter_id = "length";
-        } else if (filter_id == "d") {
-            filter_id = "default";
-        } else if (filter_id == "e") {
-            filter_id = "escape";
-        } else if (filter_id == "trim") {
-            filter_id = "strip";
-        }
-    };
+    auto set_filter_alias = [](auto & filter_id) { filter_id = filter_builtin_name(filter_id); }; // wick: shared with map
 
     if (is_stmt<identifier>(filter)) {
         auto filter_id = cast_stmt<identifier>(filter)->val;

@@ -163,6 +163,21 @@ static value test_compare_fn(const func_args & args) {
     args.ensure_count(2, 2);
     return mk_val<value_bool>(value_compare(args.get_pos(0), args.get_pos(1), op));
 }
+// wick: the builtin a filter's name stands for (Jinja2's aliases), for apply_filter and map
+std::string filter_builtin_name(const std::string & name) {
+    if (name == "count") return "length";
+    if (name == "d") return "default";
+    if (name == "e") return "escape";
+    if (name == "trim") return "strip";
+    return name;
+}
+
+// wick: `le` and `<=` (value_compare has no such operator)
+static value test_le(const func_args & args) {
+    args.ensure_count(2, 2);
+    return mk_val<value_bool>(value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::lt) ||
+                              value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::eq));
+}
 
 static void append_codepoint_as_ascii_json_escape(std::string & out, uint32_t codepoint) {
     auto append_u16 = [&out](uint32_t value) {
@@ -520,16 +535,8 @@ const func_builtins & global_builtins() {
         {"test_is_>", test_compare_fn<value_compare_op::gt>},
         {"test_is_>=", test_compare_fn<value_compare_op::ge>},
         {"test_is_<", test_compare_fn<value_compare_op::lt>},
-        {"test_is_le", [](const func_args & args) -> value {
-            args.ensure_count(2, 2);
-            return mk_val<value_bool>(value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::lt) ||
-                                      value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::eq));
-        }},
-        {"test_is_<=", [](const func_args & args) -> value {
-            args.ensure_count(2, 2);
-            return mk_val<value_bool>(value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::lt) ||
-                                      value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::eq));
-        }},
+        {"test_is_le", test_le},
+        {"test_is_<=", test_le},
         {"test_is_in", [](const func_args & args) -> value {
             args.ensure_count(2);
             auto needle   = args.get_pos(0);
@@ -1156,10 +1163,7 @@ const func_builtins & value_array_t::get_builtins() const {
                 if (!is_val<value_string>(filter)) {
                     throw raised_exception("map: the filter's name must be a string");
                 }
-                std::string name = filter->as_string().str();
-                if (name == "trim") name = "strip";
-                if (name == "count") name = "length";
-                if (name == "d") name = "default";
+                const std::string name = filter_builtin_name(filter->as_string().str());
                 auto out = mk_val<value_array>();
                 for (const auto & item : args.get_pos(0)->as_array()) {
                     const auto & builtins = item->get_builtins();
@@ -1410,9 +1414,7 @@ const func_builtins & value_object_t::get_builtins() const {
             const bool by_value = is_val<value_string>(val_by) && val_by->as_string().str() == "value" ? true : false;
             auto sort_key = [case_sensitive](const value & v) -> value {
                 if (case_sensitive || !is_val<value_string>(v)) return v;
-                std::string lower = v->as_string().str();
-                for (char & c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-                return mk_val<value_string>(lower);
+                return mk_val<value_string>(v->as_string().lowercase()); // the lower filter's
             };
             std::vector<std::pair<value, value>> keyed; // (sort key, the pair)
             for (const auto & pair : val_input->as_ordered_object()) {
@@ -1753,14 +1755,14 @@ static void python_string_repr(std::ostringstream & oss, const std::string & str
             snprintf(buf, sizeof(buf), "\\x%02x", c);
             oss << buf;
         } else if (c >= 0x80) {
-            // the code point of the UTF-8 sequence at i (a malformed byte is written as it is)
-            size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-            uint32_t cp = len == 1 ? c : c & (0xff >> (len + 1));
-            if (i + len > str.size()) len = 1;
-            for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(str[i + k]) & 0x3f);
+            // the UTF-8 sequence at i (a malformed byte is written as it is)
+            const auto parsed = common_parse_utf8_codepoint(str, i);
+            const bool ok = parsed.status == utf8_parse_result::SUCCESS;
+            const size_t len = ok ? parsed.bytes_consumed : 1;
+            const uint32_t cp = parsed.codepoint;
             const bool hidden = (cp >= 0x80 && cp <= 0xa0) || cp == 0xad || (cp >= 0x200b && cp <= 0x200f) ||
                                 cp == 0x2028 || cp == 0x2029 || (cp >= 0x2060 && cp <= 0x2064) || cp == 0xfeff;
-            if (len > 1 && hidden) {
+            if (ok && hidden) {
                 snprintf(buf, sizeof(buf), cp <= 0xff ? "\\x%02x" : "\\u%04x", static_cast<unsigned>(cp));
                 oss << buf;
             } else {

@@ -215,6 +215,8 @@ const func_builtins & global_builtins();
 std::string value_to_json(const value & val, int indent = -1, const std::string_view item_sep = ", ", const std::string_view key_sep = ": ");
 // wick: Python's repr() of a value, as Jinja2 prints a list, tuple or dict (bounded like any walk)
 std::string value_to_python_repr(const value & val);
+// wick: the builtin a filter's name stands for (Jinja2's aliases: count, d, e, trim)
+std::string filter_builtin_name(const std::string & name);
 
 // Note: only used for debugging purposes
 std::string value_to_string_repr(const value & val);
@@ -248,9 +250,12 @@ struct value_equality {
 // primitive value types
 //
 
-// wick: a double as an int64, or an error where it has none (converting out of range is undefined)
+// wick: whether a double has an int64 (converting one out of range is undefined)
+inline bool double_fits_int64(double d) { return d >= -0x1p63 && d < 0x1p63; }
+
+// wick: a double as an int64, or an error where it has none
 inline int64_t double_to_int64(double d) {
-    if (!(d >= -0x1p63 && d < 0x1p63)) {
+    if (!double_fits_int64(d)) {
         throw std::runtime_error("the number " + std::to_string(d) + " does not fit a 64-bit integer");
     }
     return static_cast<int64_t>(d);
@@ -299,7 +304,7 @@ struct value_float_t : public value_t {
     value val;
     value_float_t(double v) {
         val_flt = v;
-        val_int = v >= -0x1p63 && v < 0x1p63 ? static_cast<int64_t>(v) : 0; // wick: defined only in range
+        val_int = double_fits_int64(v) ? static_cast<int64_t>(v) : 0; // wick
         val = mk_val<value_int>(val_int);
     }
     virtual std::string type() const override { return "Float"; }
