@@ -320,5 +320,35 @@ TEST(ChatTemplate, PrintsContainersAndFiltersAsJinja2Does) {
             "12[3]");
 }
 
+// Undefined values as Jinja2's default Undefined treats them (jinja2 3.1's answers): printed,
+// tested, iterated, joined with `~` and filtered through default/length they are empty; `+`, an
+// attribute or an item of one raises, as `+` with none does, where the string alone came out
+// before (firefunction-v2's template without `functions` rendered instead of failing).
+TEST(ChatTemplate, UndefinedValuesFailWhereJinja2Fails) {
+  EXPECT_EQ(render("[{{ x }}] {{ x is defined }} {{ x ~ 'a' ~ none }} {{ x|default('d') }} "
+                   "{{ x|length }} {% for i in x %}{{ i }}{% endfor %}{{ 'a' in x }} "
+                   "{{ (x or 'q') }} {{ x is none }}"),
+            "[] False aNone d 0 False q False");
+  EXPECT_EQ(render("{% set d = {'a': 1} %}[{{ d.b }}] {{ d.b is defined }} [{{ d['b'] }}] "
+                   "{{ d.get('b') }} [{{ none.y }}] {{ none.y is defined }}"),
+            "[] False [] None [] False");
+  EXPECT_EQ(render("{% for m in [1, 2] %}{{ loop.previtem is defined }}{% endfor %}"),
+            "FalseTrue");
+  for (const char* source :
+       {"{{ 'a' + x }}", "{{ x + 'a' }}", "{{ [1] + x }}", "{{ x.y }}", "{{ x[0] }}",
+        "{{ x.y is defined }}", "{{ x.items() }}", "{{ x['k']|length }}"}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { render(source); }, ErrorKind::Unsupported, {"'x' is undefined"});
+  }
+  for (const char* source : {"{% set d = {'a': 1} %}{{ d.b.c }}", "{{ none.y.z }}"}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { render(source); }, ErrorKind::Unsupported, {"is undefined"});
+  }
+  for (const char* source : {"{{ 'a' + none }}", "{{ none + 'a' }}", "{{ none + 1 }}"}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { render(source); }, ErrorKind::Unsupported, {"on none"});
+  }
+}
+
 }  // namespace
 }  // namespace wick::testing

@@ -105,6 +105,17 @@ bool member_expression::makes_values() const {
     return is_stmt<slice_expression>(property);
 }
 
+// wick: Jinja2's message for using an undefined value ("'x' is undefined"), with the variable's
+// name where the value came from one.
+static std::string undefined_message(const value & v) {
+    const auto * u = dynamic_cast<const value_undefined_t *>(v.get());
+    const std::string hint = u ? u->hint : std::string();
+    if (hint.empty() || hint == "object_property") {
+        return "an undefined value is used (an attribute or item that does not exist?)";
+    }
+    return "'" + hint + "' is undefined";
+}
+
 namespace {
 
 // wick: counts a statement's execution against the render's limits while it runs.
@@ -268,13 +279,16 @@ value binary_expression::execute_impl(context & ctx) const {
             // Special case: `anything in undefined` is `false` and `anything not in undefined` is `true`
             return mk_val<value_bool>(op.value == "not in");
         }
-        if (op.value == "+" || op.value == "~") {
+        // wick: only `~` takes an undefined operand (as empty), as in Jinja2, whose `+` raises
+        // UndefinedError: a string + undefined printed the string alone.
+        if (op.value == "~") {
             value res = mk_val<value_undefined>();
             if (workaround_concat_null_with_str(res)) {
                 return res;
             }
         }
-        throw std::runtime_error("Cannot perform operation " + op.value + " on undefined values");
+        throw std::runtime_error(undefined_message(is_val<value_undefined>(left_val) ? left_val : right_val) +
+                                 " (operation " + op.value + ")");
     } else if (is_val<value_none>(left_val) || is_val<value_none>(right_val)) {
         if (!is_val<value_none>(right_val) && (op.value == "in" || op.value == "not in")) {
             // case: none in {'low': 1}
@@ -282,13 +296,15 @@ value binary_expression::execute_impl(context & ctx) const {
             bool member = test_is_in();
             return mk_val<value_bool>(op.value == "in" ? member : !member);
         }
-        if (op.value == "+" || op.value == "~") {
+        // wick: `~` writes none as None; `+` with none is Python's TypeError, not the other
+        // operand alone.
+        if (op.value == "~") {
             value res = mk_val<value_undefined>();
             if (workaround_concat_null_with_str(res)) {
                 return res;
             }
         }
-        throw std::runtime_error("Cannot perform operation on null values");
+        throw std::runtime_error("Cannot perform operation " + op.value + " on none (Python's TypeError)");
     }
 
     // wick: integers compute in int64, exactly, and an overflow is an error (Python's integers
@@ -1078,6 +1094,11 @@ value call_statement::execute_impl(context & ctx) const {
 
 value member_expression::execute_impl(context & ctx) const {
     value object = this->object->execute(ctx);
+    // wick: an attribute or item of an undefined value is Jinja2's UndefinedError, not another
+    // undefined (`x.y is defined` with x undefined raises there too).
+    if (is_val<value_undefined>(object)) {
+        throw std::runtime_error(undefined_message(object));
+    }
 
     value property;
     if (this->computed) {
