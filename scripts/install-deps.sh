@@ -32,16 +32,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # llama.cpp's vocab-only GGUF files and their test vectors (models/ggml-vocab-*.gguf{,.inp,.out}),
-# for tests/test_tokenizer_vocab.cpp: taken from the llama-cpp-python sdist on PyPI, which vendors
-# llama.cpp, into .cache/llama-vocab/ (ignored by git). Checked by the sdist's SHA-256; skipped
-# when the folder already holds that version.
+# for tests/test_tokenizer_vocab.cpp, and the chat templates of its models/templates/ (into
+# templates/, for tests/test_chat_template.cpp): taken from the llama-cpp-python sdist on PyPI,
+# which vendors llama.cpp, into .cache/llama-vocab/ (ignored by git). Checked by the sdist's
+# SHA-256; skipped when the folder already holds that version with its templates.
 VOCAB_SDIST=llama_cpp_python-0.3.36.tar.gz
 VOCAB_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 VOCAB_URL=https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/$VOCAB_SDIST
 # A copy already on disk (WICK_LLAMA_VOCAB_SDIST=/path/to/the.tar.gz) saves the 77 MB download.
 VOCAB_SRC="${WICK_LLAMA_VOCAB_SDIST:-$VOCAB_URL}"
 VOCAB_DIR="$(cd "$(dirname "$0")/.." && pwd)/.cache/llama-vocab"
-if [ "$(cat "$VOCAB_DIR/.sdist-sha256" 2>/dev/null)" != "$VOCAB_SHA256" ]; then
+if [ "$(cat "$VOCAB_DIR/.sdist-sha256" 2>/dev/null)" != "$VOCAB_SHA256" ] ||
+   [ ! -d "$VOCAB_DIR/templates" ]; then
   echo "install-deps: fetching llama.cpp's vocab test files into $VOCAB_DIR"
   python3 - "$VOCAB_SRC" "$VOCAB_SHA256" "$VOCAB_DIR" <<'PY'
 import hashlib, io, os, shutil, sys, tarfile, tempfile, urllib.request
@@ -59,22 +61,31 @@ if got != sha:
 # file system.
 os.makedirs(os.path.dirname(out), exist_ok=True)
 tmp = tempfile.mkdtemp(dir=os.path.dirname(out))
-n = 0
+os.mkdir(os.path.join(tmp, "templates"))
+n = n_templates = 0
 with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
     for m in tar.getmembers():
         parts = m.name.split("/")
-        if m.isfile() and parts[-2:-1] == ["models"] and "vendor/llama.cpp/models" in m.name \
-                and parts[-1].startswith("ggml-vocab-"):
-            with open(os.path.join(tmp, parts[-1]), "wb") as f:
-                f.write(tar.extractfile(m).read())
+        if not m.isfile() or "/vendor/llama.cpp/models/" not in m.name:
+            continue
+        if parts[-2] == "models" and parts[-1].startswith("ggml-vocab-"):
+            dest = os.path.join(tmp, parts[-1])
             n += 1
-if n == 0:
-    sys.exit(f"install-deps: {url} holds no vendor/llama.cpp/models/ggml-vocab-* files")
+        elif parts[-2:-1] == ["templates"] and parts[-3] == "models" and parts[-1].endswith(".jinja"):
+            dest = os.path.join(tmp, "templates", parts[-1])
+            n_templates += 1
+        else:
+            continue
+        with open(dest, "wb") as f:
+            f.write(tar.extractfile(m).read())
+if n == 0 or n_templates == 0:
+    sys.exit(f"install-deps: {url} holds no vendor/llama.cpp/models/ggml-vocab-* files "
+             "or no models/templates/*.jinja")
 with open(os.path.join(tmp, ".sdist-sha256"), "w") as f:
     f.write(sha)
 shutil.rmtree(out, ignore_errors=True)
 os.replace(tmp, out)
-print(f"install-deps: {n} vocab files in {out}")
+print(f"install-deps: {n} vocab files and {n_templates} chat templates in {out}")
 PY
 fi
 

@@ -333,4 +333,9 @@ void expect_error(const std::function<void()>& f, ErrorKind kind,
   ADD_FAILURE() << "expected wick::Error(" << error_kind_name(kind) << "), nothing thrown";
 }
 
+std::filesystem::path llama_vocab_dir() {
+  if (const char* env = std::getenv("WICK_LLAMA_VOCAB_DIR"); env && *env) return env;
+  return std::filesystem::path(WICK_TESTS_DIR).parent_path() / ".cache" / "llama-vocab";
+}
+
 }  // namespace wick::testing

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
@@ -126,5 +127,9 @@ std::vector<DType> compute_dtypes(const Device& dev);
 // Expects `f` to throw wick::Error of `kind` whose message contains every string in `needles`.
 void expect_error(const std::function<void()>& f, ErrorKind kind,
                   const std::vector<std::string>& needles = {});
+
+// Where scripts/install-deps.sh puts llama.cpp's vocab files and chat templates
+// (.cache/llama-vocab; WICK_LLAMA_VOCAB_DIR overrides).
+std::filesystem::path llama_vocab_dir();
 
 }  // namespace wick::testing

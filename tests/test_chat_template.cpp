@@ -1,6 +1,9 @@
 // Chat templates of real models rendered by wick's Jinja engine, byte for byte against Python's
 // jinja2 (tests/data/chat_templates/expected.json, written by tests/gen_chat_references.py).
 #include <ctime>
+#include <iomanip>
+#include <map>
+#include <span>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,13 +29,52 @@ std::string read_file(const std::filesystem::path& path) {
   return s.str();
 }
 
-TEST(ChatTemplate, RendersLikeJinja2) {
-  const json ref = json::parse(read_file(templates_dir() / "expected.json"));
+// llama.cpp's models/templates/, as scripts/install-deps.sh extracts them.
+std::filesystem::path llama_cpp_templates_dir() {
+  return llama_vocab_dir() / "templates";
+}
+
+std::string strftime_at(const char* format, std::time_t t) {
+  char out[64];
+  const size_t n = std::strftime(out, sizeof out, format, std::localtime(&t));
+  return std::string(out, n);
+}
+
+// The references' strftime_now answered their file's "strftime_now" time; wick's answers now.
+// Today's date in the formats the templates use is put back to the references' (a render that
+// straddles midnight is run again).
+std::string rendered_at(const json& ref, const ChatTemplate& tmpl,
+                        std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  std::tm fixed{};
+  std::istringstream(ref.at("strftime_now").get<std::string>()) >>
+      std::get_time(&fixed, "%Y-%m-%dT%H:%M:%S");
+  fixed.tm_isdst = -1;
+  const std::time_t then = std::mktime(&fixed);
+  for (;;) {
+    const std::time_t before = std::time(nullptr);
+    std::string text = tmpl.apply(messages, add_generation_prompt);
+    const std::time_t after = std::time(nullptr);
+    if (strftime_at("%F", before) != strftime_at("%F", after)) continue;
+    for (const char* format : {"%Y-%m-%d", "%B %d, %Y", "%d %b %Y"}) {
+      const std::string today = strftime_at(format, before), fixed_day = strftime_at(format, then);
+      for (size_t at = text.find(today); at != std::string::npos;
+           at = text.find(today, at + fixed_day.size()))
+        text.replace(at, today.size(), fixed_day);
+    }
+    return text;
+  }
+}
+
+// Renders every case of a reference file (tests/gen_chat_references.py) with wick, the templates
+// read from `dir`; the times each template was rendered.
+std::map<std::string, int> expect_renders_like_jinja2(const std::filesystem::path& references,
+                                                      const std::filesystem::path& dir) {
+  const json ref = json::parse(read_file(references));
   std::map<std::string, int> rendered;
   for (const json& c : ref.at("cases")) {
     const std::string name = c.at("template");
-    const ChatTemplate tmpl = ChatTemplate::from_jinja(read_file(templates_dir() / name),
-                                                       c.at("bos_token"), c.at("eos_token"));
+    const ChatTemplate tmpl = ChatTemplate::from_jinja(read_file(dir / name), c.at("bos_token"),
+                                                       c.at("eos_token"));
     std::vector<ChatMessage> messages;
     for (const json& m : c.at("messages")) messages.push_back({m.at("role"), m.at("content")});
     const bool gen = c.at("add_generation_prompt");
@@ -41,13 +83,33 @@ TEST(ChatTemplate, RendersLikeJinja2) {
       expect_error([&] { tmpl.apply(messages, gen); }, ErrorKind::Unsupported,
                    {"ChatTemplate::apply", c.at("error").get<std::string>()});
     } else {
-      EXPECT_EQ(tmpl.apply(messages, gen), c.at("text").get<std::string>());
+      EXPECT_EQ(rendered_at(ref, tmpl, messages, gen), c.at("text").get<std::string>());
     }
     rendered[name]++;
   }
+  return rendered;
+}
+
+TEST(ChatTemplate, RendersLikeJinja2) {
+  std::map<std::string, int> rendered =
+      expect_renders_like_jinja2(templates_dir() / "expected.json", templates_dir());
   for (const char* name : {"smollm2.jinja", "qwen2.5.jinja", "qwen3.jinja", "smollm3.jinja",
                            "llama3.1.jinja", "phi3.5.jinja", "gemma2.jinja", "mistral-nemo.jinja"})
     EXPECT_GE(rendered[name], 5) << name;
+}
+
+// Every template of llama.cpp's models/templates/ (70 models' chat templates: Llama 3.x, Qwen
+// 2.5-3.5, DeepSeek R1-V4, Gemma 2-4, Mistral, Granite, gpt-oss, Kimi, GLM, ...), against jinja2's
+// renderings of the same conversations.
+TEST(ChatTemplate, RendersLlamaCppsTemplatesLikeJinja2) {
+  ASSERT_TRUE(std::filesystem::is_directory(llama_cpp_templates_dir()))
+      << llama_cpp_templates_dir() << ": run scripts/install-deps.sh (it extracts llama.cpp's "
+      << "templates) or set WICK_LLAMA_VOCAB_DIR";
+  std::map<std::string, int> rendered = expect_renders_like_jinja2(
+      templates_dir() / "llama_cpp_expected.json", llama_cpp_templates_dir());
+  EXPECT_GE(rendered.size(), 70u);
+  for (const auto& e : std::filesystem::directory_iterator(llama_cpp_templates_dir()))
+    EXPECT_GE(rendered[e.path().filename().string()], 7) << e.path();
 }
 
 // strftime_now formats the current local time (Llama 3.2's template dates its system turn).

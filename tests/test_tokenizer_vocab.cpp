@@ -25,11 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace td = tokenizer_detail;
 
-fs::path vocab_dir() {
-  if (const char* env = std::getenv("WICK_LLAMA_VOCAB_DIR"); env && *env) return env;
-  return fs::path(WICK_TESTS_DIR).parent_path() / ".cache" / "llama-vocab";
-}
-
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
@@ -93,7 +88,7 @@ class LlamaCppVocab : public ::testing::TestWithParam<VocabCase> {};
 
 TEST_P(LlamaCppVocab, EncodesEveryVectorLikeLlamaCpp) {
   const VocabCase& c = GetParam();
-  const fs::path gguf = vocab_dir() / (std::string("ggml-vocab-") + c.name + ".gguf");
+  const fs::path gguf = llama_vocab_dir() / (std::string("ggml-vocab-") + c.name + ".gguf");
   // A failure, not a skip: CI must run these (scripts/test.sh runs install-deps.sh first).
   ASSERT_TRUE(fs::exists(gguf)) << gguf
                                 << " is missing: run scripts/install-deps.sh (it fetches "
@@ -174,7 +169,7 @@ void expect_vectors_match(const Tokenizer& tok, const fs::path& gguf, const char
 }
 
 TEST(LlamaCppVocabJson, Llama3ByteLevelWithSplitRegexAndIgnoreMerges) {
-  const fs::path gguf = vocab_dir() / "ggml-vocab-llama-bpe.gguf";
+  const fs::path gguf = llama_vocab_dir() / "ggml-vocab-llama-bpe.gguf";
   ASSERT_TRUE(fs::exists(gguf)) << gguf << " is missing: run scripts/install-deps.sh";
   const GgufVocab v = read_gguf_vocab(gguf);
   json j, added;
@@ -202,7 +197,7 @@ TEST(LlamaCppVocabJson, Llama3ByteLevelWithSplitRegexAndIgnoreMerges) {
 }
 
 TEST(LlamaCppVocabJson, LlamaSpmAsSentencePieceStyleBpe) {
-  const fs::path gguf = vocab_dir() / "ggml-vocab-llama-spm.gguf";
+  const fs::path gguf = llama_vocab_dir() / "ggml-vocab-llama-spm.gguf";
   ASSERT_TRUE(fs::exists(gguf)) << gguf << " is missing: run scripts/install-deps.sh";
   const GgufVocab v = read_gguf_vocab(gguf);
   // HF's SentencePieceExtractor: every split of a piece into two pieces is a merge; a piece's
