@@ -1,12 +1,12 @@
 // Chat templates of real models rendered by wick's Jinja engine, byte for byte against Python's
 // jinja2 (tests/data/chat_templates/expected.json, written by tests/gen_chat_references.py).
 #include <ctime>
-#include <iomanip>
-#include <map>
-#include <span>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 
 #include "harness.h"
@@ -73,8 +73,8 @@ std::map<std::string, int> expect_renders_like_jinja2(const std::filesystem::pat
   std::map<std::string, int> rendered;
   for (const json& c : ref.at("cases")) {
     const std::string name = c.at("template");
-    const ChatTemplate tmpl = ChatTemplate::from_jinja(read_file(dir / name), c.at("bos_token"),
-                                                       c.at("eos_token"));
+    const ChatTemplate tmpl =
+        ChatTemplate::from_jinja(read_file(dir / name), c.at("bos_token"), c.at("eos_token"));
     std::vector<ChatMessage> messages;
     for (const json& m : c.at("messages")) messages.push_back({m.at("role"), m.at("content")});
     const bool gen = c.at("add_generation_prompt");
@@ -394,8 +394,7 @@ TEST(ChatTemplate, UndefinedValuesFailWhereJinja2Fails) {
   EXPECT_EQ(render("{% set d = {'a': 1} %}[{{ d.b }}] {{ d.b is defined }} [{{ d['b'] }}] "
                    "{{ d.get('b') }} [{{ none.y }}] {{ none.y is defined }}"),
             "[] False [] None [] False");
-  EXPECT_EQ(render("{% for m in [1, 2] %}{{ loop.previtem is defined }}{% endfor %}"),
-            "FalseTrue");
+  EXPECT_EQ(render("{% for m in [1, 2] %}{{ loop.previtem is defined }}{% endfor %}"), "FalseTrue");
   for (const char* source :
        {"{{ 'a' + x }}", "{{ x + 'a' }}", "{{ [1] + x }}", "{{ x.y }}", "{{ x[0] }}",
         "{{ x.y is defined }}", "{{ x.items() }}", "{{ x['k']|length }}"}) {
