@@ -382,6 +382,44 @@ TEST(ChatTemplate, PrintsContainersAndFiltersAsJinja2Does) {
             "12[3]");
 }
 
+// Floats print as Python's repr() and json.dumps write them (they had 6 significant digits:
+// 0.1 + 0.2 printed 0.3, 3.0|tojson 3); number literals take exponents and underscores; string
+// literals take Python's escapes, keeping unknown ones; round, unique and a string's
+// list/first/last/reverse filters exist (jinja2 3.1's answers).
+TEST(ChatTemplate, NumbersStringsAndFiltersAsJinja2Reads) {
+  EXPECT_EQ(render("{{ 0.1 + 0.2 }} {{ 1 / 3 }} {{ [3.0, 0.1 * 3] }} {{ {'a': 2.0 ** 60} }} "
+                   "{{ 3.0|string }} {{ 9007199254740992.0 }} {{ 0.0001 }} {{ 0.00001 }} "
+                   "{{ -0.0 }} {{ 1e308 * 10 }}"),
+            "0.30000000000000004 0.3333333333333333 [3.0, 0.30000000000000004] "
+            "{'a': 1.152921504606847e+18} 3.0 9007199254740992.0 0.0001 1e-05 -0.0 inf");
+  EXPECT_EQ(render("{{ [3.0, 0.1 + 0.2, 2.0 ** 70, 1e308 * 10]|tojson }}"),
+            "[3.0, 0.30000000000000004, 1.1805916207174113e+21, Infinity]");
+  EXPECT_EQ(render("{{ 1e3 }} {{ 1E3 }} {{ 1.5e-7 }} {{ 2e+2 }} {{ 1_000 }} {{ 1_0.5_5 }}"),
+            "1000.0 1000.0 1.5e-07 200.0 1000 10.55");
+  EXPECT_EQ(render("{{ '\\x41\\u00e9\\U0001F642\\101|\\d\\w|\\'\\\"\\\\|a\\\nb' }}"),
+            "A\xc3\xa9\xf0\x9f\x99\x82"
+            "A|\\d\\w|'\"\\|ab");
+  EXPECT_EQ(render("{{ 2.5|round }} {{ 3.5|round }} {{ 2.675|round(2) }} "
+                   "{{ 2.567|round(1, 'floor') }} {{ 2.561|round(1, 'ceil') }} {{ 3|round }} "
+                   "{{ 3|round(1, 'floor') }} {{ 1234|round(-2) }}"),
+            "2.0 4.0 2.67 2.5 2.6 3 3.0 1200");
+  EXPECT_EQ(render("{{ [1, 2, 1, 3, 2]|unique|list }} {{ ['A', 'a', 'b']|unique|list }} "
+                   "{{ ['A', 'a']|unique(case_sensitive=true)|list }} "
+                   "{{ [{'n': 1}, {'n': 1}, {'n': 2}]|unique(attribute='n')|list }}"),
+            "[1, 2, 3] ['A', 'b'] ['A', 'a'] [{'n': 1}, {'n': 2}]");
+  EXPECT_EQ(render("{{ 'ab'|list }} {{ 'h\xc3\xa9'|last }} {{ 'ab\xc3\xa7'|reverse }} "
+                   "{{ 'xy'|first }} {{ ''|first is defined }}"),
+            "['a', 'b'] \xc3\xa9 \xc3\xa7"
+            "ba x False");
+  for (const char* source :
+       {"{{ '\\x4' }}", "{{ 'abc }}", "{{ 99999999999999999999 }}", "{{ '\\N{DASH}' }}"}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { ChatTemplate::from_jinja(source); }, ErrorKind::Parse, {"does not parse"});
+  }
+  expect_error([&] { render("{{ [[1], [1]]|unique|list }}"); }, ErrorKind::Unsupported,
+               {"unhashable"});
+}
+
 // Undefined values as Jinja2's default Undefined treats them (jinja2 3.1's answers): printed,
 // tested, iterated, joined with `~` and filtered through default/length they are empty; `+`, an
 // attribute or an item of one raises, as `+` with none does, where the string alone came out

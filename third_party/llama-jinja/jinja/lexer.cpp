@@ -91,14 +91,106 @@ lexer_result lexer::tokenize(const std::string & source) {
         return str;
     };
 
+    // wick: numbers as jinja2 reads them: digits with single underscores between them, a
+    // fraction, an exponent (1e3 is a float); the underscores are dropped.
+    auto digit_at = [&](size_t at) { return at < src.size() && is_integer(src[at]); };
+    auto consume_digits = [&]() -> std::string {
+        std::string digits;
+        for (;;) {
+            while (digit_at(pos)) digits += src[pos++];
+            if (pos < src.size() && src[pos] == '_' && digit_at(pos + 1)) { ++pos; continue; }
+            return digits;
+        }
+    };
     auto consume_numeric = [&]() -> std::string {
-        std::string num = consume_while(is_integer);
-        if (pos < src.size() && src[pos] == '.' && pos + 1 < src.size() && is_integer(src[pos + 1])) {
+        std::string num = consume_digits();
+        if (pos < src.size() && src[pos] == '.' && digit_at(pos + 1)) {
             ++pos; // Consume '.'
-            std::string frac = consume_while(is_integer);
-            num += "." + frac;
+            num += '.';
+            num += consume_digits();
+        }
+        if (pos < src.size() && (src[pos] == 'e' || src[pos] == 'E')) {
+            const bool sign = pos + 1 < src.size() && (src[pos + 1] == '+' || src[pos + 1] == '-');
+            if (digit_at(pos + (sign ? 2 : 1))) {
+                num += 'e';
+                if (sign) num += src[pos + 1];
+                pos += sign ? 2 : 1;
+                num += consume_digits();
+            }
         }
         return num;
+    };
+
+    // wick: a string literal's escapes as Python's unicode-escape codec reads them (jinja2's
+    // lexer): \\ \' \" \a \b \f \n \r \t \v, octal \ooo, \xhh, \uhhhh, \Uhhhhhhhh (written as UTF-8), a
+    // backslash before a newline drops both; any other backslash stays in the text (the engine
+    // refused `\d` and `\x41`).
+    auto append_utf8 = [&](std::string & out, uint32_t cp) {
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            throw lexer_exception("escape of code point " + std::to_string(cp) + " is not a character", source, pos);
+        }
+        if (cp < 0x80) {
+            out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+            out += static_cast<char>(0xC0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            out += static_cast<char>(0xE0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+            out += static_cast<char>(0xF0 | (cp >> 18));
+            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+    };
+    auto consume_string = [&](char quote) -> std::string {
+        std::string str;
+        for (;;) {
+            if (pos >= src.size()) {
+                throw lexer_exception("unterminated string literal", source, pos);
+            }
+            const char c = src[pos++];
+            if (c == quote) return str;
+            if (c != '\\') { str += c; continue; }
+            if (pos >= src.size()) {
+                throw lexer_exception("unexpected end of input after escape character", source, pos);
+            }
+            const char e = src[pos++];
+            auto hex = [&](int n) -> uint32_t {
+                uint32_t v = 0;
+                for (int i = 0; i < n; i++, pos++) {
+                    const char h = pos < src.size() ? src[pos] : '\0';
+                    if (!std::isxdigit(static_cast<unsigned char>(h))) {
+                        throw lexer_exception(std::string("truncated \\") + e + " escape", source, pos);
+                    }
+                    v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+                }
+                return v;
+            };
+            switch (e) {
+                case '\n': break;
+                case 'a': str += '\a'; break;
+                case 'x': append_utf8(str, hex(2)); break;
+                case 'u': append_utf8(str, hex(4)); break;
+                case 'U': append_utf8(str, hex(8)); break;
+                case 'N': throw lexer_exception("\\N{...} escapes are not supported", source, pos);
+                default:
+                    if (e >= '0' && e <= '7') {
+                        uint32_t v = static_cast<uint32_t>(e - '0');
+                        for (int i = 0; i < 2 && pos < src.size() && src[pos] >= '0' && src[pos] <= '7'; i++) {
+                            v = v * 8 + static_cast<uint32_t>(src[pos++] - '0');
+                        }
+                        append_utf8(str, v);
+                    } else if (escape_chars.count(e)) {
+                        str += escape_chars.at(e);
+                    } else {
+                        str += '\\';
+                        str += e;
+                    }
+            }
+        }
     };
 
     auto next_pos_is = [&](std::initializer_list<char> chars, size_t n = 1) -> bool {
@@ -307,10 +399,9 @@ lexer_result lexer::tokenize(const std::string & source) {
         if (ch == '\'' || ch == '"') {
             start_pos = pos;
             ++pos; // Skip opening quote
-            std::string str = consume_while([ch](char c) { return c != ch; });
+            std::string str = consume_string(ch); // wick: takes the closing quote
             // JJ_DEBUG("consumed string literal: '%s'", str.c_str());
             tokens.push_back({token::string_literal, str, start_pos});
-            ++pos; // Skip closing quote
             continue;
         }
 

@@ -1,3 +1,4 @@
+#include <charconv>
 #include "lexer.h"
 #include "runtime.h"
 #include "parser.h"
@@ -628,10 +629,17 @@ private:
         auto t = next();
         switch (t.t) {
             case token::numeric_literal:
-                if (t.value.find('.') != std::string::npos) {
-                    return mk_stmt<float_literal>(start_pos, std::stod(t.value));
+                // wick: an exponent makes a float too; an integer past int64 is an error
+                if (t.value.find_first_of(".e") != std::string::npos) {
+                    double d = 0.0; // from_chars: the C locale's point whatever the process's locale
+                    std::from_chars(t.value.data(), t.value.data() + t.value.size(), d);
+                    return mk_stmt<float_literal>(start_pos, d);
                 } else {
-                    return mk_stmt<integer_literal>(start_pos, std::stoll(t.value));
+                    try {
+                        return mk_stmt<integer_literal>(start_pos, std::stoll(t.value));
+                    } catch (const std::out_of_range &) {
+                        throw std::runtime_error("the integer " + t.value + " does not fit a 64-bit integer");
+                    }
                 }
             case token::string_literal: {
                 std::string val = t.value;

@@ -1,3 +1,4 @@
+#include <charconv>
 #include "runtime.h"
 #include "unicode.h"
 #include "value.h"
@@ -610,8 +611,60 @@ const func_builtins & global_builtins() {
 }
 
 
+// wick: jinja2's round(precision=0, method='common'): 'common' is Python's round() (the exact
+// value's nearest, ties to even: printf's rounding), 'ceil' and 'floor' scale by 10^precision;
+// a float comes back (an int stays an int under 'common').
+static value round_number(const func_args & args) {
+    args.ensure_count(1, 3);
+    value input = args.get_pos(0);
+    value val_precision = args.get_kwarg_or_pos("precision", 1);
+    value val_method = args.get_kwarg_or_pos("method", 2);
+    const int64_t precision = val_precision->is_undefined() ? 0 : val_precision->as_int();
+    const std::string method = val_method->is_undefined() ? "common" : val_method->as_string().str();
+    if (method != "common" && method != "ceil" && method != "floor") {
+        throw std::runtime_error("round: method must be 'common', 'ceil' or 'floor'");
+    }
+    if (precision < -308 || precision > 308) {
+        throw std::runtime_error("round: precision " + std::to_string(precision) + " is out of range");
+    }
+    const double x = input->as_float();
+    if (method == "common" && is_val<value_int>(input) && precision >= 0) {
+        return input;
+    }
+    if (method == "common" && precision >= 0) {
+        if (!std::isfinite(x)) return mk_val<value_float>(x);
+        std::vector<char> buf(400);
+        const int n = snprintf(buf.data(), buf.size(), "%.*f", static_cast<int>(precision), x);
+        double r = 0.0;
+        std::from_chars(buf.data(), buf.data() + std::min<size_t>(n, buf.size() - 1), r);
+        return mk_val<value_float>(r);
+    }
+    const double scale = std::pow(10.0, static_cast<double>(precision));
+    const double r = method == "ceil" ? std::ceil(x * scale) / scale
+                   : method == "floor" ? std::floor(x * scale) / scale
+                   : std::nearbyint(x * scale) / scale;
+    if (method == "common" && is_val<value_int>(input)) {
+        return mk_val<value_int>(double_to_int64(r));
+    }
+    return mk_val<value_float>(r);
+}
+
+// wick: a string's characters (UTF-8 code points), for list, first, last and reverse on strings
+// (jinja2 takes a string as the sequence of its characters; they were not defined for strings).
+static std::vector<std::string> string_chars(const std::string & str) {
+    std::vector<std::string> chars;
+    for (size_t i = 0; i < str.size();) {
+        const auto parsed = common_parse_utf8_codepoint(str, i);
+        const size_t n = parsed.status == utf8_parse_result::SUCCESS ? parsed.bytes_consumed : 1;
+        chars.push_back(str.substr(i, n));
+        i += n;
+    }
+    return chars;
+}
+
 const func_builtins & value_int_t::get_builtins() const {
     static const func_builtins builtins = {
+        {"round", round_number}, // wick
         {"default", default_value},
         {"abs", [](const func_args & args) -> value {
             args.ensure_vals<value_int>();
@@ -637,6 +690,7 @@ const func_builtins & value_int_t::get_builtins() const {
 
 const func_builtins & value_float_t::get_builtins() const {
     static const func_builtins builtins = {
+        {"round", round_number}, // wick
         {"default", default_value},
         {"abs", [](const func_args & args) -> value {
             args.ensure_vals<value_float>();
@@ -652,8 +706,9 @@ const func_builtins & value_float_t::get_builtins() const {
             args.ensure_vals<value_float>();
             return mk_val<value_float>(args.get_pos(0)->as_float());
         }},
-        {"safe", tojson},
-        {"string", tojson},
+        // wick: Python's str(), not JSON (3.0 wrote 3)
+        {"safe", [](const func_args & args) -> value { return mk_val<value_string>(args.get_pos(0)->as_string()); }},
+        {"string", [](const func_args & args) -> value { return mk_val<value_string>(args.get_pos(0)->as_string()); }},
         {"tojson", tojson},
     };
     return builtins;
@@ -676,6 +731,30 @@ static bool string_endswith(const std::string & str, const std::string & suffix)
 const func_builtins & value_string_t::get_builtins() const {
     static const func_builtins builtins = {
         {"default", default_value},
+        // wick: a string as the sequence of its characters
+        {"list", [](const func_args & args) -> value {
+            args.ensure_vals<value_string>();
+            auto result = mk_val<value_array>();
+            for (auto & c : string_chars(args.get_pos(0)->as_string().str())) result->push_back(mk_val<value_string>(c));
+            return result;
+        }},
+        {"first", [](const func_args & args) -> value {
+            args.ensure_vals<value_string>();
+            const auto chars = string_chars(args.get_pos(0)->as_string().str());
+            return chars.empty() ? value(mk_val<value_undefined>()) : value(mk_val<value_string>(chars.front()));
+        }},
+        {"last", [](const func_args & args) -> value {
+            args.ensure_vals<value_string>();
+            const auto chars = string_chars(args.get_pos(0)->as_string().str());
+            return chars.empty() ? value(mk_val<value_undefined>()) : value(mk_val<value_string>(chars.back()));
+        }},
+        {"reverse", [](const func_args & args) -> value {
+            args.ensure_vals<value_string>();
+            auto chars = string_chars(args.get_pos(0)->as_string().str());
+            std::string out;
+            for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
+            return mk_val<value_string>(out);
+        }},
         {"upper", [](const func_args & args) -> value {
             args.ensure_vals<value_string>();
             jinja::string str = args.get_pos(0)->as_string().uppercase();
@@ -1045,8 +1124,36 @@ const func_builtins & value_bool_t::get_builtins() const {
     return builtins;
 }
 
-[[noreturn]] static value array_unique_not_implemented(const func_args &) {
-    throw not_implemented_exception("Array unique builtin not implemented");
+// wick: jinja2's unique(case_sensitive=false, attribute=none): the first item of each key, in
+// order; strings compared without case unless case_sensitive (it was not implemented).
+static value array_unique(const func_args & args) {
+    args.ensure_count(1, 3);
+    args.ensure_vals<value_array>();
+    const bool case_sensitive = args.get_kwarg_or_pos("case_sensitive", 1)->as_bool();
+    value attribute = args.get_kwarg_or_pos("attribute", 2);
+    value undef = mk_val<value_undefined>();
+    std::unordered_map<size_t, std::vector<value>> seen; // keys by hash
+    auto result = mk_val<value_array>();
+    for (const auto & item : args.get_pos(0)->as_array()) {
+        value key = attribute->is_undefined() ? item : get_attribute(item, attribute, undef);
+        if (!case_sensitive && is_val<value_string>(key)) {
+            key = mk_val<value_string>(key->as_string().lowercase());
+        }
+        // Python's lists and dicts are unhashable (a tuple is not)
+        if (!key->is_hashable() || is_val<value_object>(key) || (is_val<value_array>(key) && !is_val<value_tuple>(key))) {
+            throw std::runtime_error("unique: unhashable item of type " + key->type());
+        }
+        auto & bucket = seen[key->unique_hash().digest()];
+        bool found = false;
+        for (const auto & k : bucket) {
+            if (*k == *key) { found = true; break; }
+        }
+        if (!found) {
+            bucket.push_back(key);
+            result->push_back(item);
+        }
+    }
+    return result;
 }
 
 const func_builtins & value_array_t::get_builtins() const {
@@ -1321,7 +1428,7 @@ const func_builtins & value_array_t::get_builtins() const {
             }
             return result;
         }},
-        {"unique", array_unique_not_implemented},
+        {"unique", array_unique},
     };
     return builtins;
 }
@@ -1644,6 +1751,37 @@ value_t::~value_t() {
     }
 }
 
+// wick
+std::string python_float_repr(double d) {
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+    char buf[64];
+    // The shortest digits, as d.ddde[+-]x; Python puts the point itself.
+    const auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+    std::string sci(buf, res.ptr);
+    const size_t e = sci.find('e');
+    const bool negative = sci[0] == '-';
+    std::string digits;
+    for (size_t i = negative ? 1 : 0; i < e; i++) {
+        if (sci[i] != '.') digits += sci[i];
+    }
+    const int exp10 = std::stoi(sci.substr(e + 1));
+    const int point = exp10 + 1; // digits[0..point) before the decimal point
+    std::string out = negative ? "-" : "";
+    if (point > 16 || point < -3) {
+        out += digits.substr(0, 1);
+        if (digits.size() > 1) out += "." + digits.substr(1);
+        char ebuf[16];
+        snprintf(ebuf, sizeof ebuf, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+        return out + ebuf;
+    }
+    if (point <= 0) return out + "0." + std::string(-point, '0') + digits;
+    if (static_cast<size_t>(point) >= digits.size()) {
+        return out + digits + std::string(point - digits.size(), '0') + ".0";
+    }
+    return out + digits.substr(0, point) + "." + digits.substr(point);
+}
+
 static void value_to_json_internal(std::ostringstream & oss, const value & val, int curr_lvl, int indent, const std::string_view item_sep, const std::string_view key_sep) {
     value_nesting_guard guard; // wick
     check_walk_output(static_cast<size_t>(oss.tellp()));
@@ -1661,7 +1799,9 @@ static void value_to_json_internal(std::ostringstream & oss, const value & val, 
     } else if (is_val<value_int>(val)) {
         oss << val->as_int();
     } else if (is_val<value_float>(val)) {
-        oss << val->as_float();
+        // wick: Python's json.dumps (float repr; it was 6 significant digits)
+        const double d = val->as_float();
+        oss << (std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : python_float_repr(d));
     } else if (is_val<value_string>(val)) {
         oss << "\"";
         for (char c : val->as_string().str()) {

@@ -250,6 +250,10 @@ struct value_equality {
 // primitive value types
 //
 
+// wick: a float as Python's repr() writes it (the shortest digits that read back the same; an
+// exponent from 1e16 and below 1e-4; inf, -inf, nan). Defined in value.cpp.
+std::string python_float_repr(double d);
+
 // wick: whether a double has an int64 (converting one out of range is undefined)
 inline bool double_fits_int64(double d) { return d >= -0x1p63 && d < 0x1p63; }
 
@@ -311,10 +315,7 @@ struct value_float_t : public value_t {
     virtual double as_float() const override { return val_flt; }
     virtual int64_t as_int() const override { return val_int; }
     virtual string as_string() const override {
-        std::string out = std::to_string(val_flt);
-        out.erase(out.find_last_not_of('0') + 1, std::string::npos); // remove trailing zeros
-        if (out.back() == '.') out.push_back('0'); // leave one zero if no decimals
-        return out;
+        return python_float_repr(val_flt); // wick: was 6 decimals (1/3 printed 0.333333)
     }
     virtual bool as_bool() const override {
         return val_flt != 0.0;
