@@ -420,6 +420,38 @@ TEST(ChatTemplate, NumbersStringsAndFiltersAsJinja2Reads) {
                {"unhashable"});
 }
 
+// Python's str methods and tuples as jinja2 runs them (its answers): str.title() raises every
+// letter after a non-letter while the title filter starts words after -, spaces and brackets
+// (both wrote "A-b"); startswith/endswith take tuples and bounds (the bounds were ignored);
+// join/find/index/count and the is* tests exist; `()` and `(1,)` are tuples (they did not parse).
+TEST(ChatTemplate, StringMethodsAndTuplesAsPythons) {
+  EXPECT_EQ(render("{{ \"they're 1a hELLO (x [y-z\".title() }}|"
+                   "{{ \"they're 1a hELLO (x [y-z\"|title }}|{{ ['a-b']|map('title')|list }}"),
+            "They'Re 1A Hello (X [Y-Z|They're 1a Hello (X [Y-Z|['A-B']");
+  EXPECT_EQ(render("{{ 'ab'.startswith('a', 1) }} {{ 'abc'.startswith(('x', 'a')) }} "
+                   "{{ 'abc'.endswith('b', 0, 2) }} {{ 'abc'.endswith(('q',)) }} "
+                   "{{ 'abc'.startswith('c', -1) }}"),
+            "False True True False True");
+  EXPECT_EQ(
+      render("{{ ', '.join(['a', 'b']) }} {{ 'abc'|join('-') }} {{ 'h\xc3\xa9llo'.find('l') }} "
+             "{{ 'abcb'.rfind('b') }} {{ 'abc'.find('z') }} {{ 'abc'.index('c') }} "
+             "{{ 'aaa'.count('a') }} {{ 'ab'.count('') }}"),
+      "a, b a-b-c 2 3 -1 2 3 3");
+  EXPECT_EQ(render("{{ 'a'.isalpha() }} {{ '12'.isdigit() }} {{ ''.isdigit() }} "
+                   "{{ ' '.isspace() }} {{ 'a1'.isalnum() }} {{ 'a-'.isalnum() }}"),
+            "True True False True True False");
+  EXPECT_EQ(render("{{ (1,) }} {{ () }} {{ (1, 2) }} {{ (1) }} {{ ((1, 2), 3) }} {{ (1, 2,) }} "
+                   "{{ ()|length }} {% for a, b in [(1, 2)] %}{{ a }}{{ b }}{% endfor %}"),
+            "(1,) () (1, 2) 1 ((1, 2), 3) (1, 2) 0 12");
+  expect_error([&] { render("{{ 'abc'.index('z') }}"); }, ErrorKind::Unsupported,
+               {"substring not found"});
+  expect_error([&] { render("{{ ', '.join([1]) }}"); }, ErrorKind::Unsupported, {"not a string"});
+  for (const char* source : {"{{ (1 2) }}", "{{ (,) }}", "{{ ( }}"}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { ChatTemplate::from_jinja(source); }, ErrorKind::Parse, {"does not parse"});
+  }
+}
+
 // Undefined values as Jinja2's default Undefined treats them (jinja2 3.1's answers): printed,
 // tested, iterated, joined with `~` and filtered through default/length they are empty; `+`, an
 // attribute or an item of one raises, as `+` with none does, where the string alone came out

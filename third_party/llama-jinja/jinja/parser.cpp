@@ -651,9 +651,17 @@ private:
             case token::identifier:
                 return mk_stmt<identifier>(start_pos, t.value);
             case token::open_paren: {
-                auto expr = parse_expression_sequence();
+                // wick: `()` and a trailing comma (`(1,)`) make tuples, as in Python
+                statements exprs;
+                bool is_tuple = is(token::close_paren);
+                while (!is(token::close_paren)) {
+                    exprs.push_back(parse_expression());
+                    if (!is(token::comma)) break;
+                    ++current;
+                    is_tuple = true;
+                }
                 expect(token::close_paren, "Expected )");
-                return expr;
+                return is_tuple ? mk_stmt<tuple_literal>(start_pos, std::move(exprs)) : std::move(exprs[0]);
             }
             case token::open_square_bracket: {
                 statements vals;

@@ -608,7 +608,7 @@ static value apply_filter(context & ctx, const statement_ptr & filter, value inp
             filter_id == "lower" ||
             filter_id == "replace" ||
             filter_id == "strip" ||
-            filter_id == "title" ||
+            filter_id == "title_words" ||
             filter_id == "upper" ||
             filter_id == "wordcount"
         )) {

@@ -151,16 +151,20 @@ string string::capitalize() {
 }
 string string::titlecase() {
     return apply_transform(*this, [](const std::string & s) {
+        // wick: Python's str.title(): a letter after a letter is lowered, any other raised (a
+        // letter after '-', a digit or an apostrophe was lowered); bytes of UTF-8 characters
+        // count as letters and stay as they are.
         std::string res = s;
-        bool capitalize_next = true;
+        bool after_letter = false;
         for (char &c : res) {
-            if (isspace(static_cast<unsigned char>(c))) {
-                capitalize_next = true;
-            } else if (capitalize_next) {
-                c = ::toupper(static_cast<unsigned char>(c));
-                capitalize_next = false;
+            const unsigned char u = static_cast<unsigned char>(c);
+            if (u >= 0x80) {
+                after_letter = true;
+            } else if (std::isalpha(u)) {
+                c = static_cast<char>(after_letter ? ::tolower(u) : ::toupper(u));
+                after_letter = true;
             } else {
-                c = ::tolower(static_cast<unsigned char>(c));
+                after_letter = false;
             }
         }
         return res;

@@ -170,6 +170,7 @@ std::string filter_builtin_name(const std::string & name) {
     if (name == "d") return "default";
     if (name == "e") return "escape";
     if (name == "trim") return "strip";
+    if (name == "title") return "title_words"; // wick: the filter is not str.title()
     return name;
 }
 
@@ -724,8 +725,58 @@ static bool string_endswith(const std::string & str, const std::string & suffix)
     return str.compare(str.length() - suffix.length(), suffix.length(), suffix) == 0;
 }
 
-[[noreturn]] static value string_join_not_implemented(const func_args &) {
-    throw not_implemented_exception("String join builtin not implemented");
+// wick: str.find/rfind(sub): the code point index of the first (last) match, -1 for none
+static int64_t string_find(const func_args & args, const char * name, bool last) {
+    args.ensure_count(2, 2);
+    if (!is_val<value_string>(args.get_pos(0)) || !is_val<value_string>(args.get_pos(1))) {
+        throw std::runtime_error(std::string(name) + "() takes a string");
+    }
+    const std::string str = args.get_pos(0)->as_string().str(), sub = args.get_pos(1)->as_string().str();
+    const size_t at = last ? str.rfind(sub) : str.find(sub);
+    if (at == std::string::npos) return -1;
+    return static_cast<int64_t>(string_chars(str.substr(0, at)).size());
+}
+
+// wick: str.isalpha() and the like: non-empty and every character of the class (ASCII)
+template <typename Pred>
+static value string_is(const func_args & args, Pred pred) {
+    args.ensure_count(1, 1);
+    args.ensure_vals<value_string>();
+    const std::string str = args.get_pos(0)->as_string().str();
+    bool all = !str.empty();
+    for (unsigned char c : str) all = all && pred(c);
+    return mk_val<value_bool>(all);
+}
+
+// wick: str.startswith / str.endswith(affix or tuple of affixes[, start[, end]])
+static value string_affix(const func_args & args, bool suffix) {
+    args.ensure_count(2, 4);
+    if (!is_val<value_string>(args.get_pos(0))) throw std::runtime_error("startswith/endswith: not a string");
+    std::string str = args.get_pos(0)->as_string().str();
+    if (args.count() > 2) {
+        const auto chars = string_chars(str);
+        const int64_t n = static_cast<int64_t>(chars.size());
+        auto clamp = [n](const value & v, int64_t dflt) {
+            if (v->is_none() || v->is_undefined()) return dflt;
+            int64_t i = v->as_int();
+            if (i < 0) i += n;
+            return std::min(std::max<int64_t>(i, 0), n);
+        };
+        const int64_t start = clamp(args.get_pos(2), 0);
+        const int64_t end = args.count() > 3 ? clamp(args.get_pos(3), n) : n;
+        if (start > end) return mk_val<value_bool>(false);
+        std::string cut;
+        for (int64_t i = start; i < end; i++) cut += chars[i];
+        str = cut;
+    }
+    value affixes = args.get_pos(1);
+    std::vector<value> list = is_val<value_array>(affixes) ? affixes->as_array() : std::vector<value>{affixes};
+    for (const auto & a : list) {
+        if (!is_val<value_string>(a)) throw std::runtime_error("startswith/endswith: the affix must be a string or a tuple of strings");
+        const std::string x = a->as_string().str();
+        if (suffix ? string_endswith(str, x) : string_startswith(str, x)) return mk_val<value_bool>(true);
+    }
+    return mk_val<value_bool>(false);
 }
 
 const func_builtins & value_string_t::get_builtins() const {
@@ -800,6 +851,23 @@ const func_builtins & value_string_t::get_builtins() const {
             jinja::string str = args.get_pos(0)->as_string().titlecase();
             return mk_val<value_string>(str);
         }},
+        // wick: jinja2's title filter: each word (after -, whitespace, (, {, [ or <) capitalized
+        {"title_words", [](const func_args & args) -> value {
+            args.ensure_vals<value_string>();
+            const std::string str = args.get_pos(0)->as_string().str();
+            auto is_break = [](char c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || std::isspace(static_cast<unsigned char>(c)); };
+            std::string out = str;
+            bool word_start = true;
+            for (char & c : out) {
+                if (is_break(c)) {
+                    word_start = true;
+                } else {
+                    c = static_cast<char>(word_start ? ::toupper(static_cast<unsigned char>(c)) : ::tolower(static_cast<unsigned char>(c)));
+                    word_start = false;
+                }
+            }
+            return mk_val<value_string>(out);
+        }},
         {"capitalize", [](const func_args & args) -> value {
             args.ensure_vals<value_string>();
             jinja::string str = args.get_pos(0)->as_string().capitalize();
@@ -810,18 +878,9 @@ const func_builtins & value_string_t::get_builtins() const {
             jinja::string str = args.get_pos(0)->as_string();
             return mk_val<value_int>(str.length());
         }},
-        {"startswith", [](const func_args & args) -> value {
-            args.ensure_vals<value_string, value_string>();
-            std::string str = args.get_pos(0)->as_string().str();
-            std::string prefix = args.get_pos(1)->as_string().str();
-            return mk_val<value_bool>(string_startswith(str, prefix));
-        }},
-        {"endswith", [](const func_args & args) -> value {
-            args.ensure_vals<value_string, value_string>();
-            std::string str = args.get_pos(0)->as_string().str();
-            std::string suffix = args.get_pos(1)->as_string().str();
-            return mk_val<value_bool>(string_endswith(str, suffix));
-        }},
+        // wick: a tuple of prefixes, and start and end (code points), as Python's
+        {"startswith", [](const func_args & args) -> value { return string_affix(args, false); }},
+        {"endswith", [](const func_args & args) -> value { return string_affix(args, true); }},
         {"split", [](const func_args & args) -> value {
             args.ensure_count(1, 3);
             value val_input = args.get_pos(0);
@@ -1093,7 +1152,59 @@ const func_builtins & value_string_t::get_builtins() const {
             res->val_str.mark_input_based_on(val_input->as_string());
             return res;
         }},
-        {"join", string_join_not_implemented},
+        // wick: `sep.join(items)` (Python's str.join: strings only) and the join filter on a
+        // string (its characters, joined by the argument); it was not implemented.
+        {"join", [](const func_args & args) -> value {
+            args.ensure_count(1, 2);
+            args.ensure_vals<value_string>();
+            std::string sep = args.get_pos(0)->as_string().str();
+            std::vector<std::string> items;
+            if (args.count() == 2 && is_val<value_array>(args.get_pos(1))) {
+                for (const auto & item : args.get_pos(1)->as_array()) {
+                    if (!is_val<value_string>(item)) {
+                        throw std::runtime_error("join: sequence item is " + item->type() + ", not a string");
+                    }
+                    items.push_back(item->as_string().str());
+                }
+            } else {
+                items = string_chars(sep);
+                sep = args.count() == 2 ? args.get_pos(1)->as_string().str() : "";
+            }
+            std::string result;
+            for (size_t i = 0; i < items.size(); ++i) {
+                if (i) result += sep;
+                result += items[i];
+                check_string_size(*args.ctx.exec, result.size(), "join()");
+            }
+            return mk_val<value_string>(result);
+        }},
+        // wick: Python's str methods templates call (find, index, count, the is* tests), on
+        // code points; ASCII classes for the is* tests.
+        {"find", [](const func_args & args) -> value { return mk_val<value_int>(string_find(args, "find", false)); }},
+        {"rfind", [](const func_args & args) -> value { return mk_val<value_int>(string_find(args, "rfind", true)); }},
+        {"index", [](const func_args & args) -> value {
+            const int64_t at = string_find(args, "index", false);
+            if (at < 0) throw std::runtime_error("substring not found");
+            return mk_val<value_int>(at);
+        }},
+        {"rindex", [](const func_args & args) -> value {
+            const int64_t at = string_find(args, "rindex", true);
+            if (at < 0) throw std::runtime_error("substring not found");
+            return mk_val<value_int>(at);
+        }},
+        {"count", [](const func_args & args) -> value {
+            args.ensure_count(2, 2);
+            args.ensure_vals<value_string, value_string>();
+            const std::string str = args.get_pos(0)->as_string().str(), sub = args.get_pos(1)->as_string().str();
+            if (sub.empty()) return mk_val<value_int>(static_cast<int64_t>(string_chars(str).size()) + 1);
+            int64_t n = 0;
+            for (size_t at = str.find(sub); at != std::string::npos; at = str.find(sub, at + sub.size())) n++;
+            return mk_val<value_int>(n);
+        }},
+        {"isalpha", [](const func_args & args) -> value { return string_is(args, [](unsigned char c) { return std::isalpha(c) != 0; }); }},
+        {"isdigit", [](const func_args & args) -> value { return string_is(args, [](unsigned char c) { return std::isdigit(c) != 0; }); }},
+        {"isalnum", [](const func_args & args) -> value { return string_is(args, [](unsigned char c) { return std::isalnum(c) != 0; }); }},
+        {"isspace", [](const func_args & args) -> value { return string_is(args, [](unsigned char c) { return std::isspace(c) != 0; }); }},
     };
     return builtins;
 }
@@ -1586,6 +1697,7 @@ const func_builtins & value_undefined_t::get_builtins() const {
         {"strip", empty_value_fn<value_string>},
         {"sum", empty_value_fn<value_int>},
         {"title", empty_value_fn<value_string>},
+        {"title_words", empty_value_fn<value_string>}, // wick: the title filter
         {"truncate", empty_value_fn<value_string>},
         {"unique", empty_value_fn<value_array>},
         {"upper", empty_value_fn<value_string>},
