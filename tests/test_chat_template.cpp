@@ -418,6 +418,14 @@ TEST(ChatTemplate, NumbersStringsAndFiltersAsJinja2Reads) {
   }
   expect_error([&] { render("{{ [[1], [1]]|unique|list }}"); }, ErrorKind::Unsupported,
                {"unhashable"});
+  // format's keyword arguments name the values of %(name)s specs.
+  EXPECT_EQ(render("{{ '%(n)s!%(m)05.1f|%(n)r'|format(n='a', m=2) }}"), "a!002.0|'a'");
+  for (const char* source :
+       {"{{ '%(n)s %s'|format(n=1) }}", "{{ '%s'|format(1, n=2) }}", "{{ '%(q)s'|format(n=1) }}",
+        "{{ '%(q)s'|format(1) }}", "{{ '%(n'|format(n=1) }}"}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { render(source); }, ErrorKind::Unsupported, {"format"});
+  }
 }
 
 // Python's str methods and tuples as jinja2 runs them (its answers): str.title() raises every

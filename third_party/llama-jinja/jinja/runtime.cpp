@@ -537,10 +537,30 @@ static value printf_format(const value & input, const func_args & args) {
         throw std::runtime_error("format: the input must be a string, got " + input->type());
     }
     const std::string fmt = input->as_string().str();
-    const auto & items = args.get_args();
+    // Positional arguments, or keyword arguments for %(name)s (Python's `%` with a mapping).
+    std::vector<value> items;
+    std::map<std::string, value> named;
+    for (const auto & a : args.get_args()) {
+        if (const auto * kw = dynamic_cast<const value_kwarg_t *>(a.get())) {
+            named[kw->key] = kw->val;
+        } else {
+            items.push_back(a);
+        }
+    }
+    if (!items.empty() && !named.empty()) {
+        throw std::runtime_error("format: can't handle positional and keyword arguments at the same time");
+    }
     std::string out;
     size_t next = 0;
+    std::string key; // the current spec's (name), if any
+    bool keyed = false;
     auto take = [&]() -> value {
+        if (!named.empty() || keyed) {
+            if (!keyed) throw std::runtime_error("format: format requires a mapping");
+            auto it = named.find(key);
+            if (it == named.end()) throw std::runtime_error("format: no argument named '" + key + "'");
+            return it->second;
+        }
         if (next >= items.size()) throw std::runtime_error("format: not enough arguments for the format string");
         return items[next++];
     };
@@ -557,7 +577,13 @@ static value printf_format(const value & input, const func_args & args) {
             continue;
         }
         size_t j = i + 1;
-        if (j < fmt.size() && fmt[j] == '(') throw std::runtime_error("format: %(name) is not supported");
+        keyed = j < fmt.size() && fmt[j] == '(';
+        if (keyed) {
+            const size_t close = fmt.find(')', j);
+            if (close == std::string::npos) throw std::runtime_error("format: incomplete format key");
+            key = fmt.substr(j + 1, close - j - 1);
+            j = close + 1;
+        }
         std::string spec = "%";
         while (j < fmt.size() && std::strchr("-+ 0#", fmt[j])) spec += fmt[j++];
         for (int k = 0; j < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[j])) && k < 4; ++k) spec += fmt[j++];
@@ -588,7 +614,7 @@ static value printf_format(const value & input, const func_args & args) {
         check_string_size(*args.ctx.exec, out.size(), "format");
         i = j;
     }
-    if (next < items.size()) throw std::runtime_error("format: not all arguments converted during string formatting");
+    if (named.empty() && next < items.size()) throw std::runtime_error("format: not all arguments converted during string formatting");
     return mk_val<value_string>(out);
 }
 
