@@ -96,10 +96,6 @@ struct Knobs {
   // WICK_VK_QUEUE: "universal" makes Vulkan submit to a queue family that also does graphics
   // (where the device has one) instead of a compute-only family; for measuring. Default: compute.
   bool vk_universal_queue = false;
-  // WICK_VK_LATE_BARRIER: 1/on records a dispatch's pipeline, descriptors and push constants
-  // before the barrier it waits behind instead of after it, so that a GPU's command processor can
-  // take them in while the work before the barrier runs; for measuring. Default off.
-  bool vk_late_barrier = false;
   // WICK_VK_COOP_SHAPE: "tile,threads" of Vulkan's cooperative-matrix f16 GEMM (tile 64 or 128,
   // threads 128 or 256) for every product, for tuning. Unset or invalid -> 0 (chosen by shape).
   int64_t vk_coop_tile = 0, vk_coop_threads = 0;

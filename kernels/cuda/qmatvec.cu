@@ -217,64 +217,27 @@ WICK_DEV uint32_t out_row(const QMatmulParams&, uint32_t r) {
 }
 #endif
 
-#ifdef RESIDUAL
-WICK_DEV float residual_at(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c,
-                           uint32_t row) {
-  return buffer_at<const float>(args, 3)[pc.r_offset + c * pc.r_row + row * pc.r_col];
-}
-#endif
-// y's element (x row c, output row `row`); r: its residual (RESIDUAL).
-WICK_DEV void store_with(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c,
-                         uint32_t row, float v, float r) {
-#ifdef RESIDUAL
-  v = r + v;
-#else
-  (void)r;
-#endif
-  buffer_at<float>(args, 2)[c * pc.n_out + row] = v;
-}
+// y's element (x row c, output row `row`).
 WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c, uint32_t row,
                     float v) {
 #ifdef RESIDUAL
-  store_with(pc, args, c, row, v, residual_at(pc, args, c, row));
-#else
-  store_with(pc, args, c, row, v, 0.0f);
+  v = buffer_at<const float>(args, 3)[pc.r_offset + c * pc.r_row + row * pc.r_col] + v;
 #endif
+  buffer_at<float>(args, 2)[c * pc.n_out + row] = v;
 }
 
 #ifdef ROPE_KV
 static_assert(NUM_ROWS % 2u == 0u, "qmatvec.cu: ROPE_KV takes whole rotation pairs");
 typedef STORAGE_T(KV_DT) KT;
-// What the stores of output rows `row` (even) and row + 1 of x row c need besides the sums: the
-// item's position and slot and the pair's rotation, loaded before the product (wick_main) so
-// that the stores do not wait on them after the reduction.
-struct PairOperands {
-  uint32_t p, slot;
-  float cs, sn;
-};
-WICK_DEV PairOperands pair_operands(const QMatmulParams& pc, const wick::KernelArgs& args,
-                                    uint32_t c, uint32_t row) {
-  const uint32_t d = pc.d, q_cols = pc.h * d, k_cols = pc.kvh * d;
-  PairOperands o;
-  o.p = buffer_at<const uint32_t>(args, 4)[pc.pos_offset + c * pc.pos_stride];
-  o.slot = pc.cache_slots > 0u ? buffer_at<const uint32_t>(args, 5)[pc.slots_offset + c] : c;
-  o.cs = 0.0f;
-  o.sn = 0.0f;
-  if (o.p >= pc.max_seq || row >= q_cols + k_cols) return o;  // v takes no rotation
-  const uint32_t part = row < q_cols ? 0u : 1u, col = part == 0u ? row : row - q_cols;
-  const uint32_t at = o.p * pc.table_rows[part] + (col % d) / 2u;  // bindings 6 + 2 part, 7 + 2 part
-  o.cs = buffer_at<const float>(args, 6 + 2 * int(part))[pc.table_offsets[2u * part] + at];
-  o.sn = buffer_at<const float>(args, 7 + 2 * int(part))[pc.table_offsets[2u * part + 1u] + at];
-  return o;
-}
-
 // Output rows `row` (even) and row + 1 of x row c, the sums a and b: rope_kv.cu's stores for
 // them. An item at a position past the cache (or in a slot past it) gets nothing written; its
 // first pair reports it.
-WICK_DEV void store_pair_with(const QMatmulParams& pc, const wick::KernelArgs& args,
-                              const PairOperands& o, uint32_t c, uint32_t row, float a, float b) {
+WICK_DEV void store_pair(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c,
+                         uint32_t row, float a, float b) {
   const uint32_t d = pc.d, q_cols = pc.h * d, k_cols = pc.kvh * d;
-  const uint32_t p = o.p, slot = o.slot;
+  const uint32_t p = buffer_at<const uint32_t>(args, 4)[pc.pos_offset + c * pc.pos_stride];
+  const uint32_t slot =
+      pc.cache_slots > 0u ? buffer_at<const uint32_t>(args, 5)[pc.slots_offset + c] : c;
   uint32_t* err = buffer_at<uint32_t>(args, 12);
   if (p >= pc.max_seq) {
     if (row == 0u) report_error(err, WICK_ERROR_CACHE_POSITION, p, pc.max_seq);
@@ -294,7 +257,12 @@ WICK_DEV void store_pair_with(const QMatmulParams& pc, const wick::KernelArgs& a
     v_cache[1] = PACK(KV_DT, b);
     return;
   }
-  const float lo = rope_rotate(true, a, b, o.cs, o.sn), hi = rope_rotate(false, a, b, o.cs, o.sn);
+  const uint32_t at = p * pc.table_rows[part] + i / 2u;  // bindings 6 + 2 part, 7 + 2 part
+  const float* cos_t = buffer_at<const float>(args, 6 + 2 * int(part));
+  const float* sin_t = buffer_at<const float>(args, 7 + 2 * int(part));
+  const float cs = cos_t[pc.table_offsets[2u * part] + at];
+  const float sn = sin_t[pc.table_offsets[2u * part + 1u] + at];
+  const float lo = rope_rotate(true, a, b, cs, sn), hi = rope_rotate(false, a, b, cs, sn);
   if (part == 0u) {
     float* q = buffer_at<float>(args, 2) + (c * pc.h + head) * d + i;
     q[0] = lo;
@@ -304,10 +272,6 @@ WICK_DEV void store_pair_with(const QMatmulParams& pc, const wick::KernelArgs& a
     k_cache[0] = PACK(KV_DT, lo);
     k_cache[1] = PACK(KV_DT, hi);
   }
-}
-WICK_DEV void store_pair(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c,
-                         uint32_t row, float a, float b) {
-  store_pair_with(pc, args, pair_operands(pc, args, c, row), c, row, a, b);
 }
 #endif
 
@@ -577,22 +541,6 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
   const uint8_t* w = buffer_at<const uint8_t>(args, 0);
   const uint32_t row0 = out_row(pc, 0u);
   const uint32_t col0 = blockIdx.z * NUM_COLS, n_cols = min(NUM_COLS, pc.m - col0);
-#ifndef MMA
-  // What thread t's first store after the warps' partial sums needs from memory, loaded now: its
-  // latency then overlaps the product's instead of following the reduction.
-#if defined(ROPE_KV)
-  const uint32_t pre_r = 2u * (threadIdx.x / NUM_COLS), pre_c = threadIdx.x % NUM_COLS;
-  const bool pre_live = WICK_WARPS > 1 && threadIdx.x < NUM_ROWS / 2u * NUM_COLS &&
-                        row0 + pre_r < pc.n_out && pre_c < n_cols;
-  PairOperands pre_pair{};
-  if (pre_live) pre_pair = pair_operands(pc, args, col0 + pre_c, row0 + pre_r);
-#elif defined(RESIDUAL)
-  const uint32_t pre_row = row0 + threadIdx.x / NUM_COLS, pre_c = threadIdx.x % NUM_COLS;
-  const bool pre_live = WICK_WARPS > 1 && threadIdx.x < NUM_ROWS * NUM_COLS && pre_row < pc.n_out &&
-                        pre_c < n_cols;
-  const float pre_residual = pre_live ? residual_at(pc, args, col0 + pre_c, pre_row) : 0.0f;
-#endif
-#endif
 #ifdef ACT_INLINE
   __shared__ __align__(16) uint32_t s_xq[NUM_COLS * ACT_ROW_WORDS];
   quantize_x(pc, args, col0, n_cols, s_xq);
@@ -699,10 +647,7 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
       a += s_part[v0][p];
       b += s_part[v1][p];
     }
-    if (v == t)
-      store_pair_with(pc, args, pre_pair, col0 + c, row0 + r, a, b);
-    else
-      store_pair(pc, args, col0 + c, row0 + r, a, b);
+    store_pair(pc, args, col0 + c, row0 + r, a, b);
   }
 #else
   for (uint32_t v = t; v < NUM_ROWS * NUM_COLS; v += WG_SIZE) {
@@ -711,12 +656,6 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     float sum = 0.0f;
 #pragma unroll
     for (uint32_t p = 0u; p < WICK_WARPS; p++) sum += s_part[v][p];
-#ifdef RESIDUAL
-    if (v == t) {
-      store_with(pc, args, col0 + c, row, sum, pre_residual);
-      continue;
-    }
-#endif
     store(pc, args, col0 + c, row, sum);
   }
 #endif

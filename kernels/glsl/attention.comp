@@ -170,27 +170,19 @@ ACC_T cap_score(ACC_T s) {
 struct RowWork {
   uint row, split, used, k0, k_end, q_row, first;
 };
-// Query row `row`'s element 0 in q, and element 0 of its kv head's cache rows in cache slot `slot`.
-uint q_row_of(uint row) {
-  const uint ti = row % pc.t, hi = row / pc.t % pc.h, bi = row / (pc.t * pc.h);
-  return pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
-}
-uint cache_first(uint row, uint slot) {
-  return (slot * pc.kvh + row / pc.t % pc.h / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
-}
 // False when the workgroup has nothing to do (a split outside the row's keys: uniform).
 bool row_work(uint g, uint tid, out RowWork w) {
   w.row = g / pc.n_splits;
   const uint split = g % pc.n_splits;
-  const uint ti = w.row % pc.t, hi = w.row / pc.t % pc.h;
+  const uint ti = w.row % pc.t, hi = w.row / pc.t % pc.h, bi = w.row / (pc.t * pc.h);
   const Item it = item_of(w.row);
   const uint n_keys = key_count(it, ti, split == 0u && hi == 0u && tid == 0u);
   w.split = split;
   w.used = max(1u, (n_keys + pc.span - 1u) / pc.span);
   w.k0 = max(split * pc.span, first_key(n_keys));
   w.k_end = min(split * pc.span + pc.span, n_keys);
-  w.q_row = q_row_of(w.row);
-  w.first = cache_first(w.row, it.slot);
+  w.q_row = pc.q_offset + bi * pc.q_strides[0] + hi * pc.q_strides[1] + ti * pc.q_strides[2];
+  w.first = (it.slot * pc.kvh + hi / (pc.h / pc.kvh)) * pc.max_seq * pc.d;
   return w.k0 < w.k_end;
 }
 
@@ -291,31 +283,13 @@ ACC_T kv_elem(uvec4 v, uint i) {
 // latency overlaps them instead of following them.
 #define PRE_K 8u
 #define PRE_V 8u
-uvec4 kr[PRE_K], vr[PRE_V];  // a chunk's loads
-// Chunk c0's loads of the keys and values below `bound` (the row's keys, or the cache's rows when
-// they are issued before the row's position is known: the rows past its keys go unused).
-void load_chunk(uint k_first, uint v_first, uint c0, uint bound, uint tid) {
-  const uint lanes = max(LANES, 1u), GROUPS = WG_SIZE / lanes, col = tid % lanes;
-  const uint k_row = k_first + (c0 + tid) * lanes;
-  for (uint c = 0u; c < PRE_K; c++)
-    kr[c] = c < lanes && c0 + tid < bound ? k_vec[k_row + c] : uvec4(0u);
-  for (uint i = 0u; i < PRE_V; i++) {
-    const uint j = tid / lanes + i * GROUPS;
-    vr[i] = c0 + j < bound ? v_vec[v_first + (c0 + j) * lanes + col] : uvec4(0u);
-  }
-}
-void load_query(uint q_row, uint tid) {
-  for (uint e = tid; e < max(LANES, 1u) * KV_VEC; e += WG_SIZE)
-    s_qv[e] = ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
-}
-// early: the query and the first chunk were loaded before the row's position was read (main).
-void partial_phase_vec(uint g, uint tid, RowWork w, bool early) {
+void partial_phase_vec(uint g, uint tid, RowWork w) {
   const uint lanes = max(LANES, 1u);  // not 0 here; a constant expression would divide by it
   const uint GROUPS = WG_SIZE / lanes, D = lanes * KV_VEC;
   const uint row = w.row, k0 = w.k0, k_end = w.k_end, q_row = w.q_row, first = w.first;
   const uint k_first = (pc.kc_offset + first) / KV_VEC, v_first = (pc.vc_offset + first) / KV_VEC;
   const uint slot = g * (D + 2u);  // (m, l, acc[d])
-  if (!early) load_query(q_row, tid);
+  for (uint e = tid; e < D; e += WG_SIZE) s_qv[e] = ACC_T(LOAD(DT, q[q_row + e * pc.q_strides[3]]));
   const uint group = tid / lanes, col = tid % lanes;
   ACC_T acc[KV_VEC];
   for (uint i = 0u; i < KV_VEC; i++) acc[i] = ACC_T(0);
@@ -323,7 +297,13 @@ void partial_phase_vec(uint g, uint tid, RowWork w, bool early) {
   for (uint c0 = k0; c0 < k_end; c0 += CHUNK) {
     const uint len = min(CHUNK, k_end - c0);
     const uint k_row = k_first + (c0 + tid) * lanes;
-    if (c0 != k0 || !early) load_chunk(k_first, v_first, c0, k_end, tid);
+    uvec4 kr[PRE_K], vr[PRE_V];
+    for (uint c = 0u; c < PRE_K; c++)
+      kr[c] = c < lanes && tid < len ? k_vec[k_row + c] : uvec4(0u);
+    for (uint i = 0u; i < PRE_V; i++) {
+      const uint j = group + i * GROUPS;
+      vr[i] = j < len ? v_vec[v_first + (c0 + j) * lanes + col] : uvec4(0u);
+    }
     if (c0 == k0) barrier();  // s_qv (uniform)
     ACC_T s = NEG_INF;
     if (tid < len) {
@@ -400,24 +380,12 @@ void combine_splits(uint row, uint tid) {
 void main() {
   const uint g = group_index(), tid = gl_LocalInvocationID.x;
   if (g >= pc.b * pc.h * pc.t * pc.n_splits) return;  // uniform per workgroup
-  // A row's first split in the vector form, without a window or cache slots, knows where its
-  // keys start before it reads the row's position: the query and the first chunk's keys and
-  // values (up to the cache's end) are loaded first, and the position's latency overlaps theirs
-  // instead of coming before it. (Later splits may hold no keys: they wait for the position.)
-  const bool early = LANES > 0u && pc.window == 0u && pc.cache_slots == 0u &&
-                     g % pc.n_splits == 0u;  // uniform
-  if (early) {  // the item's slot is its index bi; the first split's keys start at 0
-    const uint row = g / pc.n_splits, first = cache_first(row, row / (pc.t * pc.h));
-    load_query(q_row_of(row), tid);
-    load_chunk((pc.kc_offset + first) / KV_VEC, (pc.vc_offset + first) / KV_VEC, 0u, pc.max_seq,
-               tid);
-  }
   RowWork w;
   const bool work = row_work(g, tid, w);  // uniform per workgroup
   if (w.split >= w.used) return;  // past the row's keys (a decode step sized for max_seq)
   if (work) {
     if (LANES > 0u)
-      partial_phase_vec(g, tid, w, early);
+      partial_phase_vec(g, tid, w);
     else
       partial_phase(g, tid, w);
   }

@@ -228,34 +228,13 @@ layout(set = 0, binding = 11) writeonly buffer VCache { STORAGE_T(KV_DT) v_cache
 #endif
 #include "include/rope.glsl"
 
-// What the stores of output rows `row` (even) and row + 1 of x row c need besides the sums: the
-// item's position and slot and the pair's rotation, loaded before the product (main) so
-// that the stores do not wait on them after the reduction.
-struct PairOperands {
-  uint p, slot;
-  float cs, sn;
-};
-PairOperands pair_operands(uint c, uint row) {
+// Output rows `row` (even) and row + 1 of x row c, the sums a and b: rope_kv.comp's stores for
+// them. An item at a position past the cache (or in a slot past it) gets nothing written; its
+// first pair reports it.
+void store_pair(uint c, uint row, float a, float b) {
   const uint d = pc.d, q_cols = pc.h * d, k_cols = pc.kvh * d;
-  PairOperands o;
-  o.p = pos[pc.pos_offset + c * pc.pos_stride];
-  o.slot = pc.cache_slots > 0u ? slots[pc.slots_offset + c] : c;
-  o.cs = 0.0;
-  o.sn = 0.0;
-  if (o.p >= pc.max_seq || row >= q_cols + k_cols) return o;  // v takes no rotation
-  const uint part = row < q_cols ? 0u : 1u, col = part == 0u ? row : row - q_cols;
-  const uint at = o.p * pc.table_rows[part] + (col % d) / 2u;
-  o.cs = part == 0u ? cos_q[pc.table_offsets[0] + at] : cos_k[pc.table_offsets[2] + at];
-  o.sn = part == 0u ? sin_q[pc.table_offsets[1] + at] : sin_k[pc.table_offsets[3] + at];
-  return o;
-}
-
-// Output rows `row` (even) and row + 1 of x row c, the sums a and b: rope_kv_cache's stores for
-// them (rope_kv.comp). An item at a position past the cache (or in a slot past it) gets nothing
-// written; its first pair reports it.
-void store_pair_with(PairOperands o, uint c, uint row, float a, float b) {
-  const uint d = pc.d, q_cols = pc.h * d, k_cols = pc.kvh * d;
-  const uint p = o.p, slot = o.slot;
+  const uint p = pos[pc.pos_offset + c * pc.pos_stride];
+  const uint slot = pc.cache_slots > 0u ? slots[pc.slots_offset + c] : c;
   if (p >= pc.max_seq) {
     if (row == 0u) report_error(WICK_ERROR_CACHE_POSITION, p, 0u, pc.max_seq);
     return;
@@ -273,7 +252,10 @@ void store_pair_with(PairOperands o, uint c, uint row, float a, float b) {
     v_cache[pc.vc_offset + cache_at + 1u] = PACK(KV_DT, b);
     return;
   }
-  const float lo = rope_rotate(true, a, b, o.cs, o.sn), hi = rope_rotate(false, a, b, o.cs, o.sn);
+  const uint tab = part * 2u, at = p * pc.table_rows[part] + i / 2u;
+  const float cs = part == 0u ? cos_q[pc.table_offsets[0] + at] : cos_k[pc.table_offsets[2] + at];
+  const float sn = part == 0u ? sin_q[pc.table_offsets[1] + at] : sin_k[pc.table_offsets[3] + at];
+  const float lo = rope_rotate(true, a, b, cs, sn), hi = rope_rotate(false, a, b, cs, sn);
   if (part == 0u) {
     const uint q_at = (c * pc.h + head) * d + i;
     y[q_at] = lo;
@@ -282,9 +264,6 @@ void store_pair_with(PairOperands o, uint c, uint row, float a, float b) {
     k_cache[pc.kc_offset + cache_at] = PACK(KV_DT, lo);
     k_cache[pc.kc_offset + cache_at + 1u] = PACK(KV_DT, hi);
   }
-}
-void store_pair(uint c, uint row, float a, float b) {
-  store_pair_with(pair_operands(c, row), c, row, a, b);
 }
 #endif
 
@@ -359,22 +338,12 @@ uint w_word(uint word) { return w_half(2u * word) | (w_half(2u * word + 1u) << 1
 #define W_ROW_START(r, row) ((row) * pc.row_bytes)
 #endif
 
-#ifdef RESIDUAL
-float residual_at(uint c, uint row) { return residual[pc.r_offset + c * pc.r_row + row * pc.r_col]; }
-#endif
-// y's element (x row c, output row `row`); r: its residual (RESIDUAL).
-void store_with(uint c, uint row, float v, float r) {
-#ifdef RESIDUAL
-  v = r + v;
-#endif
-  y[c * pc.n_out + row] = v;
-}
+// y's element (x row c, output row `row`).
 void store(uint c, uint row, float v) {
 #ifdef RESIDUAL
-  store_with(c, row, v, residual_at(c, row));
-#else
-  store_with(c, row, v, 0.0);
+  v = residual[pc.r_offset + c * pc.r_row + row * pc.r_col] + v;
 #endif
+  y[c * pc.n_out + row] = v;
 }
 
 void main() {
@@ -384,18 +353,6 @@ void main() {
   float acc[MAX_ROWS][MAX_COLS];
   for (uint r = 0u; r < NUM_ROWS; r++)
     for (uint c = 0u; c < NUM_COLS; c++) acc[r][c] = 0.0;
-  // What invocation t's first store after the partial sums' pass needs from memory, loaded now:
-  // its latency then overlaps the product's instead of following the reduction.
-#if defined(ROPE_KV)
-  const uint pre_r = 2u * (t / NUM_COLS), pre_c = t % NUM_COLS;
-  const bool pre_live = t < NUM_ROWS / 2u * NUM_COLS && row0 + pre_r < pc.n_out && pre_c < n_cols;
-  PairOperands pre_pair = PairOperands(0u, 0u, 0.0, 0.0);
-  if (pre_live) pre_pair = pair_operands(col0 + pre_c, row0 + pre_r);
-#elif defined(RESIDUAL)
-  const uint pre_row = row0 + t / NUM_COLS, pre_c = t % NUM_COLS;
-  const bool pre_live = t < NUM_ROWS * NUM_COLS && pre_row < pc.n_out && pre_c < n_cols;
-  const float pre_residual = pre_live ? residual_at(col0 + pre_c, pre_row) : 0.0;
-#endif
 
 #ifdef W_STAGE
   uint w_pre[W_PRE];
@@ -580,10 +537,7 @@ void main() {
       a += s_part[v0 * n_part + p];
       b += s_part[v1 * n_part + p];
     }
-    if (v == t)
-      store_pair_with(pre_pair, col0 + c, row0 + r, a, b);
-    else
-      store_pair(col0 + c, row0 + r, a, b);
+    store_pair(col0 + c, row0 + r, a, b);
   }
 #else
   for (uint v = t; v < NUM_ROWS * NUM_COLS; v += WG_SIZE) {
@@ -591,12 +545,6 @@ void main() {
     if (row >= pc.n_out || c >= n_cols) continue;
     float s = 0.0;
     for (uint p = 0u; p < n_part; p++) s += s_part[v * n_part + p];
-#ifdef RESIDUAL
-    if (v == t) {
-      store_with(col0 + c, row, s, pre_residual);
-      continue;
-    }
-#endif
     store(col0 + c, row, s);
   }
 #endif

@@ -190,7 +190,6 @@ Knobs read_knobs() {
       ignore("WICK_VK_COOP_SHAPE", v, "tile,threads: tile 64 or 128, threads 128 or 256");
     }
   }
-  if (const char* v = env("WICK_VK_LATE_BARRIER")) k.vk_late_barrier = !off(v);
   if (const char* v = env("WICK_VK_QUEUE")) {
     k.vk_universal_queue = std::string_view(v) == "universal";
     if (!k.vk_universal_queue && std::string_view(v) != "compute")
@@ -266,7 +265,6 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
                                                        std::to_string(k.vk_coop_threads)},
       {"WICK_VK_INT_DOT", k.vk_int_dot ? "on" : "off"},
       {"WICK_VK_QUEUE", k.vk_universal_queue ? "universal" : "compute"},
-      {"WICK_VK_LATE_BARRIER", k.vk_late_barrier ? "on" : "off"},
   };
 }
 

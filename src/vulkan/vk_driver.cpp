@@ -462,7 +462,6 @@ void VkDriver::create_device() {
   plci.pPushConstantRanges = &push;
   check(vkCreatePipelineLayout(device_, &plci, nullptr, &pipeline_layout_),
         "vkCreatePipelineLayout");
-  late_barrier_ = knobs().vk_late_barrier;
   if (knobs().vk_profile)
     profile_ = VkProfiler::create(device_, qs[queue_family_].timestampValidBits,
                                   lim.timestampPeriod, caps_.name);
@@ -901,40 +900,29 @@ void VkDriver::record_dispatch(const gpu::Dispatch& d) {
     pushed_words_n_ = words;
     std::copy(d.push_constants.begin(), d.push_constants.end(), pushed_words_.begin());
   }
-  record_pending_barrier(list.cb);
   vkCmdDispatch(list.cb, d.groups[0], d.groups[1], d.groups[2]);
   if (profile_) profile_->after_dispatch(list.cb, list.marks, d.pipeline->label);
 }
 
 void VkDriver::record_barrier() {
-  barrier_pending_ = true;
-  if (!late_barrier_) record_pending_barrier(current().cb);
-}
-
-void VkDriver::record_pending_barrier(VkCommandBuffer cb) {
-  if (!barrier_pending_) return;
-  barrier_pending_ = false;
   auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  vkCmdPipelineBarrier(cb, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(current().cb, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 void VkDriver::record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                            uint64_t bytes) {
   const VkBufferCopy region{src_offset, dst_offset, bytes};
-  record_pending_barrier(current().cb);
   vkCmdCopyBuffer(current().cb, buffer_of(src).buffer, buffer_of(dst).buffer, 1, &region);
 }
 
 void VkDriver::record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) {
-  record_pending_barrier(current().cb);
   vkCmdFillBuffer(current().cb, buffer_of(dst).buffer, offset, bytes, pattern);
 }
 
 void VkDriver::end_open() {
-  record_pending_barrier(open_->cb);
   // Make this list's writes visible to the host (read-back maps the memory after the wait).
   auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;

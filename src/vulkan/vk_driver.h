@@ -83,7 +83,6 @@ class VkDriver final : public gpu::Driver {
   std::string identity() const override;
   void record_dispatch(const gpu::Dispatch& d) override;
   void record_barrier() override;
-  void record_pending_barrier(VkCommandBuffer cb);
   void record_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                    uint64_t bytes) override;
   void record_fill(uint64_t dst, uint64_t offset, uint64_t bytes, uint32_t pattern) override;
@@ -148,10 +147,6 @@ class VkDriver final : public gpu::Driver {
   std::mutex returned_mu_;
   std::vector<std::unique_ptr<CmdList>> returned_;  // from destroyed recordings
   VkPipeline bound_ = VK_NULL_HANDLE;
-  // Knobs::vk_late_barrier: record_barrier leaves the barrier pending, and the next command
-  // records it after the dispatch's state (record_pending_barrier).
-  bool late_barrier_ = false;
-  bool barrier_pending_ = false;
   // What the open command buffer last pushed (every pipeline shares one layout, so both persist
   // across binds): a dispatch with the same buffers or the same constants skips that call, one
   // driver call of four per op in a run of same-shaped ops. A freed buffer may hand its VkBuffer
