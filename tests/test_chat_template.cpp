@@ -418,6 +418,13 @@ TEST(ChatTemplate, NumbersStringsAndFiltersAsJinja2Reads) {
   }
   expect_error([&] { render("{{ [[1], [1]]|unique|list }}"); }, ErrorKind::Unsupported,
                {"unhashable"});
+  // tojson(sort_keys=true) orders every object's keys, as json.dumps does.
+  EXPECT_EQ(render("{{ {'b': 1, 'a': 2, 'A': {'z': 1, 'y': [3, {'d': 1, 'c': 2}]}}"
+                   "|tojson(sort_keys=true) }} {{ {2: 1, 10: 2}|tojson(sort_keys=true) }}"),
+            "{\"A\": {\"y\": [3, {\"c\": 2, \"d\": 1}], \"z\": 1}, \"a\": 2, \"b\": 1} "
+            "{\"2\": 1, \"10\": 2}");
+  expect_error([&] { render("{{ {1: 1, 'a': 2}|tojson(sort_keys=true) }}"); },
+               ErrorKind::Unsupported, {"cannot be ordered"});
   // format's keyword arguments name the values of %(name)s specs.
   EXPECT_EQ(render("{{ '%(n)s!%(m)05.1f|%(n)r'|format(n='a', m=2) }}"), "a!002.0|'a'");
   for (const char* source :

@@ -278,14 +278,11 @@ static value tojson(const func_args & args) {
         }
         indent = static_cast<int>(width);
     }
-    if (val_sort->as_bool()) { // undefined == false
-        throw not_implemented_exception("tojson sort_keys=true not implemented");
-    }
     const bool ensure_ascii = val_ascii->as_bool(); // undefined == false
     auto separators = (is_val<value_array>(val_separators) ? val_separators : mk_val<value_array>())->as_array();
     std::string item_sep = separators.size() > 0 ? separators[0]->as_string().str() : (indent < 0 ? ", " : ",");
     std::string key_sep = separators.size() > 1 ? separators[1]->as_string().str() : ": ";
-    std::string json_str = value_to_json(args.get_pos(0), indent, item_sep, key_sep);
+    std::string json_str = value_to_json(args.get_pos(0), indent, item_sep, key_sep, val_sort->as_bool()); // wick: sort_keys
     if (ensure_ascii) {
         json_str = json_ensure_ascii_preserving_format(json_str);
     }
@@ -1894,7 +1891,7 @@ std::string python_float_repr(double d) {
     return out + digits.substr(0, point) + "." + digits.substr(point);
 }
 
-static void value_to_json_internal(std::ostringstream & oss, const value & val, int curr_lvl, int indent, const std::string_view item_sep, const std::string_view key_sep) {
+static void value_to_json_internal(std::ostringstream & oss, const value & val, int curr_lvl, int indent, const std::string_view item_sep, const std::string_view key_sep, bool sort_keys) {
     value_nesting_guard guard; // wick
     check_walk_output(static_cast<size_t>(oss.tellp()));
     auto indent_str = [indent, curr_lvl]() -> std::string {
@@ -1943,7 +1940,7 @@ static void value_to_json_internal(std::ostringstream & oss, const value & val, 
             oss << newline();
             for (size_t i = 0; i < arr.size(); ++i) {
                 oss << indent_str() << (indent > 0 ? std::string(indent, ' ') : "");
-                value_to_json_internal(oss, arr[i], curr_lvl + 1, indent, item_sep, key_sep);
+                value_to_json_internal(oss, arr[i], curr_lvl + 1, indent, item_sep, key_sep, sort_keys);
                 if (i < arr.size() - 1) {
                     oss << item_sep;
                 }
@@ -1953,16 +1950,28 @@ static void value_to_json_internal(std::ostringstream & oss, const value & val, 
         }
         oss << "]";
     } else if (is_val<value_object>(val)) {
-        const auto & obj = val->as_ordered_object(); // IMPORTANT: need to keep exact order
+        const auto & ordered = val->as_ordered_object(); // IMPORTANT: need to keep exact order
+        std::vector<std::pair<value, value>> sorted;
+        if (sort_keys) {
+            sorted = ordered;
+            // wick: json.dumps(sort_keys=True): numbers by value, strings by code point; a mix
+            // is Python's TypeError
+            std::stable_sort(sorted.begin(), sorted.end(), [](const auto & a, const auto & b) {
+                const bool na = a.first->is_numeric(), nb = b.first->is_numeric();
+                if (na != nb) throw std::runtime_error("tojson(sort_keys=true): keys of different types cannot be ordered");
+                return na ? a.first->as_float() < b.first->as_float() : a.first->as_string().str() < b.first->as_string().str();
+            });
+        }
+        const auto & obj = sort_keys ? sorted : ordered;
         oss << "{";
         if (!obj.empty()) {
             oss << newline();
             size_t i = 0;
             for (const auto & pair : obj) {
                 oss << indent_str() << (indent > 0 ? std::string(indent, ' ') : "");
-                value_to_json_internal(oss, mk_val<value_string>(pair.first->as_string().str()), curr_lvl + 1, indent, item_sep, key_sep);
+                value_to_json_internal(oss, mk_val<value_string>(pair.first->as_string().str()), curr_lvl + 1, indent, item_sep, key_sep, sort_keys);
                 oss << key_sep;
-                value_to_json_internal(oss, pair.second, curr_lvl + 1, indent, item_sep, key_sep);
+                value_to_json_internal(oss, pair.second, curr_lvl + 1, indent, item_sep, key_sep, sort_keys);
                 if (i < obj.size() - 1) {
                     oss << item_sep;
                 }
@@ -1977,9 +1986,9 @@ static void value_to_json_internal(std::ostringstream & oss, const value & val, 
     }
 }
 
-std::string value_to_json(const value & val, int indent, const std::string_view item_sep, const std::string_view key_sep) {
+std::string value_to_json(const value & val, int indent, const std::string_view item_sep, const std::string_view key_sep, bool sort_keys) {
     std::ostringstream oss;
-    value_to_json_internal(oss, val, 0, indent, item_sep, key_sep);
+    value_to_json_internal(oss, val, 0, indent, item_sep, key_sep, sort_keys);
     JJ_DEBUG("value_to_json: result=%s", oss.str().c_str());
     return oss.str();
 }

@@ -212,7 +212,7 @@ protected:
 
 const func_builtins & global_builtins();
 
-std::string value_to_json(const value & val, int indent = -1, const std::string_view item_sep = ", ", const std::string_view key_sep = ": ");
+std::string value_to_json(const value & val, int indent = -1, const std::string_view item_sep = ", ", const std::string_view key_sep = ": ", bool sort_keys = false);
 // wick: Python's repr() of a value, as Jinja2 prints a list, tuple or dict (bounded like any walk)
 std::string value_to_python_repr(const value & val);
 // wick: the builtin a filter's name stands for (Jinja2's aliases: count, d, e, trim)
