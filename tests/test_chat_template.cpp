@@ -467,6 +467,25 @@ TEST(ChatTemplate, StringMethodsAndTuplesAsPythons) {
   }
 }
 
+// Whitespace control and raw blocks as jinja2 (trim_blocks, lstrip_blocks) has them (its answers):
+// `{%+` and `+%}` turn lstrip and trim off for one tag, `{% raw %}` keeps its text as it is (all
+// three did not parse), and a template whose first character is followed by spaces and a tag
+// keeps that character (it was cut as leading whitespace).
+TEST(ChatTemplate, WhitespaceControlAndRawBlocksAsJinja2) {
+  EXPECT_EQ(render("a\n  {%+ if true %}x{% endif %}\nb"), "a\n  xb");
+  EXPECT_EQ(render("a\n  {% if true +%}\nx{% endif %}\nb"), "a\n\nxb");
+  EXPECT_EQ(render("a\n  {% raw %}\n  {{ x }}\n  {% endraw %}\nb"), "a\n\n  {{ x }}\nb");
+  EXPECT_EQ(render("a {% raw -%}  {{ x }}  {%- endraw %} b|{%raw%}{% if %}{%endraw%}"),
+            "a {{ x }} b|{% if %}");
+  EXPECT_EQ(render("a\n  {%- raw %}x{% endraw -%}\n b|{% raw %}a{% endraw +%}\nb"), "axb|a\nb");
+  EXPECT_EQ(render("a {% if true -%} x{% endif %} b"), "a x b");
+  EXPECT_EQ(render("  {% if true %}x{% endif %}|\n\t{% if true %}y{% endif %}"), "x|\ny");
+  for (const char* source : {"{% raw %}x", "{% rawx %}"}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { ChatTemplate::from_jinja(source); }, ErrorKind::Parse, {"does not parse"});
+  }
+}
+
 // Undefined values as Jinja2's default Undefined treats them (jinja2 3.1's answers): printed,
 // tested, iterated, joined with `~` and filtered through default/length they are empty; `+`, an
 // attribute or an item of one raises, as `+` with none does, where the string alone came out

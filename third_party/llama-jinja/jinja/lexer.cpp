@@ -29,6 +29,28 @@ static void string_rstrip(std::string & s, const char * chars) {
     }
 }
 
+// wick: whether a `{% word %}` tag (with `-` or `+` on either side) starts at `at`; `end` is
+// where it ends, the flags say which side has `-` (and whether the right side has `+`).
+static bool raw_tag_at(const std::string & src, size_t at, const char * word, size_t & end,
+                       bool & strip_left, bool & strip_right, bool & plus_left) {
+    if (src.compare(at, 2, "{%") != 0) return false;
+    size_t p = at + 2;
+    strip_left = p < src.size() && src[p] == '-';
+    plus_left = p < src.size() && src[p] == '+';
+    if (strip_left || plus_left) p++;
+    while (p < src.size() && std::isspace(static_cast<unsigned char>(src[p]))) p++;
+    const std::string w(word);
+    if (src.compare(p, w.size(), w) != 0) return false;
+    p += w.size();
+    if (p < src.size() && (std::isalnum(static_cast<unsigned char>(src[p])) || src[p] == '_')) return false;
+    while (p < src.size() && std::isspace(static_cast<unsigned char>(src[p]))) p++;
+    strip_right = p < src.size() && src[p] == '-';
+    if (p < src.size() && (src[p] == '-' || src[p] == '+')) p++;
+    if (src.compare(p, 2, "%}") != 0) return false;
+    end = p + 2;
+    return true;
+}
+
 lexer_result lexer::tokenize(const std::string & source) {
     std::vector<token> tokens;
 
@@ -236,7 +258,8 @@ lexer_result lexer::tokenize(const std::string & source) {
                                     && (c1 == '%' || c1 == '}' || c1 == '#')
                                     && c2 == '}';
                 // match behavior of hf.js: exclude {{ and }} cases, regex: ([#%-]})
-                last_block_can_rm_newline = (c1 == '#' || c1 == '%' || c1 == '-') && c2 == '}';
+                last_block_can_rm_newline = (c1 == '#' || c1 == '%' || c1 == '-') && c2 == '}'
+                                            && !(c0 == '+' && c1 == '%'); // wick: `+%}` keeps it
             }
 
             size_t start = pos;
@@ -251,14 +274,11 @@ lexer_result lexer::tokenize(const std::string & source) {
             }
 
             // equivalent to hf.js code: template.replace(/^[ \t]*({[#%-])/gm, "$1");
-            if (opt_lstrip_blocks && src[pos] == '{' && next_pos_is({'%', '#', '-'})) {
+            if (opt_lstrip_blocks && src[pos] == '{' && next_pos_is({'%', '#', '-'})
+                && !(next_pos_is({'%'}) && next_pos_is({'+'}, 2))) { // wick: `{%+` keeps it
                 size_t current = end;
                 while (current > start) {
                     char c = src[current - 1];
-                    if (current == 1) {
-                        end = 0; // Trim from the start of the string
-                        break;
-                    }
                     if (c == '\n') {
                         end = current; // Trim from the start of the line
                         break;
@@ -267,6 +287,12 @@ lexer_result lexer::tokenize(const std::string & source) {
                         break; // Found non-whitespace before newline, keep
                     }
                     --current;
+                    if (current == 0) {
+                        // wick: the start of the source is a line start too (the engine cut the
+                        // first character whatever it was: "a {% if %}" lost its "a ")
+                        end = 0;
+                        break;
+                    }
                 }
             }
 
@@ -319,6 +345,40 @@ lexer_result lexer::tokenize(const std::string & source) {
             continue;
         }
 
+        // wick: {% raw %}...{% endraw %}: the text between as it is, as jinja2 has it; `-` on
+        // either tag strips the whitespace on that side, lstrip_blocks applies before the end tag,
+        // trim_blocks after it. The text token is followed by an empty comment, after which the
+        // text branch above trims what follows the end tag.
+        size_t raw_end = 0;
+        bool raw_strip_inner_left = false, unused_a = false, unused_b = false;
+        if (raw_tag_at(src, pos, "raw", raw_end, unused_a, raw_strip_inner_left, unused_b)) {
+            size_t q = src.find("{%", raw_end);
+            size_t end_tag_end = 0;
+            bool strip_inner_right = false, end_strip_after = false, end_plus_before = false;
+            while (q != std::string::npos &&
+                   !raw_tag_at(src, q, "endraw", end_tag_end, strip_inner_right, end_strip_after, end_plus_before)) {
+                q = src.find("{%", q + 2);
+            }
+            if (q == std::string::npos) {
+                throw lexer_exception("missing {% endraw %}", source, pos);
+            }
+            std::string text = src.substr(raw_end, q - raw_end);
+            if (raw_strip_inner_left) string_lstrip(text, " \t\r\n");
+            if (strip_inner_right) {
+                string_rstrip(text, " \t\r\n");
+            } else if (opt_lstrip_blocks && !end_plus_before) {
+                const size_t nl = text.find_last_of('\n');
+                if (nl != std::string::npos && text.find_first_not_of(" \t", nl + 1) == std::string::npos) {
+                    text.erase(nl + 1);
+                }
+            }
+            start_pos = pos;
+            if (!text.empty()) tokens.push_back({token::text, text, start_pos});
+            tokens.push_back({token::comment, "", start_pos});
+            pos = end_tag_end;
+            continue;
+        }
+
         if (src[pos] == '-' && (
                 last_token_type == token::open_expression ||
                 last_token_type == token::open_statement)
@@ -335,7 +395,8 @@ lexer_result lexer::tokenize(const std::string & source) {
 
         char ch = src[pos];
 
-        bool is_closing_block = ch == '-' && next_pos_is( {'%', '}'} );
+        bool is_closing_block = (ch == '-' && next_pos_is( {'%', '}'} ))
+                                || (ch == '+' && next_pos_is( {'%'} ) && next_pos_is( {'}'}, 2 )); // wick: +%}
 
         // Check for unary operators
         if (!is_closing_block && (ch == '-' || ch == '+')) {

@@ -105,6 +105,9 @@ struct lexer {
     }
 
     const std::vector<std::pair<std::string, token::type>> ordered_mapping_table = {
+        // wick: `+` turns lstrip_blocks (`{%+`) or trim_blocks (`+%}`) off for one tag
+        {"{%+", token::open_statement},
+        {"+%}", token::close_statement},
         // Trimmed control sequences
         {"{%-", token::open_statement},
         {"-%}", token::close_statement},
