@@ -458,6 +458,21 @@ TEST(ChatTemplate, StringMethodsAndTuplesAsPythons) {
   EXPECT_EQ(render("{{ (1,) }} {{ () }} {{ (1, 2) }} {{ (1) }} {{ ((1, 2), 3) }} {{ (1, 2,) }} "
                    "{{ ()|length }} {% for a, b in [(1, 2)] %}{{ a }}{{ b }}{% endfor %}"),
             "(1,) () (1, 2) 1 ((1, 2), 3) (1, 2) 0 12");
+  EXPECT_EQ(
+      render("{{ 'aXbXc'.replace('X', '-', 1) }} {{ 'abc'.replace('', '-', 2) }} "
+             "{{ 'h\xc3\xa9'.replace('', '|') }} {{ 'aaa'.replace('a', 'b', 0) }} "
+             "{{ 'ab'.islower() }} {{ 'aB'.islower() }} {{ 'A1'.isupper() }} {{ 'aB'.swapcase() }} "
+             "{{ 'abc'.removeprefix('a') }} {{ 'abc'.removesuffix('bc') }}"),
+      "a-bXc -a-bc |h|\xc3\xa9| aaa True False True Ab bc a");
+  EXPECT_EQ(render("{{ 'a\\nb\\r\\nc\\n'.splitlines() }} {{ 'a\\nb'.splitlines(true) }} "
+                   "{{ '-5'.zfill(4) }} [{{ 'ab'.ljust(4) }}] [{{ 'ab'.rjust(4, '*') }}] "
+                   "[{{ 'x'.center(4) }}] [{{ 'ab'.center(5) }}] [{{ 'x'|center(6) }}] "
+                   "{{ 'a,b,c'.partition(',') }} {{ 'a,b,c'.rpartition(',') }} "
+                   "{{ 'abc'.partition('x') }}"),
+            "['a', 'b', 'c'] ['a\\n', 'b'] -005 [ab  ] [**ab] [ x  ] [  ab ] [  x   ] "
+            "('a', ',', 'b,c') ('a,b', ',', 'c') ('abc', '', '')");
+  EXPECT_EQ(render("{{ 'a b-c  d_e'|wordcount }} {{ '<a href=\"x\">&\\'</a>'|e }}"),
+            "4 &lt;a href=&#34;x&#34;&gt;&amp;&#39;&lt;/a&gt;");
   expect_error([&] { render("{{ 'abc'.index('z') }}"); }, ErrorKind::Unsupported,
                {"substring not found"});
   expect_error([&] { render("{{ ', '.join([1]) }}"); }, ErrorKind::Unsupported, {"not a string"});

@@ -1,4 +1,5 @@
 #include <charconv>
+#include <limits>
 #include "runtime.h"
 #include "unicode.h"
 #include "value.h"
@@ -734,6 +735,57 @@ static int64_t string_find(const func_args & args, const char * name, bool last)
     return static_cast<int64_t>(string_chars(str.substr(0, at)).size());
 }
 
+// wick: str.islower() / isupper(): a letter at least, and none of the other case (ASCII)
+static value string_case_is(const func_args & args, bool upper) {
+    args.ensure_count(1, 1);
+    args.ensure_vals<value_string>();
+    bool cased = false, other = false;
+    for (unsigned char c : args.get_pos(0)->as_string().str()) {
+        if (std::isalpha(c)) {
+            cased = true;
+            other = other || (upper ? std::islower(c) : std::isupper(c));
+        }
+    }
+    return mk_val<value_bool>(cased && !other);
+}
+
+// wick: str.ljust / rjust / center(width[, fillchar]) (side 0, 1, 2), in code points; center puts
+// the odd fill on the right unless the width is odd, as Python's
+static value string_pad(const func_args & args, int side) {
+    args.ensure_count(1, 3);
+    args.ensure_vals<value_string>();
+    const std::string str = args.get_pos(0)->as_string().str();
+    value val_width = args.get_kwarg_or_pos("width", 1);
+    const int64_t width = val_width->is_undefined() ? 80 : val_width->as_int(); // the center filter's default
+    value val_fill = args.get_kwarg_or_pos("fillchar", 2);
+    const std::string fill = val_fill->is_undefined() ? " " : val_fill->as_string().str();
+    if (string_chars(fill).size() != 1) throw std::runtime_error("the fill character must be exactly one character long");
+    const int64_t n = static_cast<int64_t>(string_chars(str).size());
+    if (width <= n) return mk_val<value_string>(str);
+    check_string_size(*args.ctx.exec, mul_saturated(static_cast<size_t>(width), fill.size()), "ljust/rjust/center()");
+    const int64_t pad = width - n;
+    const int64_t left = side == 0 ? 0 : side == 1 ? pad : pad / 2 + (pad & width & 1);
+    auto repeat = [&](int64_t k) { std::string r; for (int64_t i = 0; i < k; i++) r += fill; return r; };
+    return mk_val<value_string>(repeat(left) + str + repeat(pad - left));
+}
+
+// wick: str.partition / rpartition(sep): a tuple (before, sep, after)
+static value string_partition(const func_args & args, bool last) {
+    args.ensure_count(2, 2);
+    args.ensure_vals<value_string, value_string>();
+    const std::string str = args.get_pos(0)->as_string().str(), sep = args.get_pos(1)->as_string().str();
+    if (sep.empty()) throw std::runtime_error("empty separator");
+    const size_t at = last ? str.rfind(sep) : str.find(sep);
+    std::vector<value> parts;
+    if (at == std::string::npos) {
+        parts = last ? std::vector<value>{mk_val<value_string>(""), mk_val<value_string>(""), mk_val<value_string>(str)}
+                     : std::vector<value>{mk_val<value_string>(str), mk_val<value_string>(""), mk_val<value_string>("")};
+    } else {
+        parts = {mk_val<value_string>(str.substr(0, at)), mk_val<value_string>(sep), mk_val<value_string>(str.substr(at + sep.size()))};
+    }
+    return mk_val<value_tuple>(std::move(parts));
+}
+
 // wick: str.isalpha() and the like: non-empty and every character of the class (ASCII)
 template <typename Pred>
 static value string_is(const func_args & args, Pred pred) {
@@ -940,38 +992,40 @@ const func_builtins & value_string_t::get_builtins() const {
             std::string str = args.get_pos(0)->as_string().str();
             std::string old_str = args.get_pos(1)->as_string().str();
             std::string new_str = args.get_pos(2)->as_string().str();
-            int64_t count = args.count() > 3 ? args.get_pos(3)->as_int() : -1;
-            if (count > 0) {
-                throw not_implemented_exception("String replace with count argument not implemented");
-            }
-            if (old_str != new_str) {
+            // wick: a count limits the replacements, as Python's (it was not implemented)
+            const int64_t count = args.count() > 3 ? args.get_pos(3)->as_int() : -1;
+            const size_t limit = count < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(count);
+            if (old_str != new_str && limit > 0) {
                 // wick: the size is checked before the text is built, and built in one pass (replacing
                 // in place moved the tail once per match: quadratic).
                 const exec_state & st = *args.ctx.exec;
                 std::string new_res;
                 if (old_str.empty()) {
-                    const size_t gaps = str.length() + 1;
+                    // between characters (code points, as Python), at most `limit` of them
+                    const auto chars = string_chars(str);
+                    const size_t gaps = std::min(limit, chars.size() + 1);
                     check_string_size(st, add_saturated(str.length(), mul_saturated(new_str.length(), gaps)), "replace()");
                     new_res.reserve(str.length() + new_str.length() * gaps);
-                    new_res += new_str;
-                    for (const char c : str) {
-                        new_res.push_back(c);
-                        new_res += new_str;
+                    for (size_t c = 0; c < chars.size(); c++) {
+                        if (c < gaps) new_res += new_str;
+                        new_res += chars[c];
                     }
+                    if (chars.size() < gaps) new_res += new_str;
                 } else {
                     size_t matches = 0;
-                    for (size_t pos = 0; (pos = str.find(old_str, pos)) != std::string::npos; pos += old_str.length()) {
+                    for (size_t pos = 0; matches < limit && (pos = str.find(old_str, pos)) != std::string::npos; pos += old_str.length()) {
                         matches++;
                     }
                     if (new_str.length() > old_str.length()) {
                         check_string_size(st, add_saturated(str.length(), mul_saturated(matches, new_str.length() - old_str.length())),
                                           "replace()");
                     }
-                    size_t from = 0;
-                    for (size_t pos = 0; (pos = str.find(old_str, pos)) != std::string::npos; pos += old_str.length()) {
+                    size_t from = 0, done = 0;
+                    for (size_t pos = 0; done < matches && (pos = str.find(old_str, pos)) != std::string::npos; pos += old_str.length()) {
                         new_res.append(str, from, pos - from);
                         new_res += new_str;
                         from = pos + old_str.length();
+                        done++;
                     }
                     new_res.append(str, from, std::string::npos);
                 }
@@ -1202,6 +1256,94 @@ const func_builtins & value_string_t::get_builtins() const {
         {"isdigit", [](const func_args & args) -> value { return string_is(args, [](unsigned char c) { return std::isdigit(c) != 0; }); }},
         {"isalnum", [](const func_args & args) -> value { return string_is(args, [](unsigned char c) { return std::isalnum(c) != 0; }); }},
         {"isspace", [](const func_args & args) -> value { return string_is(args, [](unsigned char c) { return std::isspace(c) != 0; }); }},
+        // wick: more of Python's str methods (ASCII letters for the case ones, widths in code points)
+        {"islower", [](const func_args & args) -> value { return string_case_is(args, false); }},
+        {"isupper", [](const func_args & args) -> value { return string_case_is(args, true); }},
+        {"swapcase", [](const func_args & args) -> value {
+            args.ensure_count(1, 1);
+            args.ensure_vals<value_string>();
+            std::string str = args.get_pos(0)->as_string().str();
+            for (char & c : str) {
+                const unsigned char u = static_cast<unsigned char>(c);
+                c = static_cast<char>(std::islower(u) ? std::toupper(u) : std::isupper(u) ? std::tolower(u) : u);
+            }
+            return mk_val<value_string>(str);
+        }},
+        {"removeprefix", [](const func_args & args) -> value {
+            args.ensure_count(2, 2);
+            args.ensure_vals<value_string, value_string>();
+            const std::string str = args.get_pos(0)->as_string().str(), x = args.get_pos(1)->as_string().str();
+            return mk_val<value_string>(string_startswith(str, x) ? str.substr(x.size()) : str);
+        }},
+        {"removesuffix", [](const func_args & args) -> value {
+            args.ensure_count(2, 2);
+            args.ensure_vals<value_string, value_string>();
+            const std::string str = args.get_pos(0)->as_string().str(), x = args.get_pos(1)->as_string().str();
+            return mk_val<value_string>(string_endswith(str, x) ? str.substr(0, str.size() - x.size()) : str);
+        }},
+        {"splitlines", [](const func_args & args) -> value {
+            args.ensure_count(1, 2);
+            args.ensure_vals<value_string>();
+            const std::string str = args.get_pos(0)->as_string().str();
+            const bool keep = args.count() > 1 && args.get_pos(1)->as_bool();
+            auto result = mk_val<value_array>();
+            size_t from = 0;
+            for (size_t i = 0; i < str.size(); i++) {
+                const char c = str[i];
+                if (c != '\n' && c != '\r' && c != '\v' && c != '\f' && c != '\x1c' && c != '\x1d' && c != '\x1e') continue;
+                size_t end = i + 1;
+                if (c == '\r' && end < str.size() && str[end] == '\n') end++;
+                result->push_back(mk_val<value_string>(str.substr(from, (keep ? end : i) - from)));
+                from = end;
+                i = end - 1;
+            }
+            if (from < str.size()) result->push_back(mk_val<value_string>(str.substr(from)));
+            return result;
+        }},
+        {"zfill", [](const func_args & args) -> value {
+            args.ensure_count(2, 2);
+            args.ensure_vals<value_string, value_int>();
+            const std::string str = args.get_pos(0)->as_string().str();
+            const int64_t n = static_cast<int64_t>(string_chars(str).size());
+            const int64_t width = args.get_pos(1)->as_int();
+            if (width <= n) return mk_val<value_string>(str);
+            check_string_size(*args.ctx.exec, static_cast<size_t>(width), "zfill()");
+            const bool sign = !str.empty() && (str[0] == '+' || str[0] == '-');
+            return mk_val<value_string>((sign ? str.substr(0, 1) : "") + std::string(width - n, '0') + str.substr(sign ? 1 : 0));
+        }},
+        {"ljust", [](const func_args & args) -> value { return string_pad(args, 0); }},
+        {"rjust", [](const func_args & args) -> value { return string_pad(args, 1); }},
+        {"center", [](const func_args & args) -> value { return string_pad(args, 2); }},
+        {"partition", [](const func_args & args) -> value { return string_partition(args, false); }},
+        {"rpartition", [](const func_args & args) -> value { return string_partition(args, true); }},
+        // wick: jinja2's wordcount filter: runs of word characters
+        {"wordcount", [](const func_args & args) -> value {
+            args.ensure_vals<value_string>();
+            int64_t words = 0;
+            bool in_word = false;
+            for (unsigned char c : args.get_pos(0)->as_string().str()) {
+                const bool w = std::isalnum(c) || c == '_' || c >= 0x80;
+                if (w && !in_word) words++;
+                in_word = w;
+            }
+            return mk_val<value_int>(words);
+        }},
+        // wick: jinja2's escape filter: & < > " ' as HTML entities
+        {"escape", [](const func_args & args) -> value {
+            args.ensure_vals<value_string>();
+            std::string out;
+            for (char c : args.get_pos(0)->as_string().str()) {
+                switch (c) {
+                    case '&': out += "&amp;"; break;
+                    case '<': out += "&lt;"; break;
+                    case '>': out += "&gt;"; break;
+                    case '"': out += "&#34;"; break;
+                    case '\'': out += "&#39;"; break;
+                    default: out += c;
+                }
+            }
+            return mk_val<value_string>(out);
+        }},
     };
     return builtins;
 }
