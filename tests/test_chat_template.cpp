@@ -418,6 +418,12 @@ TEST(ChatTemplate, NumbersStringsAndFiltersAsJinja2Reads) {
   }
   expect_error([&] { render("{{ [[1], [1]]|unique|list }}"); }, ErrorKind::Unsupported,
                {"unhashable"});
+  // batch and the slice filter (columns; a[start:stop] stays Python's slice).
+  EXPECT_EQ(render("{{ [1, 2, 3, 4, 5]|batch(2)|list }} {{ [1, 2, 3]|batch(2, 'x')|list }} "
+                   "{{ [1, 2, 3, 4, 5]|slice(3)|list }} {{ [1, 2, 3, 4, 5]|slice(3, 0)|list }} "
+                   "{{ [1, 2]|slice(3)|list }} {{ [1, 2, 3][1:] }}"),
+            "[[1, 2], [3, 4], [5]] [[1, 2], [3, 'x']] [[1, 2], [3, 4], [5]] "
+            "[[1, 2], [3, 4], [5, 0]] [[1], [2], []] [2, 3]");
   // tojson(sort_keys=true) orders every object's keys, as json.dumps does.
   EXPECT_EQ(render("{{ {'b': 1, 'a': 2, 'A': {'z': 1, 'y': [3, {'d': 1, 'c': 2}]}}"
                    "|tojson(sort_keys=true) }} {{ {2: 1, 10: 2}|tojson(sort_keys=true) }}"),

@@ -172,6 +172,7 @@ std::string filter_builtin_name(const std::string & name) {
     if (name == "e") return "escape";
     if (name == "trim") return "strip";
     if (name == "title") return "title_words"; // wick: the filter is not str.title()
+    if (name == "slice") return "slice_columns"; // wick: the filter is not a[start:stop]
     return name;
 }
 
@@ -1679,6 +1680,54 @@ const func_builtins & value_array_t::get_builtins() const {
             return result;
         }},
         {"unique", array_unique},
+        // wick: jinja2's batch(n, fill_with=none): lists of n items, the last filled up to n
+        {"batch", [](const func_args & args) -> value {
+            args.ensure_count(2, 3);
+            args.ensure_vals<value_array, value_int>();
+            const int64_t n = args.get_pos(1)->as_int();
+            if (n <= 0) throw std::runtime_error("batch: the count must be positive");
+            value fill = args.get_kwarg_or_pos("fill_with", 2);
+            auto result = mk_val<value_array>();
+            std::vector<value> tmp;
+            for (const auto & item : args.get_pos(0)->as_array()) {
+                if (static_cast<int64_t>(tmp.size()) == n) {
+                    result->push_back(mk_val<value_array>(std::move(tmp)));
+                    tmp.clear();
+                }
+                tmp.push_back(item);
+            }
+            if (!tmp.empty()) {
+                if (!fill->is_undefined() && !fill->is_none()) {
+                    while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(fill);
+                }
+                result->push_back(mk_val<value_array>(std::move(tmp)));
+            }
+            return result;
+        }},
+        // wick: jinja2's slice filter (slices, fill_with=none): the items in that many columns,
+        // the first ones one longer; `a[start:stop]` is the builtin `slice`
+        {"slice_columns", [](const func_args & args) -> value {
+            args.ensure_count(2, 3);
+            args.ensure_vals<value_array, value_int>();
+            const int64_t slices = args.get_pos(1)->as_int();
+            if (slices <= 0) throw std::runtime_error("slice: the count must be positive");
+            if (slices > (1 << 20)) throw std::runtime_error("slice: too many slices");
+            value fill = args.get_kwarg_or_pos("fill_with", 2);
+            const auto & seq = args.get_pos(0)->as_array();
+            const int64_t length = static_cast<int64_t>(seq.size());
+            const int64_t per = length / slices, extra = length % slices;
+            auto result = mk_val<value_array>();
+            int64_t offset = 0;
+            for (int64_t k = 0; k < slices; k++) {
+                const int64_t start = offset + k * per;
+                if (k < extra) offset++;
+                const int64_t end = offset + (k + 1) * per;
+                std::vector<value> tmp(seq.begin() + start, seq.begin() + end);
+                if (!fill->is_undefined() && !fill->is_none() && k >= extra) tmp.push_back(fill);
+                result->push_back(mk_val<value_array>(std::move(tmp)));
+            }
+            return result;
+        }},
     };
     return builtins;
 }
