@@ -453,11 +453,11 @@ TEST(ChatTemplate, StringMethodsAndTuplesAsPythons) {
                    "{{ 'abc'.endswith('b', 0, 2) }} {{ 'abc'.endswith(('q',)) }} "
                    "{{ 'abc'.startswith('c', -1) }}"),
             "False True True False True");
-  EXPECT_EQ(
-      render("{{ ', '.join(['a', 'b']) }} {{ 'abc'|join('-') }} {{ 'h\xc3\xa9llo'.find('l') }} "
-             "{{ 'abcb'.rfind('b') }} {{ 'abc'.find('z') }} {{ 'abc'.index('c') }} "
-             "{{ 'aaa'.count('a') }} {{ 'ab'.count('') }}"),
-      "a, b a-b-c 2 3 -1 2 3 3");
+  EXPECT_EQ(render("{{ ', '.join(['a', 'b']) }} {{ 'abc'|join('-') }} {{ '-'.join('xy') }} {{ "
+                   "'h\xc3\xa9llo'.find('l') }} "
+                   "{{ 'abcb'.rfind('b') }} {{ 'abc'.find('z') }} {{ 'abc'.index('c') }} "
+                   "{{ 'aaa'.count('a') }} {{ 'ab'.count('') }}"),
+            "a, b a-b-c x-y 2 3 -1 2 3 3");
   EXPECT_EQ(render("{{ 'a'.isalpha() }} {{ '12'.isdigit() }} {{ ''.isdigit() }} "
                    "{{ ' '.isspace() }} {{ 'a1'.isalnum() }} {{ 'a-'.isalnum() }}"),
             "True True False True True False");

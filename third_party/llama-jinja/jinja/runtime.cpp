@@ -1178,7 +1178,9 @@ value member_expression::execute_impl(context & ctx) const {
         // while obj['prop'] returns the property value.
         // example: {"obj": {"items": 123}} -> obj.items is the built-in function, obj['items'] is 123
 
-        value val = try_builtin_func(ctx, prop, object, true);
+        // wick: `sep.join(items)` is Python's str.join, not the join filter on a string
+        const std::string method = is_val<value_string>(object) && prop == "join" ? "str_join" : prop;
+        value val = try_builtin_func(ctx, method, object, true);
         if (!is_val<value_undefined>(val)) {
             return val;
         }

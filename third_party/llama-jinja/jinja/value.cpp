@@ -1204,28 +1204,44 @@ const func_builtins & value_string_t::get_builtins() const {
             res->val_str.mark_input_based_on(val_input->as_string());
             return res;
         }},
-        // wick: `sep.join(items)` (Python's str.join: strings only) and the join filter on a
-        // string (its characters, joined by the argument); it was not implemented.
+        // wick: the join filter on a string: its characters, joined by the argument (it was not
+        // implemented)
         {"join", [](const func_args & args) -> value {
             args.ensure_count(1, 2);
             args.ensure_vals<value_string>();
-            std::string sep = args.get_pos(0)->as_string().str();
-            std::vector<std::string> items;
-            if (args.count() == 2 && is_val<value_array>(args.get_pos(1))) {
-                for (const auto & item : args.get_pos(1)->as_array()) {
+            const auto chars = string_chars(args.get_pos(0)->as_string().str());
+            const std::string sep = args.count() == 2 ? args.get_pos(1)->as_string().str() : "";
+            std::string result;
+            for (size_t i = 0; i < chars.size(); ++i) {
+                if (i) result += sep;
+                result += chars[i];
+                check_string_size(*args.ctx.exec, result.size(), "join()");
+            }
+            return mk_val<value_string>(result);
+        }},
+        // wick: `sep.join(items)`, Python's str.join (strings only; member_expression calls it)
+        {"str_join", [](const func_args & args) -> value {
+            args.ensure_count(2, 2);
+            args.ensure_vals<value_string>();
+            const std::string sep = args.get_pos(0)->as_string().str();
+            value items = args.get_pos(1);
+            std::vector<std::string> parts;
+            if (is_val<value_string>(items)) {
+                parts = string_chars(items->as_string().str());
+            } else if (is_val<value_array>(items)) {
+                for (const auto & item : items->as_array()) {
                     if (!is_val<value_string>(item)) {
                         throw std::runtime_error("join: sequence item is " + item->type() + ", not a string");
                     }
-                    items.push_back(item->as_string().str());
+                    parts.push_back(item->as_string().str());
                 }
             } else {
-                items = string_chars(sep);
-                sep = args.count() == 2 ? args.get_pos(1)->as_string().str() : "";
+                throw std::runtime_error("join: can only join an iterable");
             }
             std::string result;
-            for (size_t i = 0; i < items.size(); ++i) {
+            for (size_t i = 0; i < parts.size(); ++i) {
                 if (i) result += sep;
-                result += items[i];
+                result += parts[i];
                 check_string_size(*args.ctx.exec, result.size(), "join()");
             }
             return mk_val<value_string>(result);
