@@ -418,6 +418,17 @@ TEST(ChatTemplate, NumbersStringsAndFiltersAsJinja2Reads) {
   }
   expect_error([&] { render("{{ [[1], [1]]|unique|list }}"); }, ErrorKind::Unsupported,
                {"unhashable"});
+  // sort, min and max compare strings without case unless case_sensitive, sort keeps equal items
+  // in order; strings compare with < <= > >= in code point order.
+  EXPECT_EQ(
+      render("{{ ['b', 'A', 'a', 'B']|sort }} {{ ['b', 'A', 'a', 'B']|sort(case_sensitive=true) }} "
+             "{{ ['b', 'A', 'a', 'B']|sort(reverse=true) }} {{ ['B', 'a']|max }} "
+             "{{ ['B', 'a']|min }} {{ ['a', 'A']|max }} "
+             "{{ [{'n': 'B'}, {'n': 'a'}]|max(attribute='n') }}"),
+      "['A', 'a', 'b', 'B'] ['A', 'B', 'a', 'b'] ['b', 'B', 'A', 'a'] B a a {'n': 'B'}");
+  EXPECT_EQ(render("{{ 'B' < 'a' }} {{ 'a' <= 'a' }} {{ 'b' > 'ab' }} {{ '\xc3\xa9' > 'z' }} "
+                   "{{ 'a' >= 'b' }}"),
+            "True True True True False");
   // batch and the slice filter (columns; a[start:stop] stays Python's slice).
   EXPECT_EQ(render("{{ [1, 2, 3, 4, 5]|batch(2)|list }} {{ [1, 2, 3]|batch(2, 'x')|list }} "
                    "{{ [1, 2, 3, 4, 5]|slice(3)|list }} {{ [1, 2, 3, 4, 5]|slice(3, 0)|list }} "

@@ -439,6 +439,14 @@ value binary_expression::execute_impl(context & ctx) const {
         }
     }
 
+    // wick: <, >, <= and >= between strings, in code point order (UTF-8's byte order) as Python's
+    // (they were unknown operators)
+    if (is_val<value_string>(left_val) && is_val<value_string>(right_val) &&
+        (op.value == "<" || op.value == ">" || op.value == "<=" || op.value == ">=")) {
+        const int c = left_val->as_string().str().compare(right_val->as_string().str());
+        return mk_val<value_bool>(op.value == "<" ? c < 0 : op.value == ">" ? c > 0 : op.value == "<=" ? c <= 0 : c >= 0);
+    }
+
     // String concatenation with ~ and +
     if ((is_val<value_string>(left_val) || is_val<value_string>(right_val)) &&
             (op.value == "~" || op.value == "+")) {

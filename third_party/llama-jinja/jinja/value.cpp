@@ -1391,6 +1391,11 @@ const func_builtins & value_bool_t::get_builtins() const {
     return builtins;
 }
 
+// wick: what sort, min and max compare: a string lowered unless case_sensitive (jinja2's default)
+static value compare_key(const value & v, bool case_sensitive) {
+    return !case_sensitive && is_val<value_string>(v) ? value(mk_val<value_string>(v->as_string().lowercase())) : v;
+}
+
 // wick: jinja2's unique(case_sensitive=false, attribute=none): the first item of each key, in
 // order; strings compared without case unless case_sensitive (it was not implemented).
 static value array_unique(const func_args & args) {
@@ -1620,20 +1625,22 @@ const func_builtins & value_array_t::get_builtins() const {
             value val_reverse = args.get_kwarg_or_pos("reverse",        1);
             value val_case    = args.get_kwarg_or_pos("case_sensitive", 2);
             value attribute   = args.get_kwarg_or_pos("attribute",      3);
-            // FIXME: sorting is currently always case sensitive
-            //const bool case_sensitive = val_case->as_bool(); // undefined == false
+            // wick: strings compare without case unless case_sensitive, and equal items keep
+            // their order (Python's sorted is stable), as jinja2's sort
+            const bool case_sensitive = val_case->as_bool(); // undefined == false
             const bool reverse = val_reverse->as_bool(); // undefined == false
             value undef = mk_val<value_undefined>();
             std::vector<value> arr = val->as_array(); // copy
-            std::sort(arr.begin(), arr.end(),[&](const value & a, const value & b) {
-                value val_a = a;
-                value val_b = b;
-                if (!attribute->is_undefined()) {
-                    val_a = get_attribute(a, attribute, undef);
-                    val_b = get_attribute(b, attribute, undef);
-                }
-                return value_compare(val_a, val_b, reverse ? value_compare_op::gt : value_compare_op::lt);
+            std::vector<std::pair<value, value>> keyed; // (key, item)
+            keyed.reserve(arr.size());
+            for (const auto & item : arr) {
+                value key = attribute->is_undefined() ? item : get_attribute(item, attribute, undef);
+                keyed.emplace_back(compare_key(key, case_sensitive), item);
+            }
+            std::stable_sort(keyed.begin(), keyed.end(), [&](const auto & a, const auto & b) {
+                return value_compare(a.first, b.first, reverse ? value_compare_op::gt : value_compare_op::lt);
             });
+            for (size_t i = 0; i < arr.size(); i++) arr[i] = keyed[i].second;
             return is_val<value_tuple>(val) ? mk_val<value_tuple>(std::move(arr)) : mk_val<value_array>(std::move(arr));
         }},
         {"reverse", [](const func_args & args) -> value {
@@ -1648,8 +1655,7 @@ const func_builtins & value_array_t::get_builtins() const {
             args.ensure_vals<value_array>();
             value val_case    = args.get_kwarg_or_pos("case_sensitive", 1);
             value attribute   = args.get_kwarg_or_pos("attribute",      2);
-            // FIXME: min is currently always case sensitive
-            (void) val_case;
+            const bool case_sensitive = val_case->as_bool(); // wick: jinja2's default is without case
             value undef = mk_val<value_undefined>();
             const auto & arr = args.get_pos(0)->as_array();
             if (arr.empty()) {
@@ -1663,7 +1669,7 @@ const func_builtins & value_array_t::get_builtins() const {
                     val_arr = get_attribute(val_arr, attribute, undef);
                     val_cmp = get_attribute(val_cmp, attribute, undef);
                 }
-                if (value_compare(val_arr, val_cmp, value_compare_op::lt)) {
+                if (value_compare(compare_key(val_arr, case_sensitive), compare_key(val_cmp, case_sensitive), value_compare_op::lt)) {
                     result = item;
                 }
             }
@@ -1674,8 +1680,7 @@ const func_builtins & value_array_t::get_builtins() const {
             args.ensure_vals<value_array>();
             value val_case    = args.get_kwarg_or_pos("case_sensitive", 1);
             value attribute   = args.get_kwarg_or_pos("attribute",      2);
-            // FIXME: max is currently always case sensitive
-            (void) val_case;
+            const bool case_sensitive = val_case->as_bool(); // wick: jinja2's default is without case
             value undef = mk_val<value_undefined>();
             const auto & arr = args.get_pos(0)->as_array();
             if (arr.empty()) {
@@ -1689,7 +1694,7 @@ const func_builtins & value_array_t::get_builtins() const {
                     val_arr = get_attribute(val_arr, attribute, undef);
                     val_cmp = get_attribute(val_cmp, attribute, undef);
                 }
-                if (value_compare(val_arr, val_cmp, value_compare_op::gt)) {
+                if (value_compare(compare_key(val_arr, case_sensitive), compare_key(val_cmp, case_sensitive), value_compare_op::gt)) {
                     result = item;
                 }
             }
