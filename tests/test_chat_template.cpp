@@ -429,6 +429,17 @@ TEST(ChatTemplate, NumbersStringsAndFiltersAsJinja2Reads) {
   EXPECT_EQ(render("{{ 'B' < 'a' }} {{ 'a' <= 'a' }} {{ 'b' > 'ab' }} {{ '\xc3\xa9' > 'z' }} "
                    "{{ 'a' >= 'b' }}"),
             "True True True True False");
+  // Tests compare as Python: a string never equals a number ('10' is eq 10 was true), none equals
+  // none, booleans are 0 and 1, lists order item by item; what Python cannot order is an error.
+  EXPECT_EQ(
+      render("{{ [1, '1']|select('equalto', 1)|list }} {{ '10' is eq 10 }} {{ '10' is ne 10 }} "
+             "{{ none is eq none }} {{ [1] is eq [1] }} {{ [1] is ne none }} {{ '1' in [1] }} "
+             "{{ [[2], [1], [1, 0]]|sort }} {{ [true, 0.5, 0]|sort }} {{ [(1, 2), (1,)]|sort }}"),
+      "[1] False True True True True False [[1], [1, 0], [2]] [0, 0.5, True] [(1,), (1, 2)]");
+  for (const char* source : {"{{ 2 is gt '10' }}", "{{ [1, 'a']|sort }}", "{{ [none, 1]|sort }}"}) {
+    SCOPED_TRACE(source);
+    expect_error([&] { render(source); }, ErrorKind::Unsupported, {"cannot be ordered"});
+  }
   // batch and the slice filter (columns; a[start:stop] stays Python's slice).
   EXPECT_EQ(render("{{ [1, 2, 3, 4, 5]|batch(2)|list }} {{ [1, 2, 3]|batch(2, 'x')|list }} "
                    "{{ [1, 2, 3, 4, 5]|slice(3)|list }} {{ [1, 2, 3, 4, 5]|slice(3, 0)|list }} "

@@ -1984,11 +1984,15 @@ bool value_compare(const value & a, const value & b, value_compare_op op) {
                 }
             } catch (...) {}
         }
-        // compare string and number
-        // TODO: not sure if this is the right behavior
+        // wick: a string and a number are never equal and do not order, as in Python (they were
+        // compared as text: '10' is eq 10 was true)
         if ((is_val<value_string>(b) && (is_val<value_int>(a) || is_val<value_float>(a))) ||
-            (is_val<value_string>(a) && (is_val<value_int>(b) || is_val<value_float>(b))) ||
-            (is_val<value_string>(a) && is_val<value_string>(b))) {
+            (is_val<value_string>(a) && (is_val<value_int>(b) || is_val<value_float>(b)))) {
+            if (op == value_compare_op::eq) return false;
+            if (op == value_compare_op::ne) return true;
+            throw std::runtime_error("a string and a number cannot be ordered");
+        }
+        if (is_val<value_string>(a) && is_val<value_string>(b)) {
             try {
                 if (op == value_compare_op::eq) {
                     return a->as_string().str() == b->as_string().str();
@@ -2005,21 +2009,41 @@ bool value_compare(const value & a, const value & b, value_compare_op op) {
                 }
             } catch (...) {}
         }
-        // compare boolean simple
-        if (is_val<value_bool>(a) && is_val<value_bool>(b)) {
-            if (op == value_compare_op::eq) {
-                return a->as_bool() == b->as_bool();
-            } else if (op == value_compare_op::ne) {
-                return a->as_bool() != b->as_bool();
-            } else {
-                throw std::runtime_error("Unsupported comparison operator for bool type");
+        // wick: booleans order as 0 and 1 among themselves and with numbers, as Python's
+        const bool num_a = is_val<value_bool>(a) || is_val<value_int>(a) || is_val<value_float>(a);
+        const bool num_b = is_val<value_bool>(b) || is_val<value_int>(b) || is_val<value_float>(b);
+        if ((is_val<value_bool>(a) || is_val<value_bool>(b)) && num_a && num_b) {
+            const double x = is_val<value_bool>(a) ? (a->as_bool() ? 1.0 : 0.0) : a->as_float();
+            const double y = is_val<value_bool>(b) ? (b->as_bool() ? 1.0 : 0.0) : b->as_float();
+            switch (op) {
+                case value_compare_op::eq: return x == y;
+                case value_compare_op::ge: return x >= y;
+                case value_compare_op::gt: return x > y;
+                case value_compare_op::lt: return x < y;
+                case value_compare_op::ne: return x != y;
+                default: break;
             }
         }
-        // compare by type
-        if (a->type() != b->type()) {
-            return false;
+        // wick: lists and tuples order item by item, then by length, as Python's
+        if (is_val<value_array>(a) && is_val<value_array>(b) && op != value_compare_op::eq && op != value_compare_op::ne) {
+            value_nesting_guard guard;
+            const auto & x = a->as_array();
+            const auto & y = b->as_array();
+            for (size_t i = 0; i < x.size() && i < y.size(); i++) {
+                if (!(*x[i] == *y[i])) return value_compare(x[i], y[i], op);
+            }
+            switch (op) {
+                case value_compare_op::ge: return x.size() >= y.size();
+                case value_compare_op::gt: return x.size() > y.size();
+                case value_compare_op::lt: return x.size() < y.size();
+                default: break;
+            }
         }
-        return false;
+        // wick: anything else is equal as `==` says (none is eq none, [1] is eq [1], and `ne` of two
+        // different types is true: it was false for both) and has no order
+        if (op == value_compare_op::eq) return *a == *b;
+        if (op == value_compare_op::ne) return !(*a == *b);
+        throw std::runtime_error(a->type() + " and " + b->type() + " cannot be ordered");
     };
     auto result = cmp();
     JJ_DEBUG("Comparing types: %s and %s result=%d", a->type().c_str(), b->type().c_str(), result);
