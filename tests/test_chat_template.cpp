@@ -426,9 +426,11 @@ TEST(ChatTemplate, NumbersStringsAndFiltersAsJinja2Reads) {
              "{{ ['B', 'a']|min }} {{ ['a', 'A']|max }} "
              "{{ [{'n': 'B'}, {'n': 'a'}]|max(attribute='n') }}"),
       "['A', 'a', 'b', 'B'] ['A', 'B', 'a', 'b'] ['b', 'B', 'A', 'a'] B a a {'n': 'B'}");
-  EXPECT_EQ(render("{{ 'B' < 'a' }} {{ 'a' <= 'a' }} {{ 'b' > 'ab' }} {{ '\xc3\xa9' > 'z' }} "
-                   "{{ 'a' >= 'b' }}"),
-            "True True True True False");
+  EXPECT_EQ(
+      render("{{ 'B' < 'a' }} {{ 'a' <= 'a' }} {{ 'b' > 'ab' }} {{ '\xc3\xa9' > 'z' }} "
+             "{{ 'a' >= 'b' }} {{ [1, 2] < [1, 3] }} {{ (1, 2) >= (1,) }} {{ true > false }}"),
+      "True True True True False True True True");
+  expect_error([&] { render("{{ 'a' < 1 }}"); }, ErrorKind::Unsupported, {"cannot be ordered"});
   // Tests compare as Python: a string never equals a number ('10' is eq 10 was true), none equals
   // none, booleans are 0 and 1, lists order item by item; what Python cannot order is an error.
   EXPECT_EQ(

@@ -86,25 +86,8 @@ lexer_result lexer::tokenize(const std::string & source) {
     using pred = std::function<bool(char)>;
     auto consume_while = [&](const pred & predicate) -> std::string {
         std::string str;
+        // wick: no escapes here: string literals have consume_string
         while (predicate(src[pos])) {
-            // check for escape char
-            if (src[pos] == '\\') {
-                // consume backslash
-                ++pos;
-                // check for end of input
-                if (pos >= src.size()) {
-                    throw lexer_exception("unexpected end of input after escape character", source, pos);
-                }
-                // add escaped char
-                char escaped_char = src[pos++];
-                if (escape_chars.find(escaped_char) == escape_chars.end()) {
-                    throw lexer_exception(std::string("unknown escape character \\") + escaped_char, source, pos);
-                }
-                char unescaped_char = escape_chars.at(escaped_char);
-                str += unescaped_char;
-                continue;
-            }
-
             str += src[pos++];
             if (pos > src.size()) {
                 throw lexer_exception("unexpected end of input during consume_while", source, pos);

@@ -439,12 +439,15 @@ value binary_expression::execute_impl(context & ctx) const {
         }
     }
 
-    // wick: <, >, <= and >= between strings, in code point order (UTF-8's byte order) as Python's
-    // (they were unknown operators)
-    if (is_val<value_string>(left_val) && is_val<value_string>(right_val) &&
-        (op.value == "<" || op.value == ">" || op.value == "<=" || op.value == ">=")) {
-        const int c = left_val->as_string().str().compare(right_val->as_string().str());
-        return mk_val<value_bool>(op.value == "<" ? c < 0 : op.value == ">" ? c > 0 : op.value == "<=" ? c <= 0 : c >= 0);
+    // wick: <, >, <= and >= of what the numbers above left, as the comparison tests order them
+    // (value_compare: strings in code point order, lists item by item, booleans as 0 and 1; an
+    // error for what Python cannot order): they were unknown operators.
+    if (op.value == "<" || op.value == ">" || op.value == "<=" || op.value == ">=") {
+        const value_compare_op cmp = op.value == "<"  ? value_compare_op::lt
+                                   : op.value == ">"  ? value_compare_op::gt
+                                   : op.value == "<=" ? value_compare_op::le
+                                                      : value_compare_op::ge;
+        return mk_val<value_bool>(value_compare(left_val, right_val, cmp));
     }
 
     // String concatenation with ~ and +

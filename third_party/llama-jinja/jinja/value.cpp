@@ -176,12 +176,6 @@ std::string filter_builtin_name(const std::string & name) {
     return name;
 }
 
-// wick: `le` and `<=` (value_compare has no such operator)
-static value test_le(const func_args & args) {
-    args.ensure_count(2, 2);
-    return mk_val<value_bool>(value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::lt) ||
-                              value_compare(args.get_pos(0), args.get_pos(1), value_compare_op::eq));
-}
 
 static void append_codepoint_as_ascii_json_escape(std::string & out, uint32_t codepoint) {
     auto append_u16 = [&out](uint32_t value) {
@@ -536,8 +530,8 @@ const func_builtins & global_builtins() {
         {"test_is_>", test_compare_fn<value_compare_op::gt>},
         {"test_is_>=", test_compare_fn<value_compare_op::ge>},
         {"test_is_<", test_compare_fn<value_compare_op::lt>},
-        {"test_is_le", test_le},
-        {"test_is_<=", test_le},
+        {"test_is_le", test_compare_fn<value_compare_op::le>},
+        {"test_is_<=", test_compare_fn<value_compare_op::le>},
         {"test_is_in", [](const func_args & args) -> value {
             args.ensure_count(2);
             auto needle   = args.get_pos(0);
@@ -688,6 +682,10 @@ const func_builtins & value_int_t::get_builtins() const {
 }
 
 
+static value float_to_string(const func_args & args) {
+    return mk_val<value_string>(args.get_pos(0)->as_string());
+}
+
 const func_builtins & value_float_t::get_builtins() const {
     static const func_builtins builtins = {
         {"round", round_number}, // wick
@@ -707,8 +705,8 @@ const func_builtins & value_float_t::get_builtins() const {
             return mk_val<value_float>(args.get_pos(0)->as_float());
         }},
         // wick: Python's str(), not JSON (3.0 wrote 3)
-        {"safe", [](const func_args & args) -> value { return mk_val<value_string>(args.get_pos(0)->as_string()); }},
-        {"string", [](const func_args & args) -> value { return mk_val<value_string>(args.get_pos(0)->as_string()); }},
+        {"safe", float_to_string},
+        {"string", float_to_string},
         {"tojson", tojson},
     };
     return builtins;
@@ -722,6 +720,17 @@ static bool string_startswith(const std::string & str, const std::string & prefi
 static bool string_endswith(const std::string & str, const std::string & suffix) {
     if (str.length() < suffix.length()) return false;
     return str.compare(str.length() - suffix.length(), suffix.length(), suffix) == 0;
+}
+
+// wick: parts joined by sep (the join filter on a string, str.join), bounded as strings are
+static value join_texts(const std::vector<std::string> & parts, const std::string & sep, const func_args & args) {
+    std::string result;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        if (i) result += sep;
+        result += parts[i];
+        check_string_size(*args.ctx.exec, result.size(), "join()");
+    }
+    return mk_val<value_string>(result);
 }
 
 // wick: str.find/rfind(sub): the code point index of the first (last) match, -1 for none
@@ -1209,15 +1218,8 @@ const func_builtins & value_string_t::get_builtins() const {
         {"join", [](const func_args & args) -> value {
             args.ensure_count(1, 2);
             args.ensure_vals<value_string>();
-            const auto chars = string_chars(args.get_pos(0)->as_string().str());
             const std::string sep = args.count() == 2 ? args.get_pos(1)->as_string().str() : "";
-            std::string result;
-            for (size_t i = 0; i < chars.size(); ++i) {
-                if (i) result += sep;
-                result += chars[i];
-                check_string_size(*args.ctx.exec, result.size(), "join()");
-            }
-            return mk_val<value_string>(result);
+            return join_texts(string_chars(args.get_pos(0)->as_string().str()), sep, args);
         }},
         // wick: `sep.join(items)`, Python's str.join (strings only; member_expression calls it)
         {"str_join", [](const func_args & args) -> value {
@@ -1238,13 +1240,7 @@ const func_builtins & value_string_t::get_builtins() const {
             } else {
                 throw std::runtime_error("join: can only join an iterable");
             }
-            std::string result;
-            for (size_t i = 0; i < parts.size(); ++i) {
-                if (i) result += sep;
-                result += parts[i];
-                check_string_size(*args.ctx.exec, result.size(), "join()");
-            }
-            return mk_val<value_string>(result);
+            return join_texts(parts, sep, args);
         }},
         // wick: Python's str methods templates call (find, index, count, the is* tests), on
         // code points; ASCII classes for the is* tests.
@@ -1407,10 +1403,7 @@ static value array_unique(const func_args & args) {
     std::unordered_map<size_t, std::vector<value>> seen; // keys by hash
     auto result = mk_val<value_array>();
     for (const auto & item : args.get_pos(0)->as_array()) {
-        value key = attribute->is_undefined() ? item : get_attribute(item, attribute, undef);
-        if (!case_sensitive && is_val<value_string>(key)) {
-            key = mk_val<value_string>(key->as_string().lowercase());
-        }
+        const value key = compare_key(attribute->is_undefined() ? item : get_attribute(item, attribute, undef), case_sensitive);
         // Python's lists and dicts are unhashable (a tuple is not)
         if (!key->is_hashable() || is_val<value_object>(key) || (is_val<value_array>(key) && !is_val<value_tuple>(key))) {
             throw std::runtime_error("unique: unhashable item of type " + key->type());
@@ -1839,13 +1832,9 @@ const func_builtins & value_object_t::get_builtins() const {
             const bool case_sensitive = val_case->as_bool(); // undefined == false
             const bool reverse = val_reverse->as_bool(); // undefined == false
             const bool by_value = is_val<value_string>(val_by) && val_by->as_string().str() == "value" ? true : false;
-            auto sort_key = [case_sensitive](const value & v) -> value {
-                if (case_sensitive || !is_val<value_string>(v)) return v;
-                return mk_val<value_string>(v->as_string().lowercase()); // the lower filter's
-            };
             std::vector<std::pair<value, value>> keyed; // (sort key, the pair)
             for (const auto & pair : val_input->as_ordered_object()) {
-                keyed.emplace_back(sort_key(by_value ? pair.second : pair.first), mk_val<value_tuple>(pair));
+                keyed.emplace_back(compare_key(by_value ? pair.second : pair.first, case_sensitive), mk_val<value_tuple>(pair));
             }
             std::stable_sort(keyed.begin(), keyed.end(), [&](const auto & a, const auto & b) {
                 return value_compare(a.first, b.first, reverse ? value_compare_op::gt : value_compare_op::lt);
@@ -1953,6 +1942,9 @@ static value from_json(const common_json & j, bool mark_input) {
 
 // compare operator for value_t
 bool value_compare(const value & a, const value & b, value_compare_op op) {
+    if (op == value_compare_op::le) { // wick: as Python's, less or equal
+        return value_compare(a, b, value_compare_op::lt) || value_compare(a, b, value_compare_op::eq);
+    }
     auto cmp = [&]() {
         // compare numeric types
         if (is_val<value_int>(a) && is_val<value_int>(b)) { // wick: exactly, past 2^53 too
@@ -2190,12 +2182,10 @@ static void value_to_json_internal(std::ostringstream & oss, const value & val, 
         std::vector<std::pair<value, value>> sorted;
         if (sort_keys) {
             sorted = ordered;
-            // wick: json.dumps(sort_keys=True): numbers by value, strings by code point; a mix
-            // is Python's TypeError
+            // wick: json.dumps(sort_keys=True): the keys in Python's order (value_compare; a mix of
+            // strings and numbers is Python's TypeError)
             std::stable_sort(sorted.begin(), sorted.end(), [](const auto & a, const auto & b) {
-                const bool na = a.first->is_numeric(), nb = b.first->is_numeric();
-                if (na != nb) throw std::runtime_error("tojson(sort_keys=true): keys of different types cannot be ordered");
-                return na ? a.first->as_float() < b.first->as_float() : a.first->as_string().str() < b.first->as_string().str();
+                return value_compare(a.first, b.first, value_compare_op::lt);
             });
         }
         const auto & obj = sort_keys ? sorted : ordered;

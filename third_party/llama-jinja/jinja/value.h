@@ -101,7 +101,7 @@ using func_hptr = value(const func_args &);
 using func_handler = std::function<func_hptr>;
 using func_builtins = std::map<std::string, func_handler>;
 
-enum value_compare_op { eq, ge, gt, lt, ne };
+enum value_compare_op { eq, ge, gt, lt, ne, le }; // wick: le
 bool value_compare(const value & a, const value & b, value_compare_op op);
 
 // wick: thrown when a render passes one of its limits (exec_limits in runtime.h).
