@@ -352,14 +352,6 @@ value binary_expression::execute_impl(context & ctx) const {
                 }
             }
             return mk_val<value_int>(result);
-        } else if (op.value == "<") {
-            return mk_val<value_bool>(a < b);
-        } else if (op.value == ">") {
-            return mk_val<value_bool>(a > b);
-        } else if (op.value == ">=") {
-            return mk_val<value_bool>(a >= b);
-        } else if (op.value == "<=") {
-            return mk_val<value_bool>(a <= b);
         }
     }
 
@@ -400,18 +392,6 @@ value binary_expression::execute_impl(context & ctx) const {
             return mk_val<value_float>(floordiv);
         } else if (op.value == "**") {
             return mk_val<value_float>(std::pow(a, b)); // wick
-        } else if (op.value == "<") {
-            JJ_DEBUG("Comparison operation: %f < %f is %d", a, b, a < b);
-            return mk_val<value_bool>(a < b);
-        } else if (op.value == ">") {
-            JJ_DEBUG("Comparison operation: %f > %f is %d", a, b, a > b);
-            return mk_val<value_bool>(a > b);
-        } else if (op.value == ">=") {
-            JJ_DEBUG("Comparison operation: %f >= %f is %d", a, b, a >= b);
-            return mk_val<value_bool>(a >= b);
-        } else if (op.value == "<=") {
-            JJ_DEBUG("Comparison operation: %f <= %f is %d", a, b, a <= b);
-            return mk_val<value_bool>(a <= b);
         }
     }
 
@@ -439,9 +419,9 @@ value binary_expression::execute_impl(context & ctx) const {
         }
     }
 
-    // wick: <, >, <= and >= of what the numbers above left, as the comparison tests order them
-    // (value_compare: strings in code point order, lists item by item, booleans as 0 and 1; an
-    // error for what Python cannot order): they were unknown operators.
+    // wick: <, >, <= and >= as the comparison tests order (value_compare: numbers by value, int64
+    // exactly, strings in code point order, lists item by item, booleans as 0 and 1; an error for
+    // what Python cannot order): strings and lists were unknown operators.
     if (op.value == "<" || op.value == ">" || op.value == "<=" || op.value == ">=") {
         const value_compare_op cmp = op.value == "<"  ? value_compare_op::lt
                                    : op.value == ">"  ? value_compare_op::gt
