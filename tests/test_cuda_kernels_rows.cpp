@@ -248,6 +248,29 @@ WICK_CUDA_COMPILE_CASES(quantized) {
                  define("ACT_K", k), define("ACT_ROW_WORDS", row_words), define("NORM_LANES", 256),
                  qtype, swiglu, act_block, threads, cols, shape});
     }
+  // The product's argmax in its kernel (ARGMAX, QMatMul::forward_argmax): after qact, on x read in
+  // its dtype, and quantizing its own x (rms_norm); one warp and four, 1 and 8 x rows.
+  uint32_t argmax_variant = 0;
+  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K})
+    for (uint32_t rows : {1u, 4u}) {
+      const uint32_t av = argmax_variant++;
+      const uint32_t block = quant_type_info(t)->block_elems == 32 ? 32u : 256u;
+      const uint32_t threads = av % 2 ? 32u : 128u;
+      const gpu::Defines qtype = define("QTYPE", static_cast<uint32_t>(t));
+      const gpu::Defines argmax = define("ARGMAX", 2 * threads);
+      const gpu::Defines wg = define("WG_SIZE", threads);
+      const gpu::Defines cols = spec_define(0, 1 + 7 * (av % 2)), shape = spec_define(1, rows);
+      cases.add("qmatvec.cu",
+                {define("ACT_Q8", 1), param_defines(DType::F32), qtype, argmax, wg, cols, shape});
+      const DType dt = kActDTypes[av % 3];
+      cases.add("qmatvec.cu", {dtype_defines("", dt), qtype, argmax, wg, cols, shape});
+      const uint32_t k = block == 32 ? 576u : 512u;
+      const uint32_t row_words = (k / 4 + (block == 32 ? 2 * (k / 32) : k / 256) + 3) / 4 * 4;
+      cases.add("qmatvec.cu",
+                {dtype_defines("", DType::F32), param_defines(DType::F32), define("ACT_INLINE", 1),
+                 define("ACT_BLOCK", block), define("ACT_K", k), define("ACT_ROW_WORDS", row_words),
+                 define("NORM_LANES", 256), qtype, argmax, wg, cols, shape});
+    }
 }
 
 }  // namespace

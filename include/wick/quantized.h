@@ -155,6 +155,18 @@ class QMatMul {
   Tensor forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const Tensor& residual = Tensor(),
                             const Tensor& norm_alpha = Tensor(), double eps = 0) const;
 
+  // Greedy picks: ids.slice_set(forward_rms_norm(x, norm_alpha, eps).argmax(1), 0, offset)
+  // (forward(x) when norm_alpha is undefined) for x (m, k): each row's first maximum of the
+  // product, NaN counting as the largest, as argmax picks it. On a GPU one kernel where decode's
+  // qmatvec takes x (WICK_QMATVEC_ARGMAX): its workgroups fold their rows' maxima and the last
+  // ones merge them, so no logits are stored and no argmax dispatch follows; else the ops one
+  // after the other. ids: 1-D u32 on device(), written in place at offset .. offset + m. Errors
+  // as forward_rms_norm's for x and alpha (named QMatMul::forward_argmax), Error(Shape) for x
+  // not 2-D or ids not 1-D, Error(DType) / Error(Device) for ids, Error(OutOfRange) for rows
+  // past its end, and argmax's for a weight of no rows.
+  void forward_argmax(const Tensor& x, const Tensor& ids, int64_t offset = 0,
+                      const Tensor& norm_alpha = Tensor(), double eps = 0) const;
+
   // Rows ids of W dequantized to f32: (n, k) on device() for u32 ids (n) there, each value as
   // dequantize_row gives it (bit for bit): an embedding lookup in a quantized table that stays
   // on the device. On a GPU one kernel that reads the ids there, so a captured step (Device::

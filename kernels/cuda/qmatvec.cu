@@ -41,6 +41,13 @@
 // block of h (a counter per x row and block, include/split_rows.cuh's count_part) quantizes it with
 // a warp (include/qact.cuh), reading h through L2. Bindings: 3 the prologue's operand (x again
 // when there is none), 4 the quantized rows, 5 the split counters. No residual, no ROPE_KV.
+// ARGMAX (SIMT): no y; each x row's argmax over the n_out columns (the first maximum, NaN the
+// largest: reduce.cu's order) goes to ids (binding 2, u32, at r_offset + row * r_row). A block
+// folds its rows' sums (the values plain stores would write), leaves its (value, index) in the
+// parts (bindings 4, 5), and the last of each ARGMAX blocks to finish (split_rows.cuh, a counter
+// each) merges them into a part of the second level; the last of those merges the blocks' and
+// writes the ids. Bindings: 3 the prologue's operand (x again when there is none), 6 the split
+// counters (blocks + 1 per blockIdx.z). No residual, no ROPE_KV, no SWIGLU_Q8, no MMA.
 // Specialization: WICK_SPEC_0 NUM_COLS (1 .. 8), WICK_SPEC_1 NUM_ROWS (1 .. 8; MMA: 16).
 #ifdef ACT_INLINE
 #define ACT_Q8 1
@@ -65,6 +72,13 @@
 #endif
 #include "include/math.cuh"
 #include "include/qact.cuh"
+#include "include/split_rows.cuh"
+#endif
+#ifdef ARGMAX
+#if defined(RESIDUAL) || defined(ROPE_KV) || defined(SWIGLU_Q8) || defined(MMA)
+#error "qmatvec.cu: ARGMAX takes the plain SIMT product, without RESIDUAL, ROPE_KV or SWIGLU_Q8"
+#endif
+#include "include/arg_order.cuh"
 #include "include/split_rows.cuh"
 #endif
 #ifdef ACT_INLINE
@@ -217,6 +231,93 @@ WICK_DEV uint32_t out_row(const QMatmulParams&, uint32_t r) {
 }
 #endif
 
+#ifdef ARGMAX
+constexpr uint32_t ARG_NONE = 0xffffffffu;
+__shared__ float s_val[NUM_ROWS * NUM_COLS];  // the block's sums: (r, c) at r * NUM_COLS + c
+
+// (v, j) folded into (acc, idx); idx ARG_NONE: nothing yet, j ARG_NONE: nothing to fold.
+WICK_DEV void arg_fold(float& acc, uint32_t& idx, float v, uint32_t j) {
+  if (j == ARG_NONE) return;
+  if (idx == ARG_NONE || arg_replaces(is_nan(v), v, j, is_nan(acc), acc, idx, true)) {
+    acc = v;
+    idx = j;
+  }
+}
+
+// (acc, idx) folded over the block, the result in thread 0 (the fold's order is total, so any
+// grouping gives it). Every thread calls it.
+WICK_DEV void block_fold(float& acc, uint32_t& idx) {
+  __shared__ float s_v[WICK_WARPS];
+  __shared__ uint32_t s_i[WICK_WARPS];
+#pragma unroll
+  for (int lanes = 16; lanes > 0; lanes >>= 1) {
+    const float v = __shfl_xor_sync(WICK_FULL_MASK, acc, lanes);
+    const uint32_t j = __shfl_xor_sync(WICK_FULL_MASK, idx, lanes);
+    arg_fold(acc, idx, v, j);
+  }
+  if (WICK_WARPS == 1) return;
+  __syncthreads();  // a previous call's s_v, s_i read
+  if (threadIdx.x % 32u == 0u) {
+    s_v[threadIdx.x / 32u] = acc;
+    s_i[threadIdx.x / 32u] = idx;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0u)
+    for (uint32_t w = 1u; w < WICK_WARPS; w++) arg_fold(acc, idx, s_v[w], s_i[w]);
+}
+
+// Every thread calls it once s_val holds the block's sums: the argmax's two levels of parts and
+// counts (above), the last block writing the ids of its x rows.
+WICK_DEV void argmax_tail(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t row0,
+                          uint32_t col0, uint32_t n_cols) {
+  const uint32_t groups = (pc.n_out + NUM_ROWS - 1u) / NUM_ROWS, g = group_index();
+  if (g >= groups) return;  // uniform per block: a grid rounded up has no rows there
+  const uint32_t blocks = (groups + ARGMAX - 1u) / ARGMAX, b = g / ARGMAX;
+  const uint32_t in_block = min(uint32_t(ARGMAX), groups - b * ARGMAX);
+  const uint32_t second = pc.m * groups, t = threadIdx.x;
+  float* part_val = buffer_at<float>(args, 4);
+  uint32_t* part_idx = buffer_at<uint32_t>(args, 5);
+  uint32_t* counters = buffer_at<uint32_t>(args, 6) + blockIdx.z * (blocks + 1u);
+  __syncthreads();   // s_val written
+  if (t < n_cols) {  // the block's rows in order, a thread per x row
+    float acc = 0.0f;
+    uint32_t idx = ARG_NONE;
+    for (uint32_t r = 0u; r < NUM_ROWS && row0 + r < pc.n_out; r++)
+      arg_fold(acc, idx, s_val[r * NUM_COLS + t], row0 + r);
+    part_val[(col0 + t) * groups + g] = acc;
+    part_idx[(col0 + t) * groups + g] = idx;
+  }
+  if (!last_of_row(counters + b, in_block)) return;
+  for (uint32_t c = 0u; c < n_cols; c++) {  // the block's parts, a round of loads
+    float acc = 0.0f;
+    uint32_t idx = ARG_NONE;
+    for (uint32_t q = b * ARGMAX + t; q < b * ARGMAX + in_block; q += WG_SIZE)
+      arg_fold(acc, idx, __ldcg(part_val + (col0 + c) * groups + q),
+               __ldcg(part_idx + (col0 + c) * groups + q));
+    block_fold(acc, idx);
+    if (t == 0u) {
+      part_val[second + (col0 + c) * blocks + b] = acc;
+      part_idx[second + (col0 + c) * blocks + b] = idx;
+    }
+  }
+  if (!last_of_row(counters + blocks, blocks)) return;
+  for (uint32_t c = 0u; c < n_cols; c++) {  // the blocks' parts
+    float acc = 0.0f;
+    uint32_t idx = ARG_NONE;
+    for (uint32_t q = t; q < blocks; q += WG_SIZE)
+      arg_fold(acc, idx, __ldcg(part_val + second + (col0 + c) * blocks + q),
+               __ldcg(part_idx + second + (col0 + c) * blocks + q));
+    block_fold(acc, idx);
+    if (t == 0u) buffer_at<uint32_t>(args, 2)[pc.r_offset + (col0 + c) * pc.r_row] = idx;
+  }
+}
+
+// The sum of x row c, output row `row`: kept in s_val for argmax_tail.
+WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs&, uint32_t c, uint32_t row,
+                    float v) {
+  s_val[(row - out_row(pc, 0u)) * NUM_COLS + c - blockIdx.z * NUM_COLS] = v;
+}
+#else
 // y's element (x row c, output row `row`).
 WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t c, uint32_t row,
                     float v) {
@@ -225,6 +326,7 @@ WICK_DEV void store(const QMatmulParams& pc, const wick::KernelArgs& args, uint3
 #endif
   buffer_at<float>(args, 2)[c * pc.n_out + row] = v;
 }
+#endif
 
 #ifdef ROPE_KV
 static_assert(NUM_ROWS % 2u == 0u, "qmatvec.cu: ROPE_KV takes whole rotation pairs");
@@ -613,6 +715,9 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
       for (uint32_t c = 0u; c < NUM_COLS; c++)
         if (lane == (r * NUM_COLS + c) % 32u && row0 + r < pc.n_out && c < n_cols)
           store(pc, args, col0 + c, row0 + r, acc[r][c]);
+#ifdef ARGMAX
+    argmax_tail(pc, args, row0, col0, n_cols);
+#endif
 #endif
     return;
   }
@@ -658,6 +763,9 @@ extern "C" __global__ void __launch_bounds__(WG_SIZE)
     for (uint32_t p = 0u; p < WICK_WARPS; p++) sum += s_part[v][p];
     store(pc, args, col0 + c, row, sum);
   }
+#ifdef ARGMAX
+  argmax_tail(pc, args, row0, col0, n_cols);
+#endif
 #endif
 #endif  // MMA
 }

@@ -10,6 +10,7 @@
 // ~200 KB alone (15 us on the H200). Bindings then: 0 x, 1 the partials' values (CT), 2 their
 // indices (u32, NO_INDEX: none), 3 the split counters, 4 y.
 #include "include/accumulate.cuh"
+#include "include/arg_order.cuh"
 #include "include/common.cuh"
 #include "include/dtype.cuh"
 #include "include/rows.cuh"
@@ -55,13 +56,9 @@ struct Partial {
   bool has;
 };
 
-// Whether (v, j) replaces (acc, idx) for max (greater) or min: NaN beats numbers, and among equal
-// values (or NaNs) the smaller index wins, whatever order the pieces are combined in.
+// Whether (v, j) replaces (acc, idx) for max (greater) or min (include/arg_order.cuh).
 WICK_DEV bool replaces(CT v, uint32_t j, CT acc, uint32_t idx, bool greater) {
-  if (value_is_nan(acc)) return value_is_nan(v) && j < idx;
-  if (value_is_nan(v)) return true;
-  if (v == acc) return j < idx;
-  return greater ? v > acc : v < acc;
+  return arg_replaces(value_is_nan(v), v, j, value_is_nan(acc), acc, idx, greater);
 }
 
 // Folds (v, j) into p.

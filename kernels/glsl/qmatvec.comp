@@ -39,6 +39,14 @@
 // the workgroup has them, else one) and copies it out: the swiglu quantization needs no dispatch
 // of its own. Bindings: 3 the prologue's operand (x again when
 // there is none), 4 the quantized rows, 5 the split counters. No residual, no ROPE_KV.
+// ARGMAX: no y; each x row's argmax over the n_out columns (the first maximum, NaN the largest:
+// reduce.comp's order) goes to ids (binding 2, u32, at r_offset + row * r_row). A workgroup
+// folds its rows' sums (the values plain stores would write), leaves its (value, index) in the
+// parts (bindings 4, 5), and the last of each ARGMAX workgroups to finish (split_rows.glsl, a
+// counter each) merges them into a part of the second level; the last of those merges the
+// blocks' and writes the ids. Two levels keep each merge to a round of loads (SmolLM2's lm_head
+// has 12288 workgroups). Bindings: 3 the prologue's operand (x again when there is none), 6 the
+// split counters (blocks + 1 per z). No residual, no ROPE_KV, no SWIGLU_Q8.
 #ifdef WICK_SUBGROUP_ARITHMETIC
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -62,6 +70,9 @@
 #if defined(RESIDUAL) || defined(ROPE_KV) || !defined(ACT_Q8)
 #error "qmatvec: SWIGLU_Q8 takes ACT_Q8 rows, without RESIDUAL or ROPE_KV"
 #endif
+#endif
+#if defined(ARGMAX) && (defined(RESIDUAL) || defined(ROPE_KV) || defined(SWIGLU_Q8))
+#error "qmatvec: ARGMAX takes the plain product, without RESIDUAL, ROPE_KV or SWIGLU_Q8"
 #endif
 #include "include/common.glsl"
 #include "include/dtype.glsl"
@@ -203,6 +214,14 @@ layout(set = 0, binding = 4) writeonly buffer HQ { uint hq[]; };
 #if !(defined(ACT_INLINE) && PROLOGUE == 2)  // qact_value.glsl has it then
 #include "include/math.glsl"
 #endif
+#elif defined(ARGMAX)
+layout(set = 0, binding = 2) writeonly buffer Ids { uint ids[]; };
+layout(set = 0, binding = 4) coherent buffer PartVal { float part_val[]; };
+layout(set = 0, binding = 5) coherent buffer PartIdx { uint part_idx[]; };
+#define SPLIT_COUNTERS_BINDING 6
+#include "include/split_rows.glsl"
+#define ARG_T float
+#include "include/arg_order.glsl"
 #else
 layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
 #endif
@@ -338,6 +357,86 @@ uint w_word(uint word) { return w_half(2u * word) | (w_half(2u * word + 1u) << 1
 #define W_ROW_START(r, row) ((row) * pc.row_bytes)
 #endif
 
+#ifdef ARGMAX
+#define ARG_NONE 0xffffffffu
+shared float s_val[NUM_ROWS * NUM_COLS];  // the workgroup's sums: (r, c) at r * NUM_COLS + c
+shared float s_fold_val[WG_SIZE];
+shared uint s_fold_idx[WG_SIZE];
+
+// (v, j) folded into (acc, idx); idx ARG_NONE: nothing yet, j ARG_NONE: nothing to fold.
+void arg_fold(inout float acc, inout uint idx, float v, uint j) {
+  if (j == ARG_NONE) return;
+  if (idx == ARG_NONE || arg_replaces(is_nan(v), v, j, is_nan(acc), acc, idx, true)) {
+    acc = v;
+    idx = j;
+  }
+}
+
+// Every invocation's (acc, idx) folded over the workgroup into s_fold_val[0], s_fold_idx[0].
+// Every invocation calls it.
+void group_fold(uint t, float acc, uint idx) {
+  barrier();  // a previous call's results have been read
+  s_fold_val[t] = acc;
+  s_fold_idx[t] = idx;
+  barrier();
+  for (uint step = WG_SIZE / 2u; step > 0u; step >>= 1) {
+    if (t < step) {
+      float a = s_fold_val[t];
+      uint i = s_fold_idx[t];
+      arg_fold(a, i, s_fold_val[t + step], s_fold_idx[t + step]);
+      s_fold_val[t] = a;
+      s_fold_idx[t] = i;
+    }
+    barrier();
+  }
+}
+
+// Every invocation calls it once s_val holds the workgroup's sums: the argmax's two levels of
+// parts and counts (above), the last workgroup writing the ids of its x rows.
+void argmax_tail(uint t, uint row0, uint col0, uint n_cols) {
+  const uint groups = (pc.n_out + NUM_ROWS - 1u) / NUM_ROWS, g = group_index();
+  if (g >= groups) return;  // uniform per workgroup: a grid rounded up has no rows there
+  const uint blocks = (groups + ARGMAX - 1u) / ARGMAX, b = g / ARGMAX;
+  const uint in_block = min(uint(ARGMAX), groups - b * ARGMAX);
+  const uint counters = gl_WorkGroupID.z * (blocks + 1u), second = pc.m * groups;
+  barrier();  // s_val written
+  if (t < n_cols) {  // the workgroup's rows in order, an invocation per x row
+    float acc = 0.0;
+    uint idx = ARG_NONE;
+    for (uint r = 0u; r < NUM_ROWS && row0 + r < pc.n_out; r++)
+      arg_fold(acc, idx, s_val[r * NUM_COLS + t], row0 + r);
+    part_val[(col0 + t) * groups + g] = acc;
+    part_idx[(col0 + t) * groups + g] = idx;
+  }
+  if (!last_of_row(counters + b, in_block)) return;
+  for (uint c = 0u; c < n_cols; c++) {  // the block's parts, a round of loads
+    float acc = 0.0;
+    uint idx = ARG_NONE;
+    for (uint q = b * ARGMAX + t; q < b * ARGMAX + in_block; q += WG_SIZE)
+      arg_fold(acc, idx, part_val[(col0 + c) * groups + q], part_idx[(col0 + c) * groups + q]);
+    group_fold(t, acc, idx);
+    if (t == 0u) {
+      part_val[second + (col0 + c) * blocks + b] = s_fold_val[0];
+      part_idx[second + (col0 + c) * blocks + b] = s_fold_idx[0];
+    }
+  }
+  if (!last_of_row(counters + blocks, blocks)) return;
+  for (uint c = 0u; c < n_cols; c++) {  // the blocks' parts
+    float acc = 0.0;
+    uint idx = ARG_NONE;
+    for (uint q = t; q < blocks; q += WG_SIZE)
+      arg_fold(acc, idx, part_val[second + (col0 + c) * blocks + q],
+               part_idx[second + (col0 + c) * blocks + q]);
+    group_fold(t, acc, idx);
+    if (t == 0u) ids[pc.r_offset + (col0 + c) * pc.r_row] = s_fold_idx[0];
+  }
+}
+
+// The sum of x row c, output row `row`: kept in s_val for argmax_tail.
+void store(uint c, uint row, float v) {
+  s_val[(row - out_row(0u)) * NUM_COLS + c - gl_WorkGroupID.z * NUM_COLS] = v;
+}
+#else
 // y's element (x row c, output row `row`).
 void store(uint c, uint row, float v) {
 #ifdef RESIDUAL
@@ -345,6 +444,7 @@ void store(uint c, uint row, float v) {
 #endif
   y[c * pc.n_out + row] = v;
 }
+#endif
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
@@ -505,6 +605,9 @@ void main() {
       for (uint r = 0u; r < NUM_ROWS; r++)
         for (uint c = 0u; c < NUM_COLS; c++)
           if (row0 + r < pc.n_out && c < n_cols) store(col0 + c, row0 + r, acc[r][c]);
+#ifdef ARGMAX
+    argmax_tail(t, row0, col0, n_cols);
+#endif
 #endif
     return;
   }
@@ -547,5 +650,8 @@ void main() {
     for (uint p = 0u; p < n_part; p++) s += s_part[v * n_part + p];
     store(col0 + c, row, s);
   }
+#ifdef ARGMAX
+  argmax_tail(t, row0, col0, n_cols);
+#endif
 #endif
 }

@@ -46,13 +46,11 @@ layout(set = 0, binding = Y_BINDING) writeonly buffer Out { STORAGE_T(DT) y[]; }
 #define IS_NAN(v) false
 #endif
 
-// Whether (v, j) replaces (acc, idx) for max (GREATER) or min: NaN beats numbers, and among equal
-// values (or NaNs) the smaller index wins, whatever order the pieces are combined in.
+// Whether (v, j) replaces (acc, idx) for max (GREATER) or min (include/arg_order.glsl).
+#define ARG_T CT
+#include "include/arg_order.glsl"
 bool replaces(CT v, uint j, CT acc, uint idx, bool greater) {
-  if (IS_NAN(acc)) return IS_NAN(v) && j < idx;
-  if (IS_NAN(v)) return true;
-  if (v == acc) return j < idx;
-  return greater ? v > acc : v < acc;
+  return arg_replaces(IS_NAN(v), v, j, IS_NAN(acc), acc, idx, greater);
 }
 
 // Folds (v, j) into (acc, idx); `has` says whether acc holds a value yet.

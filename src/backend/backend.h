@@ -274,6 +274,14 @@ class BackendDevice {
                                         const View* /*residual*/) {
     return nullptr;
   }
+  // argmax(-1) of qmatmul's product (m, w.n_out) (each row's first maximum, NaN the largest, as
+  // reduce(ArgMax) picks) into ids: m u32 elements along any stride (a 1-D view), in one kernel
+  // where the backend has one for these arguments, no logits stored. Returns false, having
+  // recorded nothing, where it has none; the caller then runs the product and argmax.
+  virtual bool qmatmul_argmax(View /*x*/, const QPrologue& /*prologue*/, const QWeights& /*w*/,
+                              View /*ids*/) {
+    return false;
+  }
   // QMatMul::rows: dst (n, k) f32 contiguous = rows ids[0 .. n) of W (n_out, k), each value as
   // dequantize_row gives it (bit for bit); ids: n u32 elements along any stride (a 1-D view).
   // An id >= n_out gives a row of zeros and OutOfRange, naming the op, at this thread's next

@@ -122,6 +122,9 @@ struct GpuOptions {
   // qmatmul_rope_kv in qmatvec's stores where it can (WICK_QMATVEC_ROPE); off: the product, then
   // rope_kv_cache.
   bool qmatvec_rope = true;
+  // qmatmul_argmax in qmatvec's stores where it can (WICK_QMATVEC_ARGMAX); off: the product, then
+  // argmax.
+  bool qmatvec_argmax = true;
   // qmatvec's ACT_INLINE variant loads its weight rows before its prologue and decodes them from
   // shared memory (W_STAGE) where they fit; off: from the weight buffer, after the prologue.
   bool qmatvec_weight_stage = true;
@@ -285,6 +288,8 @@ class GpuDevice : public backend::BackendDevice {
                                          const backend::QWeights& gate_up,
                                          const backend::QWeights& down,
                                          const backend::View* residual) override;
+  bool qmatmul_argmax(backend::View x, const backend::QPrologue& prologue,
+                      const backend::QWeights& w, backend::View ids) override;
   void qmatmul_rows(backend::View ids, const backend::Storage& wblocks, QuantType type,
                     int64_t n_out, int64_t k, backend::Storage& dst) override;
   // Whether matmul multiplies f16 on tensor cores (backends that can override it).
@@ -379,6 +384,8 @@ class GpuDevice : public backend::BackendDevice {
     Buffer* swiglu_rows = nullptr;
     // qmatmul_swiglu_ffn's down product: x's 8-bit rows, already quantized (no qact).
     Buffer* act_rows = nullptr;
+    // qmatmul_argmax: each x row's argmax goes to these ids (ARGMAX), dst being their storage.
+    const backend::View* argmax_ids = nullptr;
   };
   // qmatmul's work, with `stores` as they say.
   void record_qmatmul(backend::View x, const backend::QPrologue& prologue,

@@ -249,6 +249,21 @@ bool GpuDevice::qmatmul_rope_kv(View x, const backend::QPrologue& prologue, cons
   return true;
 }
 
+bool GpuDevice::qmatmul_argmax(View x, const backend::QPrologue& prologue,
+                               const backend::QWeights& w, View ids) {
+  // qmatvec's plain SIMT product (not its MMA variant, not the tiled kernel's x rows); elsewhere
+  // the caller runs the product and argmax.
+  const int64_t m = x.layout.shape[0];
+  if (!options_.qmatvec_argmax || m < 1 || w.n_out < 1 || w.k < 1 || !has_kernel(w.type) ||
+      !qmatvec_takes(m) || qmatvec_mma(m, w.type))
+    return false;
+  WICK_ASSERT(ids.layout.rank() == 1 && ids.layout.shape[0] == m &&
+              ids.storage.dtype() == DType::U32);
+  record_qmatmul(x, prologue, *w.blocks, w.type, w.n_out, w.k, nullptr,
+                 QMatVecStores{.argmax_ids = &ids}, const_cast<Storage&>(ids.storage));
+  return true;
+}
+
 bool GpuDevice::swiglu_stores_take(int64_t m, const backend::QWeights& gate_up,
                                    const backend::QWeights& down) const {
   using quantized::act_kind;
@@ -324,10 +339,12 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const backend::QRopeKv* rope = stores.rope;
   Buffer* const swiglu_rows = stores.swiglu_rows;
   Buffer* const given_rows = stores.act_rows;
+  const View* const argmax_ids = stores.argmax_ids;
   const char* op = "qmatmul";
   const DType dt = x.storage.dtype();
   require(dt, op);
-  WICK_ASSERT(x.layout.rank() == 2 && x.layout.shape[1] == k && dst.dtype() == DType::F32);
+  WICK_ASSERT(x.layout.rank() == 2 && x.layout.shape[1] == k &&
+              dst.dtype() == (argmax_ids ? DType::U32 : DType::F32));
   const int64_t row_bytes = weight_row_bytes(op, wblocks, type, n_out, k);
   const int64_t m = x.layout.shape[0];
   to_index(m * n_out, "output elements");
@@ -414,8 +431,11 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   const auto cols = static_cast<uint32_t>(std::min(m, kMaxVecCols));
   // On the tensor cores: workgroups of 16 output rows, their warps splitting k.
   const bool mma = act_q8 && qmatvec_mma(m, type);
+  WICK_ASSERT(!argmax_ids || (vec && !mma && !residual && !rope && !swiglu_rows && !given_rows));
   const uint32_t group_rows = mma ? kMmaRows : v.rows;
   const uint32_t group_threads = mma ? options_.qmatvec_mma_threads : v.threads;
+  // ARGMAX's blocks of workgroups whose parts one merges: two loads a thread.
+  const uint32_t argmax_block = 2 * group_threads;
   WICK_ASSERT(!mma || (group_threads % 32 == 0 && group_threads <= 512));
   // The prologue's operand: alpha (k) along k only, or up (m, k) like x.
   const bool rms = prologue.kind == Prologue::RmsNorm;
@@ -554,6 +574,12 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
     pc.r_row = to_index(residual->layout.strides[0], "stride");
     pc.r_col = to_index(residual->layout.strides[1], "stride");
   }
+  if (argmax_ids) {  // ARGMAX's ids take the residual's fields
+    const Layout& il = argmax_ids->layout;
+    pc.r_offset = to_index(il.start_offset, "offset");
+    pc.r_row = to_index(il.strides[0], "stride");
+    to_index(il.start_offset + (m - 1) * il.strides[0], "id index");
+  }
   if (act_inline) fill_prologue(pc);
   if (swiglu_rows) pc.ties_away = ties_away ? 1u : 0u;
   uint32_t rope_key = 0;  // the kernel ids' ROPE_KV bits: on, and the caches' dtype
@@ -617,6 +643,7 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
         add_dtype(defs, "KV_", rope->k_cache.storage.dtype());
         if (!act_inline) defs.emplace_back("PARAM_T", "float");  // the ACT block's eps field
       }
+      if (argmax_ids) defs.emplace_back("ARGMAX", std::to_string(argmax_block));
       if (swiglu_rows) {
         defs.emplace_back("SWIGLU_Q8", "1");
         if (!act_inline) {  // ACT_INLINE names them already
@@ -631,44 +658,45 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
       return key_for("qmatvec", std::move(defs), {cols, group_rows}, group_threads);
     };
     if (act_inline) {
-      pipeline = &kernel(KernelFamily::QMatVecAct,
-                         {cols, v.rows, v.threads, qtype, static_cast<uint32_t>(dt),
-                          with_residual | code << 1 | rope_key << 3 |
-                              (swiglu_rows ? 1u << 12 : 0u) | (w_stage ? 1u << 13 : 0u),
-                          static_cast<uint32_t>(k)},
+      pipeline =
+          &kernel(KernelFamily::QMatVecAct,
+                  {cols, v.rows, v.threads, qtype, static_cast<uint32_t>(dt),
+                   with_residual | code << 1 | rope_key << 3 | (swiglu_rows ? 1u << 12 : 0u) |
+                       (w_stage ? 1u << 13 : 0u) | (argmax_ids ? 1u << 14 : 0u),
+                   static_cast<uint32_t>(k)},
+                  [&] {
+                    Defines defs;
+                    add_dtype(defs, "", dt);
+                    defs.emplace_back("PARAM_T", param_type(dt));
+                    defs.emplace_back("QTYPE", std::to_string(qtype));
+                    defs.emplace_back("ACT_INLINE", std::to_string(code));
+                    defs.emplace_back("ACT_BLOCK", std::to_string(act_block));
+                    defs.emplace_back("ACT_K", std::to_string(k));
+                    defs.emplace_back("ACT_ROW_WORDS", std::to_string(inline_row_words));
+                    // rms_norm: the sums of norm's workgroup size.
+                    defs.emplace_back("NORM_LANES", std::to_string(kWorkgroupSize));
+                    if (w_stage) {
+                      defs.emplace_back("W_STAGE", "1");
+                      defs.emplace_back("W_ROW_HALVES", std::to_string(w_row_halves));
+                      defs.emplace_back("W_WORDS", std::to_string(w_words));
+                      defs.emplace_back("W_PRE", std::to_string(w_pre));
+                    }
+                    return vec_defines(std::move(defs));
+                  });
+    } else {
+      pipeline = &kernel(KernelFamily::QMatVec,
+                         {cols, group_rows, group_threads, qtype, x_code,
+                          with_residual | rope_key << 1 | (mma ? 1u << 12 : 0u) |
+                              (swiglu_rows ? 1u << 13 : 0u) | (argmax_ids ? 1u << 14 : 0u),
+                          act_stage ? static_cast<uint32_t>(stage_row_words) : 0u},
                          [&] {
-                           Defines defs;
-                           add_dtype(defs, "", dt);
-                           defs.emplace_back("PARAM_T", param_type(dt));
-                           defs.emplace_back("QTYPE", std::to_string(qtype));
-                           defs.emplace_back("ACT_INLINE", std::to_string(code));
-                           defs.emplace_back("ACT_BLOCK", std::to_string(act_block));
-                           defs.emplace_back("ACT_K", std::to_string(k));
-                           defs.emplace_back("ACT_ROW_WORDS", std::to_string(inline_row_words));
-                           // rms_norm: the sums of norm's workgroup size.
-                           defs.emplace_back("NORM_LANES", std::to_string(kWorkgroupSize));
-                           if (w_stage) {
-                             defs.emplace_back("W_STAGE", "1");
-                             defs.emplace_back("W_ROW_HALVES", std::to_string(w_row_halves));
-                             defs.emplace_back("W_WORDS", std::to_string(w_words));
-                             defs.emplace_back("W_PRE", std::to_string(w_pre));
+                           Defines defs = base_defines();
+                           if (act_stage) {
+                             defs.emplace_back("ACT_STAGE", "1");
+                             defs.emplace_back("ACT_ROW_WORDS", std::to_string(stage_row_words));
                            }
                            return vec_defines(std::move(defs));
                          });
-    } else {
-      pipeline = &kernel(
-          KernelFamily::QMatVec,
-          {cols, group_rows, group_threads, qtype, x_code,
-           with_residual | rope_key << 1 | (mma ? 1u << 12 : 0u) | (swiglu_rows ? 1u << 13 : 0u),
-           act_stage ? static_cast<uint32_t>(stage_row_words) : 0u},
-          [&] {
-            Defines defs = base_defines();
-            if (act_stage) {
-              defs.emplace_back("ACT_STAGE", "1");
-              defs.emplace_back("ACT_ROW_WORDS", std::to_string(stage_row_words));
-            }
-            return vec_defines(std::move(defs));
-          });
     }
     // A 2-D grid of workgroups over the output rows (group_index() in include/common.glsl), z
     // over the groups of x rows.
@@ -691,11 +719,24 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   // Bindings: the blocks (include/quant.glsl's QUANT_BINDING 0), x (or its quantized rows), y,
   // the residual when it joins, then (ACT_INLINE) the prologue's operand; ROPE_KV: the operand's
   // binding (x again when there is none), then rope_kv's buffers and the error record.
-  // SWIGLU_Q8: then the 8-bit rows of h and the split counters.
+  // SWIGLU_Q8: then the 8-bit rows of h and the split counters. ARGMAX: the ids at y's binding;
+  // after the operand's, the parts' values and indices and the split counters.
   Buffer* counters = nullptr;
   if (swiglu_rows) {
     WICK_ASSERT(vec && n_out % (2 * act_block) == 0 && !residual && !rope);
     counters = &split_counters(static_cast<size_t>(m * (n_out / 2 / act_block)));
+  }
+  // ARGMAX's parts: a (value, index) per x row and workgroup, then per x row and block of
+  // argmax_block workgroups; a counter per block and one for the blocks, per group of x rows.
+  BufferRef part_values, part_indices;
+  if (argmax_ids) {
+    const int64_t n_groups = (n_out + group_rows - 1) / group_rows;
+    const int64_t blocks = (n_groups + argmax_block - 1) / argmax_block;
+    const auto parts = static_cast<size_t>(m * (n_groups + blocks));
+    to_index(m * (n_groups + blocks), "argmax parts");
+    part_values = device_pool_->acquire(parts * 4);
+    part_indices = device_pool_->acquire(parts * 4);
+    counters = &split_counters(static_cast<size_t>(col_groups * (blocks + 1)));
   }
   std::array<BufferAccess, 13> args{};
   size_t n_args = 0;
@@ -705,10 +746,15 @@ void GpuDevice::record_qmatmul(View x, const backend::QPrologue& prologue, const
   if (fuse_residual) args[n_args++] = {&buffer(residual->storage), Access::Read};
   if (act_inline && prologue.kind != Prologue::None)
     args[n_args++] = {&buffer(prologue.operand->storage), Access::Read};
-  else if (rope || swiglu_rows)
+  else if (rope || swiglu_rows || argmax_ids)
     args[n_args++] = {&buffer(x.storage), Access::Read};
   if (swiglu_rows) {
     args[n_args++] = {swiglu_rows, Access::Write};
+    args[n_args++] = {counters, Access::Write};
+  }
+  if (argmax_ids) {
+    args[n_args++] = {part_values.get(), Access::Write};
+    args[n_args++] = {part_indices.get(), Access::Write};
     args[n_args++] = {counters, Access::Write};
   }
   BufferRef record;

@@ -136,6 +136,9 @@ struct LlamaModel::Impl {
   // `max_keys`: AttentionOptions::max_keys (0 in a captured step).
   Tensor decode_logits(Tensor x, const Tensor& pos, const DecodeCaches& caches,
                        int64_t max_keys = 0);
+  // decode_logits without the head: the last layer's output (b, hidden).
+  Tensor decode_hidden(Tensor x, const Tensor& pos, const DecodeCaches& caches,
+                       int64_t max_keys = 0);
   Tensor head(const Tensor& x) const;  // the final norm, lm_head and soft-cap
   // A decode step captured once on a GPU and replayed for every token (WICK_REPLAY): forward's
   // (one sequence), and forward_batch's per batch size (its sequences' slots an input).
@@ -873,10 +876,16 @@ bool LlamaModel::Impl::chunks_available() {
 void LlamaModel::Impl::run_chunk(GreedyChunk& c) {
   Tensor token = c.token;
   for (int64_t i = 0; i < c.pos.dim(0); i++) {
-    const Tensor logits = decode_logits(embed_device(token), c.pos.narrow(0, i, 1),
-                                        {own_k, own_v, {}});  // (1, vocab)
-    token = logits.reshape({cfg.vocab_size}).argmax(0).reshape({1});
-    c.out.slice_set(token, 0, i);
+    const Tensor x = decode_hidden(embed_device(token), c.pos.narrow(0, i, 1),
+                                   {own_k, own_v, {}});  // (1, hidden)
+    const QMatMul* head_q = lm_head.quantized();
+    if (head_q && cfg.final_softcap <= 0) {  // the product's kernel picks: no logits stored
+      head_q->forward_argmax(x, c.out, i, out_norm, cfg.rms_eps);
+    } else {
+      const Tensor logits = head(x);  // (1, vocab)
+      c.out.slice_set(logits.reshape({cfg.vocab_size}).argmax(0).reshape({1}), 0, i);
+    }
+    token = c.out.narrow(0, i, 1);
   }
 }
 
@@ -991,6 +1000,11 @@ Tensor LlamaModel::Impl::head(const Tensor& x) const {
 
 Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, const DecodeCaches& caches,
                                        int64_t max_keys) {
+  return head(decode_hidden(std::move(x), position, caches, max_keys));
+}
+
+Tensor LlamaModel::Impl::decode_hidden(Tensor x, const Tensor& position, const DecodeCaches& caches,
+                                       int64_t max_keys) {
   const int64_t h = cfg.n_heads, kvh = cfg.n_kv_heads, d = cfg.head_dim, b = x.dim(0);
   auto heads = [&](const Tensor& y, int64_t n) { return y.reshape({b, 1, n, d}).transpose(1, 2); };
   const RotaryTables tables{cos_q, sin_q, cos, sin};
@@ -1012,7 +1026,7 @@ Tensor LlamaModel::Impl::decode_logits(Tensor x, const Tensor& position, const D
     x = attn_residual(l, y.reshape({b, h * d}), x, true);
     x = ffn_block(l, x);
   }
-  return head(x);
+  return x;
 }
 
 int64_t LlamaModel::Impl::take_slot() {

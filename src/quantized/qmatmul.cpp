@@ -659,6 +659,40 @@ Tensor QMatMul::forward_swiglu_ffn(const Tensor& x, const QMatMul& down, const T
   return down.swiglu(gate, up, residual.defined() ? &residual : nullptr);
 }
 
+void QMatMul::forward_argmax(const Tensor& x, const Tensor& ids, int64_t offset,
+                             const Tensor& norm_alpha, double eps) const {
+  const char* op = "QMatMul::forward_argmax";
+  const Impl& w = *impl_;
+  check_x(op, w, x, "x");
+  const bool norm = norm_alpha.defined();
+  if (norm) check_alpha(op, w, norm_alpha, x);
+  if (x.rank() != 2)
+    fail(ErrorKind::Shape, op, "x must be (m, k), got ", x.shape(), " (weight ", w.weight.str(),
+         ")");
+  if (ids.rank() != 1)
+    fail(ErrorKind::Shape, op, "ids must be 1-D, got ", ids.shape(), " (x ", x.shape(), ")");
+  if (ids.dtype() != DType::U32)
+    fail(ErrorKind::DType, op, "ids must be u32, got ", ids.dtype(), " of shape ", ids.shape());
+  if (ids.device() != w.device)
+    fail(ErrorKind::Device, op, "ids ", ids.shape(), " are on ", ids.device().name(),
+         " but the weight ", w.weight.str(), " is on ", w.device.name());
+  const int64_t m = x.dim(0);
+  if (offset < 0 || offset > ids.dim(0) || m > ids.dim(0) - offset)
+    fail(ErrorKind::OutOfRange, op, m, " picks at offset ", offset, " do not fit ids of ",
+         ids.dim(0), " elements");
+  backend::BackendDevice& be = w.device.backend();
+  if (be.runs_qmatmul() && !w.dense_device.defined() && m > 0 && w.k > 0 && w.n_out > 0) {
+    const Tensor x2 = as_rows(x, m, w.k);
+    const NormPrologue norm_pro(norm_alpha, x2, eps);
+    const Tensor target = ids.narrow(0, offset, m);
+    if (be.qmatmul_argmax(core::view(x2), norm_pro.prologue, {w.blocks.get(), w.type, w.n_out, w.k},
+                          core::view(target)))
+      return;
+  }
+  const Tensor y = norm ? forward_rms_norm(x, norm_alpha, eps) : forward(x);
+  ids.slice_set(y.argmax(1), 0, offset);
+}
+
 Tensor QMatMul::forward_swiglu(const Tensor& gate, const Tensor& up) const {
   return swiglu(gate, up, nullptr);
 }
