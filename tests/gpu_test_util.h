@@ -98,11 +98,34 @@ inline uint64_t modules(const gpu::KernelCache::Stats& s) {
 
 // A suite over the GPU devices under test: device() is the process's shared device of the spec,
 // private_device() a new one of its kind.
+// A way qmatvec can run that the quantized tests sweep: its workgroup shape, subgroup sums or
+// shared memory, the x rows from which it quantizes x itself (ACT_INLINE) or stages qact's rows
+// (ACT_STAGE), and its tensor-core variant (MMA).
+struct QMatVecPath {
+  gpu::QMatVecShape shape;
+  bool subgroups;
+  int64_t fuse_rows, stage_rows;
+  const char* name;
+  int64_t mma_rows = 0;
+  uint32_t mma_threads = 128;
+  void apply(gpu::GpuOptions& o) const {
+    o.qmatvec = shape;
+    o.subgroups = subgroups;
+    o.qmatvec_fuse_rows = fuse_rows;
+    o.qmatvec_stage_rows = stage_rows;
+    o.qmatvec_mma_rows = mma_rows;
+    o.qmatvec_mma_threads = mma_threads;
+  }
+};
+
 class GpuDeviceTest : public DeviceTest {
  protected:
   const std::string& spec() const { return GetParam(); }
   Device private_device(const std::function<void(gpu::GpuOptions&)>& tweak = {}) const {
     return testing::private_device(GetParam(), tweak);
+  }
+  Device private_device(const QMatVecPath& path) const {
+    return testing::private_device(GetParam(), [&](gpu::GpuOptions& o) { path.apply(o); });
   }
 };
 

@@ -247,26 +247,14 @@ TEST_P(GpuQMatMulArgmax, ShapesXPathsAndManyWorkgroups) {
   // workgroup merge on two levels over 40 blocks), subgroups or shared memory, x quantized by the
   // product itself (ACT_INLINE) or staged (ACT_STAGE).
   SCOPED_TRACE(rng.seed());
-  struct XPath {
-    gpu::QMatVecShape shape;
-    bool subgroups;
-    int64_t fuse_rows, stage_rows;
-    const char* name;
-  };
-  const XPath paths[] = {{{32, 2, 8}, true, 0, 0, "32 x 2"},
-                         {{32, 2, 8}, false, 0, 0, "32 x 2, shared memory"},
-                         {{64, 4, 8}, true, 0, 0, "64 x 4"},
-                         {{128, 3, 8}, true, 0, 0, "128 x 3"},
-                         {{32, 1, 8}, true, 8, 0, "32 x 1, ACT_INLINE"},
-                         {{64, 2, 8}, true, 0, 2, "64 x 2, ACT_STAGE"}};
-  for (const XPath& v : paths) {
-    const Device d = private_device([&](gpu::GpuOptions& o) {
-      o.qmatvec = v.shape;
-      o.subgroups = v.subgroups;
-      o.qmatvec_fuse_rows = v.fuse_rows;
-      o.qmatvec_stage_rows = v.stage_rows;
-      o.qmatvec_mma_rows = 0;
-    });
+  const QMatVecPath paths[] = {{{32, 2, 8}, true, 0, 0, "32 x 2"},
+                               {{32, 2, 8}, false, 0, 0, "32 x 2, shared memory"},
+                               {{64, 4, 8}, true, 0, 0, "64 x 4"},
+                               {{128, 3, 8}, true, 0, 0, "128 x 3"},
+                               {{32, 1, 8}, true, 8, 0, "32 x 1, ACT_INLINE"},
+                               {{64, 2, 8}, true, 0, 2, "64 x 2, ACT_STAGE"}};
+  for (const QMatVecPath& v : paths) {
+    const Device d = private_device(v);
     for (int i = 0; i < 3; i++) {
       Case c = random_case(rng);
       c.n = i == 0 ? 5000 : c.n;

@@ -292,32 +292,17 @@ TEST_P(GpuQMatMulRopeKv, GpuShapesAndXPathsToo) {
   // ops), x quantized by the product itself (ACT_INLINE) or staged (ACT_STAGE), and on the tensor
   // cores (MMA, where the device has 8-bit MMA: q4_1's cases of 2 x rows or more).
   SCOPED_TRACE(rng.seed());
-  struct XPath {
-    gpu::QMatVecShape shape;
-    bool subgroups;
-    int64_t fuse_rows, stage_rows;
-    const char* name;
-    int64_t mma_rows = 0;
-    uint32_t mma_threads = 128;
-  };
-  const XPath paths[] = {{{32, 2, 8}, true, 0, 0, "32 x 2"},
-                         {{32, 2, 8}, false, 0, 0, "32 x 2, shared memory"},
-                         {{64, 4, 8}, true, 0, 0, "64 x 4"},
-                         {{32, 3, 8}, true, 0, 0, "32 x 3: the two ops"},
-                         {{32, 2, 8}, true, 8, 0, "32 x 2, ACT_INLINE"},
-                         {{64, 2, 8}, true, 0, 2, "64 x 2, ACT_STAGE"},
-                         {{32, 2, 8}, true, 0, 0, "MMA, 2 warps", 2, 64},
-                         {{32, 2, 8}, true, 0, 2, "MMA, ACT_STAGE, 4 warps", 2, 128}};
-  for (const XPath& v : paths) {
+  const QMatVecPath paths[] = {{{32, 2, 8}, true, 0, 0, "32 x 2"},
+                               {{32, 2, 8}, false, 0, 0, "32 x 2, shared memory"},
+                               {{64, 4, 8}, true, 0, 0, "64 x 4"},
+                               {{32, 3, 8}, true, 0, 0, "32 x 3: the two ops"},
+                               {{32, 2, 8}, true, 8, 0, "32 x 2, ACT_INLINE"},
+                               {{64, 2, 8}, true, 0, 2, "64 x 2, ACT_STAGE"},
+                               {{32, 2, 8}, true, 0, 0, "MMA, 2 warps", 2, 64},
+                               {{32, 2, 8}, true, 0, 2, "MMA, ACT_STAGE, 4 warps", 2, 128}};
+  for (const QMatVecPath& v : paths) {
     if (v.mma_rows > 0 && !gpu(device()).device_caps().int8_mma) continue;
-    const Device d = private_device([&](gpu::GpuOptions& o) {
-      o.qmatvec = v.shape;
-      o.subgroups = v.subgroups;
-      o.qmatvec_fuse_rows = v.fuse_rows;
-      o.qmatvec_stage_rows = v.stage_rows;
-      o.qmatvec_mma_rows = v.mma_rows;
-      o.qmatvec_mma_threads = v.mma_threads;
-    });
+    const Device d = private_device(v);
     for (int i = 0; i < 4; i++) {
       Case c = random_case(rng);
       c.type = i % 2 ? QuantType::Q4_1 : QuantType::Q4_K;
