@@ -138,10 +138,7 @@ TEST_P(QMatMulArgmax, PicksTheProductsArgmax) {
 
 // Best rows repeated at positions far apart (in other workgroups and blocks of them): the first
 // wins; rows of NaN beat every number, the first of them winning.
-TEST_P(QMatMulArgmax, TiesGoToTheFirstRowAndNaNWins) {
-  const Device dev = device();
-  Rng rng;
-  SCOPED_TRACE(rng.seed());
+void check_ties_and_nan(const Device& dev, Rng& rng) {
   for (QuantType t : {QuantType::Q8_0, QuantType::Q4_1}) {
     const int64_t n = 6000, k = 64;
     std::vector<float> wv = random_values(rng, n * k, -1, 1);
@@ -177,6 +174,12 @@ TEST_P(QMatMulArgmax, TiesGoToTheFirstRowAndNaNWins) {
       ASSERT_EQ(picks, (std::vector<uint32_t>{1234, 1234}));
     }
   }
+}
+
+TEST_P(QMatMulArgmax, TiesGoToTheFirstRowAndNaNWins) {
+  Rng rng;
+  SCOPED_TRACE(rng.seed());
+  check_ties_and_nan(device(), rng);
 }
 
 TEST_P(QMatMulArgmax, RefusesBadArguments) {
@@ -254,7 +257,10 @@ TEST_P(GpuQMatMulArgmax, ShapesXPathsAndManyWorkgroups) {
                                {{32, 1, 8}, true, 8, 0, "32 x 1, ACT_INLINE"},
                                {{64, 2, 8}, true, 0, 2, "64 x 2, ACT_STAGE"}};
   for (const QMatVecPath& v : paths) {
-    const Device d = private_device(v);
+    const Device d = private_device([&](gpu::GpuOptions& o) {
+      v.apply(o);
+      o.qmatvec_argmax = true;  // CUDA's default is off
+    });
     for (int i = 0; i < 3; i++) {
       Case c = random_case(rng);
       c.n = i == 0 ? 5000 : c.n;
@@ -265,11 +271,16 @@ TEST_P(GpuQMatMulArgmax, ShapesXPathsAndManyWorkgroups) {
   }
 }
 
+TEST_P(GpuQMatMulArgmax, TiesAndNaNInTheKernel) {
+  SCOPED_TRACE(rng.seed());
+  check_ties_and_nan(private_device([](gpu::GpuOptions& o) { o.qmatvec_argmax = true; }), rng);
+}
+
 // A captured pick replayed with new x rows: each replay's picks are argmax's of that x (the
 // counters the last workgroups reset let every replay merge again).
 TEST_P(GpuQMatMulArgmax, ReplaysWithNewX) {
   SCOPED_TRACE(rng.seed());
-  const Device d = device();
+  const Device d = private_device([](gpu::GpuOptions& o) { o.qmatvec_argmax = true; });
   const int64_t n = 3000, k = 96;
   const QMatMul mm(
       quantize(Tensor::from_vec(random_values(rng, n * k, -1, 1), {n, k}), QuantType::Q4_1), d);

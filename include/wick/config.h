@@ -71,10 +71,11 @@ struct Knobs {
   // run rope_kv_cache after it (two dispatches) instead of rotating and writing the caches from
   // the product's kernel (QMatMul::forward_rope_kv; the same bits). Default on; for measuring.
   bool qmatvec_rope = true;
-  // WICK_QMATVEC_ARGMAX: 0/false/off makes a GPU's greedy pick (QMatMul::forward_argmax: the
-  // lm_head's product and its argmax) store the logits and run argmax after them (two dispatches)
-  // instead of folding the maxima in the product's kernel (the same picks). Default on.
-  bool qmatvec_argmax = true;
+  // WICK_QMATVEC_ARGMAX: 1/true/on makes a GPU's greedy pick (QMatMul::forward_argmax: the
+  // lm_head's product and its argmax) fold the maxima in the product's kernel; 0/false/off
+  // stores the logits and runs argmax after them (the same picks). Unset -> -1: the device's
+  // default (Vulkan on; CUDA off, CudaOptions::from_knobs: as measured on the H100).
+  int qmatvec_argmax = -1;
   // WICK_QMATVEC_SWIGLU: 1/true/on makes a GPU's decode feed-forward block
   // (QMatMul::forward_swiglu_ffn) finish silu(gate) * up and its 8-bit quantization in the gate/up
   // product's kernel (two dispatches instead of three; the same bits) for every count of x rows;

@@ -170,7 +170,7 @@ Knobs read_knobs() {
     }
   }
   if (const char* v = env("WICK_QMATVEC_ROPE")) k.qmatvec_rope = !off(v);
-  if (const char* v = env("WICK_QMATVEC_ARGMAX")) k.qmatvec_argmax = !off(v);
+  if (const char* v = env("WICK_QMATVEC_ARGMAX")) k.qmatvec_argmax = off(v) ? 0 : 1;
   if (const char* v = env("WICK_QMATVEC_SWIGLU")) k.qmatvec_swiglu = off(v) ? 0 : 1;
   if (const char* v = env("WICK_ATTENTION_BLOCK")) {
     int64_t n;
@@ -254,7 +254,9 @@ std::vector<std::pair<std::string, std::string>> describe_knobs() {
            : std::to_string(k.qmatvec_mma_rows) +
                  (k.qmatvec_mma_threads > 0 ? "," + std::to_string(k.qmatvec_mma_threads) : "")},
       {"WICK_QMATVEC_ROPE", k.qmatvec_rope ? "on" : "off"},
-      {"WICK_QMATVEC_ARGMAX", k.qmatvec_argmax ? "on" : "off"},
+      {"WICK_QMATVEC_ARGMAX", k.qmatvec_argmax < 0 ? "default"
+                              : k.qmatvec_argmax   ? "on"
+                                                   : "off"},
       {"WICK_QMATVEC_SWIGLU", k.qmatvec_swiglu < 0 ? "default"
                               : k.qmatvec_swiglu   ? "on"
                                                    : "off"},

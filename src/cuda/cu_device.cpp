@@ -56,6 +56,12 @@ CudaOptions CudaOptions::from_knobs(const DeviceCaps& caps) {
   // 1239.8 / 1242.6 tok/s against 1257.4 / 1255.8 (the last block's fence, count and L2 round
   // trip cost more than qact's launch, which programmatic dependent launch overlaps).
   if (knobs().qmatvec_swiglu < 0) o.qmatvec_swiglu_rows = 0;
+  // The greedy pick's argmax as its own kernel unless WICK_QMATVEC_ARGMAX says otherwise: on the
+  // H100 (SmolLM2-135M-shaped Q4_1, session 32, five alternations) decode with qmatvec.cu's
+  // ARGMAX took 1263.8-1289.8 tok/s (median 1277.2) against 1290.7-1295.9 (1293.9): the parts'
+  // fences, counts and merges cost more than the argmax launch, which programmatic dependent
+  // launch overlaps. Vulkan gained (853.8 -> 866.3 median): the default there.
+  if (knobs().qmatvec_argmax < 0) o.qmatvec_argmax = false;
   // attention.cu's workgroup 128 unless WICK_ATTENTION_BLOCK says otherwise: on the H100 (session
   // 23, one run each) decode 1241.8 tok/s at 128, 1263.9 at 64, 1170.7 at 32 (256 not measured).
   if (knobs().attention_block == 0) o.attention_block = 128;

@@ -48,7 +48,7 @@ GpuOptions GpuOptions::from_knobs(const DeviceCaps& caps) {
   o.qmatvec_stage_rows =
       k.qmatvec_stage_rows < 0 ? default_qmatvec_stage_rows(caps) : k.qmatvec_stage_rows;
   o.qmatvec_rope = k.qmatvec_rope;
-  o.qmatvec_argmax = k.qmatvec_argmax;
+  o.qmatvec_argmax = k.qmatvec_argmax != 0;
   o.qmatvec_swiglu_rows = k.qmatvec_swiglu < 0    ? default_qmatvec_swiglu_rows(caps)
                           : k.qmatvec_swiglu == 0 ? 0
                                                   : std::numeric_limits<int64_t>::max();

@@ -122,8 +122,8 @@ struct GpuOptions {
   // qmatmul_rope_kv in qmatvec's stores where it can (WICK_QMATVEC_ROPE); off: the product, then
   // rope_kv_cache.
   bool qmatvec_rope = true;
-  // qmatmul_argmax in qmatvec's stores where it can (WICK_QMATVEC_ARGMAX); off: the product, then
-  // argmax.
+  // qmatmul_argmax in qmatvec's stores where it can (WICK_QMATVEC_ARGMAX; CUDA's default off:
+  // CudaOptions::from_knobs); off: the product, then argmax.
   bool qmatvec_argmax = true;
   // qmatvec's ACT_INLINE variant loads its weight rows before its prologue and decodes them from
   // shared memory (W_STAGE) where they fit; off: from the weight buffer, after the prologue.
