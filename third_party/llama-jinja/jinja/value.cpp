@@ -1,4 +1,7 @@
 #include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
 #include <limits>
 #include "runtime.h"
 #include "unicode.h"
@@ -17,6 +20,9 @@
 #define FILENAME "jinja-value"
 
 namespace jinja {
+
+static value urlencode(const func_args & args);       // wick: below
+static value filesizeformat(const func_args & args);  // wick: below
 
 // func_args method implementations
 
@@ -677,6 +683,8 @@ const func_builtins & value_int_t::get_builtins() const {
         {"safe", tojson},
         {"string", tojson},
         {"tojson", tojson},
+        {"urlencode", urlencode},            // wick
+        {"filesizeformat", filesizeformat},  // wick
     };
     return builtins;
 }
@@ -708,6 +716,8 @@ const func_builtins & value_float_t::get_builtins() const {
         {"safe", float_to_string},
         {"string", float_to_string},
         {"tojson", tojson},
+        {"urlencode", urlencode},            // wick
+        {"filesizeformat", filesizeformat},  // wick
     };
     return builtins;
 }
@@ -836,6 +846,242 @@ static value string_affix(const func_args & args, bool suffix) {
         if (suffix ? string_endswith(str, x) : string_startswith(str, x)) return mk_val<value_bool>(true);
     }
     return mk_val<value_bool>(false);
+}
+
+// wick: jinja2's striptags, urlencode, filesizeformat and xmlattr filters, and the escape they share.
+static std::string html_escape(const std::string & in) {
+    std::string out;
+    for (char c : in) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&#34;"; break;
+            case '\'': out += "&#39;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+static void append_utf8(std::string & out, uint32_t cp) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xc0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xe0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+        out += static_cast<char>(0xf0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+}
+
+// The length of the Python whitespace character (str.split's) at `at` in UTF-8 text, or 0.
+static size_t python_space_at(const std::string & text, size_t at) {
+    const auto c = static_cast<unsigned char>(text[at]);
+    if ((c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20)) return 1;
+    auto byte = [&](size_t k) { return at + k < text.size() ? static_cast<unsigned char>(text[at + k]) : 0u; };
+    if (c == 0xc2 && (byte(1) == 0x85 || byte(1) == 0xa0)) return 2;
+    if (c == 0xe1 && byte(1) == 0x9a && byte(2) == 0x80) return 3;  // U+1680
+    if (c == 0xe2 && byte(1) == 0x80 && (byte(2) <= 0x8a || byte(2) == 0xa8 || byte(2) == 0xa9 || byte(2) == 0xaf)) return 3;
+    if (c == 0xe2 && byte(1) == 0x81 && byte(2) == 0x9f) return 3;  // U+205F
+    if (c == 0xe3 && byte(1) == 0x80 && byte(2) == 0x80) return 3;  // U+3000
+    return 0;
+}
+
+// The named references html.unescape also reads without a ';' (html5's legacy names).
+static const char * const legacy_entities[] = {
+    "AElig", "AMP", "Aacute", "Acirc", "Agrave", "Aring", "Atilde", "Auml", "COPY", "Ccedil", "ETH", "Eacute",
+    "Ecirc", "Egrave", "Euml", "GT", "Iacute", "Icirc", "Igrave", "Iuml", "LT", "Ntilde", "Oacute", "Ocirc",
+    "Ograve", "Oslash", "Otilde", "Ouml", "QUOT", "REG", "THORN", "Uacute", "Ucirc", "Ugrave", "Uuml", "Yacute",
+    "aacute", "acirc", "acute", "aelig", "agrave", "amp", "aring", "atilde", "auml", "brvbar", "ccedil", "cedil",
+    "cent", "copy", "curren", "deg", "divide", "eacute", "ecirc", "egrave", "eth", "euml", "frac12", "frac14",
+    "frac34", "gt", "iacute", "icirc", "iexcl", "igrave", "iquest", "iuml", "laquo", "lt", "macr", "micro",
+    "middot", "nbsp", "not", "ntilde", "oacute", "ocirc", "ograve", "ordf", "ordm", "oslash", "otilde", "ouml",
+    "para", "plusmn", "pound", "quot", "raquo", "reg", "sect", "shy", "sup1", "sup2", "sup3", "szlig", "thorn",
+    "times", "uacute", "ucirc", "ugrave", "uml", "uuml", "yacute", "yen", "yuml"};
+
+// The character of a named reference this engine reads (amp, lt, gt, quot, apos, nbsp), or 0.
+static uint32_t known_entity(const std::string & name) {
+    if (name == "amp" || name == "AMP") return '&';
+    if (name == "lt" || name == "LT") return '<';
+    if (name == "gt" || name == "GT") return '>';
+    if (name == "quot" || name == "QUOT") return '"';
+    if (name == "apos") return '\'';
+    if (name == "nbsp") return 0xa0;
+    return 0;
+}
+
+// Python's html.unescape for the references this engine reads: numeric ones of plain characters
+// and amp, lt, gt, quot, apos, nbsp (with or without the ';' as html.unescape takes them).
+// Another reference html.unescape would replace is an error rather than a silent difference.
+static std::string html_unescape(const std::string & in) {
+    auto fail = [](const std::string & ref) -> void {
+        throw std::runtime_error("striptags: the character reference " + ref + " is not supported");
+    };
+    std::string out;
+    for (size_t j = 0; j < in.size();) {
+        if (in[j] != '&') { out += in[j++]; continue; }
+        if (j + 1 < in.size() && in[j + 1] == '#') {  // &#[0-9]+;? or &#[xX][0-9a-fA-F]+;?
+            const bool hex = j + 2 < in.size() && (in[j + 2] == 'x' || in[j + 2] == 'X');
+            size_t e = j + (hex ? 3 : 2);
+            while (e < in.size() && (hex ? std::isxdigit(static_cast<unsigned char>(in[e])) : std::isdigit(static_cast<unsigned char>(in[e])))) e++;
+            const size_t first = j + (hex ? 3 : 2);
+            if (e == first) { out += in[j++]; continue; }
+            const size_t end = e < in.size() && in[e] == ';' ? e + 1 : e;
+            const std::string digits = in.substr(first, e - first);
+            unsigned long n = 0x110000;  // past Unicode: more than 7 significant digits
+            const size_t lead = digits.find_first_not_of('0');
+            if (lead == std::string::npos) n = 0;
+            else if (digits.size() - lead <= 7) n = std::stoul(digits.substr(lead), nullptr, hex ? 16 : 10);
+            // Python maps controls, cp1252's range, surrogates and noncharacters its own way.
+            const bool plain = n == 9 || n == 10 || n == 13 || (n >= 0x20 && n <= 0x7e) ||
+                               (n >= 0xa0 && n <= 0xd7ff) || (n >= 0xe000 && n <= 0xfdcf) ||
+                               (n >= 0xfdf0 && n <= 0x10ffff && (n & 0xfffe) != 0xfffe);
+            if (!plain) fail(in.substr(j, end - j));
+            append_utf8(out, static_cast<uint32_t>(n));
+            j = end;
+            continue;
+        }
+        size_t e = j + 1;  // html.unescape's name: [^\t\n\f <&#;]{1,32}
+        while (e < in.size() && e - j <= 32 && std::strchr("\t\n\f <&#;", in[e]) == nullptr) e++;
+        const std::string name = in.substr(j + 1, e - j - 1);
+        if (name.empty()) { out += in[j++]; continue; }
+        if (e < in.size() && in[e] == ';') {
+            const uint32_t cp = known_entity(name);
+            if (cp == 0) fail("&" + name + ";");
+            append_utf8(out, cp);
+            j = e + 1;
+            continue;
+        }
+        // No ';': the longest legacy name that begins it, the rest kept.
+        size_t best = 0;
+        for (const char * legacy : legacy_entities) {
+            const size_t n = std::strlen(legacy);
+            if (n > best && n <= name.size() && name.compare(0, n, legacy) == 0) best = n;
+        }
+        if (best == 0) { out += in[j++]; continue; }
+        const uint32_t cp = known_entity(name.substr(0, best));
+        if (cp == 0) fail("&" + name.substr(0, best));
+        append_utf8(out, cp);
+        j += 1 + best;
+    }
+    return out;
+}
+
+// markupsafe's striptags: comments and tags removed, runs of whitespace (Python's) made one
+// space, then the character references unescaped (html_unescape).
+static std::string strip_tags(const std::string & in) {
+    // Two passes as markupsafe's two regular expressions: <!--.*?--> everywhere, then <.*?>.
+    auto strip = [](const std::string & from, const char * open, const char * close) {
+        std::string kept;
+        for (size_t i = 0; i < from.size();) {
+            if (from.compare(i, std::strlen(open), open) == 0) {
+                const size_t end = from.find(close, i + std::strlen(open));
+                if (end != std::string::npos) { i = end + std::strlen(close); continue; }
+            }
+            kept += from[i++];
+        }
+        return kept;
+    };
+    const std::string text = strip(strip(in, "<!--", "-->"), "<", ">");
+    std::string words;
+    for (size_t i = 0; i < text.size();) {
+        if (const size_t n = python_space_at(text, i)) { i += n; continue; }
+        if (!words.empty()) words += ' ';
+        while (i < text.size() && python_space_at(text, i) == 0) words += text[i++];
+    }
+    return html_unescape(words);
+}
+
+// Python's urllib.parse.quote of the UTF-8 bytes, '/' kept (jinja2's url_quote), or for a query
+// string (for_qs): nothing kept, spaces as '+'.
+static std::string url_quote(const std::string & in, bool for_qs) {
+    static const char * hex = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : in) {
+        const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                                c == '_' || c == '.' || c == '-' || c == '~';
+        if (unreserved || (!for_qs && c == '/')) {
+            out += static_cast<char>(c);
+        } else if (for_qs && c == ' ') {
+            out += '+';
+        } else {
+            out += '%';
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
+}
+
+// jinja2's urlencode: a string or number quoted; a dict's items, or a list's (key, value) pairs,
+// as a query string.
+static value urlencode(const func_args & args) {
+    args.ensure_count(1, 1);
+    const value v = args.get_pos(0);
+    if (is_val<value_string>(v) || is_val<value_int>(v) || is_val<value_float>(v) || is_val<value_bool>(v) ||
+        v->is_none())
+        return mk_val<value_string>(url_quote(v->as_string().str(), false));
+    std::vector<std::pair<value, value>> items;
+    if (is_val<value_object>(v)) {
+        for (const auto & pair : v->as_ordered_object()) items.push_back(pair);
+    } else if (is_val<value_array>(v)) {
+        for (const auto & item : v->as_array()) {
+            if (!is_val<value_array>(item) || item->as_array().size() != 2)
+                throw std::runtime_error("urlencode: a list's items must be (key, value) pairs");
+            items.emplace_back(item->as_array()[0], item->as_array()[1]);
+        }
+    } else {
+        throw std::runtime_error("urlencode: cannot encode " + v->type());
+    }
+    std::string out;
+    for (const auto & [k, val] : items) {
+        if (!out.empty()) out += '&';
+        out += url_quote(k->as_string().str(), true) + "=" + url_quote(val->as_string().str(), true);
+    }
+    return mk_val<value_string>(out);
+}
+
+// jinja2's filesizeformat(binary=false): bytes in kB, MB... (powers of 1000) or KiB, MiB...
+static value filesizeformat(const func_args & args) {
+    args.ensure_count(1, 2);
+    const value v = args.get_pos(0);
+    double bytes;
+    if (is_val<value_int>(v)) {
+        bytes = static_cast<double>(v->as_int());
+    } else if (is_val<value_float>(v)) {
+        bytes = v->as_float();
+    } else if (is_val<value_string>(v)) {
+        const std::string s = v->as_string().str();
+        char * end = nullptr;
+        bytes = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size()) throw std::runtime_error("filesizeformat: could not convert string to float: '" + s + "'");
+    } else {
+        throw std::runtime_error("filesizeformat: needs a number, got " + v->type());
+    }
+    const bool binary = args.get_kwarg_or_pos("binary", 1)->as_bool();  // undefined == false
+    const double base = binary ? 1024.0 : 1000.0;
+    static const char * const decimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+    static const char * const powers2[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+    if (bytes == 1.0) return mk_val<value_string>("1 Byte");
+    if (bytes < base) return mk_val<value_string>(std::to_string(static_cast<int64_t>(bytes)) + " Bytes");
+    double unit = base;
+    for (int i = 0; i < 8; i++) {
+        unit *= base;
+        if (bytes < unit || i == 7) {
+            char buf[64];
+            std::snprintf(buf, sizeof(buf), "%.1f %s", base * bytes / unit, binary ? powers2[i] : decimal[i]);
+            return mk_val<value_string>(buf);
+        }
+    }
+    return mk_val<value_string>("");  // not reached
 }
 
 const func_builtins & value_string_t::get_builtins() const {
@@ -1344,19 +1590,14 @@ const func_builtins & value_string_t::get_builtins() const {
         // wick: jinja2's escape filter: & < > " ' as HTML entities
         {"escape", [](const func_args & args) -> value {
             args.ensure_vals<value_string>();
-            std::string out;
-            for (char c : args.get_pos(0)->as_string().str()) {
-                switch (c) {
-                    case '&': out += "&amp;"; break;
-                    case '<': out += "&lt;"; break;
-                    case '>': out += "&gt;"; break;
-                    case '"': out += "&#34;"; break;
-                    case '\'': out += "&#39;"; break;
-                    default: out += c;
-                }
-            }
-            return mk_val<value_string>(out);
+            return mk_val<value_string>(html_escape(args.get_pos(0)->as_string().str()));
         }},
+        {"striptags", [](const func_args & args) -> value {  // wick
+            args.ensure_vals<value_string>();
+            return mk_val<value_string>(strip_tags(args.get_pos(0)->as_string().str()));
+        }},
+        {"urlencode", urlencode},            // wick
+        {"filesizeformat", filesizeformat},  // wick
     };
     return builtins;
 }
@@ -1424,6 +1665,7 @@ static value array_unique(const func_args & args) {
 const func_builtins & value_array_t::get_builtins() const {
     static const func_builtins builtins = {
         {"default", default_value},
+        {"urlencode", urlencode},  // wick
         {"list", [](const func_args & args) -> value {
             args.ensure_vals<value_array>();
             const auto & arr = args.get_pos(0)->as_array();
@@ -1844,6 +2086,25 @@ const func_builtins & value_object_t::get_builtins() const {
             return result;
         }},
         {"join", object_join_not_implemented},
+        {"urlencode", urlencode},  // wick
+        // wick: jinja2's xmlattr(autospace=true): ' key="value"' for the items not none nor
+        // undefined, escaped; a key with whitespace, '/', '>' or '=' is an error
+        {"xmlattr", [](const func_args & args) -> value {
+            args.ensure_count(1, 2);
+            const value autospace = args.get_kwarg_or_pos("autospace", 1);
+            std::string out;
+            for (const auto & [k, v] : args.get_pos(0)->as_ordered_object()) {
+                if (v->is_none() || v->is_undefined()) continue;
+                const std::string key = k->as_string().str();
+                for (char c : key)
+                    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '/' || c == '>' || c == '=')
+                        throw std::runtime_error("xmlattr: invalid character in attribute name: '" + key + "'");
+                if (!out.empty()) out += ' ';
+                out += html_escape(key) + "=\"" + html_escape(v->as_string().str()) + "\"";
+            }
+            if (!out.empty() && (autospace->is_undefined() || autospace->as_bool())) out = " " + out;
+            return mk_val<value_string>(out);
+        }},
     };
     return builtins;
 }
@@ -1853,6 +2114,7 @@ const func_builtins & value_none_t::get_builtins() const {
         return mk_val<value_string>("None");
     };
     static const func_builtins builtins = {
+        {"urlencode", urlencode},  // wick
         {"default", default_value},
         {"tojson", tojson},
         {"string", tostring},
