@@ -1,6 +1,6 @@
 // QMatMul::forward_argmax, a greedy pick from the product (the lm_head's logits and their argmax),
 // on every device: the picks equal argmax(1) of the product on the same device (the unfused
-// ops), with and without the rms_norm prologue, for x rows decode's kernel takes and more, at an
+// ops), with and without the rms_norm prologue, f32/f16/bf16 x, for x rows decode's kernel takes and more, at an
 // offset into ids whose other elements stay as they were; the picked row's float64 value is the
 // largest within the product's error; duplicated best rows give the first, rows of NaN win as
 // argmax's order says; its errors. On GPUs: two dispatches fewer than the ops, the two levels of
@@ -23,12 +23,13 @@ struct Case {
   QuantType type = QuantType::Q8_0;
   int64_t m = 1, n = 300, k = 64, offset = 0;
   bool norm = true;
+  DType dt = DType::F32;  // x's (and alpha's)
 };
 
 std::string str(const Case& c) {
   std::ostringstream o;
   o << quant_type_info(c.type)->name << " m=" << c.m << " n=" << c.n << " k=" << c.k
-    << " offset=" << c.offset << (c.norm ? " rms_norm" : "");
+    << " offset=" << c.offset << (c.norm ? " rms_norm" : "") << " x " << c.dt;
   return o.str();
 }
 
@@ -43,6 +44,8 @@ Case random_case(Rng& rng) {
   c.n = ns[rng.integer(0, 6)];
   c.offset = rng.integer(0, 3);
   c.norm = rng.integer(0, 3) != 0;
+  const DType dts[] = {DType::F32, DType::F32, DType::F16, DType::BF16};
+  c.dt = dts[rng.integer(0, 3)];
   return c;
 }
 
@@ -92,9 +95,11 @@ void check_case(const Device& dev, Rng& rng, const Case& c, const std::string& w
   const QMatMul mm(qw, dev);
   const std::vector<float> xv = random_values(rng, c.m * c.k, -2, 2);
   const std::vector<float> av = random_values(rng, c.k, 0.5, 1.5);
-  const Tensor x = Tensor::from_vec(xv, {c.m, c.k}, dev), alpha = Tensor::from_vec(av, {c.k}, dev);
+  const Tensor x = Tensor::from_vec(xv, {c.m, c.k}, dev).to_dtype(c.dt);
+  const Tensor alpha = Tensor::from_vec(av, {c.k}, dev).to_dtype(c.dt);
   const std::vector<uint32_t> picks = check_picks(mm, x, alpha, c, what);
-  if (::testing::Test::HasFailure()) return;
+  // The float64 check for f32 x (16-bit x rounds x and the normalized rows first).
+  if (::testing::Test::HasFailure() || c.dt != DType::F32) return;
   // float64: the product of the rows the prologue gives.
   std::vector<double> xr(xv.begin(), xv.end());
   if (c.norm)
