@@ -1,10 +1,11 @@
 // QMatMul::forward_argmax, a greedy pick from the product (the lm_head's logits and their argmax),
 // on every device: the picks equal argmax(1) of the product on the same device (the unfused
-// ops), with and without the rms_norm prologue, f32/f16/bf16 x, for x rows decode's kernel takes and more, at an
-// offset into ids whose other elements stay as they were; the picked row's float64 value is the
-// largest within the product's error; duplicated best rows give the first, rows of NaN win as
-// argmax's order says; its errors. On GPUs: two dispatches fewer than the ops, the two levels of
-// merges on many workgroups, qmatvec's shapes and x paths, and a captured pick replayed with new x.
+// ops), with and without the rms_norm prologue, f32/f16/bf16 x, for x rows decode's kernel takes
+// and more, at an offset into ids whose other elements stay as they were; the picked row's
+// float64 value is the largest within the product's error (f32 x); duplicated best rows give the
+// first, rows of NaN win as argmax's order says; its errors. On GPUs: two dispatches fewer than
+// the ops, the two levels of merges on many workgroups, qmatvec's shapes and x paths, ties and NaN
+// in the kernel, and a captured pick replayed with new x.
 #include <algorithm>
 #include <cstring>
 #include <sstream>
