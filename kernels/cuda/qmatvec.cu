@@ -266,6 +266,17 @@ WICK_DEV void block_fold(float& acc, uint32_t& idx) {
     for (uint32_t w = 1u; w < WICK_WARPS; w++) arg_fold(acc, idx, s_v[w], s_i[w]);
 }
 
+// The n parts at `at` folded over the block (a load or two a thread, through L2: other blocks
+// wrote them), the result in thread 0. Every thread calls it.
+WICK_DEV void fold_parts(const float* part_val, const uint32_t* part_idx, uint32_t at, uint32_t n,
+                         float& acc, uint32_t& idx) {
+  acc = 0.0f;
+  idx = ARG_NONE;
+  for (uint32_t q = threadIdx.x; q < n; q += WG_SIZE)
+    arg_fold(acc, idx, __ldcg(part_val + at + q), __ldcg(part_idx + at + q));
+  block_fold(acc, idx);
+}
+
 // Every thread calls it once s_val holds the block's sums: the argmax's two levels of parts and
 // counts (above), the last block writing the ids of its x rows.
 WICK_DEV void argmax_tail(const QMatmulParams& pc, const wick::KernelArgs& args, uint32_t row0,
@@ -288,13 +299,10 @@ WICK_DEV void argmax_tail(const QMatmulParams& pc, const wick::KernelArgs& args,
     part_idx[(col0 + t) * groups + g] = idx;
   }
   if (!last_of_row(counters + b, in_block)) return;
-  for (uint32_t c = 0u; c < n_cols; c++) {  // the block's parts, a round of loads
-    float acc = 0.0f;
-    uint32_t idx = ARG_NONE;
-    for (uint32_t q = b * ARGMAX + t; q < b * ARGMAX + in_block; q += WG_SIZE)
-      arg_fold(acc, idx, __ldcg(part_val + (col0 + c) * groups + q),
-               __ldcg(part_idx + (col0 + c) * groups + q));
-    block_fold(acc, idx);
+  for (uint32_t c = 0u; c < n_cols; c++) {  // the block's parts
+    float acc;
+    uint32_t idx;
+    fold_parts(part_val, part_idx, (col0 + c) * groups + b * ARGMAX, in_block, acc, idx);
     if (t == 0u) {
       part_val[second + (col0 + c) * blocks + b] = acc;
       part_idx[second + (col0 + c) * blocks + b] = idx;
@@ -302,12 +310,9 @@ WICK_DEV void argmax_tail(const QMatmulParams& pc, const wick::KernelArgs& args,
   }
   if (!last_of_row(counters + blocks, blocks)) return;
   for (uint32_t c = 0u; c < n_cols; c++) {  // the blocks' parts
-    float acc = 0.0f;
-    uint32_t idx = ARG_NONE;
-    for (uint32_t q = t; q < blocks; q += WG_SIZE)
-      arg_fold(acc, idx, __ldcg(part_val + second + (col0 + c) * blocks + q),
-               __ldcg(part_idx + second + (col0 + c) * blocks + q));
-    block_fold(acc, idx);
+    float acc;
+    uint32_t idx;
+    fold_parts(part_val, part_idx, second + (col0 + c) * blocks, blocks, acc, idx);
     if (t == 0u) buffer_at<uint32_t>(args, 2)[pc.r_offset + (col0 + c) * pc.r_row] = idx;
   }
 }

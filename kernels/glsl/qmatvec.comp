@@ -391,6 +391,15 @@ void group_fold(uint t, float acc, uint idx) {
   }
 }
 
+// The n parts at `at` folded over the workgroup into s_fold_val[0], s_fold_idx[0] (a load or two
+// an invocation). Every invocation calls it.
+void fold_parts(uint t, uint at, uint n) {
+  float acc = 0.0;
+  uint idx = ARG_NONE;
+  for (uint q = t; q < n; q += WG_SIZE) arg_fold(acc, idx, part_val[at + q], part_idx[at + q]);
+  group_fold(t, acc, idx);
+}
+
 // Every invocation calls it once s_val holds the workgroup's sums: the argmax's two levels of
 // parts and counts (above), the last workgroup writing the ids of its x rows.
 void argmax_tail(uint t, uint row0, uint col0, uint n_cols) {
@@ -409,12 +418,8 @@ void argmax_tail(uint t, uint row0, uint col0, uint n_cols) {
     part_idx[(col0 + t) * groups + g] = idx;
   }
   if (!last_of_row(counters + b, in_block)) return;
-  for (uint c = 0u; c < n_cols; c++) {  // the block's parts, a round of loads
-    float acc = 0.0;
-    uint idx = ARG_NONE;
-    for (uint q = b * ARGMAX + t; q < b * ARGMAX + in_block; q += WG_SIZE)
-      arg_fold(acc, idx, part_val[(col0 + c) * groups + q], part_idx[(col0 + c) * groups + q]);
-    group_fold(t, acc, idx);
+  for (uint c = 0u; c < n_cols; c++) {  // the block's parts
+    fold_parts(t, (col0 + c) * groups + b * ARGMAX, in_block);
     if (t == 0u) {
       part_val[second + (col0 + c) * blocks + b] = s_fold_val[0];
       part_idx[second + (col0 + c) * blocks + b] = s_fold_idx[0];
@@ -422,12 +427,7 @@ void argmax_tail(uint t, uint row0, uint col0, uint n_cols) {
   }
   if (!last_of_row(counters + blocks, blocks)) return;
   for (uint c = 0u; c < n_cols; c++) {  // the blocks' parts
-    float acc = 0.0;
-    uint idx = ARG_NONE;
-    for (uint q = t; q < blocks; q += WG_SIZE)
-      arg_fold(acc, idx, part_val[second + (col0 + c) * blocks + q],
-               part_idx[second + (col0 + c) * blocks + q]);
-    group_fold(t, acc, idx);
+    fold_parts(t, second + (col0 + c) * blocks, blocks);
     if (t == 0u) ids[pc.r_offset + (col0 + c) * pc.r_row] = s_fold_idx[0];
   }
 }

@@ -492,17 +492,22 @@ void check_residual(const char* op, const QMatMul::Impl& w, const Tensor& residu
          " but the weight ", w.weight.str(), " is on ", w.device.name(), "; move residual there");
 }
 
-}  // namespace
-
-Tensor QMatMul::rows(const Tensor& ids) const {
-  const char* op = "QMatMul::rows";
-  const Impl& w = *impl_;
+// Row ids (rows' input, forward_argmax's output): 1-D u32 on the weight's device.
+void check_ids(const char* op, const QMatMul::Impl& w, const Tensor& ids) {
   if (ids.rank() != 1) fail(ErrorKind::Shape, op, "ids must be 1-D, got ", ids.shape());
   if (ids.dtype() != DType::U32)
     fail(ErrorKind::DType, op, "ids must be u32, got ", dtype_name(ids.dtype()));
   if (ids.device() != w.device)
     fail(ErrorKind::Device, op, "ids are on ", ids.device().name(), ", the weight ", w.weight.str(),
          " on ", w.device.name());
+}
+
+}  // namespace
+
+Tensor QMatMul::rows(const Tensor& ids) const {
+  const char* op = "QMatMul::rows";
+  const Impl& w = *impl_;
+  check_ids(op, w, ids);
   const int64_t n = ids.dim(0);
   if (w.dense_device.defined()) return w.dense_device.index_select(ids, 0);
   if (!w.device.backend().runs_qmatmul()) {  // the host's QTensor
@@ -669,13 +674,7 @@ void QMatMul::forward_argmax(const Tensor& x, const Tensor& ids, int64_t offset,
   if (x.rank() != 2)
     fail(ErrorKind::Shape, op, "x must be (m, k), got ", x.shape(), " (weight ", w.weight.str(),
          ")");
-  if (ids.rank() != 1)
-    fail(ErrorKind::Shape, op, "ids must be 1-D, got ", ids.shape(), " (x ", x.shape(), ")");
-  if (ids.dtype() != DType::U32)
-    fail(ErrorKind::DType, op, "ids must be u32, got ", ids.dtype(), " of shape ", ids.shape());
-  if (ids.device() != w.device)
-    fail(ErrorKind::Device, op, "ids ", ids.shape(), " are on ", ids.device().name(),
-         " but the weight ", w.weight.str(), " is on ", w.device.name());
+  check_ids(op, w, ids);
   const int64_t m = x.dim(0);
   if (offset < 0 || offset > ids.dim(0) || m > ids.dim(0) - offset)
     fail(ErrorKind::OutOfRange, op, m, " picks at offset ", offset, " do not fit ids of ",
