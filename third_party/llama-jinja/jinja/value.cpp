@@ -864,35 +864,15 @@ static std::string html_escape(const std::string & in) {
     return out;
 }
 
-static void append_utf8(std::string & out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xc0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xe0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-        out += static_cast<char>(0xf0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-}
-
 // The length of the Python whitespace character (str.split's) at `at` in UTF-8 text, or 0.
 static size_t python_space_at(const std::string & text, size_t at) {
-    const auto c = static_cast<unsigned char>(text[at]);
-    if ((c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20)) return 1;
-    auto byte = [&](size_t k) { return at + k < text.size() ? static_cast<unsigned char>(text[at + k]) : 0u; };
-    if (c == 0xc2 && (byte(1) == 0x85 || byte(1) == 0xa0)) return 2;
-    if (c == 0xe1 && byte(1) == 0x9a && byte(2) == 0x80) return 3;  // U+1680
-    if (c == 0xe2 && byte(1) == 0x80 && (byte(2) <= 0x8a || byte(2) == 0xa8 || byte(2) == 0xa9 || byte(2) == 0xaf)) return 3;
-    if (c == 0xe2 && byte(1) == 0x81 && byte(2) == 0x9f) return 3;  // U+205F
-    if (c == 0xe3 && byte(1) == 0x80 && byte(2) == 0x80) return 3;  // U+3000
-    return 0;
+    const utf8_parse_result r = common_parse_utf8_codepoint(text, at);
+    if (r.status != utf8_parse_result::SUCCESS) return 0;
+    const uint32_t c = r.codepoint;
+    const bool space = (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
+                       c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+                       c == 0x202f || c == 0x205f || c == 0x3000;
+    return space ? r.bytes_consumed : 0;
 }
 
 // The named references html.unescape also reads without a ';' (html5's legacy names).
@@ -945,7 +925,7 @@ static std::string html_unescape(const std::string & in) {
                                (n >= 0xa0 && n <= 0xd7ff) || (n >= 0xe000 && n <= 0xfdcf) ||
                                (n >= 0xfdf0 && n <= 0x10ffff && (n & 0xfffe) != 0xfffe);
             if (!plain) fail(in.substr(j, end - j));
-            append_utf8(out, static_cast<uint32_t>(n));
+            out += common_unicode_cpt_to_utf8(static_cast<uint32_t>(n));
             j = end;
             continue;
         }
@@ -956,7 +936,7 @@ static std::string html_unescape(const std::string & in) {
         if (e < in.size() && in[e] == ';') {
             const uint32_t cp = known_entity(name);
             if (cp == 0) fail("&" + name + ";");
-            append_utf8(out, cp);
+            out += common_unicode_cpt_to_utf8(cp);
             j = e + 1;
             continue;
         }
@@ -969,7 +949,7 @@ static std::string html_unescape(const std::string & in) {
         if (best == 0) { out += in[j++]; continue; }
         const uint32_t cp = known_entity(name.substr(0, best));
         if (cp == 0) fail("&" + name.substr(0, best));
-        append_utf8(out, cp);
+        out += common_unicode_cpt_to_utf8(cp);
         j += 1 + best;
     }
     return out;
