@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "wick/tensor.h"
@@ -236,6 +237,16 @@ struct SamplingOptions {
   // other steps (greedy included). 1 or repeat_last_n 0: off.
   double repeat_penalty = 1.0;
   int64_t repeat_last_n = 64;
+  // OpenAI's penalties, over the same window (llama.cpp's penalty_freq and penalty_present): a
+  // token seen c > 0 times among the last repeat_last_n accepted ones loses
+  // c * frequency_penalty + presence_penalty from its logit, after the repetition penalty.
+  // Finite; 0: off.
+  double frequency_penalty = 0.0;
+  double presence_penalty = 0.0;
+  // (token, bias) pairs added to those logits before every other step, greedy included; a bias
+  // of -inf bans the token. Each token at most once; +inf and NaN are refused, and so is a token
+  // past the logits when they are sampled.
+  std::vector<std::pair<uint32_t, double>> logit_bias{};
   uint64_t seed = 299792458;
 };
 
@@ -245,9 +256,15 @@ struct SamplingCandidate {
   double p;
 };
 
-// Picks the next token from logits. Deterministic for a given seed. Steps, in order: repetition
-// penalty, top-k, softmax at the temperature, top-p, min-p; then a draw (greedy: the first
-// maximum of the penalised logits).
+// A token's log-probability and the most likely alternatives (logprobs()).
+struct TokenLogprobs {
+  double logprob = 0;
+  std::vector<std::pair<uint32_t, double>> top;  // (token, log-probability)
+};
+
+// Picks the next token from logits. Deterministic for a given seed. Steps, in order: logit bias,
+// repetition, frequency and presence penalties, top-k, softmax at the temperature, top-p, min-p;
+// then a draw (greedy: the first maximum of the biased, penalised logits).
 class Sampler {
  public:
   explicit Sampler(SamplingOptions opts = {});
@@ -259,6 +276,10 @@ class Sampler {
   // calls it for every prompt token and every sampled one.
   void accept(uint32_t token);
   const SamplingOptions& options() const { return opts_; }
+  // The log-probabilities of the distribution the steps start from: log-softmax at temperature 1
+  // of the biased, penalised logits (what OpenAI's `logprobs` report), for `token` and the `top`
+  // most likely tokens (most likely first, ties by id). Call it before accept(token).
+  TokenLogprobs logprobs(const Tensor& logits, uint32_t token, int64_t top = 0) const;
   // Whether sample() is the first maximum of the logits as given (greedy, no penalty), which a
   // caller may then find itself (a server: for every sequence's row at once, on the device).
   bool plain_greedy() const;
@@ -271,6 +292,8 @@ class Sampler {
   double next_uniform();
   bool penalises() const;
   std::vector<SamplingCandidate> candidates(const std::vector<float>& logits) const;
+  // The logits after the bias and the penalties.
+  std::vector<double> adjusted(const std::vector<float>& logits, const char* op) const;
 };
 
 // The byte-level BPE tokenizer in a GGUF file's tokenizer.ggml.* metadata. Throws Error(Parse)

@@ -1,8 +1,9 @@
-// Token sampling: repetition penalty, greedy, temperature, top-k, top-p (nucleus) and min-p, with
-// a seeded generator.
+// Token sampling: logit bias, repetition, frequency and presence penalties, greedy, temperature,
+// top-k, top-p (nucleus) and min-p, with a seeded generator; log-probabilities for servers.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "wick/llama.h"
@@ -23,6 +24,20 @@ Sampler::Sampler(SamplingOptions opts) : opts_(opts), state_(opts.seed) {
          opts_.repeat_penalty);
   if (opts_.repeat_last_n < 0)
     fail(ErrorKind::OutOfRange, "Sampler", "repeat_last_n must be >= 0, got ", opts_.repeat_last_n);
+  if (!std::isfinite(opts_.frequency_penalty))
+    fail(ErrorKind::OutOfRange, "Sampler", "frequency_penalty must be finite, got ",
+         opts_.frequency_penalty);
+  if (!std::isfinite(opts_.presence_penalty))
+    fail(ErrorKind::OutOfRange, "Sampler", "presence_penalty must be finite, got ",
+         opts_.presence_penalty);
+  std::unordered_set<uint32_t> biased;
+  for (const auto& [token, bias] : opts_.logit_bias) {
+    if (std::isnan(bias) || bias == INFINITY)
+      fail(ErrorKind::OutOfRange, "Sampler", "logit_bias of token ", token,
+           " must be finite or -inf, got ", bias);
+    if (!biased.insert(token).second)
+      fail(ErrorKind::OutOfRange, "Sampler", "logit_bias names token ", token, " twice");
+  }
 }
 
 // splitmix64: small, fast, and the same sequence on every platform.
@@ -34,12 +49,21 @@ double Sampler::next_uniform() {
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
+namespace {
+
+bool has_penalty(const SamplingOptions& o) {
+  return (o.repeat_penalty != 1.0 || o.frequency_penalty != 0 || o.presence_penalty != 0) &&
+         o.repeat_last_n > 0;
+}
+
+}  // namespace
+
 bool Sampler::penalises() const {
-  return opts_.repeat_penalty != 1.0 && opts_.repeat_last_n > 0 && !recent_.empty();
+  return has_penalty(opts_) && !recent_.empty();
 }
 
 void Sampler::accept(uint32_t token) {
-  if (opts_.repeat_penalty == 1.0 || opts_.repeat_last_n == 0) return;
+  if (!has_penalty(opts_)) return;
   const size_t n = static_cast<size_t>(opts_.repeat_last_n);
   if (recent_.size() < n) {
     recent_.push_back(token);
@@ -49,16 +73,33 @@ void Sampler::accept(uint32_t token) {
   next_ = (next_ + 1) % n;
 }
 
-std::vector<SamplingCandidate> Sampler::candidates(const std::vector<float>& logits) const {
+std::vector<double> Sampler::adjusted(const std::vector<float>& logits, const char* op) const {
   std::vector<double> l(logits.begin(), logits.end());
+  for (const auto& [t, bias] : opts_.logit_bias) {
+    if (t >= l.size())
+      fail(ErrorKind::OutOfRange, op, "logit_bias names token ", t, ", past the ", l.size(),
+           " logits");
+    l[t] += bias;
+  }
   if (penalises()) {
-    // Each distinct recent token once, whatever its count (llama.cpp's penalty_repeat).
-    const std::unordered_set<uint32_t> seen(recent_.begin(), recent_.end());
-    for (const uint32_t t : seen) {
+    // The repetition penalty applies to each distinct recent token once, whatever its count
+    // (llama.cpp's penalty_repeat); the frequency penalty counts them.
+    std::unordered_map<uint32_t, int64_t> seen;
+    for (const uint32_t t : recent_) seen[t]++;
+    for (const auto& [t, count] : seen) {
       if (t >= l.size()) continue;
-      l[t] = l[t] <= 0 ? l[t] * opts_.repeat_penalty : l[t] / opts_.repeat_penalty;
+      if (opts_.repeat_penalty != 1.0)
+        l[t] = l[t] <= 0 ? l[t] * opts_.repeat_penalty : l[t] / opts_.repeat_penalty;
+      l[t] -= static_cast<double>(count) * opts_.frequency_penalty + opts_.presence_penalty;
     }
   }
+  if (!opts_.logit_bias.empty() && *std::max_element(l.begin(), l.end()) == -INFINITY)
+    fail(ErrorKind::OutOfRange, op, "logit_bias bans every token");
+  return l;
+}
+
+std::vector<SamplingCandidate> Sampler::candidates(const std::vector<float>& logits) const {
+  const std::vector<double> l = adjusted(logits, "Sampler::candidates");
   if (opts_.temperature <= 0) {
     const auto best = std::max_element(l.begin(), l.end()) - l.begin();
     return {{static_cast<uint32_t>(best), 1.0}};
@@ -88,6 +129,8 @@ std::vector<SamplingCandidate> Sampler::candidates(const std::vector<float>& log
     while (n < keep && p[n] >= opts_.min_p * p[0]) n++;
     keep = n;
   }
+  // Banned tokens (a bias of -inf) are never drawn, even when top-k or top-p reach them.
+  while (keep > 1 && p[keep - 1] == 0) keep--;
   sum = std::accumulate(p.begin(), p.begin() + static_cast<long>(keep), 0.0);
   std::vector<SamplingCandidate> out(keep);
   for (size_t i = 0; i < keep; i++) out[i] = {idx[i], p[i] / sum};
@@ -101,8 +144,31 @@ std::vector<SamplingCandidate> Sampler::candidates(const Tensor& logits) const {
   return candidates(logits.to_vec<float>());
 }
 
+TokenLogprobs Sampler::logprobs(const Tensor& logits, uint32_t token, int64_t top) const {
+  const char* op = "Sampler::logprobs";
+  if (logits.rank() != 1 || logits.numel() == 0)
+    fail(ErrorKind::Shape, op, "logits must be a non-empty vector, got ", logits.shape());
+  if (token >= static_cast<uint64_t>(logits.numel()))
+    fail(ErrorKind::OutOfRange, op, "token ", token, " is past the ", logits.numel(), " logits");
+  if (top < 0) fail(ErrorKind::OutOfRange, op, "top must be >= 0, got ", top);
+  const std::vector<double> l = adjusted(logits.to_vec<float>(), op);
+  const double most = *std::max_element(l.begin(), l.end());
+  double z = 0;
+  for (const double x : l) z += std::exp(x - most);
+  const double log_z = most + std::log(z);
+  TokenLogprobs out;
+  out.logprob = l[token] - log_z;
+  const size_t n = std::min(static_cast<size_t>(top), l.size());
+  std::vector<uint32_t> idx(l.size());
+  std::iota(idx.begin(), idx.end(), 0u);
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(n), idx.end(),
+                    [&](uint32_t a, uint32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+  for (size_t i = 0; i < n; i++) out.top.emplace_back(idx[i], l[idx[i]] - log_z);
+  return out;
+}
+
 bool Sampler::plain_greedy() const {
-  return opts_.temperature <= 0 && !penalises();
+  return opts_.temperature <= 0 && !penalises() && opts_.logit_bias.empty();
 }
 
 uint32_t Sampler::sample(const Tensor& logits) {
