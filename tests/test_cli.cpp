@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -146,6 +147,22 @@ TEST(CliArgs, LlamaCppShortFlagsAndSamplerOptions) {
   EXPECT_DOUBLE_EQ(a.repeat_penalty, 1.1);
   EXPECT_EQ(a.repeat_last_n, 32);
   EXPECT_EQ(a.stops, (std::vector<std::string>{"\n\n", "User:"}));
+  const Args pen = parse({"generate", "-m", "m", "-p", "x", "--frequency-penalty", "-0.5",
+                          "--presence-penalty=1.25", "--logit-bias", "15043+1.5", "--logit-bias",
+                          "7-2", "--logit-bias=9-inf"});
+  EXPECT_DOUBLE_EQ(pen.frequency_penalty, -0.5);
+  EXPECT_DOUBLE_EQ(pen.presence_penalty, 1.25);
+  ASSERT_EQ(pen.logit_bias.size(), 3u);
+  EXPECT_EQ(pen.logit_bias[0], (std::pair<uint32_t, double>{15043, 1.5}));
+  EXPECT_EQ(pen.logit_bias[1], (std::pair<uint32_t, double>{7, -2.0}));
+  EXPECT_EQ(pen.logit_bias[2].first, 9u);
+  EXPECT_EQ(pen.logit_bias[2].second, -std::numeric_limits<double>::infinity());
+  for (const char* bad : {"15043", "+1", "15043+inf", "15043--1", "x+1", "15043+101", "1+"})
+    expect_usage_error({"generate", "-m", "m", "-p", "x", "--logit-bias", bad}, "--logit-bias");
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "--frequency-penalty", "2.5"},
+                     "--frequency-penalty needs a decimal number in [-2, 2]");
+  expect_usage_error({"generate", "-m", "m", "-p", "x", "--presence-penalty", "nan"},
+                     "--presence-penalty");
   const Args f = parse({"generate", "-m", "m.gguf", "-f", "prompt.txt"});
   EXPECT_EQ(f.prompt_file, "prompt.txt");
   EXPECT_TRUE(f.prompt.empty());

@@ -1,5 +1,6 @@
 // wick.Llama (load, forward, generate as an iterator of text pieces), wick.Tokenizer and
 // wick.GgufWriter (to write small models, e.g. in tests).
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <span>
 
 #include "wick/gguf.h"
@@ -303,8 +305,9 @@ void bind_models(nb::module_& m) {
           "generate",
           [](Llama& l, nb::handle prompt, int64_t max_new_tokens, double temperature, int64_t top_k,
              double top_p, double min_p, double repeat_penalty, int64_t repeat_last_n,
-             uint64_t seed, bool allow_special, bool reset,
-             std::optional<std::vector<int32_t>> stop_tokens) {
+             double frequency_penalty, double presence_penalty,
+             std::optional<std::map<uint32_t, double>> logit_bias, uint64_t seed,
+             bool allow_special, bool reset, std::optional<std::vector<int32_t>> stop_tokens) {
             if (reset) {  // else the generator's first step settles the cache
               l.s->fed = -1;
               l.s->model.reset();
@@ -316,6 +319,9 @@ void bind_models(nb::module_& m) {
             o.min_p = min_p;
             o.repeat_penalty = repeat_penalty;
             o.repeat_last_n = repeat_last_n;
+            o.frequency_penalty = frequency_penalty;
+            o.presence_penalty = presence_penalty;
+            if (logit_bias) o.logit_bias.assign(logit_bias->begin(), logit_bias->end());
             o.seed = seed;
             std::vector<int32_t> stops =
                 stop_tokens ? *stop_tokens : std::vector<int32_t>{l.s->tokenizer.eos_id()};
@@ -325,13 +331,18 @@ void bind_models(nb::module_& m) {
           nb::arg("prompt"), nb::arg("max_new_tokens") = 128, nb::arg("temperature") = 0.0,
           nb::arg("top_k") = 0, nb::arg("top_p") = 1.0, nb::arg("min_p") = 0.0,
           nb::arg("repeat_penalty") = 1.0, nb::arg("repeat_last_n") = 64,
-          nb::arg("seed") = SamplingOptions{}.seed, nb::arg("allow_special") = false,
-          nb::arg("reset") = true, nb::arg("stop_tokens") = nb::none(), nb::keep_alive<0, 1>(),
+          nb::arg("frequency_penalty") = 0.0, nb::arg("presence_penalty") = 0.0,
+          nb::arg("logit_bias") = nb::none(), nb::arg("seed") = SamplingOptions{}.seed,
+          nb::arg("allow_special") = false, nb::arg("reset") = true,
+          nb::arg("stop_tokens") = nb::none(), nb::keep_alive<0, 1>(),
           nb::sig(
               "def generate(self, prompt: str | collections.abc.Sequence[int], max_new_tokens: int "
               "= 128, "
               "temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0, "
-              "repeat_penalty: float = 1.0, repeat_last_n: int = 64, seed: int = 299792458, "
+              "repeat_penalty: float = 1.0, repeat_last_n: int = 64, "
+              "frequency_penalty: float = 0.0, presence_penalty: float = 0.0, "
+              "logit_bias: collections.abc.Mapping[int, float] | None = None, "
+              "seed: int = 299792458, "
               "allow_special: bool = False, reset: bool = True, "
               "stop_tokens: collections.abc.Sequence[int] | None = None) -> Generation"),
           "An iterator of text pieces: the prompt (text, or token ids) is fed, then up to "

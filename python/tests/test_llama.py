@@ -104,6 +104,38 @@ def test_generate_greedy_matches_forward_argmax(tiny):
     assert m.position == len(m.tokenizer.encode("the bat")) + 12
 
 
+def test_generate_penalties_and_logit_bias(tiny):
+    # Each pick is the argmax of the step's logits after the bias and OpenAI's penalties over
+    # the last repeat_last_n tokens (prompt included), computed here in float64.
+    path, tokens = tiny
+    m = wick.Llama.load(str(path))
+    prompt = m.tokenizer.encode("the bat")
+    bias = {5: 3.0, 7: -float("inf"), 11: -1.5}
+    freq, presence, last_n = 0.7, -0.3, 6
+    gen = m.generate(prompt, max_new_tokens=10, stop_tokens=[], frequency_penalty=freq,
+                     presence_penalty=presence, repeat_last_n=last_n, logit_bias=bias)
+    "".join(gen)
+    ids = gen.tokens
+    m.reset()
+    logits = m.forward(prompt)
+    history, want = list(prompt), []
+    for _ in range(10):
+        l = np.asarray(logits, dtype=np.float64).copy()
+        for t, b in bias.items():
+            l[t] += b
+        window = history[-last_n:]
+        for t in set(window):
+            l[t] -= window.count(t) * freq + presence
+        want.append(int(np.argmax(l)))
+        history.append(want[-1])
+        logits = m.forward([want[-1]])
+    assert ids == want and 7 not in ids
+    with pytest.raises(wick.OutOfRangeError, match="logit_bias"):
+        list(m.generate(prompt, max_new_tokens=2, logit_bias={len(tokens) + 3: 1.0}))
+    with pytest.raises(wick.OutOfRangeError, match="frequency_penalty"):
+        m.generate(prompt, frequency_penalty=float("nan"))
+
+
 GPUS = [d for d in wick.available_devices() if not d.is_cpu]
 
 

@@ -60,7 +60,8 @@ constexpr uint64_t kMaxCount = INT32_MAX;
 constexpr uint64_t kMaxBatch = 256;
 
 // Every numeric flag of every command is read by one of these two: plain decimal digits (no
-// sign, hex, exponent, spaces, inf or nan), the whole word, in range.
+// hex, exponent, spaces, inf or nan; a '-' only where the range has negatives), the whole word,
+// in range.
 uint64_t parse_integer(std::string_view opt, std::string_view v, uint64_t lo, uint64_t hi) {
   uint64_t x = 0;
   const char* end = v.data() + v.size();
@@ -91,6 +92,21 @@ double parse_decimal(std::string_view opt, std::string_view v, double lo, double
 
 int64_t parse_count(std::string_view opt, std::string_view v, int64_t lo) {
   return static_cast<int64_t>(parse_integer(opt, v, static_cast<uint64_t>(lo), kMaxCount));
+}
+
+// llama.cpp's TOKEN_ID(+|-)BIAS: "15043+1.5", "15043-1", "15043-inf" (a ban).
+std::pair<uint32_t, double> parse_logit_bias(std::string_view opt, std::string_view v) {
+  const size_t sign = v.find_first_of("+-");
+  if (sign == std::string_view::npos || sign == 0)
+    throw UsageError(std::string(opt) + " needs TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, " +
+                     "15043-inf), got '" + std::string(v) + "'");
+  const auto id = static_cast<uint32_t>(parse_integer(opt, v.substr(0, sign), 0, INT32_MAX));
+  const std::string_view mag = v.substr(sign + 1);
+  if (v[sign] == '-' && mag == "inf") return {id, -std::numeric_limits<double>::infinity()};
+  if (mag.starts_with('-'))
+    throw UsageError(std::string(opt) + " has two signs in '" + std::string(v) + "'");
+  const double x = parse_decimal(opt, mag, 0, 100, false);
+  return {id, v[sign] == '-' ? -x : x};
 }
 
 }  // namespace
@@ -219,6 +235,12 @@ Args parse_args(int argc, const char* const* argv) {
           parse_decimal(name, value("a number"), 0, std::numeric_limits<double>::infinity(), true);
     } else if (gen && name == "--repeat-last-n") {
       a.repeat_last_n = parse_count(name, value("a count"), 0);
+    } else if (gen && name == "--frequency-penalty") {
+      a.frequency_penalty = parse_decimal(name, value("a number"), -2, 2, false);
+    } else if (gen && name == "--presence-penalty") {
+      a.presence_penalty = parse_decimal(name, value("a number"), -2, 2, false);
+    } else if (gen && name == "--logit-bias") {
+      a.logit_bias.push_back(parse_logit_bias(name, value("TOKEN_ID+BIAS")));
     } else if (gen && name == "--stop") {
       a.stops.push_back(value("a text"));
     } else if (gen && (name == "-s" || name == "--seed")) {
@@ -357,7 +379,8 @@ std::string help_text(Command command) {
       return "usage: wick generate -m PATH (-p TEXT | -f PATH) [-n N] [--device D] [-t N]\n"
              "                     [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
              "                     [--repeat-penalty X] [--repeat-last-n N] [--stop STR]...\n"
-             "                     [-s S] [--chat] [-c N] [--ignore-eos]\n"
+             "                     [--frequency-penalty X] [--presence-penalty X]\n"
+             "                     [--logit-bias ID+X]... [-s S] [--chat] [-c N] [--ignore-eos]\n"
              "\n"
              "Loads a llama-family model (SmolLM2, Llama, ...; a GGUF file or a Hugging Face\n"
              "folder) and continues the prompt, printing tokens as they come; then load time,\n"
@@ -386,7 +409,16 @@ std::string help_text(Command command) {
              "  --repeat-penalty X divide the positive logits of the tokens among the last N\n"
              "                     (prompt included) by X, multiply the negative ones, > 0\n"
              "                     (llama.cpp's; default 1: off)\n"
-             "  --repeat-last-n N  the N of --repeat-penalty (default 64; 0: off)\n"
+             "  --repeat-last-n N  the N of --repeat-penalty, --frequency-penalty and\n"
+             "                     --presence-penalty (default 64; 0: off)\n"
+             "  --frequency-penalty X\n"
+             "                     subtract X times its count among the last N tokens from\n"
+             "                     each token's logit, X in [-2, 2] (OpenAI's; default 0)\n"
+             "  --presence-penalty X\n"
+             "                     subtract X from the logit of each token among the last N,\n"
+             "                     X in [-2, 2] (OpenAI's; default 0)\n"
+             "  --logit-bias ID+X  add X (or with ID-X subtract it; X <= 100, or ID-inf: never\n"
+             "                     pick it) to token ID's logit before sampling (repeatable)\n"
              "  --stop STR         stop when the generated text contains STR, which is not\n"
              "                     printed (repeatable)\n"
              "  --ignore-eos       go on past the end-of-sequence token (not with --chat)\n"
@@ -399,12 +431,14 @@ std::string help_text(Command command) {
              "  --kv-type T        the KV cache's element type: f16 (default, as llama.cpp's),\n"
              "                     bf16 or f32 (q8_0 is not implemented)\n"
              "\n"
-             "Numbers are decimal digits (T, P and X with an optional '.' fraction); no value may\n"
-             "be empty.\n";
+             "Numbers are decimal digits (T, P and X with an optional '.' fraction, the\n"
+             "frequency and presence penalties' with an optional '-'); no value may be empty.\n";
     case Command::Chat:
       return "usage: wick chat -m PATH [--system TEXT] [-n N] [--device D] [-t N] [-c N]\n"
              "                 [--temp T] [--top-k K] [--top-p P] [--min-p P] [-s S]\n"
              "                 [--repeat-penalty X] [--repeat-last-n N] [--stop STR]...\n"
+             "                 [--frequency-penalty X] [--presence-penalty X] [--logit-bias "
+             "ID+X]...\n"
              "\n"
              "A conversation with a llama-family model (a GGUF file or a Hugging Face folder):\n"
              "each line read from stdin is a user turn; the conversation so far is rendered by\n"

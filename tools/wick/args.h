@@ -52,6 +52,9 @@ struct Args {
   double min_p = 0.0;              // --min-p P (0: off)
   double repeat_penalty = 1.0;     // --repeat-penalty X (1: off)
   int64_t repeat_last_n = 64;      // --repeat-last-n N: tokens the penalty looks back on (0: off)
+  double frequency_penalty = 0.0;  // --frequency-penalty X, in [-2, 2] (0: off)
+  double presence_penalty = 0.0;   // --presence-penalty X, in [-2, 2] (0: off)
+  std::vector<std::pair<uint32_t, double>> logit_bias;  // --logit-bias ID+X / ID-X (repeatable)
   std::vector<std::string> stops;  // --stop STR (repeatable): end when the text contains one
   uint64_t seed = 299792458;       // -s/--seed S
   bool ignore_eos = false;         // --ignore-eos: plain text does not stop at eos

@@ -50,6 +50,9 @@ SamplingOptions sampling_options(const Args& args) {
   so.min_p = args.min_p;
   so.repeat_penalty = args.repeat_penalty;
   so.repeat_last_n = args.repeat_last_n;
+  so.frequency_penalty = args.frequency_penalty;
+  so.presence_penalty = args.presence_penalty;
+  so.logit_bias = args.logit_bias;
   so.seed = args.seed;
   return so;
 }
