@@ -153,6 +153,54 @@ def api_basics(srv):
     check(usage is not None and usage.completion_tokens == r.usage.completion_tokens,
           f"stream usage {usage} vs {r.usage}")
 
+    # Log-probabilities (greedy: each token is its own first alternative), streamed as whole.
+    r = c.chat.completions.create(model=model, messages=msgs, max_tokens=10, temperature=0,
+                                  logprobs=True, top_logprobs=3)
+    lps = r.choices[0].logprobs.content
+    check(r.choices[0].message.content == answer, "logprobs changed the greedy answer")
+    check(b"".join(bytes(t.bytes) for t in lps).decode("utf-8", "replace") == answer,
+          f"logprob tokens {[t.token for t in lps]} do not spell {answer!r}")
+    for t in lps:
+        top = t.top_logprobs
+        check(len(top) == 3 and top[0].token == t.token and top[0].logprob == t.logprob,
+              f"greedy token {t.token!r} {t.logprob} is not its first alternative {top}")
+        check(all(a.logprob >= b.logprob for a, b in zip(top, top[1:])) and t.logprob <= 0,
+              f"alternatives out of order or a positive logprob: {top}")
+        check(sum(2.718281828459045 ** a.logprob for a in top) <= 1 + 1e-9, f"probabilities {top}")
+    streamed = []
+    for chunk in c.chat.completions.create(model=model, messages=msgs, max_tokens=10,
+                                           temperature=0, logprobs=True, top_logprobs=3,
+                                           stream=True):
+        for ch in chunk.choices:
+            if ch.logprobs and ch.logprobs.content:
+                streamed += ch.logprobs.content
+    check([(t.token, t.logprob) for t in streamed] == [(t.token, t.logprob) for t in lps],
+          "streamed logprobs differ from the whole answer's")
+    r = c.completions.create(model=model, prompt="The quick brown fox", max_tokens=12,
+                             temperature=0, logprobs=2)
+    lp = r.choices[0].logprobs
+    check(r.choices[0].text == text and len(lp.tokens) == len(lp.token_logprobs) ==
+          len(lp.top_logprobs) == len(lp.text_offset) == r.usage.completion_tokens -
+          (r.choices[0].finish_reason == "stop"), f"completion logprobs {lp}")
+    check(lp.text_offset == [sum(len(t.encode()) for t in lp.tokens[:i])
+                             for i in range(len(lp.tokens))], f"text_offset {lp.text_offset}")
+    check(all(max(tp.values()) == v and len(tp) <= 2 for tp, v in
+              zip(lp.top_logprobs, lp.token_logprobs)), f"top_logprobs {lp.top_logprobs}")
+    # logit_bias: +100 makes a token certain (ids 300 and 301: merges of the byte-level vocab of
+    # `bench gen --save-model`), -100 takes it out; the penalties are taken.
+    def first(bias):
+        f = c.completions.create(model=model, prompt="The quick brown fox", max_tokens=1,
+                                 temperature=0, logprobs=1, logit_bias=bias)
+        return f.choices[0].logprobs.tokens[0], f.choices[0].logprobs.token_logprobs[0]
+    t300, l300 = first({"300": 100})
+    t301, l301 = first({"301": 100})
+    check(t300 != t301 and l300 > -1e-3 and l301 > -1e-3, f"forced {t300!r} {l300}, {t301!r} {l301}")
+    check(first({"300": -100, "301": 100})[0] == t301 and first({"300": -100})[0] != t300,
+          "logit_bias -100 did not take the token out")
+    pen = c.completions.create(model=model, prompt="The quick brown fox", max_tokens=12,
+                               temperature=0, frequency_penalty=1.5, presence_penalty=0.5)
+    check(pen.choices[0].finish_reason in ("stop", "length"), f"penalties: {pen}")
+
     # Sampling with a seed is repeatable.
     a = c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9, seed=7)
     b = c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9, seed=7)
@@ -183,6 +231,12 @@ def refusals(srv, max_body):
     expect(400, {"prompt": "x", "temperature": 9}, 400, "temperature")
     expect(400, {"prompt": "x", "top_p": 0}, 400, "top_p")
     expect(400, {"prompt": "x", "n": 2}, 400, "'n'")
+    expect(400, {"prompt": "x", "logprobs": 6}, 400, "logprobs")
+    expect(400, {"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}, 400,
+           "top_logprobs", "logprobs", path="/v1/chat/completions")
+    expect(400, {"prompt": "x", "logit_bias": {"x1": 5}}, 400, "logit_bias", "token ids")
+    expect(400, {"prompt": "x", "logit_bias": {"1": 500}}, 400, "logit_bias", "[-100, 100]")
+    expect(400, {"prompt": "x", "frequency_penalty": 3}, 400, "frequency_penalty")
     expect(400, {"prompt": "x", "stop": [1]}, 400, "stop")
     # Deep nesting is refused before a recursive dump in an error message meets it (it crashed).
     deep = 30000  # under the test server's 64 KiB --max-body

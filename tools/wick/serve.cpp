@@ -61,6 +61,7 @@ struct StreamState {
   std::string id, model;
   int64_t created = 0;
   bool first = true;
+  size_t streamed_bytes = 0;  // of the answer's text so far: a completion's text_offset
   RequestStream::Clock::time_point last_write = RequestStream::Clock::now();
 };
 
@@ -82,9 +83,11 @@ bool write_events(StreamState& s, httplib::DataSink& sink) {
     if (RequestStream::Clock::now() - s.last_write < kKeepAlive) return true;
     return write(": waiting\n\n");
   }
-  if (!u.text.empty() && !write(sse_event(chunk_json(s.request, s.id, s.created, s.model, &u.text,
-                                                     s.first, FinishReason::None))))
+  if ((!u.text.empty() || !u.logprobs.empty()) &&
+      !write(sse_event(chunk_json(s.request, s.id, s.created, s.model, &u.text, s.first,
+                                  FinishReason::None, u.logprobs, s.streamed_bytes))))
     return false;
+  for (const TokenLogprob& t : u.logprobs) s.streamed_bytes += t.token.size();
   s.first = false;
   if (u.finish == FinishReason::None) return true;
   if (u.finish == FinishReason::Error) {
@@ -234,10 +237,12 @@ class Server {
       return;
     }
     std::string text;
+    std::vector<TokenLogprob> logprobs;
     RequestStream::Update u;
     for (;;) {
       if (!stream->next(u, std::chrono::seconds(1))) continue;
       text += u.text;
+      for (TokenLogprob& t : u.logprobs) logprobs.push_back(std::move(t));
       if (u.finish != FinishReason::None) break;
     }
     if (u.finish == FinishReason::Error) {
@@ -245,7 +250,7 @@ class Server {
       return;
     }
     res.set_content(dump_json(answer_json(r, id, created, served_.id, text, u.finish,
-                                          u.prompt_tokens, u.completion_tokens)),
+                                          u.prompt_tokens, u.completion_tokens, logprobs)),
                     kJson);
   }
 

@@ -1,5 +1,7 @@
 #include "serve_api.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -70,15 +72,10 @@ bool boolean(const json& body, const char* name, bool dflt) {
 
 // Options wick does not implement are refused unless they ask for the default.
 void refuse_unless_default(const json& body) {
-  for (const char* name : {"presence_penalty", "frequency_penalty"})
-    if (number(body, name, 0, -2, 2) != 0) bad(name, "is not supported (only 0)");
   if (integer(body, "n", 1, 1, 1) != 1) bad("n", "must be 1");
-  for (const char* name : {"logprobs", "echo"})
-    if (const json* v = field(body, name); v && !(v->is_boolean() && !v->get<bool>()))
-      bad(name, "is not supported");
+  if (const json* v = field(body, "echo"); v && !(v->is_boolean() && !v->get<bool>()))
+    bad("echo", "is not supported");
   if (integer(body, "best_of", 1, 1, 1) != 1) bad("best_of", "must be 1");
-  if (const json* v = field(body, "logit_bias"); v && !(v->is_object() && v->empty()))
-    bad("logit_bias", "is not supported");
   if (const json* v = field(body, "suffix");
       v && !(v->is_string() && v->get<std::string>().empty()))
     bad("suffix", "is not supported");
@@ -148,6 +145,38 @@ std::vector<uint32_t> completion_prompt(const json& body, const ServedModel& m) 
   bad("prompt", "must be a string, an array of one string, or an array of token ids");
 }
 
+// OpenAI's {"token id": bias in [-100, 100]}.
+std::vector<std::pair<uint32_t, double>> logit_bias(const json& body, const ServedModel& m) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return {};
+  if (!v->is_object()) bad("logit_bias", "must be an object of token ids to numbers");
+  std::vector<std::pair<uint32_t, double>> out;
+  for (const auto& [key, bias] : v->items()) {
+    uint32_t id = 0;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (key.empty() || ec != std::errc() || end != key.data() + key.size() ||
+        id >= static_cast<uint32_t>(m.tokenizer.vocab_size()))
+      bad("logit_bias", "has key " + shown(json(key)) + ", want token ids 0 to " +
+                            std::to_string(m.tokenizer.vocab_size() - 1) + " in decimal");
+    if (!bias.is_number() || !std::isfinite(bias.get<double>()) || bias.get<double>() < -100 ||
+        bias.get<double>() > 100)
+      bad("logit_bias",
+          "has " + shown(bias) + " for token " + key + ", want a number in [-100, 100]");
+    for (const auto& [seen, b] : out)
+      if (seen == id) bad("logit_bias", "names token " + std::to_string(id) + " twice");
+    out.emplace_back(id, bias.get<double>());
+  }
+  return out;
+}
+
+// Completions: "logprobs": 0-5 alternatives; chat: "logprobs": true with "top_logprobs": 0-20.
+int64_t logprobs_wanted(const json& body, bool chat) {
+  if (!chat) return integer(body, "logprobs", -1, 0, 5);
+  const bool on = boolean(body, "logprobs", false);
+  if (field(body, "top_logprobs") && !on) bad("top_logprobs", "needs \"logprobs\": true");
+  return on ? integer(body, "top_logprobs", 0, 0, 20) : -1;
+}
+
 std::vector<std::string> stop_strings(const json& body) {
   const json* v = field(body, "stop");
   if (!v) return {};
@@ -196,6 +225,10 @@ ApiRequest parse_api_request(const std::string& body_text, bool chat, const Serv
   s.min_p = number(body, "min_p", 0.0, 0, 1);
   s.repeat_penalty = number(body, "repeat_penalty", 1.0, 0, 1e9, /*lo_open=*/true);
   s.repeat_last_n = integer(body, "repeat_last_n", 64, 0, INT32_MAX);
+  s.frequency_penalty = number(body, "frequency_penalty", 0.0, -2, 2);
+  s.presence_penalty = number(body, "presence_penalty", 0.0, -2, 2);
+  s.logit_bias = logit_bias(body, m);
+  g.logprobs = logprobs_wanted(body, chat);
   if (const json* v = field(body, "seed")) {
     if (!v->is_number_integer()) bad("seed", "must be an integer, got " + shown(*v));
     s.seed =
@@ -248,6 +281,52 @@ json finish_value(FinishReason f) {
   return f == FinishReason::None ? json() : json(finish_reason_name(f));
 }
 
+// -inf (a banned token) as OpenAI shows the least likely: -9999.
+double shown_logprob(double lp) {
+  return std::max(lp, -9999.0);
+}
+
+json token_bytes(const std::string& t) {
+  json out = json::array();
+  for (const unsigned char c : t) out.push_back(c);
+  return out;
+}
+
+// The choice's "logprobs": chat's {"content": [...]}, completions' parallel arrays (their
+// text_offset counted from `offset`, the answer's bytes before these tokens); null when not asked.
+json logprobs_json(const ApiRequest& r, const std::vector<TokenLogprob>& lps, size_t offset) {
+  if (r.gen.logprobs < 0) return json();
+  if (r.chat) {
+    json content = json::array();
+    for (const TokenLogprob& t : lps) {
+      json top = json::array();
+      for (const auto& [tok, lp] : t.top)
+        top.push_back(
+            {{"token", tok}, {"logprob", shown_logprob(lp)}, {"bytes", token_bytes(tok)}});
+      content.push_back({{"token", t.token},
+                         {"logprob", shown_logprob(t.logprob)},
+                         {"bytes", token_bytes(t.token)},
+                         {"top_logprobs", top}});
+    }
+    return {{"content", content}, {"refusal", json()}};
+  }
+  json tokens = json::array(), values = json::array(), tops = json::array(),
+       offsets = json::array();
+  for (const TokenLogprob& t : lps) {
+    tokens.push_back(t.token);
+    values.push_back(shown_logprob(t.logprob));
+    json top = json::object();
+    for (const auto& [tok, lp] : t.top) top[tok] = shown_logprob(lp);
+    tops.push_back(top);
+    offsets.push_back(offset);
+    offset += t.token.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", values},
+          {"top_logprobs", tops},
+          {"text_offset", offsets}};
+}
+
 json usage(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
@@ -258,14 +337,15 @@ json usage(int64_t prompt_tokens, int64_t completion_tokens) {
 
 json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
                  const std::string& model, const std::string& text, FinishReason finish,
-                 int64_t prompt_tokens, int64_t completion_tokens) {
+                 int64_t prompt_tokens, int64_t completion_tokens,
+                 const std::vector<TokenLogprob>& logprobs) {
   json choice = {{"index", 0}, {"finish_reason", finish_value(finish)}};
   if (r.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
     choice["text"] = text;
-    choice["logprobs"] = json();
   }
+  choice["logprobs"] = logprobs_json(r, logprobs, 0);
   return {{"id", id},
           {"object", r.chat ? "chat.completion" : "text_completion"},
           {"created", created},
@@ -275,8 +355,8 @@ json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
 }
 
 json chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
-                const std::string& model, const std::string* text, bool first,
-                FinishReason finish) {
+                const std::string& model, const std::string* text, bool first, FinishReason finish,
+                const std::vector<TokenLogprob>& logprobs, size_t text_offset) {
   json choice = {{"index", 0}, {"finish_reason", finish_value(finish)}};
   if (r.chat) {
     json delta = json::object();
@@ -285,8 +365,8 @@ json chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
     choice["delta"] = delta;
   } else {
     choice["text"] = text ? *text : std::string();
-    choice["logprobs"] = json();
   }
+  choice["logprobs"] = logprobs.empty() ? json() : logprobs_json(r, logprobs, text_offset);
   return {{"id", id},
           {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
           {"created", created},

@@ -50,13 +50,19 @@ std::string error_body(const std::string& message, const std::string& type,
                        const std::string& param = {});
 
 // The whole answer (stream: false).
+// With the tokens' log-probabilities when the request asked for them (OpenAI's shapes: chat's
+// logprobs.content, completions' tokens / token_logprobs / top_logprobs / text_offset).
 nlohmann::json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
                            const std::string& model, const std::string& text, FinishReason finish,
-                           int64_t prompt_tokens, int64_t completion_tokens);
-// One chunk of a streamed answer: text (with the role first for chat), or the finish reason.
+                           int64_t prompt_tokens, int64_t completion_tokens,
+                           const std::vector<TokenLogprob>& logprobs = {});
+// One chunk of a streamed answer: text (with the role first for chat), or the finish reason;
+// the log-probabilities of its tokens, if any (a completion's text_offset counting from
+// `text_offset`, the bytes streamed before).
 nlohmann::json chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
                           const std::string& model, const std::string* text, bool first,
-                          FinishReason finish);
+                          FinishReason finish, const std::vector<TokenLogprob>& logprobs = {},
+                          size_t text_offset = 0);
 // The last chunk of stream_options.include_usage: no choices, the token counts.
 nlohmann::json usage_chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
                                 const std::string& model, int64_t prompt_tokens,

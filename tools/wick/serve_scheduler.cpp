@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <span>
 
 #include "stop_strings.h"
 
@@ -24,11 +25,13 @@ const char* finish_reason_name(FinishReason r) {
 bool RequestStream::next(Update& out, std::chrono::milliseconds timeout) {
   std::unique_lock lk(mu_);
   const auto ready = [&] {
-    return !text_.empty() || (finish_ != FinishReason::None && !delivered_end_);
+    return !text_.empty() || !logprobs_.empty() ||
+           (finish_ != FinishReason::None && !delivered_end_);
   };
   if (!cv_.wait_for(lk, timeout, ready)) return false;
   out = Update{};
   out.text.swap(text_);
+  out.logprobs.swap(logprobs_);
   out.finish = finish_;
   out.error = error_;
   out.prompt_tokens = prompt_tokens;
@@ -37,13 +40,16 @@ bool RequestStream::next(Update& out, std::chrono::milliseconds timeout) {
   return true;
 }
 
-void RequestStream::push(const std::string& text, int64_t completion_tokens) {
+void RequestStream::push(const std::string& text, int64_t completion_tokens,
+                         std::optional<TokenLogprob> logprob) {
+  const bool news = !text.empty() || logprob;
   {
     std::lock_guard lk(mu_);
     text_ += text;
+    if (logprob) logprobs_.push_back(std::move(*logprob));
     completion_tokens_ = completion_tokens;
   }
-  if (!text.empty()) cv_.notify_all();
+  if (news) cv_.notify_all();
 }
 
 void RequestStream::finish(FinishReason reason, int64_t completion_tokens, std::string error) {
@@ -214,8 +220,19 @@ void Scheduler::release(Slot& slot, FinishReason reason, const std::string& erro
   (cancelled ? stats_.cancelled : stats_.completed)++;
 }
 
-bool Scheduler::advance(Slot& slot, uint32_t tok) {
+bool Scheduler::advance(Slot& slot, uint32_t tok, const Tensor* logits) {
   const GenRequest& r = slot.job->request;
+  // Before accept(): the distribution tok was drawn from.
+  std::optional<TokenLogprob> lp;
+  if (r.logprobs >= 0 && logits) {
+    const TokenLogprobs l = slot.sampler->logprobs(*logits, tok, r.logprobs);
+    const auto bytes = [&](uint32_t t) {
+      const int32_t id = static_cast<int32_t>(t);
+      return tokenizer_.decode_bytes(std::span(&id, 1), /*skip_special=*/false);
+    };
+    lp = TokenLogprob{bytes(tok), l.logprob, {}};
+    for (const auto& [t, v] : l.top) lp->top.emplace_back(bytes(t), v);
+  }
   slot.sampler->accept(tok);
   slot.generated++;
   if (std::find(r.end_ids.begin(), r.end_ids.end(), static_cast<int32_t>(tok)) != r.end_ids.end()) {
@@ -223,7 +240,9 @@ bool Scheduler::advance(Slot& slot, uint32_t tok) {
     return false;
   }
   const std::string text = slot.stops->push(slot.streamer->push(static_cast<int32_t>(tok)));
-  slot.job->stream->push(text, slot.generated);
+  // The token that completes a stop string is not part of the answer, nor its log-probability.
+  if (slot.stops->stopped()) lp.reset();
+  slot.job->stream->push(text, slot.generated, std::move(lp));
   if (slot.stops->stopped()) {
     release(slot, FinishReason::Stop);
     return false;
@@ -301,14 +320,15 @@ void Scheduler::run() {
       const Tensor logits = model_.forward_batch(steps);
       // Greedy answers take the first maximum of their row, found for all rows at once (on a
       // GPU: b ids read back instead of b x vocab logits); the others sample on the host.
-      bool any_greedy = false, all_greedy = true;
+      // Log-probabilities need the row on the host too.
+      bool any_greedy = false, any_row = false;
       for (const Slot* s : batch) {
         any_greedy = any_greedy || s->sampler->plain_greedy();
-        all_greedy = all_greedy && s->sampler->plain_greedy();
+        any_row = any_row || !s->sampler->plain_greedy() || s->job->request.logprobs >= 0;
       }
       const std::vector<uint32_t> best =
           any_greedy ? logits.argmax(1).to_vec<uint32_t>() : std::vector<uint32_t>{};
-      const Tensor rows = all_greedy ? Tensor() : logits.to_device(Device::cpu());
+      const Tensor rows = any_row ? logits.to_device(Device::cpu()) : Tensor();
       const Clock::time_point pass_end = Clock::now();
       const double pass_ms = ms(pass_end - pass_start);
       const double host_ms = last_pass_end != idle ? ms(pass_start - last_pass_end) : 0.0;
@@ -333,10 +353,12 @@ void Scheduler::run() {
                      batch.size() - static_cast<size_t>(decode_rows),
                      static_cast<long long>(prompt_tokens), pass_ms, host_ms);
       last_pass_end = pass_end;
-      for (size_t i = 0; i < batch.size(); i++)
-        advance(*batch[i], batch[i]->sampler->plain_greedy()
-                               ? best[i]
-                               : batch[i]->sampler->sample(rows.get(static_cast<int64_t>(i))));
+      for (size_t i = 0; i < batch.size(); i++) {
+        Slot& s = *batch[i];
+        const Tensor row = any_row ? rows.get(static_cast<int64_t>(i)) : Tensor();
+        const uint32_t tok = s.sampler->plain_greedy() ? best[i] : s.sampler->sample(row);
+        advance(s, tok, any_row ? &row : nullptr);
+      }
     } catch (const std::exception& e) {
       for (Slot* s : batch)
         if (s->job) release(*s, FinishReason::Error, e.what());

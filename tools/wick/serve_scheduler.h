@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "wick/llama.h"
@@ -27,6 +28,16 @@ struct GenRequest {
   SamplingOptions sampling;
   std::vector<std::string> stops;  // the answer ends before the first of these
   std::vector<int32_t> end_ids;    // tokens that end the answer (not part of its text)
+  // -1: none; else each answer token's log-probability and this many alternatives
+  // (Sampler::logprobs).
+  int64_t logprobs = -1;
+};
+
+// An answer token's log-probability and the most likely alternatives, with their bytes.
+struct TokenLogprob {
+  std::string token;
+  double logprob = 0;
+  std::vector<std::pair<std::string, double>> top;
 };
 
 enum class FinishReason { None, Stop, Length, Error };
@@ -37,7 +48,8 @@ class RequestStream {
  public:
   using Clock = std::chrono::steady_clock;
   struct Update {
-    std::string text;  // new text since the last update
+    std::string text;                    // new text since the last update
+    std::vector<TokenLogprob> logprobs;  // of the tokens since the last update (when asked)
     FinishReason finish = FinishReason::None;
     std::string error;  // FinishReason::Error: what failed
     int64_t prompt_tokens = 0, completion_tokens = 0;
@@ -52,7 +64,8 @@ class RequestStream {
   bool cancelled() const { return cancelled_.load(); }
 
   // Scheduler side.
-  void push(const std::string& text, int64_t completion_tokens);
+  void push(const std::string& text, int64_t completion_tokens,
+            std::optional<TokenLogprob> logprob = std::nullopt);
   void finish(FinishReason reason, int64_t completion_tokens, std::string error = {});
   int64_t prompt_tokens = 0;
 
@@ -60,6 +73,7 @@ class RequestStream {
   std::mutex mu_;
   std::condition_variable cv_;
   std::string text_;
+  std::vector<TokenLogprob> logprobs_;
   FinishReason finish_ = FinishReason::None;
   std::string error_;
   int64_t completion_tokens_ = 0;
@@ -117,8 +131,9 @@ class Scheduler {
   struct Slot;
 
   void run();
-  // Takes `token` as the next one of `slot` and streams it; false when the answer ended.
-  bool advance(Slot& slot, uint32_t token);
+  // Takes `token` as the next one of `slot` and streams it (with its log-probabilities when the
+  // request asked for them: `logits` is then its row on the host); false when the answer ended.
+  bool advance(Slot& slot, uint32_t token, const Tensor* logits);
   void release(Slot& slot, FinishReason reason, const std::string& error = {});
 
   LlamaModel model_;
