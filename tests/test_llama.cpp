@@ -194,6 +194,22 @@ Checked check_against_reference(const Device& dev, const TinyLlamaConfig& cfg, d
   }
   EXPECT_EQ(model.position(), 10);
 
+  // forward_all: every position's logits, in one pass from position 0, then continued from the
+  // cache by two tokens and by one.
+  model.reset();
+  const Tensor rows = model.forward_all(ids);
+  const Tensor two = model.forward_all({more[0], more[1]});
+  const Tensor one = model.forward_all({more[2]});
+  EXPECT_EQ(model.position(), 9);
+  const bool shapes = rows.shape() == Shape{6, cfg.vocab} && two.shape() == Shape{2, cfg.vocab} &&
+                      one.shape() == Shape{1, cfg.vocab};
+  EXPECT_TRUE(shapes) << rows.shape() << " " << two.shape() << " " << one.shape();
+  for (int64_t p = 0; shapes && p < 9; p++) {
+    SCOPED_TRACE("forward_all, position " + std::to_string(p));
+    const Tensor row = p < 6 ? rows.get(p) : p < 8 ? two.get(p - 6) : one.get(0);
+    WICK_EXPECT_CLOSE(row, as_ref(want[p]), logits_tol(want[p], quantized));
+  }
+
   // After reset, the whole sequence in one pass gives the last position's logits again.
   model.reset();
   EXPECT_EQ(model.position(), 0);

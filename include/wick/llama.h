@@ -164,6 +164,10 @@ class LlamaModel {
   // and values to the cache, and returns the logits (f32, shape [vocab]) of the last token.
   // Throws Error(OutOfRange) when the cache would overflow or a token id is >= vocab size.
   Tensor forward(const std::vector<uint32_t>& tokens);
+  // forward() that returns the logits of every token, f32 (n, vocab): row i predicts the token
+  // after tokens[i] (perplexity, the log-probabilities of a prompt). Each row is what forward()
+  // returns for the tokens up to it, to the rounding of the products' row counts.
+  Tensor forward_all(const std::vector<uint32_t>& tokens);
   // Empties the KV cache (the next forward starts at position 0).
   void reset();
   // Forgets the tokens at positions >= `position` (0 <= position <= position(), else

@@ -292,6 +292,16 @@ void bind_models(nb::module_& m) {
           nb::arg("tokens"),
           "Appends tokens to the KV cache; the last one's logits (f32, [vocab]).")
       .def(
+          "forward_all",
+          [](Llama& l, const std::vector<uint32_t>& tokens) {
+            nb::gil_scoped_release release;
+            settle(*l.s);
+            return l.s->model.forward_all(tokens);
+          },
+          nb::arg("tokens"),
+          "Appends tokens to the KV cache; every one's logits (f32, [len(tokens), vocab]): row i "
+          "predicts the token after tokens[i].")
+      .def(
           "apply_chat_template",
           [](const Llama& l, const std::vector<std::pair<std::string, std::string>>& msgs,
              bool add_generation_prompt) {

@@ -104,6 +104,20 @@ def test_generate_greedy_matches_forward_argmax(tiny):
     assert m.position == len(m.tokenizer.encode("the bat")) + 12
 
 
+def test_forward_all_is_forward_at_every_position(tiny):
+    path, _ = tiny
+    m = wick.Llama.load(str(path))
+    ids = m.tokenizer.encode("the bat sat")
+    rows = np.asarray(m.forward_all(ids))
+    assert rows.shape == (len(ids), m.config.vocab_size) and m.position == len(ids)
+    for i in range(len(ids)):
+        m.reset()
+        want = np.asarray(m.forward(ids[: i + 1]))
+        np.testing.assert_allclose(rows[i], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    with pytest.raises(wick.ShapeError):
+        m.forward_all([])
+
+
 def test_generate_penalties_and_logit_bias(tiny):
     # Each pick is the argmax of the step's logits after the bias and OpenAI's penalties over
     # the last repeat_last_n tokens (prompt included), computed here in float64.

@@ -140,6 +140,8 @@ struct LlamaModel::Impl {
   Tensor decode_hidden(Tensor x, const Tensor& pos, const DecodeCaches& caches,
                        int64_t max_keys = 0);
   Tensor head(const Tensor& x) const;  // the final norm, lm_head and soft-cap
+  // A prompt of t > 1 tokens through every layer at pos (advanced by t): the last hidden states.
+  Tensor prompt_hidden(const std::vector<uint32_t>& tokens);
   // A decode step captured once on a GPU and replayed for every token (WICK_REPLAY): forward's
   // (one sequence), and forward_batch's per batch size (its sequences' slots an input).
   struct DecodeStep {
@@ -1080,47 +1082,71 @@ bool LlamaModel::replays() const {
   return impl_->replay && impl_->dev.can_capture();
 }
 
+namespace {
+
+void check_forward(const char* op, int64_t pos, int64_t t, int64_t max_seq) {
+  if (t == 0) fail(ErrorKind::Shape, op, "no tokens given");
+  if (pos + t > max_seq)
+    fail(ErrorKind::OutOfRange, op, "position ", pos, " + ", t, " tokens exceeds the cache of ",
+         max_seq);
+}
+
+}  // namespace
+
+Tensor LlamaModel::Impl::prompt_hidden(const std::vector<uint32_t>& tokens) {
+  const auto t = static_cast<int64_t>(tokens.size());
+  Tensor x = embed_rows(tokens);  // (t, hidden)
+  for (Layer& l : layers) {
+    x = attn_residual(l, attention(l, x.rms_norm(l.attn_norm, cfg.rms_eps), t), x, false);
+    const std::vector<Tensor> gu = l.gate_up.forward(x.rms_norm(l.ffn_norm, cfg.rms_eps));
+    x = ffn_residual(l, gu, x, false);
+  }
+  pos += t;
+  return x;
+}
+
+Tensor LlamaModel::forward_all(const std::vector<uint32_t>& tokens) {
+  Impl& m = *impl_;
+  const auto t = static_cast<int64_t>(tokens.size());
+  check_forward("LlamaModel::forward_all", m.pos, t, m.max_seq);
+  if (t == 1) return forward(tokens).reshape({1, m.cfg.vocab_size});
+  const Tensor x = m.prompt_hidden(tokens).rms_norm(m.out_norm, m.cfg.rms_eps);
+  return m.cap_logits(m.lm_head.forward(x));  // the ops of forward()'s last row, every row
+}
+
 Tensor LlamaModel::forward(const std::vector<uint32_t>& tokens) {
   Impl& m = *impl_;
   const auto t = static_cast<int64_t>(tokens.size());
-  if (t == 0) fail(ErrorKind::Shape, "LlamaModel::forward", "no tokens given");
-  if (m.pos + t > m.max_seq)
-    fail(ErrorKind::OutOfRange, "LlamaModel::forward", "position ", m.pos, " + ", t,
-         " tokens exceeds the cache of ", m.max_seq);
-  Tensor x = m.embed_rows(tokens);  // (t, hidden)
-  if (t == 1) {
-    const auto position = static_cast<uint32_t>(m.pos);
-    Tensor logits;
-    if (replays() && (m.step || m.one_token_forwards > 0)) {
-      if (!m.step) {  // captured at the second decode; replayed with new x and position after
-        Impl::DecodeStep s;
-        s.x = Tensor::zeros({1, m.cfg.hidden}, DType::F32, m.dev);
-        s.pos = Tensor::zeros({1}, DType::U32, m.dev);
-        s.recording = m.dev.capture([&] {
-          s.logits = m.decode_logits(s.x, s.pos, {m.own_k, m.own_v, {}});
-        });
-        m.step = std::move(s);
-      }
-      m.step->x.slice_set(x, 0, 0);
-      m.step->pos.const_set(position);
-      m.step->recording.replay();
-      logits = m.step->logits.copy();  // the step rewrites its output at the next replay
-    } else {
-      logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev),
-                               {m.own_k, m.own_v, {}}, m.pos + 1);
+  check_forward("LlamaModel::forward", m.pos, t, m.max_seq);
+  if (t > 1) {
+    const Tensor x = m.prompt_hidden(tokens);
+    const Tensor last = x.narrow(0, t - 1, 1).rms_norm(m.out_norm, m.cfg.rms_eps);
+    return m.cap_logits(m.lm_head.forward(last).reshape({m.cfg.vocab_size}));
+  }
+  const Tensor x = m.embed_rows(tokens);  // (1, hidden)
+  const auto position = static_cast<uint32_t>(m.pos);
+  Tensor logits;
+  if (replays() && (m.step || m.one_token_forwards > 0)) {
+    if (!m.step) {  // captured at the second decode; replayed with new x and position after
+      Impl::DecodeStep s;
+      s.x = Tensor::zeros({1, m.cfg.hidden}, DType::F32, m.dev);
+      s.pos = Tensor::zeros({1}, DType::U32, m.dev);
+      s.recording = m.dev.capture([&] {
+        s.logits = m.decode_logits(s.x, s.pos, {m.own_k, m.own_v, {}});
+      });
+      m.step = std::move(s);
     }
-    m.pos += 1;
-    m.one_token_forwards++;
-    return logits.reshape({m.cfg.vocab_size});
+    m.step->x.slice_set(x, 0, 0);
+    m.step->pos.const_set(position);
+    m.step->recording.replay();
+    logits = m.step->logits.copy();  // the step rewrites its output at the next replay
+  } else {
+    logits = m.decode_logits(x, Tensor::full(position, {1}, DType::U32, m.dev),
+                             {m.own_k, m.own_v, {}}, m.pos + 1);
   }
-  for (Layer& l : m.layers) {
-    x = m.attn_residual(l, m.attention(l, x.rms_norm(l.attn_norm, m.cfg.rms_eps), t), x, false);
-    const std::vector<Tensor> gu = l.gate_up.forward(x.rms_norm(l.ffn_norm, m.cfg.rms_eps));
-    x = m.ffn_residual(l, gu, x, false);
-  }
-  const Tensor last = x.narrow(0, t - 1, 1).rms_norm(m.out_norm, m.cfg.rms_eps);
-  m.pos += t;
-  return m.cap_logits(m.lm_head.forward(last).reshape({m.cfg.vocab_size}));
+  m.pos += 1;
+  m.one_token_forwards++;
+  return logits.reshape({m.cfg.vocab_size});
 }
 
 struct LlamaSequence::State {
