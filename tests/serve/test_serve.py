@@ -197,6 +197,46 @@ def api_basics(srv):
     check(t300 != t301 and l300 > -1e-3 and l301 > -1e-3, f"forced {t300!r} {l300}, {t301!r} {l301}")
     check(first({"300": -100, "301": 100})[0] == t301 and first({"300": -100})[0] != t300,
           "logit_bias -100 did not take the token out")
+    # echo: the prompt's tokens scored (lm-eval-harness's loglikelihood requests: token ids,
+    # max_tokens 0, logprobs 1), then the same prompt continued greedily: the continuation's
+    # log-probabilities are those of scoring the prompt with it appended.
+    gen = c.completions.create(model=model, prompt="The quick brown fox", max_tokens=4,
+                               temperature=0, logprobs=1)
+    glp = gen.choices[0].logprobs
+    whole = c.completions.create(model=model, prompt="The quick brown fox" + gen.choices[0].text,
+                                 max_tokens=0, echo=True, logprobs=1)
+    w = whole.choices[0].logprobs
+    check(whole.choices[0].text == "The quick brown fox" + gen.choices[0].text and
+          whole.usage.completion_tokens == 0 and whole.choices[0].finish_reason == "length",
+          f"echo with max_tokens 0: {whole}")
+    check(w.token_logprobs[0] is None and w.top_logprobs[0] is None and
+          all(v <= 0 for v in w.token_logprobs[1:]), f"echo logprobs {w.token_logprobs}")
+    for tok, v, top in zip(w.tokens[1:], w.token_logprobs[1:], w.top_logprobs[1:]):
+        best = max(top.values())
+        check(v <= best + 1e-9 and (tok not in top or abs(top[tok] - v) < 1e-9),
+              f"echo {tok!r}: {v} against its alternatives {top}")
+    n = len(glp.tokens)
+    if w.tokens[-n:] == glp.tokens:  # the text retokenized as generated
+        for a, b in zip(w.token_logprobs[-n:], glp.token_logprobs):
+            check(abs(a - b) < 1e-3 * (1 + abs(b)), f"scored {w.token_logprobs[-n:]} against "
+                  f"generated {glp.token_logprobs}")
+    ids = [1, 300, 301, 302, 303]
+    echo_ids = c.completions.create(model=model, prompt=ids, max_tokens=2, echo=True, logprobs=0,
+                                    temperature=0)
+    e = echo_ids.choices[0].logprobs
+    check(len(e.tokens) == len(ids) + 2 and e.token_logprobs[0] is None and
+          echo_ids.choices[0].text.endswith(
+              "".join(t for t in e.tokens[len(ids):])), f"echo of token ids: {echo_ids}")
+    streamed_text, streamed_lp = "", []
+    for chunk in c.completions.create(model=model, prompt=ids, max_tokens=2, echo=True,
+                                      logprobs=0, temperature=0, stream=True):
+        streamed_text += chunk.choices[0].text
+        if chunk.choices[0].logprobs:
+            streamed_lp += chunk.choices[0].logprobs.token_logprobs
+    check(streamed_text == echo_ids.choices[0].text and streamed_lp == e.token_logprobs,
+          f"streamed echo {streamed_text!r} {streamed_lp} != {echo_ids.choices[0].text!r} "
+          f"{e.token_logprobs}")
+
     pen = c.completions.create(model=model, prompt="The quick brown fox", max_tokens=12,
                                temperature=0, frequency_penalty=1.5, presence_penalty=0.5)
     check(pen.choices[0].finish_reason in ("stop", "length"), f"penalties: {pen}")
@@ -237,6 +277,9 @@ def refusals(srv, max_body):
     expect(400, {"prompt": "x", "logit_bias": {"x1": 5}}, 400, "logit_bias", "token ids")
     expect(400, {"prompt": "x", "logit_bias": {"1": 500}}, 400, "logit_bias", "[-100, 100]")
     expect(400, {"prompt": "x", "frequency_penalty": 3}, 400, "frequency_penalty")
+    expect(400, {"prompt": "x", "max_tokens": 0}, 400, "max_tokens")
+    expect(400, {"messages": [{"role": "user", "content": "x"}], "echo": True}, 400, "echo",
+           path="/v1/chat/completions")
     expect(400, {"prompt": "x", "stop": [1]}, 400, "stop")
     # Deep nesting is refused before a recursive dump in an error message meets it (it crashed).
     deep = 30000  # under the test server's 64 KiB --max-body

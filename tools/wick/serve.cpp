@@ -62,6 +62,7 @@ struct StreamState {
   int64_t created = 0;
   bool first = true;
   size_t streamed_bytes = 0;  // of the answer's text so far: a completion's text_offset
+  bool echoed = false;        // the prompt's text went out (echo)
   RequestStream::Clock::time_point last_write = RequestStream::Clock::now();
 };
 
@@ -82,6 +83,10 @@ bool write_events(StreamState& s, httplib::DataSink& sink) {
   if (!s.stream->next(u, std::chrono::milliseconds(200))) {
     if (RequestStream::Clock::now() - s.last_write < kKeepAlive) return true;
     return write(": waiting\n\n");
+  }
+  if (s.request.echo && !s.echoed) {
+    u.text.insert(0, s.request.prompt_text);
+    s.echoed = true;
   }
   if ((!u.text.empty() || !u.logprobs.empty()) &&
       !write(sse_event(chunk_json(s.request, s.id, s.created, s.model, &u.text, s.first,

@@ -73,8 +73,6 @@ bool boolean(const json& body, const char* name, bool dflt) {
 // Options wick does not implement are refused unless they ask for the default.
 void refuse_unless_default(const json& body) {
   if (integer(body, "n", 1, 1, 1) != 1) bad("n", "must be 1");
-  if (const json* v = field(body, "echo"); v && !(v->is_boolean() && !v->get<bool>()))
-    bad("echo", "is not supported");
   if (integer(body, "best_of", 1, 1, 1) != 1) bad("best_of", "must be 1");
   if (const json* v = field(body, "suffix");
       v && !(v->is_string() && v->get<std::string>().empty()))
@@ -217,7 +215,11 @@ ApiRequest parse_api_request(const std::string& body_text, bool chat, const Serv
   const int64_t room = m.context - 1;
   const char* max_name =
       field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  g.max_tokens = integer(body, max_name, m.default_max_tokens, 1, INT32_MAX);
+  // A completion's echo: the prompt is part of the answer (its text, and with logprobs its
+  // tokens' log-probabilities); max_tokens 0 then only scores the prompt.
+  r.echo = !chat && boolean(body, "echo", false);
+  if (chat && field(body, "echo")) bad("echo", "is for /v1/completions");
+  g.max_tokens = integer(body, max_name, m.default_max_tokens, r.echo ? 0 : 1, INT32_MAX);
   SamplingOptions& s = g.sampling;
   s.temperature = number(body, "temperature", 1.0, 0, 2);
   s.top_p = number(body, "top_p", 1.0, 0, 1, /*lo_open=*/true);
@@ -250,6 +252,16 @@ ApiRequest parse_api_request(const std::string& body_text, bool chat, const Serv
   } else {
     g.prompt = completion_prompt(body, m);
     g.end_ids = m.eos_ids;
+    if (r.echo) {
+      const json& p = body["prompt"];
+      if (p.is_string() || (p.is_array() && p[0].is_string())) {
+        r.prompt_text = p.is_string() ? p.get<std::string>() : p[0].get<std::string>();
+      } else {
+        std::vector<int32_t> ids(g.prompt.begin(), g.prompt.end());
+        r.prompt_text = m.tokenizer.decode(ids, /*skip_special=*/false);
+      }
+      g.prompt_logprobs = g.logprobs >= 0;
+    }
   }
   // llama.cpp's extension: answers of a set length (benchmarks).
   if (boolean(body, "ignore_eos", false)) g.end_ids.clear();
@@ -286,6 +298,10 @@ double shown_logprob(double lp) {
   return std::max(lp, -9999.0);
 }
 
+json shown_logprob(const TokenLogprob& t) {
+  return t.has_logprob ? json(shown_logprob(t.logprob)) : json();
+}
+
 json token_bytes(const std::string& t) {
   json out = json::array();
   for (const unsigned char c : t) out.push_back(c);
@@ -304,7 +320,7 @@ json logprobs_json(const ApiRequest& r, const std::vector<TokenLogprob>& lps, si
         top.push_back(
             {{"token", tok}, {"logprob", shown_logprob(lp)}, {"bytes", token_bytes(tok)}});
       content.push_back({{"token", t.token},
-                         {"logprob", shown_logprob(t.logprob)},
+                         {"logprob", shown_logprob(t)},
                          {"bytes", token_bytes(t.token)},
                          {"top_logprobs", top}});
     }
@@ -314,10 +330,10 @@ json logprobs_json(const ApiRequest& r, const std::vector<TokenLogprob>& lps, si
        offsets = json::array();
   for (const TokenLogprob& t : lps) {
     tokens.push_back(t.token);
-    values.push_back(shown_logprob(t.logprob));
+    values.push_back(shown_logprob(t));
     json top = json::object();
     for (const auto& [tok, lp] : t.top) top[tok] = shown_logprob(lp);
-    tops.push_back(top);
+    tops.push_back(t.has_logprob ? top : json());
     offsets.push_back(offset);
     offset += t.token.size();
   }
@@ -343,7 +359,7 @@ json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
   if (r.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
-    choice["text"] = text;
+    choice["text"] = r.echo ? r.prompt_text + text : text;
   }
   choice["logprobs"] = logprobs_json(r, logprobs, 0);
   return {{"id", id},

@@ -38,6 +38,8 @@ struct ApiRequest {
   bool chat = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // a completion's answer starts with prompt_text
+  std::string prompt_text;
   GenRequest gen;
 };
 

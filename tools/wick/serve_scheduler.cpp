@@ -220,19 +220,42 @@ void Scheduler::release(Slot& slot, FinishReason reason, const std::string& erro
   (cancelled ? stats_.cancelled : stats_.completed)++;
 }
 
+TokenLogprob Scheduler::token_logprob(const Sampler& sampler, const Tensor& logits, uint32_t tok,
+                                      int64_t top) const {
+  const TokenLogprobs l = sampler.logprobs(logits, tok, top);
+  const auto bytes = [&](uint32_t t) {
+    const int32_t id = static_cast<int32_t>(t);
+    return tokenizer_.decode_bytes(std::span(&id, 1), /*skip_special=*/false);
+  };
+  TokenLogprob out{bytes(tok), true, l.logprob, {}};
+  for (const auto& [t, v] : l.top) out.top.emplace_back(bytes(t), v);
+  return out;
+}
+
+bool Scheduler::score_prompt(Slot& slot) {
+  const GenRequest& r = slot.job->request;
+  if (r.prompt_logprobs) {
+    model_.reset();
+    const Tensor rows = model_.forward_all(r.prompt).to_device(Device::cpu());
+    const Sampler plain;  // the model's own distribution
+    const int32_t first = static_cast<int32_t>(r.prompt[0]);
+    slot.job->stream->push(
+        {}, 0, TokenLogprob{tokenizer_.decode_bytes(std::span(&first, 1), false), false, 0, {}});
+    for (size_t i = 1; i < r.prompt.size(); i++)
+      slot.job->stream->push(
+          {}, 0,
+          token_logprob(plain, rows.get(static_cast<int64_t>(i - 1)), r.prompt[i], r.logprobs));
+  }
+  if (r.max_tokens > 0) return true;
+  release(slot, FinishReason::Length);
+  return false;
+}
+
 bool Scheduler::advance(Slot& slot, uint32_t tok, const Tensor* logits) {
   const GenRequest& r = slot.job->request;
   // Before accept(): the distribution tok was drawn from.
   std::optional<TokenLogprob> lp;
-  if (r.logprobs >= 0 && logits) {
-    const TokenLogprobs l = slot.sampler->logprobs(*logits, tok, r.logprobs);
-    const auto bytes = [&](uint32_t t) {
-      const int32_t id = static_cast<int32_t>(t);
-      return tokenizer_.decode_bytes(std::span(&id, 1), /*skip_special=*/false);
-    };
-    lp = TokenLogprob{bytes(tok), l.logprob, {}};
-    for (const auto& [t, v] : l.top) lp->top.emplace_back(bytes(t), v);
-  }
+  if (r.logprobs >= 0 && logits) lp = token_logprob(*slot.sampler, *logits, tok, r.logprobs);
   slot.sampler->accept(tok);
   slot.generated++;
   if (std::find(r.end_ids.begin(), r.end_ids.end(), static_cast<int32_t>(tok)) != r.end_ids.end()) {
@@ -289,6 +312,13 @@ void Scheduler::run() {
       s->streamer.emplace(tokenizer_, /*skip_special=*/true);
       s->stops.emplace(r.stops);
       for (uint32_t t : r.prompt) s->sampler->accept(t);
+    }
+    for (Slot* s : fresh) {
+      try {
+        score_prompt(*s);
+      } catch (const std::exception& e) {
+        release(*s, FinishReason::Error, e.what());
+      }
     }
 
     // One pass: the next token of every answer under way, and the prompts of new requests while

@@ -24,18 +24,22 @@ namespace wick::cli {
 // What a client asked for, already tokenized and checked.
 struct GenRequest {
   std::vector<uint32_t> prompt;  // 1 ..= the slot's context - 1 tokens
-  int64_t max_tokens = 16;       // >= 1
+  int64_t max_tokens = 16;       // >= 0 (0: the prompt's log-probabilities only)
   SamplingOptions sampling;
   std::vector<std::string> stops;  // the answer ends before the first of these
   std::vector<int32_t> end_ids;    // tokens that end the answer (not part of its text)
   // -1: none; else each answer token's log-probability and this many alternatives
   // (Sampler::logprobs).
   int64_t logprobs = -1;
+  // The prompt's tokens come first in the log-probabilities (the first without one): the
+  // model's own distribution, neither biased nor penalised.
+  bool prompt_logprobs = false;
 };
 
 // An answer token's log-probability and the most likely alternatives, with their bytes.
 struct TokenLogprob {
   std::string token;
+  bool has_logprob = true;  // false: a prompt's first token
   double logprob = 0;
   std::vector<std::pair<std::string, double>> top;
 };
@@ -134,6 +138,11 @@ class Scheduler {
   // Takes `token` as the next one of `slot` and streams it (with its log-probabilities when the
   // request asked for them: `logits` is then its row on the host); false when the answer ended.
   bool advance(Slot& slot, uint32_t token, const Tensor* logits);
+  // Streams the prompt's log-probabilities (GenRequest::prompt_logprobs), from the model's own
+  // cache; false when the answer ended there (max_tokens 0).
+  bool score_prompt(Slot& slot);
+  TokenLogprob token_logprob(const Sampler& sampler, const Tensor& logits, uint32_t token,
+                             int64_t top) const;
   void release(Slot& slot, FinishReason reason, const std::string& error = {});
 
   LlamaModel model_;
