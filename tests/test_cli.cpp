@@ -572,6 +572,75 @@ TEST(CliBinary, GenerateOnATinyModel) {
   EXPECT_HAS(missing.output, "/nonexistent.gguf");
 }
 
+// wick perplexity is llama.cpp's definition: chunks of --ctx tokens, each run from position 0,
+// the second half of each scored; the reference recomputes it from the model's logits in double.
+TEST(CliBinary, PerplexityScoresTheSecondHalfOfEachChunk) {
+  Rng rng;
+  SCOPED_TRACE("seed " + std::to_string(rng.seed()));
+  TempDir dir;
+  write_tiny_llama(dir.file("tiny.gguf"), rng);
+  std::string text;
+  for (int i = 0; i < 400; i++)
+    text += i % 5 == 4 ? ' ' : static_cast<char>('a' + rng.integer(0, 7));
+  std::ofstream(dir.file("text.txt")) << text;
+  const int64_t ctx = 16;
+  LlamaModel model = LlamaModel::load_gguf(dir.file("tiny.gguf"));
+  const Tokenizer tok = load_gguf_tokenizer(model.gguf());
+  ASSERT_FALSE(gguf_adds_bos(model.gguf()));
+  std::vector<uint32_t> ids;
+  for (const int32_t id : tok.encode(text)) ids.push_back(static_cast<uint32_t>(id));
+  const auto available = static_cast<int64_t>(ids.size()) / ctx;
+  ASSERT_GE(available, 3);
+  const auto reference = [&](int64_t chunks) {
+    std::vector<double> running;
+    double nll = 0;
+    int64_t count = 0;
+    const int64_t vocab = model.config().vocab_size;
+    for (int64_t c = 0; c < chunks; c++) {
+      model.reset();
+      const std::vector<uint32_t> chunk(ids.begin() + c * ctx, ids.begin() + (c + 1) * ctx);
+      const std::vector<float> l = model.forward_all(chunk).to_vec<float>();
+      for (int64_t j = ctx / 2; j < ctx - 1; j++) {
+        double z = 0;
+        for (int64_t v = 0; v < vocab; v++) z += std::exp(static_cast<double>(l[j * vocab + v]));
+        nll -= l[j * vocab + ids[static_cast<size_t>(c * ctx + j + 1)]] - std::log(z);
+        count++;
+      }
+      running.push_back(std::exp(nll / static_cast<double>(count)));
+    }
+    return running;
+  };
+  const auto parse = [](const std::string& out) {
+    std::vector<double> running;
+    for (size_t at = out.find('['); at != std::string::npos; at = out.find('[', at + 1))
+      running.push_back(std::stod(out.substr(out.find(']', at) + 1)));
+    const size_t fin = out.find("Final estimate: PPL = ");
+    return std::make_pair(running,
+                          fin == std::string::npos ? -1.0 : std::stod(out.substr(fin + 22)));
+  };
+  const std::string cmd = "perplexity -m '" + dir.file("tiny.gguf") + "' -f '" +
+                          dir.file("text.txt") + "' -c " + std::to_string(ctx);
+  for (const int64_t chunks : {int64_t{0}, int64_t{2}}) {
+    const RunResult r =
+        run_wick(cmd + (chunks ? " --chunks " + std::to_string(chunks) : std::string()));
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::vector<double> want = reference(chunks ? chunks : available);
+    const auto [running, final_ppl] = parse(r.output);
+    ASSERT_EQ(running.size(), want.size()) << r.output;
+    for (size_t i = 0; i < want.size(); i++) EXPECT_NEAR(running[i], want[i], 1e-3 * want[i]) << i;
+    EXPECT_NEAR(final_ppl, want.back(), 1e-3 * want.back()) << r.output;
+  }
+  std::ofstream(dir.file("short.txt")) << "ab cd";
+  const RunResult short_text =
+      run_wick("perplexity -m '" + dir.file("tiny.gguf") + "' -f '" + dir.file("short.txt") + "'");
+  EXPECT_EQ(short_text.status, 2) << short_text.output;
+  EXPECT_HAS(short_text.output, "less than one chunk of --ctx 64");  // the model's context
+  EXPECT_EQ(run_wick(cmd + " -c 4096").status, 2);                   // past the model's context
+  EXPECT_EQ(run_wick("perplexity -m x.gguf").status, 2);
+  EXPECT_HAS(run_wick("perplexity -m x.gguf").output, "needs --file");
+  EXPECT_HAS(run_wick(cmd + " -n 5").output, "unknown option '-n'");
+}
+
 // Bad flag values exit 2 with a message naming the flag; never a silent default (issue 9).
 TEST(CliBinary, BadFlagValuesExit2NamingTheFlag) {
   const std::vector<std::pair<std::string, std::string>> cases = {

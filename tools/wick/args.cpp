@@ -26,6 +26,8 @@ const char* command_name(Command c) {
       return "chat";
     case Command::Serve:
       return "serve";
+    case Command::Perplexity:
+      return "perplexity";
     default:
       return "";
   }
@@ -37,9 +39,10 @@ Command parse_command(std::string_view word) {
   if (word == "generate") return Command::Generate;
   if (word == "chat") return Command::Chat;
   if (word == "serve") return Command::Serve;
+  if (word == "perplexity") return Command::Perplexity;
   if (word == "help") return Command::Help;
   throw UsageError("unknown command '" + std::string(word) +
-                   "' (commands: info, bench, generate, chat, serve, help)");
+                   "' (commands: info, bench, generate, chat, serve, perplexity, help)");
 }
 
 bool is_bench_name(std::string_view name) {
@@ -140,7 +143,9 @@ Args parse_args(int argc, const char* const* argv) {
   // `serve` takes the model, device, thread, context and -n options of generate.
   const bool serve = a.command == Command::Serve;
   const bool gen = a.command == Command::Generate || chat;
-  const bool model_cmd = bench || gen || serve;
+  // `perplexity` takes the model, device, thread, context, KV cache and --file options.
+  const bool ppl = a.command == Command::Perplexity;
+  const bool model_cmd = bench || gen || serve || ppl;
   std::vector<std::string> gen_flags;        // bench: options that only the gen benchmark reads
   std::vector<std::string> tokenizer_flags;  // ... and the tokenizer benchmark
   for (int i = 2; i < argc; i++) {
@@ -170,7 +175,7 @@ Args parse_args(int argc, const char* const* argv) {
     } else if (model_cmd && (name == "-m" || name == "--model")) {
       a.model = value("a path");
       gen_only();
-    } else if (model_cmd && (name == "-n" || name == "--n-predict")) {
+    } else if (model_cmd && !ppl && (name == "-n" || name == "--n-predict")) {
       // bench gen times decoding: at least one token after the prefill's.
       a.n_predict = parse_count(name, value("a count"), bench ? 2 : 1);
       gen_only();
@@ -191,9 +196,9 @@ Args parse_args(int argc, const char* const* argv) {
     } else if (bench && name == "--json") {
       a.json = true;
       gen_only();
-    } else if ((gen || serve) && (name == "-c" || name == "--ctx")) {
+    } else if ((gen || serve || ppl) && (name == "-c" || name == "--ctx")) {
       a.max_seq = parse_count(name, value("a count"), 1);
-    } else if ((bench || gen) && name == "--kv-type") {
+    } else if ((bench || gen || ppl) && name == "--kv-type") {
       const std::string v = value("a type (f16, f32, bf16)");
       try {
         a.kv_type = parse_kv_cache_type(v);
@@ -217,8 +222,10 @@ Args parse_args(int argc, const char* const* argv) {
       a.prompt = value("a text");
     } else if (chat && name == "--system") {
       a.system = value("a text");
-    } else if (gen && !chat && (name == "-f" || name == "--file")) {
+    } else if (((gen && !chat) || ppl) && (name == "-f" || name == "--file")) {
       a.prompt_file = value("a path");
+    } else if (ppl && name == "--chunks") {
+      a.chunks = parse_count(name, value("a count"), 1);
     } else if (gen && name == "--temp") {
       a.temperature =
           parse_decimal(name, value("a number"), 0, std::numeric_limits<double>::infinity(), false);
@@ -267,6 +274,10 @@ Args parse_args(int argc, const char* const* argv) {
   }
   if (chat && !a.help && a.model.empty()) throw UsageError("wick chat needs --model PATH (-m)");
   if (serve && !a.help && a.model.empty()) throw UsageError("wick serve needs --model PATH (-m)");
+  if (ppl && !a.help) {
+    if (a.model.empty()) throw UsageError("wick perplexity needs --model PATH (-m)");
+    if (a.prompt_file.empty()) throw UsageError("wick perplexity needs --file PATH (-f)");
+  }
   if (gen && !chat && !a.help) {
     if (a.model.empty()) throw UsageError("wick generate needs --model PATH (-m)");
     if (!a.prompt.empty() && !a.prompt_file.empty())
@@ -484,6 +495,26 @@ std::string help_text(Command command) {
              "\n"
              "The server prints 'wick serve: listening on http://ADDR:PORT' on stdout once\n"
              "ready; SIGINT or SIGTERM stops it.\n";
+    case Command::Perplexity:
+      return "usage: wick perplexity -m PATH -f PATH [-c N] [--chunks N] [--device D] [-t N]\n"
+             "                       [--kv-type T]\n"
+             "\n"
+             "The perplexity of a llama-family model (a GGUF file or a Hugging Face folder) over\n"
+             "a text, computed as llama.cpp's llama-perplexity computes it, so the two compare\n"
+             "on the same file: the text's tokens in chunks of N, each run from position 0 in\n"
+             "one pass (its first token BOS when the model adds one), the second half of each\n"
+             "chunk scored. Prints the running estimate after each chunk and 'Final estimate:\n"
+             "PPL = X +/- E' on stdout, timings on stderr.\n"
+             "\n"
+             "options:\n"
+             "  -m, --model PATH   GGUF file or Hugging Face folder\n"
+             "  -f, --file PATH    the text\n"
+             "  -c, --ctx N        tokens a chunk, at least 4 (default 512, or the model's\n"
+             "                     context length where shorter)\n"
+             "  --chunks N         score the first N chunks only (default: every whole chunk)\n"
+             "  --device D         cpu, vulkan[:N], cuda[:N] (default: WICK_DEVICE, else cpu)\n"
+             "  -t, --threads N    CPU threads (default: OMP_NUM_THREADS, else every core)\n"
+             "  --kv-type T        the KV cache's element type: f16 (default), bf16 or f32\n";
     default:
       return "usage: wick COMMAND [OPTIONS]\n"
              "\n"
@@ -493,6 +524,7 @@ std::string help_text(Command command) {
              "  generate     generate text with a llama-family model (GGUF or Hugging Face)\n"
              "  chat         a multi-turn conversation with a model, turns read from stdin\n"
              "  serve        an OpenAI-compatible HTTP server for a model\n"
+             "  perplexity   a model's perplexity over a text file (as llama.cpp measures it)\n"
              "  help [CMD]   this text, or the help of one command\n"
              "\n"
              "options:\n"

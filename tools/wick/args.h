@@ -16,7 +16,7 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Command { Help, Version, Info, Bench, Generate, Chat, Serve };
+enum class Command { Help, Version, Info, Bench, Generate, Chat, Serve, Perplexity };
 
 // Every benchmark, in the order `wick bench` runs them.
 inline const std::vector<std::string> kBenchNames = {
@@ -62,6 +62,7 @@ struct Args {
   std::string system;              // wick chat: --system TEXT, the conversation's system turn
   int64_t max_seq = 0;             // -c/--ctx N: KV cache length (0: the model's, capped)
   KvCacheType kv_type = KvCacheType::F16;  // --kv-type T: the KV cache's element type
+  int64_t chunks = 0;  // perplexity: --chunks N, the chunks of the text scored (0: all)
 
   // serve (with -m, --device, -t, -c: each slot's context, -n: the default max_tokens)
   std::string host = "127.0.0.1";  // --host ADDR

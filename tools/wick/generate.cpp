@@ -68,22 +68,18 @@ std::vector<int32_t> end_of_turn_ids(const Tokenizer& tok, const GgufFile& f) {
   return ids;
 }
 
-namespace {
-
-std::string read_prompt_file(const std::string& path) {
+std::string read_text_file(const std::string& path, const char* command) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, "wick generate", "cannot open --file '", path, "'");
+  if (!in) fail(ErrorKind::Io, command, "cannot open --file '", path, "'");
   std::ostringstream text;
   text << in.rdbuf();
   if (text.str().empty()) throw UsageError("--file '" + path + "' is empty");
   return text.str();
 }
 
-}  // namespace
-
 int run_generate(const Args& args) {
   const std::string prompt_text =
-      args.prompt_file.empty() ? args.prompt : read_prompt_file(args.prompt_file);
+      args.prompt_file.empty() ? args.prompt : read_text_file(args.prompt_file, "wick generate");
   const Device dev = device_from_flag(args.device);
   double load_s = 0;
   const std::string ctx_flag = ctx_flag_text(args);

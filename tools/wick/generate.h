@@ -20,6 +20,12 @@ int run_chat(const Args& args);
 // <|end|> where the vocabulary has them).
 std::vector<int32_t> end_of_turn_ids(const Tokenizer& tok, const GgufFile& f);
 
+// `wick perplexity`: llama.cpp's perplexity of a model over a text file; the exit status.
+int run_perplexity(const Args& args);
+
+// The bytes of a --file (an Io error if it cannot be read, a UsageError if it is empty).
+std::string read_text_file(const std::string& path, const char* command);
+
 // The sampler options of the command line (--temp, --top-k, ...).
 SamplingOptions sampling_options(const Args& args);
 

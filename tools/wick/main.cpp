@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
         return run_chat(args);
       case Command::Serve:
         return run_serve(args);
+      case Command::Perplexity:
+        return run_perplexity(args);
       case Command::Help:
         break;
     }
