@@ -39,7 +39,6 @@ int run_perplexity(const Args& args) {
                      " tokens, less than one chunk of --ctx " + std::to_string(ctx));
   const int64_t chunks = args.chunks > 0 ? std::min(args.chunks, available) : available;
   const int64_t first = ctx / 2;
-  const int64_t vocab = model.config().vocab_size;
   std::fprintf(stderr, "wick perplexity: %lld tokens, %lld chunks of %lld (the last %lld scored)\n",
                static_cast<long long>(n_tokens), static_cast<long long>(chunks),
                static_cast<long long>(ctx), static_cast<long long>(ctx - first - 1));
@@ -51,17 +50,17 @@ int run_perplexity(const Args& args) {
     std::vector<uint32_t> chunk(tokens.begin() + c * ctx, tokens.begin() + (c + 1) * ctx);
     if (bos) chunk[0] = static_cast<uint32_t>(tok.bos_id());
     model.reset();
-    const std::vector<float> logits = model.forward_all(chunk).to_vec<float>();
-    for (int64_t j = first; j < ctx - 1; j++) {
-      const float* row = logits.data() + j * vocab;
-      double most = row[0];
-      for (int64_t v = 1; v < vocab; v++) most = std::max(most, static_cast<double>(row[v]));
-      double z = 0;
-      for (int64_t v = 0; v < vocab; v++) z += std::exp(static_cast<double>(row[v]) - most);
-      const double lp = static_cast<double>(row[tokens[static_cast<size_t>(c * ctx + j + 1)]]) -
-                        most - std::log(z);
+    // Each scored row's log-softmax at its next token, on the device: n floats come back, not
+    // n x vocab logits.
+    const int64_t n = ctx - 1 - first;
+    const std::vector<uint32_t> next(tokens.begin() + c * ctx + first + 1,
+                                     tokens.begin() + (c + 1) * ctx);
+    const Tensor ids = Tensor::from_vec(next, {n, 1}).to_device(dev);
+    const std::vector<float> lps =
+        model.forward_all(chunk).narrow(0, first, n).log_softmax(1).gather(ids, 1).to_vec<float>();
+    for (const float lp : lps) {
       nll -= lp;
-      nll2 += lp * lp;
+      nll2 += static_cast<double>(lp) * lp;
       count++;
     }
     std::printf("[%lld]%.4f,", static_cast<long long>(c + 1),
