@@ -235,16 +235,35 @@ TokenLogprob Scheduler::token_logprob(const Sampler& sampler, const Tensor& logi
 bool Scheduler::score_prompt(Slot& slot) {
   const GenRequest& r = slot.job->request;
   if (r.prompt_logprobs) {
-    model_.reset();
-    const Tensor rows = model_.forward_all(r.prompt).to_device(Device::cpu());
-    const Sampler plain;  // the model's own distribution
-    const int32_t first = static_cast<int32_t>(r.prompt[0]);
-    slot.job->stream->push(
-        {}, 0, TokenLogprob{tokenizer_.decode_bytes(std::span(&first, 1), false), false, 0, {}});
-    for (size_t i = 1; i < r.prompt.size(); i++)
-      slot.job->stream->push(
-          {}, 0,
-          token_logprob(plain, rows.get(static_cast<int64_t>(i - 1)), r.prompt[i], r.logprobs));
+    const auto bytes = [&](uint32_t t) {
+      const int32_t id = static_cast<int32_t>(t);
+      return tokenizer_.decode_bytes(std::span(&id, 1), /*skip_special=*/false);
+    };
+    slot.job->stream->push({}, 0, TokenLogprob{bytes(r.prompt[0]), false, 0, {}});
+    const auto n = static_cast<int64_t>(r.prompt.size()) - 1;  // tokens with a row before them
+    if (n > 0) {
+      // The model's own distribution (no bias, no penalty), reduced on the device: each row's
+      // log-softmax at its next token and its `logprobs` largest, not n x vocab logits.
+      model_.reset();
+      const Tensor lsm = model_.forward_all(r.prompt).narrow(0, 0, n).log_softmax(1);
+      const std::vector<uint32_t> next(r.prompt.begin() + 1, r.prompt.end());
+      const std::vector<float> lp =
+          lsm.gather(Tensor::from_vec(next, {n, 1}).to_device(lsm.device()), 1).to_vec<float>();
+      std::vector<float> top_lp;
+      std::vector<uint32_t> top_id;
+      if (r.logprobs > 0) {
+        const auto [values, ids] = lsm.topk(std::min(r.logprobs, lsm.shape()[1]), 1);
+        top_lp = values.to_vec<float>();
+        top_id = ids.to_dtype(DType::U32).to_vec<uint32_t>();
+      }
+      const auto k = static_cast<size_t>(std::max<int64_t>(r.logprobs, 0));
+      for (size_t i = 0; i < static_cast<size_t>(n); i++) {
+        TokenLogprob t{bytes(next[i]), true, lp[i], {}};
+        for (size_t j = 0; j < k && i * k + j < top_id.size(); j++)
+          t.top.emplace_back(bytes(top_id[i * k + j]), top_lp[i * k + j]);
+        slot.job->stream->push({}, 0, std::move(t));
+      }
+    }
   }
   if (r.max_tokens > 0) return true;
   release(slot, FinishReason::Length);
