@@ -241,6 +241,32 @@ def api_basics(srv):
                                temperature=0, frequency_penalty=1.5, presence_penalty=0.5)
     check(pen.choices[0].finish_reason in ("stop", "length"), f"penalties: {pen}")
 
+    # n choices: choice i is the request alone with seed + i; greedy choices are one answer; a
+    # stream interleaves the choices by index.
+    many = c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9, seed=7, n=3)
+    alone_r = [c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9,
+                                    seed=7 + i) for i in range(3)]
+    alone = [a.choices[0].text for a in alone_r]
+    check([ch.index for ch in many.choices] == [0, 1, 2] and
+          [ch.text for ch in many.choices] == alone, f"n=3: {many.choices} against {alone}")
+    check(many.usage.completion_tokens == sum(a.usage.completion_tokens for a in alone_r) and
+          many.usage.prompt_tokens == alone_r[0].usage.prompt_tokens, f"n=3 usage {many.usage}")
+    one = c.chat.completions.create(model=model, messages=msgs, max_tokens=10, temperature=0)
+    greedy = c.chat.completions.create(model=model, messages=msgs, max_tokens=10, temperature=0,
+                                       n=2)
+    check([ch.message.content for ch in greedy.choices] == [answer, answer] and
+          greedy.usage.completion_tokens == 2 * one.usage.completion_tokens,
+          f"greedy n=2: {greedy.choices}, usage {greedy.usage}")
+    parts, fins = {}, {}
+    for chunk in c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9,
+                                      seed=7, n=3, stream=True):
+        for ch in chunk.choices:
+            parts[ch.index] = parts.get(ch.index, "") + ch.text
+            if ch.finish_reason:
+                fins[ch.index] = ch.finish_reason
+    check([parts.get(i) for i in range(3)] == alone and sorted(fins) == [0, 1, 2],
+          f"streamed n=3: {parts} {fins} against {alone}")
+
     # Sampling with a seed is repeatable.
     a = c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9, seed=7)
     b = c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9, seed=7)
@@ -270,7 +296,8 @@ def refusals(srv, max_body):
     expect(400, {"prompt": "x", "max_tokens": -1}, 400, "max_tokens")
     expect(400, {"prompt": "x", "temperature": 9}, 400, "temperature")
     expect(400, {"prompt": "x", "top_p": 0}, 400, "top_p")
-    expect(400, {"prompt": "x", "n": 2}, 400, "'n'")
+    expect(400, {"prompt": "x", "n": 17}, 400, "'n'")
+    expect(400, {"prompt": "x", "n": 0}, 400, "'n'")
     expect(400, {"prompt": "x", "logprobs": 6}, 400, "logprobs")
     expect(400, {"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}, 400,
            "top_logprobs", "logprobs", path="/v1/chat/completions")

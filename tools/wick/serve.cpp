@@ -54,58 +54,91 @@ void send_error(httplib::Response& res, int status, const std::string& message,
   res.set_content(error_body(message, type, param), kJson);
 }
 
-// One streamed answer's state between calls of the content provider.
-struct StreamState {
-  ApiRequest request;
+// One choice of a streamed answer.
+struct StreamedChoice {
   std::shared_ptr<RequestStream> stream;
-  std::string id, model;
-  int64_t created = 0;
   bool first = true;
   size_t streamed_bytes = 0;  // of the answer's text so far: a completion's text_offset
   bool echoed = false;        // the prompt's text went out (echo)
+  bool done = false;
+  int64_t completion_tokens = 0;
+};
+
+// One streamed answer's state between calls of the content provider.
+struct StreamState {
+  ApiRequest request;
+  std::vector<StreamedChoice> choices;
+  std::string id, model;
+  int64_t created = 0;
+  int64_t prompt_tokens = 0;
   RequestStream::Clock::time_point last_write = RequestStream::Clock::now();
 };
 
-// Writes what the scheduler produced since the last call; false when the client is gone.
+// Writes what the scheduler produced since the last call; false when the client is gone. The
+// choices' chunks interleave as their tokens come, each with its index.
 bool write_events(StreamState& s, httplib::DataSink& sink) {
   const auto write = [&](const std::string& text) {
     s.last_write = RequestStream::Clock::now();
     return sink.write(text.data(), text.size());
   };
-  if (s.first && s.request.chat) {  // OpenAI's first chunk: the role, no text yet
-    static const std::string empty;
-    if (!write(sse_event(
-            chunk_json(s.request, s.id, s.created, s.model, &empty, true, FinishReason::None))))
+  const auto chunk = [&](int64_t i, const std::string* text, bool first, FinishReason finish,
+                         const std::vector<TokenLogprob>& lps = {}, size_t offset = 0) {
+    return write(sse_event(
+        chunk_json(s.request, s.id, s.created, s.model, text, first, finish, lps, offset, i)));
+  };
+  bool any = false, all_done = true;
+  for (size_t i = 0; i < s.choices.size(); i++) {
+    StreamedChoice& c = s.choices[i];
+    const auto index = static_cast<int64_t>(i);
+    if (c.done) continue;
+    if (c.first && s.request.chat) {  // OpenAI's first chunk: the role, no text yet
+      static const std::string empty;
+      if (!chunk(index, &empty, true, FinishReason::None)) return false;
+      c.first = false;
+    }
+    RequestStream::Update u;
+    // The first unfinished choice waits a while; the others are only looked at.
+    const auto wait = std::chrono::milliseconds(any || !all_done ? 0 : 200);
+    if (!c.stream->next(u, wait)) {
+      all_done = false;
+      continue;
+    }
+    any = true;
+    if (s.request.echo && !c.echoed) {
+      u.text.insert(0, s.request.prompt_text);
+      c.echoed = true;
+    }
+    if ((!u.text.empty() || !u.logprobs.empty()) &&
+        !chunk(index, &u.text, c.first, FinishReason::None, u.logprobs, c.streamed_bytes))
       return false;
-    s.first = false;
+    for (const TokenLogprob& t : u.logprobs) c.streamed_bytes += t.token.size();
+    c.first = false;
+    s.prompt_tokens = u.prompt_tokens;
+    c.completion_tokens = u.completion_tokens;
+    if (u.finish == FinishReason::None) {
+      all_done = false;
+      continue;
+    }
+    if (u.finish == FinishReason::Error) {
+      write(sse_event(json::parse(error_body(u.error, "server_error"))));
+      for (StreamedChoice& other : s.choices) other.stream->cancel();
+      write("data: [DONE]\n\n");
+      sink.done();
+      return true;
+    }
+    if (!chunk(index, nullptr, false, u.finish)) return false;
+    c.done = true;
   }
-  RequestStream::Update u;
-  if (!s.stream->next(u, std::chrono::milliseconds(200))) {
-    if (RequestStream::Clock::now() - s.last_write < kKeepAlive) return true;
+  if (!all_done) {
+    if (any || RequestStream::Clock::now() - s.last_write < kKeepAlive) return true;
     return write(": waiting\n\n");
   }
-  if (s.request.echo && !s.echoed) {
-    u.text.insert(0, s.request.prompt_text);
-    s.echoed = true;
-  }
-  if ((!u.text.empty() || !u.logprobs.empty()) &&
-      !write(sse_event(chunk_json(s.request, s.id, s.created, s.model, &u.text, s.first,
-                                  FinishReason::None, u.logprobs, s.streamed_bytes))))
+  int64_t completion_tokens = 0;
+  for (const StreamedChoice& c : s.choices) completion_tokens += c.completion_tokens;
+  if (s.request.include_usage &&
+      !write(sse_event(usage_chunk_json(s.request, s.id, s.created, s.model, s.prompt_tokens,
+                                        completion_tokens))))
     return false;
-  for (const TokenLogprob& t : u.logprobs) s.streamed_bytes += t.token.size();
-  s.first = false;
-  if (u.finish == FinishReason::None) return true;
-  if (u.finish == FinishReason::Error) {
-    write(sse_event(json::parse(error_body(u.error, "server_error"))));
-  } else {
-    if (!write(
-            sse_event(chunk_json(s.request, s.id, s.created, s.model, nullptr, false, u.finish))))
-      return false;
-    if (s.request.include_usage &&
-        !write(sse_event(usage_chunk_json(s.request, s.id, s.created, s.model, u.prompt_tokens,
-                                          u.completion_tokens))))
-      return false;
-  }
   write("data: [DONE]\n\n");
   sink.done();
   return true;
@@ -218,44 +251,64 @@ class Server {
       send_error(res, e.status, e.what(), "invalid_request_error", e.param);
       return;
     }
-    std::shared_ptr<RequestStream> stream = scheduler_.submit(r.gen);
-    if (!stream) {
-      res.set_header("Retry-After", "1");
-      send_error(res, 503,
-                 "the server is busy: its " + std::to_string(args_.parallel) +
-                     " slots and its queue of " + std::to_string(args_.max_queue) +
-                     " are full; retry later",
-                 "server_busy");
-      return;
+    // Choice i samples with the request's seed + i (greedy choices are the same answer).
+    std::vector<std::shared_ptr<RequestStream> > streams;
+    for (int64_t i = 0; i < r.n; i++) {
+      GenRequest g = r.gen;
+      g.sampling.seed += static_cast<uint64_t>(i);
+      std::shared_ptr<RequestStream> stream = scheduler_.submit(std::move(g));
+      if (!stream) {
+        for (const auto& placed : streams) placed->cancel();
+        res.set_header("Retry-After", "1");
+        send_error(res, 503,
+                   "the server is busy: its " + std::to_string(args_.parallel) +
+                       " slots and its queue of " + std::to_string(args_.max_queue) +
+                       " are full; retry later",
+                   "server_busy");
+        return;
+      }
+      streams.push_back(std::move(stream));
     }
     const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(++next_id_);
     const auto created = static_cast<int64_t>(std::time(nullptr));
     if (r.stream) {
-      auto s =
-          std::make_shared<StreamState>(StreamState{std::move(r), stream, id, served_.id, created});
+      auto s = std::make_shared<StreamState>();
+      for (const auto& stream : streams) s->choices.push_back({stream});
+      s->request = std::move(r);
+      s->id = id;
+      s->model = served_.id;
+      s->created = created;
       res.set_header("Cache-Control", "no-cache");
       res.set_chunked_content_provider(
           "text/event-stream",
           [s](size_t, httplib::DataSink& sink) { return write_events(*s, sink); },
           // Done, failed or the client left: a finished request ignores the cancel.
-          [stream](bool) { stream->cancel(); });
+          [streams](bool) {
+            for (const auto& stream : streams) stream->cancel();
+          });
       return;
     }
-    std::string text;
-    std::vector<TokenLogprob> logprobs;
-    RequestStream::Update u;
-    for (;;) {
-      if (!stream->next(u, std::chrono::seconds(1))) continue;
-      text += u.text;
-      for (TokenLogprob& t : u.logprobs) logprobs.push_back(std::move(t));
-      if (u.finish != FinishReason::None) break;
+    std::vector<ChoiceResult> choices(streams.size());
+    int64_t prompt_tokens = 0;
+    for (size_t i = 0; i < streams.size(); i++) {
+      ChoiceResult& c = choices[i];
+      RequestStream::Update u;
+      for (;;) {
+        if (!streams[i]->next(u, std::chrono::seconds(1))) continue;
+        c.text += u.text;
+        for (TokenLogprob& t : u.logprobs) c.logprobs.push_back(std::move(t));
+        if (u.finish != FinishReason::None) break;
+      }
+      if (u.finish == FinishReason::Error) {
+        for (const auto& stream : streams) stream->cancel();
+        send_error(res, 500, u.error, "server_error");
+        return;
+      }
+      c.finish = u.finish;
+      c.completion_tokens = u.completion_tokens;
+      prompt_tokens = u.prompt_tokens;
     }
-    if (u.finish == FinishReason::Error) {
-      send_error(res, 500, u.error, "server_error");
-      return;
-    }
-    res.set_content(dump_json(answer_json(r, id, created, served_.id, text, u.finish,
-                                          u.prompt_tokens, u.completion_tokens, logprobs)),
+    res.set_content(dump_json(answer_json(r, id, created, served_.id, choices, prompt_tokens)),
                     kJson);
   }
 

@@ -72,7 +72,6 @@ bool boolean(const json& body, const char* name, bool dflt) {
 
 // Options wick does not implement are refused unless they ask for the default.
 void refuse_unless_default(const json& body) {
-  if (integer(body, "n", 1, 1, 1) != 1) bad("n", "must be 1");
   if (integer(body, "best_of", 1, 1, 1) != 1) bad("best_of", "must be 1");
   if (const json* v = field(body, "suffix");
       v && !(v->is_string() && v->get<std::string>().empty()))
@@ -207,6 +206,7 @@ ApiRequest parse_api_request(const std::string& body_text, bool chat, const Serv
   ApiRequest r;
   r.chat = chat;
   r.stream = boolean(body, "stream", false);
+  r.n = integer(body, "n", 1, 1, kMaxChoices);
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) bad("stream_options", "must be an object");
     r.include_usage = boolean(*so, "include_usage", false);
@@ -352,28 +352,31 @@ json usage(int64_t prompt_tokens, int64_t completion_tokens) {
 }  // namespace
 
 json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
-                 const std::string& model, const std::string& text, FinishReason finish,
-                 int64_t prompt_tokens, int64_t completion_tokens,
-                 const std::vector<TokenLogprob>& logprobs) {
-  json choice = {{"index", 0}, {"finish_reason", finish_value(finish)}};
-  if (r.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = r.echo ? r.prompt_text + text : text;
+                 const std::string& model, const std::vector<ChoiceResult>& choices,
+                 int64_t prompt_tokens) {
+  json out = json::array();
+  int64_t completion_tokens = 0;
+  for (size_t i = 0; i < choices.size(); i++) {
+    const ChoiceResult& c = choices[i];
+    json choice = {{"index", i}, {"finish_reason", finish_value(c.finish)}};
+    if (r.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = r.echo ? r.prompt_text + c.text : c.text;
+    }
+    choice["logprobs"] = logprobs_json(r, c.logprobs, 0);
+    out.push_back(std::move(choice));
+    completion_tokens += c.completion_tokens;
   }
-  choice["logprobs"] = logprobs_json(r, logprobs, 0);
-  return {{"id", id},
-          {"object", r.chat ? "chat.completion" : "text_completion"},
-          {"created", created},
-          {"model", model},
-          {"choices", json::array({choice})},
-          {"usage", usage(prompt_tokens, completion_tokens)}};
+  return {{"id", id},           {"object", r.chat ? "chat.completion" : "text_completion"},
+          {"created", created}, {"model", model},
+          {"choices", out},     {"usage", usage(prompt_tokens, completion_tokens)}};
 }
 
 json chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
                 const std::string& model, const std::string* text, bool first, FinishReason finish,
-                const std::vector<TokenLogprob>& logprobs, size_t text_offset) {
-  json choice = {{"index", 0}, {"finish_reason", finish_value(finish)}};
+                const std::vector<TokenLogprob>& logprobs, size_t text_offset, int64_t index) {
+  json choice = {{"index", index}, {"finish_reason", finish_value(finish)}};
   if (r.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";

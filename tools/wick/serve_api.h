@@ -13,6 +13,9 @@
 
 namespace wick::cli {
 
+// The most choices a request may ask for (`n`); each takes a slot.
+constexpr int64_t kMaxChoices = 16;
+
 // A request the API refuses: the HTTP status (400) and OpenAI's error fields.
 class ApiError : public std::runtime_error {
  public:
@@ -40,7 +43,16 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // a completion's answer starts with prompt_text
   std::string prompt_text;
+  int64_t n = 1;  // choices: n requests, choice i sampled with gen's seed + i
   GenRequest gen;
+};
+
+// One choice of a whole answer.
+struct ChoiceResult {
+  std::string text;
+  FinishReason finish = FinishReason::None;
+  int64_t completion_tokens = 0;
+  std::vector<TokenLogprob> logprobs;
 };
 
 // Parses and checks a body; throws ApiError naming the field for anything wrong (not JSON, a
@@ -54,17 +66,17 @@ std::string error_body(const std::string& message, const std::string& type,
 // The whole answer (stream: false).
 // With the tokens' log-probabilities when the request asked for them (OpenAI's shapes: chat's
 // logprobs.content, completions' tokens / token_logprobs / top_logprobs / text_offset).
+// The prompt counts once in the usage, the choices' tokens all.
 nlohmann::json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
-                           const std::string& model, const std::string& text, FinishReason finish,
-                           int64_t prompt_tokens, int64_t completion_tokens,
-                           const std::vector<TokenLogprob>& logprobs = {});
-// One chunk of a streamed answer: text (with the role first for chat), or the finish reason;
-// the log-probabilities of its tokens, if any (a completion's text_offset counting from
-// `text_offset`, the bytes streamed before).
+                           const std::string& model, const std::vector<ChoiceResult>& choices,
+                           int64_t prompt_tokens);
+// One chunk of a streamed answer, for choice `index`: text (with the role first for chat), or
+// the finish reason; the log-probabilities of its tokens, if any (a completion's text_offset
+// counting from `text_offset`, the bytes streamed before).
 nlohmann::json chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
                           const std::string& model, const std::string* text, bool first,
                           FinishReason finish, const std::vector<TokenLogprob>& logprobs = {},
-                          size_t text_offset = 0);
+                          size_t text_offset = 0, int64_t index = 0);
 // The last chunk of stream_options.include_usage: no choices, the token counts.
 nlohmann::json usage_chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
                                 const std::string& model, int64_t prompt_tokens,
