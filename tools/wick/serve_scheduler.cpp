@@ -245,23 +245,31 @@ bool Scheduler::score_prompt(Slot& slot) {
       // The model's own distribution (no bias, no penalty), reduced on the device: each row's
       // log-softmax at its next token and its `logprobs` largest, not n x vocab logits.
       model_.reset();
-      const Tensor lsm = model_.forward_all(r.prompt).narrow(0, 0, n).log_softmax(1);
-      const std::vector<uint32_t> next(r.prompt.begin() + 1, r.prompt.end());
-      const std::vector<float> lp =
-          lsm.gather(Tensor::from_vec(next, {n, 1}).to_device(lsm.device()), 1).to_vec<float>();
-      std::vector<float> top_lp;
-      std::vector<uint32_t> top_id;
-      if (r.logprobs > 0) {
-        const auto [values, ids] = lsm.topk(std::min(r.logprobs, lsm.shape()[1]), 1);
-        top_lp = values.to_vec<float>();
-        top_id = ids.to_dtype(DType::U32).to_vec<uint32_t>();
-      }
-      const auto k = static_cast<size_t>(std::max<int64_t>(r.logprobs, 0));
-      for (size_t i = 0; i < static_cast<size_t>(n); i++) {
-        TokenLogprob t{bytes(next[i]), true, lp[i], {}};
-        for (size_t j = 0; j < k && i * k + j < top_id.size(); j++)
-          t.top.emplace_back(bytes(top_id[i * k + j]), top_lp[i * k + j]);
-        slot.job->stream->push({}, 0, std::move(t));
+      const Tensor logits = model_.forward_all(r.prompt);
+      const int64_t k = std::min(r.logprobs, logits.shape()[1]);
+      // Blocks of rows bound the temporaries (a log-softmax and a sort a block).
+      constexpr int64_t kRows = 256;
+      for (int64_t b = 0; b < n; b += kRows) {
+        const int64_t rows = std::min(kRows, n - b);
+        const Tensor lsm = logits.narrow(0, b, rows).log_softmax(1);
+        const std::vector<uint32_t> next(r.prompt.begin() + b + 1, r.prompt.begin() + b + 1 + rows);
+        const std::vector<float> lp =
+            lsm.gather(Tensor::from_vec(next, {rows, 1}).to_device(lsm.device()), 1)
+                .to_vec<float>();
+        std::vector<float> top_lp;
+        std::vector<uint32_t> top_id;
+        if (k > 0) {
+          const auto [values, ids] = lsm.topk(k, 1);
+          top_lp = values.to_vec<float>();
+          top_id = ids.to_dtype(DType::U32).to_vec<uint32_t>();
+        }
+        for (size_t i = 0; i < static_cast<size_t>(rows); i++) {
+          TokenLogprob t{bytes(next[i]), true, lp[i], {}};
+          for (size_t j = 0; j < static_cast<size_t>(k); j++)
+            t.top.emplace_back(bytes(top_id[i * static_cast<size_t>(k) + j]),
+                               top_lp[i * static_cast<size_t>(k) + j]);
+          slot.job->stream->push({}, 0, std::move(t));
+        }
       }
     }
   }
