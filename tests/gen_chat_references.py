@@ -4,7 +4,7 @@ renders chat templates (an ImmutableSandboxedEnvironment with trim_blocks, lstri
 loopcontrols and its `generation` block; raise_exception, strftime_now and transformers' tojson),
 for a few conversations:
 - tests/data/chat_templates/expected.json: the models' templates in that folder, with their
-  tokens;
+  tokens (also with `tools` and a tool call and result);
 - tests/data/chat_templates/llama_cpp_expected.json: every template of llama.cpp's
   models/templates/ (70 models' templates, as scripts/install-deps.sh extracts them into
   .cache/llama-vocab/templates/; WICK_LLAMA_VOCAB_DIR overrides the folder), with <s> and </s>.
@@ -56,6 +56,26 @@ CONVERSATIONS = [
     ([("assistant", "I speak first.")], True),
 ]
 
+# Tool use in OpenAI's (and transformers') shapes: a tool's definition, an assistant turn that
+# calls it (arguments as an object, as transformers passes them), the tool's result. Rendered with
+# the model templates only, with `tools`.
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The current weather in a city.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "The city's name."},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"]}}}]
+CALL = {"role": "assistant", "content": "", "tool_calls": [{
+    "id": "abc123XYZ", "type": "function",
+    "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}]}
+RESULT = {"role": "tool", "tool_call_id": "abc123XYZ", "name": "get_weather",
+          "content": "{\"temperature\": 21, \"sky\": \"clear\"}"}
+TOOL_CONVERSATIONS = [
+    ([{"role": "user", "content": "What is the weather in Paris?"}], True),
+    ([{"role": "system", "content": "You help with the weather."},
+      {"role": "user", "content": "Weather in Paris?"}, CALL, RESULT], True),
+]
+
 
 def raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
@@ -103,6 +123,23 @@ def render(env, path, name, bos, eos):
     return cases
 
 
+def render_tools(env, path, name, bos, eos):
+    with open(path, encoding="utf-8") as f:
+        template = env.from_string(f.read())
+    cases = []
+    for messages, add_generation_prompt in TOOL_CONVERSATIONS:
+        case = {"template": name, "bos_token": bos, "eos_token": eos, "messages": messages,
+                "tools": TOOLS, "add_generation_prompt": add_generation_prompt}
+        try:
+            case["text"] = template.render(messages=messages, tools=TOOLS, bos_token=bos,
+                                           eos_token=eos,
+                                           add_generation_prompt=add_generation_prompt)
+        except jinja2.exceptions.TemplateError as e:
+            case["error"] = str(e)
+        cases.append(case)
+    return cases
+
+
 def references():
     """(file, its content) for each reference file."""
     env = environment()
@@ -110,6 +147,7 @@ def references():
     models = []
     for name, (bos, eos) in TEMPLATES.items():
         models += render(env, os.path.join(DIR, name), name, bos, eos)
+        models += render_tools(env, os.path.join(DIR, name), name, bos, eos)
     if not os.path.isdir(LLAMA_CPP_DIR):
         sys.exit(f"{LLAMA_CPP_DIR}: no llama.cpp templates (run scripts/install-deps.sh)")
     llama_cpp = []

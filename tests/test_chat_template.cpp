@@ -3,6 +3,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -43,8 +44,8 @@ std::string strftime_at(const char* format, std::time_t t) {
 // The references' strftime_now answered their file's "strftime_now" time; wick's answers now.
 // Today's date in the formats the templates use is put back to the references' (a render that
 // straddles midnight is run again).
-std::string rendered_at(const json& ref, const ChatTemplate& tmpl,
-                        std::span<const ChatMessage> messages, bool add_generation_prompt) {
+std::string rendered_at(const nlohmann::ordered_json& ref,
+                        const std::function<std::string()>& apply) {
   std::tm fixed{};
   std::istringstream(ref.at("strftime_now").get<std::string>()) >>
       std::get_time(&fixed, "%Y-%m-%dT%H:%M:%S");
@@ -52,7 +53,7 @@ std::string rendered_at(const json& ref, const ChatTemplate& tmpl,
   const std::time_t then = std::mktime(&fixed);
   for (;;) {
     const std::time_t before = std::time(nullptr);
-    std::string text = tmpl.apply(messages, add_generation_prompt);
+    std::string text = apply();
     const std::time_t after = std::time(nullptr);
     if (strftime_at("%F", before) != strftime_at("%F", after)) continue;
     for (const char* format : {"%Y-%m-%d", "%B %d, %Y", "%d %b %Y"}) {
@@ -69,21 +70,29 @@ std::string rendered_at(const json& ref, const ChatTemplate& tmpl,
 // read from `dir`; the times each template was rendered.
 std::map<std::string, int> expect_renders_like_jinja2(const std::filesystem::path& references,
                                                       const std::filesystem::path& dir) {
-  const json ref = json::parse(read_file(references));
+  // Ordered: a template's tojson writes keys in the order the messages and tools give them.
+  const auto ref = nlohmann::ordered_json::parse(read_file(references));
   std::map<std::string, int> rendered;
-  for (const json& c : ref.at("cases")) {
+  for (const auto& c : ref.at("cases")) {
     const std::string name = c.at("template");
     const ChatTemplate tmpl =
         ChatTemplate::from_jinja(read_file(dir / name), c.at("bos_token"), c.at("eos_token"));
-    std::vector<ChatMessage> messages;
-    for (const json& m : c.at("messages")) messages.push_back({m.at("role"), m.at("content")});
     const bool gen = c.at("add_generation_prompt");
     SCOPED_TRACE(name + " " + c.at("messages").dump() + (gen ? " +generation prompt" : ""));
+    // Conversations with tools (calls and results in the messages) go as JSON.
+    std::function<std::string()> apply;
+    if (c.contains("tools")) {
+      apply = [&] { return tmpl.apply_json(c.at("messages").dump(), c.at("tools").dump(), gen); };
+    } else {
+      std::vector<ChatMessage> messages;
+      for (const auto& m : c.at("messages")) messages.push_back({m.at("role"), m.at("content")});
+      apply = [&tmpl, messages, gen] { return tmpl.apply(messages, gen); };
+    }
     if (c.contains("error")) {
-      expect_error([&] { tmpl.apply(messages, gen); }, ErrorKind::Unsupported,
+      expect_error([&] { apply(); }, ErrorKind::Unsupported,
                    {"ChatTemplate::apply", c.at("error").get<std::string>()});
     } else {
-      EXPECT_EQ(rendered_at(ref, tmpl, messages, gen), c.at("text").get<std::string>());
+      EXPECT_EQ(rendered_at(ref, apply), c.at("text").get<std::string>());
     }
     rendered[name]++;
   }
@@ -95,7 +104,26 @@ TEST(ChatTemplate, RendersLikeJinja2) {
       expect_renders_like_jinja2(templates_dir() / "expected.json", templates_dir());
   for (const char* name : {"smollm2.jinja", "qwen2.5.jinja", "qwen3.jinja", "smollm3.jinja",
                            "llama3.1.jinja", "phi3.5.jinja", "gemma2.jinja", "mistral-nemo.jinja"})
-    EXPECT_GE(rendered[name], 5) << name;
+    EXPECT_GE(rendered[name], 7) << name;
+}
+
+// apply_json: the messages as given (tool calls and results) and `tools`; JSON that is not an
+// array is a parse error.
+TEST(ChatTemplate, ApplyJsonPassesToolsAndMessageFields) {
+  const ChatTemplate t = ChatTemplate::from_jinja(
+      "{% for m in messages %}{{ m.role }}:{{ m.content }}"
+      "{% for c in m.tool_calls or [] %}[{{ c.function.name }}({{ c.function.arguments.city }})]"
+      "{% endfor %}{% endfor %}|{{ tools is defined }}|{% for x in tools or [] %}"
+      "{{ x.function.name }}{% endfor %}");
+  const std::string call =
+      R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "",)"
+      R"( "tool_calls": [{"function": {"name": "f", "arguments": {"city": "Oslo"}}}]}])";
+  EXPECT_EQ(t.apply_json(call, R"([{"function": {"name": "g"}}])", false),
+            "user:hiassistant:[f(Oslo)]|True|g");
+  EXPECT_EQ(t.apply_json(call, "", false), "user:hiassistant:[f(Oslo)]|False|");
+  expect_error([&] { t.apply_json("{\"role\": 1}", "", false); }, ErrorKind::Parse,
+               {"apply_json", "messages", "JSON array"});
+  expect_error([&] { t.apply_json("[]", "[1,", false); }, ErrorKind::Parse, {"tools"});
 }
 
 // Every template of llama.cpp's models/templates/ (70 models' chat templates: Llama 3.x, Qwen

@@ -135,6 +135,12 @@ class ChatTemplate {
   // The rendered conversation. Error(Unsupported) with the template's message when it refuses the
   // conversation (raise_exception: roles that do not alternate, a system turn it cannot hold...).
   std::string apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+  // The same with the messages given as a JSON array of OpenAI's shape (as transformers passes
+  // them: a message may carry tool_calls, tool_call_id, name...) and `tools_json` the tools' JSON
+  // array (empty: `tools` stays undefined), for templates that render tool definitions, calls and
+  // results. Error(Parse) when either is not a JSON array.
+  std::string apply_json(std::string_view messages_json, std::string_view tools_json,
+                         bool add_generation_prompt) const;
   const std::string& source() const;
 
   struct Impl;

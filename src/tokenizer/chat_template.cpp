@@ -26,6 +26,35 @@ constexpr std::string_view kChatML =
     "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
+// Runs the template over messages and tools (null: undefined).
+std::string render(const ChatTemplate::Impl& impl, common_json messages, common_json tools,
+                   bool add_generation_prompt) {
+  const size_t count = messages.size();
+  try {
+    common_json input = common_json::object();
+    input["messages"] = std::move(messages);
+    if (!tools.is_null()) input["tools"] = std::move(tools);
+    input["add_generation_prompt"] = add_generation_prompt;
+    input["bos_token"] = impl.bos_token;
+    input["eos_token"] = impl.eos_token;
+    jinja::context ctx(impl.source);
+    jinja::global_from_json(ctx, input, /*mark_input=*/false);
+    jinja::runtime runtime(ctx);
+    const jinja::value out = runtime.execute(impl.program);
+    const jinja::walk_output_limit_scope limit(ctx.exec->limits.max_string);
+    return jinja::runtime::gather_string_parts(out)->as_string().str();
+  } catch (const jinja::limit_exceeded& e) {
+    fail(ErrorKind::Unsupported, "ChatTemplate::apply",
+         "the chat template ran past a limit of wick's on the ", count,
+         "-message conversation (a template that loops or recurses without end, or "
+         "makes a huge text?): ",
+         e.what());
+  } catch (const std::exception& e) {
+    fail(ErrorKind::Unsupported, "ChatTemplate::apply", "the chat template refused the ", count,
+         "-message conversation: ", e.what());
+  }
+}
+
 }  // namespace
 
 ChatTemplate::ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -55,31 +84,23 @@ const std::string& ChatTemplate::source() const {
 
 std::string ChatTemplate::apply(std::span<const ChatMessage> messages,
                                 bool add_generation_prompt) const {
-  try {
-    common_json list = common_json::array();
-    for (const ChatMessage& m : messages)
-      list.push_back(common_json::object({{"role", m.role}, {"content", m.content}}));
-    common_json input = common_json::object();
-    input["messages"] = list;
-    input["add_generation_prompt"] = add_generation_prompt;
-    input["bos_token"] = impl_->bos_token;
-    input["eos_token"] = impl_->eos_token;
-    jinja::context ctx(impl_->source);
-    jinja::global_from_json(ctx, input, /*mark_input=*/false);
-    jinja::runtime runtime(ctx);
-    const jinja::value out = runtime.execute(impl_->program);
-    const jinja::walk_output_limit_scope limit(ctx.exec->limits.max_string);
-    return jinja::runtime::gather_string_parts(out)->as_string().str();
-  } catch (const jinja::limit_exceeded& e) {
-    fail(ErrorKind::Unsupported, "ChatTemplate::apply",
-         "the chat template ran past a limit of wick's on the ", messages.size(),
-         "-message conversation (a template that loops or recurses without end, or "
-         "makes a huge text?): ",
-         e.what());
-  } catch (const std::exception& e) {
-    fail(ErrorKind::Unsupported, "ChatTemplate::apply", "the chat template refused the ",
-         messages.size(), "-message conversation: ", e.what());
-  }
+  common_json list = common_json::array();
+  for (const ChatMessage& m : messages)
+    list.push_back(common_json::object({{"role", m.role}, {"content", m.content}}));
+  return render(*impl_, std::move(list), common_json(), add_generation_prompt);
+}
+
+std::string ChatTemplate::apply_json(std::string_view messages_json, std::string_view tools_json,
+                                     bool add_generation_prompt) const {
+  const auto parse = [](std::string_view text, const char* what) {
+    common_json j = common_json::parse_no_throw(std::string(text));
+    if (j.is_discarded() || !j.is_array())
+      fail(ErrorKind::Parse, "ChatTemplate::apply_json", what, " must be a JSON array");
+    return j;
+  };
+  common_json messages = parse(messages_json, "the messages");
+  common_json tools = tools_json.empty() ? common_json() : parse(tools_json, "the tools");
+  return render(*impl_, std::move(messages), std::move(tools), add_generation_prompt);
 }
 
 }  // namespace wick
