@@ -18,6 +18,7 @@
 #include "progress.h"
 #include "stop_strings.h"
 #include "tiny_llama.h"
+#include "tool_calls.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
 #include "wick/tokenizer.h"
@@ -570,6 +571,41 @@ TEST(CliBinary, GenerateOnATinyModel) {
   const RunResult missing = run_wick("generate --model /nonexistent.gguf --prompt x");
   EXPECT_EQ(missing.status, 1);
   EXPECT_HAS(missing.output, "/nonexistent.gguf");
+}
+
+// The chat formats' tool calls: Hermes blocks (several, text around them, an unclosed last one),
+// Llama 3.x's whole-answer object, Mistral's array; anything that does not parse stays text.
+TEST(CliToolCalls, ParsesTheCommonFormats) {
+  using cli::parse_tool_calls;
+  const auto calls = [](const cli::ParsedAnswer& a) {
+    std::vector<std::string> out;
+    for (const cli::ToolCall& c : a.calls) out.push_back(c.name + " " + c.arguments);
+    return out;
+  };
+  cli::ParsedAnswer a = parse_tool_calls(
+      "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\", \"unit\": \"celsius\"}}\n</tool_call>\n<tool_call>{\"name\": \"time\", "
+      "\"arguments\": \"{\\\"tz\\\": \\\"CET\\\"}\"}");
+  EXPECT_EQ(a.content, "Let me look.");
+  EXPECT_EQ(calls(a), (std::vector<std::string>{R"(get_weather {"city":"Paris","unit":"celsius"})",
+                                                R"(time {"tz":"CET"})"}));
+  a = parse_tool_calls("<|python_tag|>{\"name\": \"f\", \"parameters\": {\"x\": 1}}");
+  EXPECT_EQ(a.content, "");
+  EXPECT_EQ(calls(a), (std::vector<std::string>{R"(f {"x":1})"}));
+  a = parse_tool_calls("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\"}]");
+  EXPECT_EQ(calls(a), (std::vector<std::string>{"f {}", "g {}"}));
+  a = parse_tool_calls(" [{\"name\": \"f\", \"arguments\": {\"a\": [1, 2]}}] ");
+  EXPECT_EQ(calls(a), (std::vector<std::string>{R"(f {"a":[1,2]})"}));
+  // Not calls: plain text, JSON of another shape, a broken block (kept as text).
+  for (const char* text : {"Paris is sunny.", "{\"answer\": 42}", "[1, 2]", "{\"name\": 5}",
+                           "{\"name\": \"f\", \"arguments\": 3}"}) {
+    a = parse_tool_calls(text);
+    EXPECT_TRUE(a.calls.empty()) << text;
+    EXPECT_EQ(a.content, text);
+  }
+  a = parse_tool_calls("x <tool_call>{broken</tool_call> y");
+  EXPECT_TRUE(a.calls.empty());
+  EXPECT_EQ(a.content, "x <tool_call>{broken</tool_call> y");
 }
 
 // wick perplexity is llama.cpp's definition: chunks of --ctx tokens, each run from position 0,

@@ -267,6 +267,29 @@ def api_basics(srv):
     check([parts.get(i) for i in range(3)] == alone and sorted(fins) == [0, 1, 2],
           f"streamed n=3: {parts} {fins} against {alone}")
 
+    # Tools go to the template (the tiny model's ChatML writes none, and calls none); a history
+    # with a call and its result is taken; a call cannot be forced.
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    t = c.chat.completions.create(model=model, messages=msgs, max_tokens=10, temperature=0,
+                                  tools=tools)
+    check(t.choices[0].finish_reason in ("stop", "length") and not t.choices[0].message.tool_calls,
+          f"tools: {t.choices[0]}")
+    history = msgs + [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "abc123XYZ", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "abc123XYZ", "content": "sunny"}]
+    h = c.chat.completions.create(model=model, messages=history, max_tokens=4, temperature=0,
+                                  tools=tools, stream=False)
+    check(h.choices[0].finish_reason in ("stop", "length"), f"tool history: {h.choices[0]}")
+    try:
+        c.chat.completions.create(model=model, messages=msgs, max_tokens=4, tools=tools,
+                                  tool_choice="required")
+        check(False, "tool_choice required accepted")
+    except openai.BadRequestError as e:
+        check("tool_choice" in str(e), f"tool_choice required: {e}")
+
     # Sampling with a seed is repeatable.
     a = c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9, seed=7)
     b = c.completions.create(model=model, prompt="x", max_tokens=8, temperature=0.9, seed=7)

@@ -62,6 +62,7 @@ struct StreamedChoice {
   bool echoed = false;        // the prompt's text went out (echo)
   bool done = false;
   int64_t completion_tokens = 0;
+  std::string held;  // parse_tools: the answer's text, sent once parsed at its end
 };
 
 // One streamed answer's state between calls of the content provider.
@@ -108,6 +109,10 @@ bool write_events(StreamState& s, httplib::DataSink& sink) {
       u.text.insert(0, s.request.prompt_text);
       c.echoed = true;
     }
+    if (s.request.parse_tools) {  // tool calls are known at the end
+      c.held += u.text;
+      u.text.clear();
+    }
     if ((!u.text.empty() || !u.logprobs.empty()) &&
         !chunk(index, &u.text, c.first, FinishReason::None, u.logprobs, c.streamed_bytes))
       return false;
@@ -126,7 +131,16 @@ bool write_events(StreamState& s, httplib::DataSink& sink) {
       sink.done();
       return true;
     }
-    if (!chunk(index, nullptr, false, u.finish)) return false;
+    FinishReason finish = u.finish;
+    if (s.request.parse_tools) {
+      const ToolAnswer t = tool_answer(c.held, u.finish);
+      if (!t.content.empty() && !chunk(index, &t.content, false, FinishReason::None)) return false;
+      if (!t.tool_calls.empty() &&
+          !write(sse_event(tool_calls_chunk_json(s.id, s.created, s.model, index, t.tool_calls))))
+        return false;
+      finish = t.finish;
+    }
+    if (!chunk(index, nullptr, false, finish)) return false;
     c.done = true;
   }
   if (!all_done) {

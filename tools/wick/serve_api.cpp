@@ -4,8 +4,11 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <random>
 
 #include "io/file.h"
+#include "tool_calls.h"
 
 namespace wick::cli {
 
@@ -76,8 +79,6 @@ void refuse_unless_default(const json& body) {
   if (const json* v = field(body, "suffix");
       v && !(v->is_string() && v->get<std::string>().empty()))
     bad("suffix", "is not supported");
-  if (const json* v = field(body, "tools"); v && !(v->is_array() && v->empty()))
-    bad("tools", "are not supported");
 }
 
 std::string text_content(const json& content, size_t i) {
@@ -106,8 +107,9 @@ std::vector<ChatMessage> chat_messages(const json& body) {
     if (!msg.is_object()) bad(p, "must be an object");
     const auto role = msg.find("role");
     if (role == msg.end() || !role->is_string()) bad(p + ".role", "must be a string");
-    if (!msg.contains("content")) bad(p + ".content", "is required");
-    out.push_back({role->get<std::string>(), text_content(msg["content"], i)});
+    // An assistant turn of tool calls may leave its content out.
+    if (!msg.contains("content") && !msg.contains("tool_calls")) bad(p + ".content", "is required");
+    out.push_back({role->get<std::string>(), text_content(msg.value("content", json()), i)});
   }
   return out;
 }
@@ -140,6 +142,43 @@ std::vector<uint32_t> completion_prompt(const json& body, const ServedModel& m) 
     return ids;
   }
   bad("prompt", "must be a string, an array of one string, or an array of token ids");
+}
+
+// Tools of OpenAI's shape: [{"type": "function", "function": {"name": STRING, ...}}, ...].
+void check_tools(const json& tools) {
+  if (!tools.is_array()) bad("tools", "must be an array");
+  for (size_t i = 0; i < tools.size(); i++) {
+    const json& t = tools[i];
+    if (!t.is_object() || t.value("type", json()) != "function" || !t.contains("function") ||
+        !t["function"].is_object() || !t["function"].contains("name") ||
+        !t["function"]["name"].is_string())
+      bad("tools", "[" + std::to_string(i) +
+                       "] is not {\"type\": \"function\", \"function\": {\"name\": STRING, ...}}");
+  }
+}
+
+// The conversation as the template's JSON, in the body's key order (a template's tojson writes
+// them so): contents as text, tool calls' arguments as objects (as transformers passes them).
+std::string template_messages(const std::string& body_text, const std::vector<ChatMessage>& texts) {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::parse(body_text)["messages"];
+  for (size_t i = 0; i < messages.size(); i++) {
+    auto& m = messages[i];
+    m["content"] = texts[i].content;
+    if (!m.contains("tool_calls")) continue;
+    if (!m["tool_calls"].is_array())
+      bad("messages[" + std::to_string(i) + "].tool_calls", "must be an array");
+    for (auto& call : m["tool_calls"]) {
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+        bad("messages[" + std::to_string(i) + "].tool_calls",
+            "holds a call without {\"function\": {...}}");
+      auto& args = call["function"]["arguments"];
+      if (args.is_string()) {
+        auto parsed = nlohmann::ordered_json::parse(args.get<std::string>(), nullptr, false);
+        if (!parsed.is_discarded() && parsed.is_object()) args = std::move(parsed);
+      }
+    }
+  }
+  return messages.dump();
 }
 
 // OpenAI's {"token id": bias in [-100, 100]}.
@@ -240,9 +279,31 @@ ApiRequest parse_api_request(const std::string& body_text, bool chat, const Serv
 
   if (chat) {
     const std::vector<ChatMessage> messages = chat_messages(body);
+    // Tools go to the template (which writes their definitions), unless tool_choice is "none";
+    // wick cannot force a call ("required", a named function).
+    const json* tools = field(body, "tools");
+    if (tools) check_tools(*tools);
+    std::string tool_choice = "auto";
+    if (const json* tc = field(body, "tool_choice")) {
+      if (!tc->is_string() || (*tc != "auto" && *tc != "none"))
+        bad("tool_choice",
+            "is " + shown(*tc) + ": only \"auto\" and \"none\" (wick cannot force a call)");
+      tool_choice = tc->get<std::string>();
+    }
+    r.parse_tools = tools && !tools->empty() && tool_choice == "auto";
+    bool structured = r.parse_tools;
+    for (const json& msg : body["messages"])
+      structured = structured || msg.contains("tool_calls") || msg.value("role", json()) == "tool";
     std::string text;
     try {
-      text = m.chat_template.apply(messages, /*add_generation_prompt=*/true);
+      if (structured) {
+        const std::string tools_json =
+            r.parse_tools ? nlohmann::ordered_json::parse(body_text)["tools"].dump() : "";
+        text = m.chat_template.apply_json(template_messages(body_text, messages), tools_json,
+                                          /*add_generation_prompt=*/true);
+      } else {
+        text = m.chat_template.apply(messages, /*add_generation_prompt=*/true);
+      }
     } catch (const Error& e) {
       throw ApiError(400, std::string("the chat template refuses the messages: ") + e.what(),
                      "messages");
@@ -351,6 +412,52 @@ json usage(int64_t prompt_tokens, int64_t completion_tokens) {
 
 }  // namespace
 
+ToolAnswer tool_answer(const std::string& text, FinishReason finish) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mutex rng_mu;
+  const ParsedAnswer parsed = parse_tool_calls(text);
+  ToolAnswer out;
+  out.finish = finish;
+  if (parsed.calls.empty()) {
+    out.content = text;
+    return out;
+  }
+  out.content = parsed.content;
+  if (finish == FinishReason::Stop) out.finish = FinishReason::ToolCalls;
+  constexpr std::string_view kAlnum =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (const ToolCall& c : parsed.calls) {
+    std::string call_id(9, 'a');
+    {
+      std::lock_guard lk(rng_mu);
+      for (char& ch : call_id) ch = kAlnum[rng() % kAlnum.size()];
+    }
+    out.tool_calls.push_back({{"id", call_id},
+                              {"type", "function"},
+                              {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return out;
+}
+
+json tool_calls_chunk_json(const std::string& id, int64_t created, const std::string& model,
+                           int64_t index, const json& tool_calls) {
+  json calls = json::array();
+  for (size_t i = 0; i < tool_calls.size(); i++) {
+    json c = tool_calls[i];
+    c["index"] = i;
+    calls.push_back(std::move(c));
+  }
+  json choice = {{"index", index},
+                 {"finish_reason", json()},
+                 {"delta", {{"tool_calls", calls}}},
+                 {"logprobs", json()}};
+  return {{"id", id},
+          {"object", "chat.completion.chunk"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})}};
+}
+
 json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
                  const std::string& model, const std::vector<ChoiceResult>& choices,
                  int64_t prompt_tokens) {
@@ -359,7 +466,14 @@ json answer_json(const ApiRequest& r, const std::string& id, int64_t created,
   for (size_t i = 0; i < choices.size(); i++) {
     const ChoiceResult& c = choices[i];
     json choice = {{"index", i}, {"finish_reason", finish_value(c.finish)}};
-    if (r.chat) {
+    if (r.chat && r.parse_tools) {
+      const ToolAnswer t = tool_answer(c.text, c.finish);
+      choice["finish_reason"] = finish_value(t.finish);
+      choice["message"] = {
+          {"role", "assistant"},
+          {"content", t.tool_calls.empty() || !t.content.empty() ? json(t.content) : json()}};
+      if (!t.tool_calls.empty()) choice["message"]["tool_calls"] = t.tool_calls;
+    } else if (r.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {
       choice["text"] = r.echo ? r.prompt_text + c.text : c.text;

@@ -43,7 +43,8 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // a completion's answer starts with prompt_text
   std::string prompt_text;
-  int64_t n = 1;  // choices: n requests, choice i sampled with gen's seed + i
+  int64_t n = 1;             // choices: n requests, choice i sampled with gen's seed + i
+  bool parse_tools = false;  // chat with tools: answers are parsed for tool calls
   GenRequest gen;
 };
 
@@ -77,6 +78,19 @@ nlohmann::json chunk_json(const ApiRequest& r, const std::string& id, int64_t cr
                           const std::string& model, const std::string* text, bool first,
                           FinishReason finish, const std::vector<TokenLogprob>& logprobs = {},
                           size_t text_offset = 0, int64_t index = 0);
+// A chat answer's tool calls (parse_tools): the content outside them and OpenAI's tool_calls
+// array, each call with a fresh 9-character id (what Mistral's templates take back); the
+// finish reason becomes ToolCalls for an answer that stopped with calls.
+struct ToolAnswer {
+  std::string content;
+  nlohmann::json tool_calls = nlohmann::json::array();
+  FinishReason finish = FinishReason::None;
+};
+ToolAnswer tool_answer(const std::string& text, FinishReason finish);
+// A streamed chat answer's tool calls, in one chunk (delta.tool_calls with their indices).
+nlohmann::json tool_calls_chunk_json(const std::string& id, int64_t created,
+                                     const std::string& model, int64_t index,
+                                     const nlohmann::json& tool_calls);
 // The last chunk of stream_options.include_usage: no choices, the token counts.
 nlohmann::json usage_chunk_json(const ApiRequest& r, const std::string& id, int64_t created,
                                 const std::string& model, int64_t prompt_tokens,

@@ -8,20 +8,6 @@
 
 namespace wick::cli {
 
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::Stop:
-      return "stop";
-    case FinishReason::Length:
-      return "length";
-    case FinishReason::Error:
-      return "error";
-    case FinishReason::None:
-      break;
-  }
-  return "";
-}
-
 bool RequestStream::next(Update& out, std::chrono::milliseconds timeout) {
   std::unique_lock lk(mu_);
   const auto ready = [&] {

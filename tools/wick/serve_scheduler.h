@@ -44,8 +44,23 @@ struct TokenLogprob {
   std::vector<std::pair<std::string, double>> top;
 };
 
-enum class FinishReason { None, Stop, Length, Error };
-const char* finish_reason_name(FinishReason r);
+// ToolCalls: an answer that stopped and parsed as tool calls (the API's, never the scheduler's).
+enum class FinishReason { None, Stop, Length, Error, ToolCalls };
+inline const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Error:
+      return "error";
+    case FinishReason::ToolCalls:
+      return "tool_calls";
+    case FinishReason::None:
+      break;
+  }
+  return "";
+}
 
 // One request's output, written by the scheduler and read by an HTTP thread.
 class RequestStream {
