@@ -202,6 +202,28 @@ void safetensors_seeds(const std::filesystem::path& dir) {
 
 }  // namespace
 
+// Answers in the tool-call formats wick parses, and near misses.
+void tool_calls_seeds(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const char* seeds[] = {
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>",
+      "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": [1, 2]}\"}</tool_call>"
+      "<tool_call>{\"name\": \"g\"",
+      "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"x\": 1.5}}",
+      "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}, {\"name\": \"g\"}]",
+      "Paris is sunny today.",
+      "x <tool_call>{broken</tool_call> y",
+  };
+  int i = 0;
+  for (const char* s : seeds) {
+    const std::string text(s);
+    std::vector<std::byte> bytes(text.size());
+    for (size_t j = 0; j < text.size(); j++) bytes[j] = static_cast<std::byte>(text[j]);
+    save(dir / ("seed" + std::to_string(i++)), bytes);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: make_fuzz_seeds <folder>\n");
@@ -210,5 +232,6 @@ int main(int argc, char** argv) {
   gguf_seeds(std::filesystem::path(argv[1]) / "gguf");
   safetensors_seeds(std::filesystem::path(argv[1]) / "safetensors");
   gguf_tokenizer_seeds(std::filesystem::path(argv[1]) / "gguf_tokenizer");
+  tool_calls_seeds(std::filesystem::path(argv[1]) / "tool_calls");
   return 0;
 }
