@@ -56,6 +56,18 @@ bool has_penalty(const SamplingOptions& o) {
          o.repeat_last_n > 0;
 }
 
+// The ids of the n largest logits, by decreasing logit (ties by id, so the result is
+// deterministic).
+std::vector<uint32_t> most_likely(const std::vector<double>& l, size_t n) {
+  std::vector<uint32_t> idx(l.size());
+  std::iota(idx.begin(), idx.end(), 0u);
+  n = std::min(n, l.size());
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(n), idx.end(),
+                    [&](uint32_t a, uint32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+  idx.resize(n);
+  return idx;
+}
+
 }  // namespace
 
 bool Sampler::penalises() const {
@@ -104,15 +116,10 @@ std::vector<SamplingCandidate> Sampler::candidates(const std::vector<float>& log
     const auto best = std::max_element(l.begin(), l.end()) - l.begin();
     return {{static_cast<uint32_t>(best), 1.0}};
   }
-  std::vector<uint32_t> idx(l.size());
-  std::iota(idx.begin(), idx.end(), 0u);
   size_t keep = l.size();
   if (opts_.top_k > 0 && static_cast<size_t>(opts_.top_k) < keep)
     keep = static_cast<size_t>(opts_.top_k);
-  // Candidates by decreasing logit (ties by index, so the result is deterministic).
-  auto by_logit = [&](uint32_t a, uint32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); };
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(keep), idx.end(), by_logit);
-  idx.resize(keep);
+  const std::vector<uint32_t> idx = most_likely(l, keep);
 
   std::vector<double> p(keep);
   const double top = l[idx[0]];
@@ -158,12 +165,8 @@ TokenLogprobs Sampler::logprobs(const Tensor& logits, uint32_t token, int64_t to
   const double log_z = most + std::log(z);
   TokenLogprobs out;
   out.logprob = l[token] - log_z;
-  const size_t n = std::min(static_cast<size_t>(top), l.size());
-  std::vector<uint32_t> idx(l.size());
-  std::iota(idx.begin(), idx.end(), 0u);
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(n), idx.end(),
-                    [&](uint32_t a, uint32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
-  for (size_t i = 0; i < n; i++) out.top.emplace_back(idx[i], l[idx[i]] - log_z);
+  for (const uint32_t t : most_likely(l, static_cast<size_t>(top)))
+    out.top.emplace_back(t, l[t] - log_z);
   return out;
 }
 

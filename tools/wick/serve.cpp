@@ -62,7 +62,7 @@ struct StreamedChoice {
   bool echoed = false;        // the prompt's text went out (echo)
   bool done = false;
   int64_t completion_tokens = 0;
-  std::string held;  // parse_tools: the answer's text, sent once parsed at its end
+  std::string held{};  // parse_tools: the answer's text, sent once parsed at its end
 };
 
 // One streamed answer's state between calls of the content provider.

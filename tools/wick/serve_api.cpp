@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 #include <random>
+#include <unordered_set>
 
 #include "io/file.h"
 #include "tool_calls.h"
@@ -159,8 +160,8 @@ void check_tools(const json& tools) {
 
 // The conversation as the template's JSON, in the body's key order (a template's tojson writes
 // them so): contents as text, tool calls' arguments as objects (as transformers passes them).
-std::string template_messages(const std::string& body_text, const std::vector<ChatMessage>& texts) {
-  nlohmann::ordered_json messages = nlohmann::ordered_json::parse(body_text)["messages"];
+std::string template_messages(nlohmann::ordered_json messages,
+                              const std::vector<ChatMessage>& texts) {
   for (size_t i = 0; i < messages.size(); i++) {
     auto& m = messages[i];
     m["content"] = texts[i].content;
@@ -187,6 +188,7 @@ std::vector<std::pair<uint32_t, double>> logit_bias(const json& body, const Serv
   if (!v) return {};
   if (!v->is_object()) bad("logit_bias", "must be an object of token ids to numbers");
   std::vector<std::pair<uint32_t, double>> out;
+  std::unordered_set<uint32_t> seen;  // "7" and "07" name one token
   for (const auto& [key, bias] : v->items()) {
     uint32_t id = 0;
     const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
@@ -198,8 +200,7 @@ std::vector<std::pair<uint32_t, double>> logit_bias(const json& body, const Serv
         bias.get<double>() > 100)
       bad("logit_bias",
           "has " + shown(bias) + " for token " + key + ", want a number in [-100, 100]");
-    for (const auto& [seen, b] : out)
-      if (seen == id) bad("logit_bias", "names token " + std::to_string(id) + " twice");
+    if (!seen.insert(id).second) bad("logit_bias", "names token " + std::to_string(id) + " twice");
     out.emplace_back(id, bias.get<double>());
   }
   return out;
@@ -297,9 +298,10 @@ ApiRequest parse_api_request(const std::string& body_text, bool chat, const Serv
     std::string text;
     try {
       if (structured) {
-        const std::string tools_json =
-            r.parse_tools ? nlohmann::ordered_json::parse(body_text)["tools"].dump() : "";
-        text = m.chat_template.apply_json(template_messages(body_text, messages), tools_json,
+        // The body again, keeping its key order (`body` sorts them).
+        const auto ordered = nlohmann::ordered_json::parse(body_text);
+        text = m.chat_template.apply_json(template_messages(ordered["messages"], messages),
+                                          r.parse_tools ? ordered["tools"].dump() : "",
                                           /*add_generation_prompt=*/true);
       } else {
         text = m.chat_template.apply(messages, /*add_generation_prompt=*/true);

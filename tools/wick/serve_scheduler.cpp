@@ -206,26 +206,23 @@ void Scheduler::release(Slot& slot, FinishReason reason, const std::string& erro
   (cancelled ? stats_.cancelled : stats_.completed)++;
 }
 
+std::string Scheduler::token_bytes(uint32_t token) const {
+  const auto id = static_cast<int32_t>(token);
+  return tokenizer_.decode_bytes(std::span(&id, 1), /*skip_special=*/false);
+}
+
 TokenLogprob Scheduler::token_logprob(const Sampler& sampler, const Tensor& logits, uint32_t tok,
                                       int64_t top) const {
   const TokenLogprobs l = sampler.logprobs(logits, tok, top);
-  const auto bytes = [&](uint32_t t) {
-    const int32_t id = static_cast<int32_t>(t);
-    return tokenizer_.decode_bytes(std::span(&id, 1), /*skip_special=*/false);
-  };
-  TokenLogprob out{bytes(tok), true, l.logprob, {}};
-  for (const auto& [t, v] : l.top) out.top.emplace_back(bytes(t), v);
+  TokenLogprob out{token_bytes(tok), true, l.logprob, {}};
+  for (const auto& [t, v] : l.top) out.top.emplace_back(token_bytes(t), v);
   return out;
 }
 
-bool Scheduler::score_prompt(Slot& slot) {
+void Scheduler::score_prompt(Slot& slot) {
   const GenRequest& r = slot.job->request;
   if (r.prompt_logprobs) {
-    const auto bytes = [&](uint32_t t) {
-      const int32_t id = static_cast<int32_t>(t);
-      return tokenizer_.decode_bytes(std::span(&id, 1), /*skip_special=*/false);
-    };
-    slot.job->stream->push({}, 0, TokenLogprob{bytes(r.prompt[0]), false, 0, {}});
+    slot.job->stream->push({}, 0, TokenLogprob{token_bytes(r.prompt[0]), false, 0, {}});
     const auto n = static_cast<int64_t>(r.prompt.size()) - 1;  // tokens with a row before them
     if (n > 0) {
       // The model's own distribution (no bias, no penalty), reduced on the device: each row's
@@ -250,18 +247,16 @@ bool Scheduler::score_prompt(Slot& slot) {
           top_id = ids.to_dtype(DType::U32).to_vec<uint32_t>();
         }
         for (size_t i = 0; i < static_cast<size_t>(rows); i++) {
-          TokenLogprob t{bytes(next[i]), true, lp[i], {}};
+          TokenLogprob t{token_bytes(next[i]), true, lp[i], {}};
           for (size_t j = 0; j < static_cast<size_t>(k); j++)
-            t.top.emplace_back(bytes(top_id[i * static_cast<size_t>(k) + j]),
+            t.top.emplace_back(token_bytes(top_id[i * static_cast<size_t>(k) + j]),
                                top_lp[i * static_cast<size_t>(k) + j]);
           slot.job->stream->push({}, 0, std::move(t));
         }
       }
     }
   }
-  if (r.max_tokens > 0) return true;
-  release(slot, FinishReason::Length);
-  return false;
+  if (r.max_tokens == 0) release(slot, FinishReason::Length);
 }
 
 bool Scheduler::advance(Slot& slot, uint32_t tok, const Tensor* logits) {

@@ -154,10 +154,11 @@ class Scheduler {
   // request asked for them: `logits` is then its row on the host); false when the answer ended.
   bool advance(Slot& slot, uint32_t token, const Tensor* logits);
   // Streams the prompt's log-probabilities (GenRequest::prompt_logprobs), from the model's own
-  // cache; false when the answer ended there (max_tokens 0).
-  bool score_prompt(Slot& slot);
+  // cache; releases the slot when the answer ends there (max_tokens 0).
+  void score_prompt(Slot& slot);
   TokenLogprob token_logprob(const Sampler& sampler, const Tensor& logits, uint32_t token,
                              int64_t top) const;
+  std::string token_bytes(uint32_t token) const;  // its bytes, special tokens' text included
   void release(Slot& slot, FinishReason reason, const std::string& error = {});
 
   LlamaModel model_;
