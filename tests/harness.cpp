@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <iomanip>
 #include <numeric>
 #include <sstream>
@@ -331,6 +332,14 @@ void expect_error(const std::function<void()>& f, ErrorKind kind,
     return;
   }
   ADD_FAILURE() << "expected wick::Error(" << error_kind_name(kind) << "), nothing thrown";
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in) << "cannot open " << path;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 std::filesystem::path llama_vocab_dir() {

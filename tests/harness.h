@@ -128,6 +128,9 @@ std::vector<DType> compute_dtypes(const Device& dev);
 void expect_error(const std::function<void()>& f, ErrorKind kind,
                   const std::vector<std::string>& needles = {});
 
+// A file's bytes; a file that cannot be opened fails the test (and reads as empty).
+std::string read_file(const std::filesystem::path& path);
+
 // Where scripts/install-deps.sh puts llama.cpp's vocab files and chat templates
 // (.cache/llama-vocab; WICK_LLAMA_VOCAB_DIR overrides).
 std::filesystem::path llama_vocab_dir();

@@ -22,14 +22,6 @@ std::filesystem::path templates_dir() {
   return std::filesystem::path(WICK_TESTS_DIR) / "data" / "chat_templates";
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // llama.cpp's models/templates/, as scripts/install-deps.sh extracts them.
 std::filesystem::path llama_cpp_templates_dir() {
   return llama_vocab_dir() / "templates";

@@ -19,19 +19,12 @@ void expect_has(const std::string& text, const std::string& needle) {
   EXPECT_NE(text.find(needle), std::string::npos) << "no '" << needle << "' in:\n" << text;
 }
 
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A byte-level tokenizer of the 256 bytes (every text round-trips) and Qwen 2.5's template.
 cli::ServedModel served_qwen() {
   std::vector<std::string> tokens;
   for (int b = 0; b < 256; ++b)
     tokens.push_back(tokenizer_detail::byte_level_encode(std::string(1, static_cast<char>(b))));
-  const std::string source = read_text(std::filesystem::path(WICK_TESTS_DIR) / "data" /
+  const std::string source = read_file(std::filesystem::path(WICK_TESTS_DIR) / "data" /
                                        "chat_templates" / "qwen2.5.jinja");
   return cli::ServedModel{"qwen",
                           Tokenizer::from_vocab(tokens, {}, {}, {}, "gpt-2"),

@@ -26,14 +26,6 @@ std::filesystem::path data_dir() {
   return std::filesystem::path(WICK_TESTS_DIR) / "data" / "tokenizer" / "smollm2";
 }
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string from_hex(const std::string& hex) {
   std::string out;
   for (size_t i = 0; i + 1 < hex.size(); i += 2)
@@ -107,7 +99,7 @@ std::vector<int32_t> ids_of(const std::vector<std::string>& symbols, const TinyV
 
 TEST(TokenizerUnit, ByteAlphabetIsGpt2s) {
   // The table in reference.json comes from the script's own copy of GPT-2's definition.
-  const json ref = json::parse(read_text(data_dir() / "reference.json"));
+  const json ref = json::parse(read_file(data_dir() / "reference.json"));
   const auto& table = ref.at("byte_to_unicode");
   ASSERT_EQ(table.size(), 256u);
   for (int b = 0; b < 256; ++b) {
@@ -429,9 +421,9 @@ TEST(TokenizerUnit, ErrorsOnBadJson) {
 class TokenizerSmolLM2 : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tokenizer_json_ = new std::string(read_text(data_dir() / "tokenizer.json"));
-    config_json_ = new std::string(read_text(data_dir() / "tokenizer_config.json"));
-    reference_ = new json(json::parse(read_text(data_dir() / "reference.json")));
+    tokenizer_json_ = new std::string(read_file(data_dir() / "tokenizer.json"));
+    config_json_ = new std::string(read_file(data_dir() / "tokenizer_config.json"));
+    reference_ = new json(json::parse(read_file(data_dir() / "reference.json")));
     tokenizer_ = new Tokenizer(Tokenizer::from_hf_json(*tokenizer_json_, *config_json_));
   }
   static void TearDownTestSuite() {

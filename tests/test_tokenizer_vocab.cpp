@@ -25,13 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace td = tokenizer_detail;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 struct Vector {
   std::string text;
   std::vector<int32_t> ids;
